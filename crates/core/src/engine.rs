@@ -1,0 +1,878 @@
+//! The receiver engine: creates tasks, runs them, answers `tasks/*`, relays input.
+//!
+//! It is generic over the request a task wraps (the caller passes a runner future and a
+//! classifier that maps its result to a terminal status) and over the transport (it
+//! reaches peers through [`RequestorChannel`] and [`RequestSender`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use mcp_tasks_proto::mcp::{Task, set_related_task};
+use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::channel::{RequestSender, RequestorChannel};
+use crate::clock::Clock;
+use crate::cursor::CursorCodec;
+use crate::error::EngineError;
+use crate::policy::Policy;
+use crate::record::{NewTask, Outcome, TaskRecord};
+use crate::status::TaskStatus;
+use crate::store::{ListScope, TaskStore, Transition, TransitionResult};
+
+/// Who is asking. Tasks are bound to `principal`; `sees_all` is the local stdio peer,
+/// which sees its whole store.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Requester {
+    /// The authenticated principal, if any.
+    pub principal: Option<String>,
+    /// Whether this requester may see every task (stdio: the local peer owns the store).
+    pub sees_all: bool,
+}
+
+impl Requester {
+    /// The local peer of a stdio server.
+    pub fn local() -> Self {
+        Self {
+            principal: None,
+            sees_all: true,
+        }
+    }
+
+    /// Spec: "If context-binding is available, receivers MUST reject `tasks/get`,
+    /// `tasks/result`, and `tasks/cancel` requests for tasks that do not belong to the same
+    /// authorization context as the requestor."
+    pub fn can_see(&self, rec: &TaskRecord) -> bool {
+        self.sees_all || rec.owner == self.principal
+    }
+
+    /// The `tasks/list` scope, or `None` when this requester cannot be identified.
+    pub fn list_scope(&self) -> Option<ListScope> {
+        if self.sees_all {
+            Some(ListScope::All)
+        } else {
+            self.principal.clone().map(ListScope::Owner)
+        }
+    }
+}
+
+/// Decides the terminal status of a successful result (a `CallToolResult` with
+/// `isError: true` is `failed`).
+pub type Classifier = fn(&Value) -> (TaskStatus, Option<String>);
+
+/// What a runner gets: the task id, its cancellation, and a channel to the requestor
+/// through which requests become `input_required` and are relayed via `tasks/result`.
+pub struct TaskRun {
+    /// The task id.
+    pub task_id: String,
+    /// Fires when the task is cancelled or expires.
+    pub cancel: CancellationToken,
+    /// Task-mode channel to the requestor.
+    pub channel: Arc<dyn RequestorChannel>,
+}
+
+/// The future that computes a task's outcome.
+pub type Runner = Box<dyn FnOnce(TaskRun) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send>;
+
+/// What to create.
+pub struct TaskSpec {
+    /// Who creates it.
+    pub requester: Requester,
+    /// The wrapped method.
+    pub method: String,
+    /// The wrapped params (kept as the original request).
+    pub params: Value,
+    /// The `task` field of the request.
+    pub task_field: Value,
+    /// Where status notifications go (the connection that created the task).
+    pub origin: Arc<dyn RequestorChannel>,
+    /// How a successful result maps to a terminal status.
+    pub classify: Classifier,
+}
+
+struct PendingInput {
+    id: RequestId,
+    method: String,
+    params: Value,
+    /// The `tasks/result` generation it was last sent on, while that one is open.
+    sent_on: Option<u64>,
+}
+
+#[derive(Default)]
+struct InputState {
+    queue: Vec<PendingInput>,
+    next_request: u64,
+    next_gen: u64,
+    /// Open `tasks/result` deliverers, oldest first.
+    deliverers: Vec<u64>,
+}
+
+struct RunningTask {
+    task_id: String,
+    cancel: CancellationToken,
+    origin: Arc<dyn RequestorChannel>,
+    input: Mutex<InputState>,
+    input_changed: Notify,
+    /// Serialises the working <-> input_required transitions with queue changes.
+    status_lock: tokio::sync::Mutex<()>,
+}
+
+impl RunningTask {
+    fn input(&self) -> std::sync::MutexGuard<'_, InputState> {
+        self.input
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+struct Inner {
+    store: Arc<dyn TaskStore>,
+    policy: Policy,
+    clock: Arc<dyn Clock>,
+    instance: String,
+    running: Mutex<HashMap<String, Arc<RunningTask>>>,
+    answers: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    cursor: tokio::sync::OnceCell<CursorCodec>,
+    shutdown: CancellationToken,
+}
+
+/// The engine. Cheap to clone.
+#[derive(Clone)]
+pub struct TaskEngine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TaskEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskEngine")
+            .field("instance", &self.inner.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The status message of a task failed because its executor stopped.
+pub const ORPHAN_MESSAGE: &str = "The server stopped before the task finished; it was not re-run.";
+/// The status message of a cancelled task.
+pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
+
+/// The outcome `tasks/result` returns for a cancelled task: a JSON-RPC error with code
+/// [`codes::TASK_CANCELLED`], the same every time.
+pub fn cancelled_outcome(task_id: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::TASK_CANCELLED,
+        "Task cancelled: the task was cancelled before it finished",
+    )
+    .with_data(json!({ "taskId": task_id, "status": "cancelled" }))
+}
+
+/// A new task id: a UUID v4 (122 random bits) from the OS CSPRNG.
+///
+/// Spec: "receivers MUST generate cryptographically secure task IDs with enough entropy to
+/// prevent guessing".
+pub fn new_task_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl TaskEngine {
+    /// An engine over `store`.
+    pub fn new(store: Arc<dyn TaskStore>, policy: Policy, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                store,
+                policy,
+                clock,
+                instance: new_task_id(),
+                running: Mutex::new(HashMap::new()),
+                answers: Mutex::new(HashMap::new()),
+                cursor: tokio::sync::OnceCell::new(),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    /// This process's executor id (for leases).
+    pub fn instance(&self) -> &str {
+        &self.inner.instance
+    }
+
+    fn now(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    fn running(&self, task_id: &str) -> Option<Arc<RunningTask>> {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(task_id)
+            .cloned()
+    }
+
+    /// Number of tasks this process is executing.
+    pub fn running_count(&self) -> usize {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Start the background work: one sweeper for expired tasks, lease renewal, and the
+    /// failing of tasks whose executor died. Stops on [`Self::shutdown`].
+    pub fn start_background(&self) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(&self.inner);
+        let shutdown = self.inner.shutdown.clone();
+        let sweep = Duration::from_millis(self.inner.policy.sweep_interval_ms.max(10));
+        let lease = self.inner.policy.lease_ms;
+        tokio::spawn(async move {
+            let mut last_beat = i64::MIN;
+            loop {
+                let Some(engine) = Weak::upgrade(&weak).map(|inner| TaskEngine { inner }) else {
+                    return;
+                };
+                let now = engine.now();
+                if now.saturating_sub(last_beat) >= i64::try_from(lease / 3).unwrap_or(i64::MAX) {
+                    let until = now.saturating_add(i64::try_from(lease).unwrap_or(i64::MAX));
+                    match engine
+                        .inner
+                        .store
+                        .heartbeat(&engine.inner.instance, until)
+                        .await
+                    {
+                        Ok(()) => last_beat = now,
+                        Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
+                    }
+                    match engine.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await {
+                        Ok(recs) => {
+                            for r in recs {
+                                tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
+                            }
+                        }
+                        Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+                    }
+                }
+                engine.sweep_expired().await;
+                drop(engine);
+                tokio::select! {
+                    () = tokio::time::sleep(sweep) => {}
+                    () = shutdown.cancelled() => return,
+                }
+            }
+        })
+    }
+
+    /// Delete expired tasks now; cancel the work of those still running.
+    ///
+    /// Spec: "After a task's `ttl` lifetime has elapsed, receivers MAY delete the task and
+    /// its results, regardless of the task status."
+    pub async fn sweep_expired(&self) -> usize {
+        let mut total = 0;
+        loop {
+            match self.inner.store.delete_expired(self.now(), 1000).await {
+                Ok(ids) => {
+                    total += ids.len();
+                    for id in &ids {
+                        tracing::info!(task_id = %id, "task expired and was deleted");
+                        self.stop_local(id);
+                    }
+                    if ids.len() < 1000 {
+                        return total;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "expiry sweep failed");
+                    return total;
+                }
+            }
+        }
+    }
+
+    /// Stop the local execution of a task (cancel its work, drop its pending requests).
+    fn stop_local(&self, task_id: &str) {
+        let task = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(task_id);
+        if let Some(task) = task {
+            task.cancel.cancel();
+            let ids: Vec<RequestId> = task.input().queue.drain(..).map(|p| p.id).collect();
+            let mut answers = self
+                .inner
+                .answers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for id in ids {
+                answers.remove(&id);
+            }
+            task.input_changed.notify_waiters();
+        }
+    }
+
+    /// Cancel all local work (used at shutdown after the grace period).
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Fail every task this process still runs with `message` (graceful shutdown after the
+    /// grace period) and stop their work.
+    pub async fn fail_running(&self, message: &str) {
+        let ids: Vec<String> = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            let err = ErrorObject::internal(message.to_owned());
+            let t = Transition {
+                task_id: id.clone(),
+                to: TaskStatus::Failed,
+                status_message: Some(message.to_owned()),
+                outcome: Some(Outcome::error(&err)),
+                at_ms: self.now(),
+            };
+            if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
+                self.announce(&rec).await;
+            }
+            self.stop_local(&id);
+        }
+    }
+
+    async fn cursor(&self) -> Result<&CursorCodec, EngineError> {
+        self.inner
+            .cursor
+            .get_or_try_init(|| async { self.inner.store.cursor_key().await.map(CursorCodec::new) })
+            .await
+            .map_err(EngineError::from)
+    }
+
+    async fn announce(&self, rec: &TaskRecord) {
+        let running = self.running(&rec.task_id);
+        if let Some(task) = running {
+            let params = serde_json::to_value(rec.to_wire()).unwrap_or(Value::Null);
+            // Spec: "notifications/tasks/status notifications SHOULD NOT include related-task
+            // metadata, as the task ID is already present in the notification parameters."
+            task.origin.notify(methods::TASK_STATUS, params).await;
+        }
+    }
+
+    /// Create a task and start it.
+    ///
+    /// Spec: "Receivers that accept a task-augmented request MUST return a
+    /// `CreateTaskResult` as the response. This result SHOULD be returned as soon as
+    /// possible after accepting the task." The record is committed before this returns
+    /// (no reply before commit); the work runs in the background.
+    ///
+    /// # Errors
+    /// -32602 for a malformed `task` field, the limit error when the requester has too many
+    /// active tasks, -32603 when the store fails.
+    pub async fn create(&self, spec: TaskSpec, runner: Runner) -> Result<TaskRecord, EngineError> {
+        if self.inner.shutdown.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let ttl = self.inner.policy.resolve_ttl(&spec.task_field)?;
+        let task_id = new_task_id();
+        let new = NewTask {
+            task_id: task_id.clone(),
+            owner: spec.requester.principal.clone(),
+            created_at_ms: self.now(),
+            ttl_ms: ttl,
+            poll_interval_ms: Some(self.inner.policy.poll_interval_ms),
+            method: spec.method.clone(),
+            request: spec.params.to_string(),
+            executor: Some(self.inner.instance.clone()),
+            status_message: None,
+        };
+        let limit = Some(self.inner.policy.max_active_per_requester);
+        let rec = self.inner.store.create(new, limit).await?;
+        tracing::info!(task_id = %task_id, method = %spec.method, owner = ?spec.requester.principal, ttl = ?ttl, "task created");
+
+        let task = Arc::new(RunningTask {
+            task_id: task_id.clone(),
+            cancel: CancellationToken::new(),
+            origin: spec.origin,
+            input: Mutex::new(InputState::default()),
+            input_changed: Notify::new(),
+            status_lock: tokio::sync::Mutex::new(()),
+        });
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(task_id.clone(), Arc::clone(&task));
+        let channel: Arc<dyn RequestorChannel> = Arc::new(TaskChannel {
+            engine: self.clone(),
+            task: Arc::clone(&task),
+        });
+        let run = TaskRun {
+            task_id: task_id.clone(),
+            cancel: task.cancel.clone(),
+            channel,
+        };
+        let fut = runner(run);
+        let engine = self.clone();
+        let classify = spec.classify;
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                () = task.cancel.cancelled() => None,
+                r = fut => Some(r),
+            };
+            if let Some(outcome) = outcome {
+                engine.finish(&task.task_id, outcome, classify).await;
+            }
+            engine.stop_local(&task.task_id);
+        });
+        Ok(rec)
+    }
+
+    async fn finish(
+        &self,
+        task_id: &str,
+        outcome: Result<Value, ErrorObject>,
+        classify: Classifier,
+    ) {
+        let (to, message, stored) = match &outcome {
+            Ok(v) => {
+                let (status, message) = classify(v);
+                (status, message, Outcome::result(v))
+            }
+            Err(e) => (
+                TaskStatus::Failed,
+                Some(format!("Request failed: {} ({})", e.message, e.code)),
+                Outcome::error(e),
+            ),
+        };
+        let t = Transition {
+            task_id: task_id.to_owned(),
+            to,
+            status_message: message,
+            outcome: Some(stored),
+            at_ms: self.now(),
+        };
+        match self.inner.store.transition(t).await {
+            Ok(TransitionResult::Applied(rec)) => {
+                tracing::info!(task_id = %task_id, status = %rec.status, "task finished");
+                self.announce(&rec).await;
+            }
+            Ok(TransitionResult::Rejected(rec)) => {
+                // Spec: "Once a task is cancelled, it MUST remain in cancelled status even if
+                // execution continues to completion or fails." A late outcome is dropped.
+                tracing::debug!(task_id = %task_id, status = %rec.status, "late outcome dropped");
+            }
+            Ok(TransitionResult::Missing) => {
+                tracing::debug!(task_id = %task_id, "outcome of a deleted task dropped")
+            }
+            Err(e) => {
+                tracing::error!(task_id = %task_id, error = %e, "could not store the outcome of a task");
+                // Do not leave the task hanging: try to record the failure itself.
+                let err =
+                    ErrorObject::internal(format!("the task's outcome could not be stored: {e}"));
+                let t = Transition {
+                    task_id: task_id.to_owned(),
+                    to: TaskStatus::Failed,
+                    status_message: Some(err.message.clone()),
+                    outcome: Some(Outcome::error(&err)),
+                    at_ms: self.now(),
+                };
+                if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
+                    self.announce(&rec).await;
+                }
+            }
+        }
+    }
+
+    async fn visible(&self, task_id: &str, who: &Requester) -> Result<TaskRecord, EngineError> {
+        let rec = self
+            .inner
+            .store
+            .get(task_id)
+            .await?
+            .filter(|r| who.can_see(r))
+            .ok_or(EngineError::NotFound)?;
+        if rec.is_expired(self.now()) {
+            return Err(EngineError::Expired);
+        }
+        Ok(rec)
+    }
+
+    /// `tasks/get`.
+    ///
+    /// # Errors
+    /// Not found (also for a foreign task), expired, or a store failure.
+    pub async fn get(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
+        Ok(self.visible(task_id, who).await?.to_wire())
+    }
+
+    /// `tasks/cancel`.
+    ///
+    /// Spec: "Receivers MUST reject cancellation requests for tasks already in a terminal
+    /// status with error code -32602"; "Upon receiving a valid cancellation request,
+    /// receivers SHOULD attempt to stop the task's execution and MUST transition the task
+    /// to cancelled status before sending the response."
+    ///
+    /// # Errors
+    /// Not found, expired, already terminal, or a store failure.
+    pub async fn cancel(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
+        let rec = self.visible(task_id, who).await?;
+        if rec.status.is_terminal() {
+            return Err(EngineError::AlreadyTerminal(rec.status));
+        }
+        let t = Transition {
+            task_id: task_id.to_owned(),
+            to: TaskStatus::Cancelled,
+            status_message: Some(CANCELLED_MESSAGE.to_owned()),
+            outcome: Some(Outcome::error(&cancelled_outcome(task_id))),
+            at_ms: self.now(),
+        };
+        match self.inner.store.transition(t).await? {
+            TransitionResult::Applied(rec) => {
+                tracing::info!(task_id = %task_id, "task cancelled");
+                self.announce(&rec).await;
+                self.stop_local(task_id);
+                Ok(rec.to_wire())
+            }
+            TransitionResult::Rejected(rec) => Err(EngineError::AlreadyTerminal(rec.status)),
+            TransitionResult::Missing => Err(EngineError::NotFound),
+        }
+    }
+
+    /// `tasks/list`: one page.
+    ///
+    /// Spec: "If a task is retrievable via `tasks/get` for a requestor, it MUST be
+    /// retrievable via `tasks/list` for that requestor." and "Receivers MUST include a
+    /// `nextCursor` in the response if more tasks are available."
+    ///
+    /// # Errors
+    /// -32602 for a bad cursor; a store failure.
+    pub async fn list(
+        &self,
+        cursor: Option<&str>,
+        who: &Requester,
+    ) -> Result<(Vec<Task>, Option<String>), EngineError> {
+        let scope = who
+            .list_scope()
+            .ok_or_else(|| EngineError::InvalidParams("tasks/list is not available".into()))?;
+        let codec = self.cursor().await?;
+        let after = match cursor {
+            None => None,
+            Some(c) => Some(
+                codec
+                    .decode(c, &scope)
+                    .ok_or_else(|| EngineError::InvalidParams("Invalid cursor".into()))?,
+            ),
+        };
+        let size = self.inner.policy.page_size.max(1);
+        let mut page = self.inner.store.list(&scope, after, size + 1).await?;
+        let next = if page.len() > size {
+            page.truncate(size);
+            page.last().map(|r| codec.encode(r.seq, &scope))
+        } else {
+            None
+        };
+        let now = self.now();
+        Ok((
+            page.iter()
+                .filter(|r| !r.is_expired(now))
+                .map(TaskRecord::to_wire)
+                .collect(),
+            next,
+        ))
+    }
+
+    /// `tasks/result`: block until the task is terminal, relaying its pending requests on
+    /// `sender` meanwhile, then return the stored outcome.
+    ///
+    /// Spec: "When a receiver receives a `tasks/result` request for a task in any other
+    /// non-terminal status (`working` or `input_required`), it MUST block the response
+    /// until the task reaches a terminal status." The wait wakes on the store's change
+    /// signal; nothing polls.
+    ///
+    /// # Errors
+    /// The task's JSON-RPC error outcome (`Ok(Err(..))` never: the stored error is the
+    /// `Err`), or not found / expired / store failures.
+    pub async fn result(
+        &self,
+        task_id: &str,
+        who: &Requester,
+        sender: Option<Arc<dyn RequestSender>>,
+    ) -> Result<Result<Value, ErrorObject>, EngineError> {
+        let mut changes = self.inner.store.subscribe(task_id);
+        let mut rec = self.visible(task_id, who).await?;
+        let mut deliverer: Option<Deliverer> = None;
+        loop {
+            if rec.status.is_terminal() {
+                tracing::info!(task_id = %task_id, status = %rec.status, "task result retrieved");
+                let Some(outcome) = &rec.outcome else {
+                    return Err(EngineError::Store(crate::StoreError::Corrupt(format!(
+                        "terminal task {task_id} has no outcome"
+                    ))));
+                };
+                return Ok(outcome.decode().map(|mut v| {
+                    // Spec: "The tasks/result operation MUST include this metadata in its
+                    // response, as the result structure itself does not contain the task ID."
+                    set_related_task(&mut v, task_id);
+                    v
+                }));
+            }
+            let running = self.running(task_id);
+            let notified = running.as_ref().map(|t| {
+                let n = t.input_changed.notified();
+                (Arc::clone(t), n)
+            });
+            let mut notified = notified.map(|(t, n)| (t, Box::pin(n)));
+            if let (Some((task, n)), Some(sender)) = (notified.as_mut(), sender.as_ref()) {
+                n.as_mut().enable();
+                let d = deliverer.get_or_insert_with(|| Deliverer::register(Arc::clone(task)));
+                d.deliver(sender.as_ref()).await;
+            }
+            let expires = rec.expires_at_ms();
+            tokio::select! {
+                r = changes.changed() => {
+                    if r.is_err() {
+                        return Err(EngineError::ShuttingDown);
+                    }
+                }
+                () = async { match notified { Some((_, n)) => n.await, None => std::future::pending().await } } => {}
+            }
+            rec = match self.inner.store.get(task_id).await? {
+                Some(r) => r,
+                None if expires.is_some_and(|e| self.now() >= e) => {
+                    return Err(EngineError::Expired);
+                }
+                None => return Err(EngineError::NotFound),
+            };
+            if rec.is_expired(self.now()) {
+                return Err(EngineError::Expired);
+            }
+        }
+    }
+
+    /// Route the answer to a request the engine sent (by JSON-RPC id). Returns `false`
+    /// when the id is not one of ours (or its task is gone: a late answer is ignored).
+    pub fn deliver_answer(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> bool {
+        let tx = self
+            .inner
+            .answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(id);
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Whether `id` names a request the engine is waiting on.
+    pub fn is_engine_request(id: &RequestId) -> bool {
+        matches!(id, RequestId::String(s) if s.starts_with(REQUEST_ID_PREFIX))
+    }
+}
+
+const REQUEST_ID_PREFIX: &str = "mcp-tasks:";
+
+/// One open `tasks/result` that carries a task's pending requests.
+struct Deliverer {
+    task: Arc<RunningTask>,
+    generation: u64,
+}
+
+impl Deliverer {
+    fn register(task: Arc<RunningTask>) -> Self {
+        let generation = {
+            let mut st = task.input();
+            st.next_gen += 1;
+            let g = st.next_gen;
+            st.deliverers.push(g);
+            g
+        };
+        // A newer deliverer takes over what an older one has not had answered yet? No:
+        // what was sent stays with the open stream that carries it; new requests go to the
+        // newest.
+        Self { task, generation }
+    }
+
+    /// Send what is pending and not in flight on an open deliverer, if this is the newest.
+    async fn deliver(&self, sender: &dyn RequestSender) {
+        let to_send: Vec<(RequestId, String, Value)> = {
+            let mut st = self.task.input();
+            if st.deliverers.last() != Some(&self.generation) {
+                return;
+            }
+            let live = st.deliverers.clone();
+            st.queue
+                .iter_mut()
+                .filter(|p| p.sent_on.is_none_or(|g| !live.contains(&g)))
+                .map(|p| {
+                    p.sent_on = Some(self.generation);
+                    (p.id.clone(), p.method.clone(), p.params.clone())
+                })
+                .collect()
+        };
+        for (id, method, params) in to_send {
+            if let Err(e) = sender.send_request(id.clone(), &method, params).await {
+                tracing::debug!(error = %e, "could not relay a task request; it stays queued");
+                let mut st = self.task.input();
+                if let Some(p) = st.queue.iter_mut().find(|p| p.id == id) {
+                    p.sent_on = None;
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Deliverer {
+    fn drop(&mut self) {
+        let mut st = self.task.input();
+        st.deliverers.retain(|g| *g != self.generation);
+        for p in &mut st.queue {
+            if p.sent_on == Some(self.generation) {
+                // Unanswered: send again, with the same id, on the next tasks/result.
+                p.sent_on = None;
+            }
+        }
+        drop(st);
+        self.task.input_changed.notify_waiters();
+    }
+}
+
+/// The requestor as seen from inside a running task: requests are queued, the task moves
+/// to `input_required`, and the requests travel on the requestor's `tasks/result`.
+struct TaskChannel {
+    engine: TaskEngine,
+    task: Arc<RunningTask>,
+}
+
+/// Removes a pending request when its waiter goes away (answered, cancelled, dropped).
+struct PendingGuard<'a> {
+    engine: &'a TaskEngine,
+    task: &'a RunningTask,
+    id: RequestId,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.task.input().queue.retain(|p| p.id != self.id);
+        self.engine
+            .inner
+            .answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(&self.id);
+    }
+}
+
+impl TaskChannel {
+    async fn set_status(&self, to: TaskStatus, message: Option<String>) {
+        let t = Transition {
+            task_id: self.task.task_id.clone(),
+            to,
+            status_message: message,
+            outcome: None,
+            at_ms: self.engine.now(),
+        };
+        match self.engine.inner.store.transition(t).await {
+            Ok(TransitionResult::Applied(rec)) => self.engine.announce(&rec).await,
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(task_id = %self.task.task_id, error = %e, "status change not stored")
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl RequestorChannel for TaskChannel {
+    /// Spec: "When a task receiver has messages for the requestor that are necessary to
+    /// complete the task, the receiver SHOULD move the task to the `input_required`
+    /// status." and "The receiver MUST include the `io.modelcontextprotocol/related-task`
+    /// metadata in the request to associate it with the task."
+    async fn request(&self, method: &str, mut params: Value) -> Result<Value, ErrorObject> {
+        if !params.is_object() {
+            params = json!({});
+        }
+        set_related_task(&mut params, &self.task.task_id);
+        let (tx, rx) = oneshot::channel();
+        let guard = {
+            let _lock = self.task.status_lock.lock().await;
+            let id = {
+                let mut st = self.task.input();
+                st.next_request += 1;
+                let id = RequestId::String(format!(
+                    "{REQUEST_ID_PREFIX}{}:{}",
+                    self.task.task_id, st.next_request
+                ));
+                self.engine
+                    .inner
+                    .answers
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .insert(id.clone(), tx);
+                st.queue.push(PendingInput {
+                    id: id.clone(),
+                    method: method.to_owned(),
+                    params,
+                    sent_on: None,
+                });
+                id
+            };
+            let guard = PendingGuard {
+                engine: &self.engine,
+                task: &self.task,
+                id,
+            };
+            self.set_status(
+                TaskStatus::InputRequired,
+                Some(format!("Waiting for the requestor to answer {method}")),
+            )
+            .await;
+            self.task.input_changed.notify_waiters();
+            guard
+        };
+        let answer = tokio::select! {
+            r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("the task ended before the request was answered"))),
+            () = self.task.cancel.cancelled() => Err(ErrorObject::new(codes::TASK_CANCELLED, "the task was cancelled")),
+        };
+        {
+            let _lock = self.task.status_lock.lock().await;
+            drop(guard);
+            let empty = self.task.input().queue.is_empty();
+            // Spec: "When the receiver receives all required input, the task SHOULD
+            // transition out of input_required status (typically back to working)."
+            if empty && !self.task.cancel.is_cancelled() {
+                self.set_status(TaskStatus::Working, None).await;
+            }
+        }
+        answer
+    }
+
+    async fn notify(&self, method: &str, mut params: Value) {
+        if !params.is_object() {
+            params = json!({});
+        }
+        set_related_task(&mut params, &self.task.task_id);
+        self.task.origin.notify(method, params).await;
+    }
+}

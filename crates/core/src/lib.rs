@@ -1,0 +1,33 @@
+//! The task domain of mcp-tasks.
+//!
+//! * [`status`]: the state machine, in one place;
+//! * [`record`]: [`TaskRecord`] and the exact [`Outcome`] of a task;
+//! * [`store`]: the [`TaskStore`] trait every backend implements (atomic compare-and-swap
+//!   transitions, change wake-ups, keyset listing, TTL sweeps, leases);
+//! * [`memory`]: the in-memory store;
+//! * [`policy`], [`cursor`], [`clock`], [`wake`]: the pieces the engine is made of;
+//! * [`engine`]: the receiver engine, generic over the request a task wraps and over the
+//!   transport (it talks to peers through [`channel::RequestorChannel`]).
+//!
+//! This crate never depends on the RPC layer.
+
+pub mod channel;
+pub mod clock;
+pub mod cursor;
+pub mod engine;
+pub mod error;
+pub mod memory;
+pub mod policy;
+pub mod record;
+pub mod status;
+pub mod store;
+pub mod wake;
+
+pub use channel::{RequestSender, RequestorChannel};
+pub use clock::{Clock, SystemClock};
+pub use engine::{Requester, TaskEngine};
+pub use error::{EngineError, StoreError};
+pub use memory::MemoryStore;
+pub use policy::Policy;
+pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
+pub use store::{ListScope, TaskStore, Transition, TransitionResult};

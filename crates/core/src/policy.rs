@@ -1,0 +1,101 @@
+//! Receiver policy: TTLs, poll interval, limits.
+
+use crate::error::EngineError;
+use serde_json::Value;
+
+/// The knobs of the receiver.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// TTL when the requestor asks for none. `None` is unlimited.
+    pub default_ttl_ms: Option<u64>,
+    /// Largest TTL granted. `None` is unlimited.
+    pub max_ttl_ms: Option<u64>,
+    /// Suggested poll interval.
+    pub poll_interval_ms: u64,
+    /// Most non-terminal tasks per requester.
+    pub max_active_per_requester: u32,
+    /// `tasks/list` page size.
+    pub page_size: usize,
+    /// How often the sweeper deletes expired tasks.
+    pub sweep_interval_ms: u64,
+    /// Lease length of an executor; renewed every third of it.
+    pub lease_ms: u64,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            default_ttl_ms: Some(3_600_000),
+            max_ttl_ms: Some(86_400_000),
+            poll_interval_ms: 1000,
+            max_active_per_requester: 1000,
+            page_size: 100,
+            sweep_interval_ms: 1000,
+            lease_ms: 15_000,
+        }
+    }
+}
+
+impl Policy {
+    /// The actual TTL for the `task` field of a request.
+    ///
+    /// Spec: "Receivers MAY override the requested `ttl` duration." and "Receivers SHOULD
+    /// enforce maximum `ttl` durations to prevent indefinite resource retention."
+    ///
+    /// # Errors
+    /// [`EngineError::InvalidParams`] when `task` is not an object or `ttl` is not a
+    /// non-negative integer (or null).
+    pub fn resolve_ttl(&self, task: &Value) -> Result<Option<u64>, EngineError> {
+        let Some(obj) = task.as_object() else {
+            return Err(EngineError::InvalidParams(
+                "`task` must be an object".into(),
+            ));
+        };
+        let requested = match obj.get("ttl") {
+            None | Some(Value::Null) => None,
+            Some(v) => Some(v.as_u64().ok_or_else(|| {
+                EngineError::InvalidParams(format!(
+                    "`task.ttl` must be a non-negative integer number of milliseconds, got {v}"
+                ))
+            })?),
+        };
+        let wanted = requested.or(self.default_ttl_ms);
+        Ok(match (wanted, self.max_ttl_ms) {
+            (Some(w), Some(max)) => Some(w.min(max)),
+            (None, Some(max)) => Some(max),
+            (w, None) => w,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn ttl_defaults_clamps_and_validates() {
+        let p = Policy::default();
+        assert_eq!(p.resolve_ttl(&json!({})).unwrap(), Some(3_600_000));
+        assert_eq!(
+            p.resolve_ttl(&json!({"ttl": null})).unwrap(),
+            Some(3_600_000)
+        );
+        assert_eq!(p.resolve_ttl(&json!({"ttl": 5})).unwrap(), Some(5));
+        assert_eq!(
+            p.resolve_ttl(&json!({"ttl": 999_999_999_999u64})).unwrap(),
+            Some(86_400_000)
+        );
+        assert!(p.resolve_ttl(&json!({"ttl": -1})).is_err());
+        assert!(p.resolve_ttl(&json!({"ttl": 1.5})).is_err());
+        assert!(p.resolve_ttl(&json!({"ttl": "5"})).is_err());
+        assert!(p.resolve_ttl(&json!(3)).is_err());
+        let unlimited = Policy {
+            max_ttl_ms: None,
+            default_ttl_ms: None,
+            ..Policy::default()
+        };
+        assert_eq!(unlimited.resolve_ttl(&json!({})).unwrap(), None);
+        assert_eq!(unlimited.resolve_ttl(&json!({"ttl": 7})).unwrap(), Some(7));
+    }
+}

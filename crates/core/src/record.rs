@@ -1,0 +1,158 @@
+//! What a store keeps of a task.
+
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::Task;
+use serde_json::Value;
+
+use crate::clock::rfc3339;
+use crate::status::TaskStatus;
+
+/// Whether an outcome is a JSON-RPC result or a JSON-RPC error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OutcomeKind {
+    /// The `result` member of a successful response.
+    Result,
+    /// The `error` member of an error response.
+    Error,
+}
+
+impl OutcomeKind {
+    /// Stable name used by stores.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Result => "result",
+            Self::Error => "error",
+        }
+    }
+    /// Parse [`Self::as_str`].
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "result" => Some(Self::Result),
+            "error" => Some(Self::Error),
+            _ => None,
+        }
+    }
+}
+
+/// The exact outcome of the request a task wraps, as the bytes of its JSON.
+///
+/// Spec: "For tasks in a terminal status, receivers MUST return exactly what the
+/// underlying request would have returned, whether that is a successful result or a
+/// JSON-RPC error." The bytes are written once and never change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// Result or error.
+    pub kind: OutcomeKind,
+    /// The JSON text of the result object or of the error object.
+    pub json: String,
+}
+
+impl Outcome {
+    /// A result outcome.
+    pub fn result(v: &Value) -> Self {
+        Self {
+            kind: OutcomeKind::Result,
+            json: v.to_string(),
+        }
+    }
+    /// An error outcome.
+    pub fn error(e: &ErrorObject) -> Self {
+        Self {
+            kind: OutcomeKind::Error,
+            json: serde_json::to_string(e).unwrap_or_default(),
+        }
+    }
+    /// Decode into what `tasks/result` answers.
+    ///
+    /// # Errors
+    /// The stored error object, or an internal error if the bytes do not parse.
+    pub fn decode(&self) -> Result<Value, ErrorObject> {
+        match self.kind {
+            OutcomeKind::Result => serde_json::from_str(&self.json)
+                .map_err(|e| ErrorObject::internal(format!("stored result unreadable: {e}"))),
+            OutcomeKind::Error => Err(serde_json::from_str(&self.json).unwrap_or_else(|e| {
+                ErrorObject::internal(format!("stored error unreadable: {e}"))
+            })),
+        }
+    }
+}
+
+/// A task as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRecord {
+    /// The task id (a UUID v4).
+    pub task_id: String,
+    /// The principal the task is bound to; `None` when bound to no one.
+    pub owner: Option<String>,
+    /// Insertion order, used by `tasks/list` keyset pagination.
+    pub seq: i64,
+    /// Current status.
+    pub status: TaskStatus,
+    /// Current status message.
+    pub status_message: Option<String>,
+    /// Creation time, ms since the epoch; never changes.
+    pub created_at_ms: i64,
+    /// Time of the last transition, ms since the epoch.
+    pub last_updated_at_ms: i64,
+    /// Retention from creation in ms; `None` is unlimited.
+    pub ttl_ms: Option<u64>,
+    /// Suggested poll interval in ms.
+    pub poll_interval_ms: Option<u64>,
+    /// The method of the wrapped request (`tools/call`, ...).
+    pub method: String,
+    /// The params of the wrapped request, as JSON text.
+    pub request: String,
+    /// The outcome, once terminal.
+    pub outcome: Option<Outcome>,
+    /// The process (executor instance) running the task, while it runs.
+    pub executor: Option<String>,
+}
+
+impl TaskRecord {
+    /// When the task may be deleted, ms since the epoch; `None` never.
+    pub fn expires_at_ms(&self) -> Option<i64> {
+        self.ttl_ms.map(|t| {
+            self.created_at_ms
+                .saturating_add(i64::try_from(t).unwrap_or(i64::MAX))
+        })
+    }
+    /// Whether the TTL has passed at `now_ms`.
+    pub fn is_expired(&self, now_ms: i64) -> bool {
+        self.expires_at_ms().is_some_and(|e| now_ms >= e)
+    }
+    /// The wire `Task`.
+    pub fn to_wire(&self) -> Task {
+        Task {
+            task_id: self.task_id.clone(),
+            status: self.status,
+            status_message: self.status_message.clone(),
+            created_at: rfc3339(self.created_at_ms),
+            last_updated_at: rfc3339(self.last_updated_at_ms),
+            ttl: self.ttl_ms,
+            poll_interval: self.poll_interval_ms,
+        }
+    }
+}
+
+/// What a store needs to create a task.
+#[derive(Debug, Clone)]
+pub struct NewTask {
+    /// The task id.
+    pub task_id: String,
+    /// Owner principal, if bound.
+    pub owner: Option<String>,
+    /// Creation time.
+    pub created_at_ms: i64,
+    /// Actual TTL.
+    pub ttl_ms: Option<u64>,
+    /// Poll interval.
+    pub poll_interval_ms: Option<u64>,
+    /// Wrapped method.
+    pub method: String,
+    /// Wrapped params as JSON text.
+    pub request: String,
+    /// Executor instance id.
+    pub executor: Option<String>,
+    /// Initial status message.
+    pub status_message: Option<String>,
+}

@@ -1,0 +1,345 @@
+//! The JSON-RPC 2.0 envelope.
+//!
+//! Parsing classifies one incoming frame into a [`Message`] or a [`ParseFailure`] that
+//! already carries the error to send back (-32700 for bad JSON, -32600 for anything that
+//! is JSON but not a single JSON-RPC message, a batch array included: 2025-11-25 removed
+//! batching). Params and results stay raw [`Value`]s: the envelope never drops a field.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::error::ErrorObject;
+
+/// A request id: JSON-RPC allows strings and numbers (we accept integers).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// An integer id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl std::fmt::Display for RequestId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Number(n) => write!(f, "{n}"),
+            Self::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+impl From<i64> for RequestId {
+    fn from(n: i64) -> Self {
+        Self::Number(n)
+    }
+}
+
+impl From<String> for RequestId {
+    fn from(s: String) -> Self {
+        Self::String(s)
+    }
+}
+
+impl RequestId {
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            Self::Number(n) => Value::from(*n),
+            Self::String(s) => Value::from(s.clone()),
+        }
+    }
+    fn from_value(v: &Value) -> Option<Self> {
+        match v {
+            Value::String(s) => Some(Self::String(s.clone())),
+            Value::Number(n) => n.as_i64().map(Self::Number),
+            _ => None,
+        }
+    }
+}
+
+/// A request: expects a response with the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id the response must carry.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The params, unchanged.
+    pub params: Option<Value>,
+}
+
+/// A notification: no id, no response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params, unchanged.
+    pub params: Option<Value>,
+}
+
+/// A successful response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request answered.
+    pub id: RequestId,
+    /// The result, unchanged.
+    pub result: Value,
+}
+
+/// An error response. `id` is `None` (JSON `null`) when the request's id could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ErrorResponse {
+    /// The id of the request answered, if known.
+    pub id: Option<RequestId>,
+    /// The error.
+    pub error: ErrorObject,
+}
+
+/// One JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request.
+    Request(Request),
+    /// A notification.
+    Notification(Notification),
+    /// A successful response.
+    Response(Response),
+    /// An error response.
+    Error(ErrorResponse),
+}
+
+/// Why a frame is not a message, with the error response to send back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParseFailure {
+    /// The id of the offending request if it could be read, else `None` (sent as `null`).
+    pub id: Option<RequestId>,
+    /// The error to send.
+    pub error: ErrorObject,
+}
+
+impl ParseFailure {
+    /// The error response to send back.
+    pub fn into_response(self) -> Message {
+        Message::Error(ErrorResponse {
+            id: self.id,
+            error: self.error,
+        })
+    }
+}
+
+impl Message {
+    /// Parse one frame.
+    ///
+    /// # Errors
+    /// A [`ParseFailure`] holding -32700 (not JSON) or -32600 (not one JSON-RPC message).
+    pub fn parse(bytes: &[u8]) -> Result<Self, ParseFailure> {
+        let value: Value = serde_json::from_slice(bytes).map_err(|e| ParseFailure {
+            id: None,
+            error: ErrorObject::parse_error(e),
+        })?;
+        Self::from_value(value)
+    }
+
+    /// Classify an already-parsed JSON value.
+    ///
+    /// # Errors
+    /// A [`ParseFailure`] holding -32600 when the value is not one JSON-RPC message.
+    pub fn from_value(value: Value) -> Result<Self, ParseFailure> {
+        let invalid = |id: Option<RequestId>, why: &str| ParseFailure {
+            id,
+            error: ErrorObject::invalid_request(why),
+        };
+        let mut obj = match value {
+            Value::Object(o) => o,
+            Value::Array(_) => {
+                return Err(invalid(
+                    None,
+                    "batch arrays are not supported (MCP 2025-11-25 removed JSON-RPC batching)",
+                ));
+            }
+            _ => return Err(invalid(None, "a JSON-RPC message must be a JSON object")),
+        };
+        let id_value = obj.remove("id");
+        let id = match &id_value {
+            None | Some(Value::Null) => None,
+            Some(v) => match RequestId::from_value(v) {
+                Some(id) => Some(id),
+                None => return Err(invalid(None, "`id` must be a string or an integer")),
+            },
+        };
+        match obj.get("jsonrpc") {
+            Some(Value::String(v)) if v == "2.0" => {}
+            _ => return Err(invalid(id, "`jsonrpc` must be \"2.0\"")),
+        }
+        let params = obj.remove("params");
+        if let Some(p) = &params {
+            if !p.is_object() && !p.is_array() {
+                return Err(invalid(id, "`params` must be an object or an array"));
+            }
+        }
+        if let Some(method) = obj.remove("method") {
+            let Value::String(method) = method else {
+                return Err(invalid(id, "`method` must be a string"));
+            };
+            return Ok(match (id, id_value) {
+                (Some(id), _) => Self::Request(Request { id, method, params }),
+                (None, Some(Value::Null)) => {
+                    return Err(invalid(None, "a request `id` must not be null"));
+                }
+                (None, _) => Self::Notification(Notification { method, params }),
+            });
+        }
+        if let Some(result) = obj.remove("result") {
+            let Some(id) = id else {
+                return Err(invalid(None, "a response must carry the id of its request"));
+            };
+            return Ok(Self::Response(Response { id, result }));
+        }
+        if let Some(error) = obj.remove("error") {
+            let error: ErrorObject = serde_json::from_value(error)
+                .map_err(|e| invalid(id.clone(), &format!("malformed `error`: {e}")))?;
+            return Ok(Self::Error(ErrorResponse { id, error }));
+        }
+        Err(invalid(
+            id,
+            "not a request, notification or response (no `method`, `result` or `error`)",
+        ))
+    }
+
+    /// The message as a JSON value.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::with_capacity(4);
+        m.insert("jsonrpc".into(), Value::from("2.0"));
+        match self {
+            Self::Request(r) => {
+                m.insert("id".into(), r.id.to_value());
+                m.insert("method".into(), Value::from(r.method.clone()));
+                if let Some(p) = &r.params {
+                    m.insert("params".into(), p.clone());
+                }
+            }
+            Self::Notification(n) => {
+                m.insert("method".into(), Value::from(n.method.clone()));
+                if let Some(p) = &n.params {
+                    m.insert("params".into(), p.clone());
+                }
+            }
+            Self::Response(r) => {
+                m.insert("id".into(), r.id.to_value());
+                m.insert("result".into(), r.result.clone());
+            }
+            Self::Error(e) => {
+                m.insert(
+                    "id".into(),
+                    e.id.as_ref().map_or(Value::Null, RequestId::to_value),
+                );
+                m.insert(
+                    "error".into(),
+                    serde_json::to_value(&e.error).unwrap_or(Value::Null),
+                );
+            }
+        }
+        Value::Object(m)
+    }
+
+    /// The message serialized as one line of JSON (no trailing newline).
+    pub fn to_json(&self) -> String {
+        self.to_value().to_string()
+    }
+
+    /// Shorthand for a request.
+    pub fn request(id: RequestId, method: impl Into<String>, params: Option<Value>) -> Self {
+        Self::Request(Request {
+            id,
+            method: method.into(),
+            params,
+        })
+    }
+
+    /// Shorthand for a notification.
+    pub fn notification(method: impl Into<String>, params: Option<Value>) -> Self {
+        Self::Notification(Notification {
+            method: method.into(),
+            params,
+        })
+    }
+
+    /// Shorthand for a response to `id`: `Ok` a result, `Err` an error.
+    pub fn reply(id: RequestId, outcome: Result<Value, ErrorObject>) -> Self {
+        match outcome {
+            Ok(result) => Self::Response(Response { id, result }),
+            Err(error) => Self::Error(ErrorResponse {
+                id: Some(id),
+                error,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::codes;
+    use serde_json::json;
+
+    fn code(bytes: &str) -> i64 {
+        Message::parse(bytes.as_bytes()).unwrap_err().error.code
+    }
+
+    #[test]
+    fn classifies_messages() {
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#).unwrap();
+        assert_eq!(m, Message::request(RequestId::Number(1), "ping", None));
+        let m = Message::parse(br#"{"jsonrpc":"2.0","method":"x","params":{"a":1}}"#).unwrap();
+        assert_eq!(m, Message::notification("x", Some(json!({"a":1}))));
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":"a","result":{}}"#).unwrap();
+        assert!(matches!(m, Message::Response(_)));
+        let m = Message::parse(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-1,"message":"m"}}"#)
+            .unwrap();
+        assert!(matches!(m, Message::Error(ErrorResponse { id: None, .. })));
+    }
+
+    #[test]
+    fn rejects_bad_frames_with_the_right_code() {
+        assert_eq!(code("{not json"), codes::PARSE_ERROR);
+        assert_eq!(code("[]"), codes::INVALID_REQUEST);
+        assert_eq!(
+            code(r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#),
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(code("42"), codes::INVALID_REQUEST);
+        assert_eq!(
+            code(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":7}"#),
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
+            codes::INVALID_REQUEST
+        );
+        assert_eq!(code(r#"{"jsonrpc":"2.0","id":1}"#), codes::INVALID_REQUEST);
+        assert_eq!(
+            code(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#),
+            codes::INVALID_REQUEST
+        );
+    }
+
+    #[test]
+    fn keeps_the_id_of_an_invalid_request() {
+        let f = Message::parse(br#"{"jsonrpc":"1.0","id":"q","method":"ping"}"#).unwrap_err();
+        assert_eq!(f.id, Some(RequestId::String("q".into())));
+    }
+
+    #[test]
+    fn round_trips_params_unchanged() {
+        let text = r#"{"jsonrpc":"2.0","id":5,"method":"m","params":{"z":[1,{"x":null}],"_meta":{"k":"v"},"unknown":true}}"#;
+        let m = Message::parse(text.as_bytes()).unwrap();
+        let back: Value = serde_json::from_str(&m.to_json()).unwrap();
+        let orig: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(back, orig);
+    }
+}

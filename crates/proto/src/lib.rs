@@ -1,0 +1,16 @@
+//! Wire model of mcp-tasks.
+//!
+//! The JSON-RPC 2.0 envelope ([`jsonrpc`]), the one wire error type ([`ErrorObject`]) and
+//! the MCP 2025-11-25 types our code interprets ([`mcp`]). Everything we only pass through
+//! stays raw JSON; every typed struct keeps the fields it does not know in an `extra` map so
+//! that a parse/serialize round trip loses nothing. This crate does no I/O.
+
+pub mod error;
+pub mod jsonrpc;
+pub mod mcp;
+pub mod methods;
+
+pub use error::{ErrorObject, codes};
+pub use jsonrpc::{
+    ErrorResponse, Message, Notification, ParseFailure, Request, RequestId, Response,
+};

@@ -1,1 +1,66 @@
-fn main() {}
+//! `mcp-tasks`: a spec-exact MCP 2025-11-25 task server.
+
+mod serve;
+
+use clap::{Parser, Subcommand};
+
+/// Durable, spec-exact MCP Tasks (protocol revision 2025-11-25).
+#[derive(Parser, Debug)]
+#[command(name = "mcp-tasks", version, about, long_about = None, after_help = EXAMPLES)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+const EXAMPLES: &str = "\
+Examples:
+  mcp-tasks serve --stdio                      serve the demo tools on stdin/stdout
+  mcp-tasks serve --stdio --store memory       ... keeping tasks in memory only
+  mcp-tasks serve --stdio --max-ttl 1h         ... granting tasks at most one hour
+  RUST_LOG=debug mcp-tasks serve --stdio       ... with debug logs on stderr";
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the task server with the built-in demo tools.
+    Serve(serve::ServeArgs),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mcp-tasks: cannot start the async runtime: {e}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        match cli.command {
+            Command::Serve(args) => serve::run(args).await,
+        }
+    });
+    // Do not wait for detached work (running tools) at exit.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("mcp-tasks: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr only: stdout is the stdio transport. `RUST_LOG` is honoured.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}

@@ -71,11 +71,10 @@ impl TaskStore for MemoryStore {
                 return Err(StoreError::Duplicate(t.task_id));
             }
             let count = g.active.get(&t.owner).copied().unwrap_or(0);
-            if let Some(limit) = max_active {
-                if count >= limit {
+            if let Some(limit) = max_active
+                && count >= limit {
                     return Err(StoreError::LimitExceeded { limit });
                 }
-            }
             g.next_seq += 1;
             let rec = TaskRecord {
                 task_id: t.task_id,
@@ -123,11 +122,10 @@ impl TaskStore for MemoryStore {
                 rec.executor = None;
             }
             let rec = rec.clone();
-            if was_active && !is_active(rec.status) {
-                if let Some(c) = g.active.get_mut(&rec.owner) {
+            if was_active && !is_active(rec.status)
+                && let Some(c) = g.active.get_mut(&rec.owner) {
                     *c = c.saturating_sub(1);
                 }
-            }
             rec
         };
         self.wake.notify(&t.task_id);
@@ -167,11 +165,10 @@ impl TaskStore for MemoryStore {
             for id in &ids {
                 if let Some(rec) = g.tasks.remove(id) {
                     g.by_seq.remove(&rec.seq);
-                    if is_active(rec.status) {
-                        if let Some(c) = g.active.get_mut(&rec.owner) {
+                    if is_active(rec.status)
+                        && let Some(c) = g.active.get_mut(&rec.owner) {
                             *c = c.saturating_sub(1);
                         }
-                    }
                 }
             }
             ids

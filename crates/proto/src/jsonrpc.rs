@@ -173,11 +173,10 @@ impl Message {
             _ => return Err(invalid(id, "`jsonrpc` must be \"2.0\"")),
         }
         let params = obj.remove("params");
-        if let Some(p) = &params {
-            if !p.is_object() && !p.is_array() {
+        if let Some(p) = &params
+            && !p.is_object() && !p.is_array() {
                 return Err(invalid(id, "`params` must be an object or an array"));
             }
-        }
         if let Some(method) = obj.remove("method") {
             let Value::String(method) = method else {
                 return Err(invalid(id, "`method` must be a string"));
@@ -263,6 +262,11 @@ impl Message {
             method: method.into(),
             params,
         })
+    }
+
+    /// An error response with a `null` id (the request's id could not be read).
+    pub fn reply_null(error: ErrorObject) -> Self {
+        Self::Error(ErrorResponse { id: None, error })
     }
 
     /// Shorthand for a response to `id`: `Ok` a result, `Err` an error.

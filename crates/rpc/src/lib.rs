@@ -1,1 +1,14 @@
-//! placeholder
+//! JSON-RPC peer of mcp-tasks, and its transports.
+//!
+//! A [`Peer`] is one logical connection: it dispatches incoming requests to a [`Handler`]
+//! concurrently (each with a cancellation token that `notifications/cancelled` fires),
+//! matches incoming responses to the requests it sent, and emits every outgoing message as
+//! an [`Outbound`] tagged with the [`Route`] it belongs to, so that a transport with
+//! several streams (Streamable HTTP) can put each message on the right one. It knows
+//! nothing about tasks.
+
+pub mod line;
+pub mod peer;
+pub mod stdio;
+
+pub use peer::{Handler, Outbound, Peer, RequestContext, Route};

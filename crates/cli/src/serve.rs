@@ -1,0 +1,141 @@
+//! `mcp-tasks serve`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine, TaskStore};
+use mcp_tasks_server::{Server, ServerConfig, demo};
+
+/// Options of `serve`.
+#[derive(Args, Debug)]
+pub(crate) struct ServeArgs {
+    /// Serve one client on stdin/stdout.
+    #[arg(long)]
+    stdio: bool,
+    /// Where tasks are kept: `memory`, or `sqlite:PATH[?synchronous=normal]`.
+    #[arg(long, default_value = "memory")]
+    store: String,
+    /// Turn tasks off: no `tasks` capability, every tool runs as a plain call.
+    #[arg(long)]
+    no_tasks: bool,
+    /// Largest TTL granted to a task (ms, or a duration like `24h`), or `unlimited`.
+    #[arg(long, default_value = "24h")]
+    max_ttl: String,
+    /// TTL of a task whose request names none (ms, a duration, or `unlimited`).
+    #[arg(long, default_value = "1h")]
+    default_ttl: String,
+    /// Suggested `pollInterval` (ms, or a duration).
+    #[arg(long, default_value = "1000")]
+    poll_interval: String,
+    /// Most active (non-terminal) tasks per requester.
+    #[arg(long, default_value_t = 1000)]
+    max_active_tasks: u32,
+    /// `tasks/list` page size.
+    #[arg(long, default_value_t = 100)]
+    page_size: usize,
+    /// Largest incoming stdio message, in bytes.
+    #[arg(long, default_value_t = mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE)]
+    max_message_bytes: usize,
+}
+
+/// Milliseconds from `1500`, `1.5s`, `24h`; `None` for `unlimited`.
+fn parse_ms(flag: &str, s: &str) -> anyhow::Result<Option<u64>> {
+    if s == "unlimited" {
+        return Ok(None);
+    }
+    if let Ok(ms) = s.parse::<u64>() {
+        return Ok(Some(ms));
+    }
+    let d = humantime::parse_duration(s).with_context(|| {
+        format!("{flag}: `{s}` is not milliseconds, a duration like `24h`, or `unlimited`")
+    })?;
+    Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
+}
+
+fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
+    let max_ttl = parse_ms("--max-ttl", &args.max_ttl)?;
+    let mut default_ttl = parse_ms("--default-ttl", &args.default_ttl)?;
+    if default_ttl.is_none() && max_ttl.is_some() {
+        bail!("--default-ttl unlimited needs --max-ttl unlimited");
+    }
+    if let (Some(d), Some(m)) = (default_ttl, max_ttl) {
+        default_ttl = Some(d.min(m));
+    }
+    let Some(poll) = parse_ms("--poll-interval", &args.poll_interval)? else {
+        bail!("--poll-interval cannot be unlimited");
+    };
+    if args.page_size == 0 {
+        bail!("--page-size must be at least 1");
+    }
+    Ok(Policy {
+        default_ttl_ms: default_ttl,
+        max_ttl_ms: max_ttl,
+        poll_interval_ms: poll,
+        max_active_per_requester: args.max_active_tasks,
+        page_size: args.page_size,
+        ..Policy::default()
+    })
+}
+
+fn open_store(spec: &str) -> anyhow::Result<Arc<dyn TaskStore>> {
+    match spec {
+        "memory" => Ok(Arc::new(MemoryStore::new())),
+        other => bail!("--store: unknown store `{other}` (expected `memory` or `sqlite:PATH`)"),
+    }
+}
+
+pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    let policy = policy(&args)?;
+    if !args.stdio {
+        bail!("only --stdio is available in this build");
+    }
+    let engine = if args.no_tasks {
+        None
+    } else {
+        let store = open_store(&args.store)?;
+        Some(TaskEngine::new(store, policy, Arc::new(SystemClock)))
+    };
+    let background = engine.as_ref().map(TaskEngine::start_background);
+    let config = ServerConfig {
+        max_line_bytes: args.max_message_bytes,
+        ..ServerConfig::default()
+    };
+    let server = Server::new(config, demo::all(), engine.clone());
+    tracing::info!(store = %args.store, tasks = !args.no_tasks, "serving on stdio");
+    let serving = server.serve_stdio(tokio::io::stdin(), tokio::io::stdout());
+    let result = tokio::select! {
+        r = serving => r.context("stdio transport failed"),
+        () = terminate() => {
+            tracing::info!("terminated by signal");
+            Ok(())
+        }
+    };
+    if let Some(engine) = &engine {
+        engine.shutdown();
+    }
+    if let Some(bg) = background {
+        let _ = tokio::time::timeout(Duration::from_secs(1), bg).await;
+    }
+    result
+}
+
+/// SIGTERM or SIGINT.
+async fn terminate() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let Ok(mut term) = signal(SignalKind::terminate()) else {
+            return std::future::pending().await;
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}

@@ -1,0 +1,384 @@
+//! The JSON-RPC peer.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// Which stream an outgoing message belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Route {
+    /// Sent while serving this incoming request (its response, and requests or
+    /// notifications related to it).
+    Request(RequestId),
+    /// Tied to no open request.
+    Standalone,
+}
+
+/// An outgoing message and its route.
+#[derive(Debug, Clone)]
+pub struct Outbound {
+    /// The message.
+    pub message: Message,
+    /// The stream it belongs to.
+    pub route: Route,
+}
+
+/// Serves what the other side sends.
+#[async_trait]
+pub trait Handler: Send + Sync + 'static {
+    /// Serve one request. Runs concurrently with other requests; the future is dropped
+    /// (and no response sent) when the request is cancelled.
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject>;
+
+    /// Serve one notification, in arrival order.
+    async fn handle_notification(&self, peer: &Peer, method: String, params: Option<Value>) {
+        let _ = (peer, method, params);
+    }
+
+    /// A response whose id matches no request this peer sent (the engine sends requests
+    /// with ids of its own).
+    fn handle_unmatched_response(
+        &self,
+        peer: &Peer,
+        id: RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) {
+        let _ = (peer, outcome);
+        tracing::warn!(id = %id, "response to an unknown request ignored");
+    }
+}
+
+struct Inner {
+    tx: mpsc::Sender<Outbound>,
+    handler: Arc<dyn Handler>,
+    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    next_id: AtomicI64,
+    closed: CancellationToken,
+}
+
+/// One logical JSON-RPC connection. Cheap to clone.
+#[derive(Clone)]
+pub struct Peer {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Peer")
+            .field("closed", &self.inner.closed.is_cancelled())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Capacity of the outgoing queue; senders wait when the transport falls behind.
+pub const OUTBOUND_CAPACITY: usize = 4096;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl Peer {
+    /// A peer serving `handler`; the transport drains the returned receiver.
+    pub fn new(handler: Arc<dyn Handler>) -> (Self, mpsc::Receiver<Outbound>) {
+        let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+        let inner = Inner {
+            tx,
+            handler,
+            pending: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+            closed: CancellationToken::new(),
+        };
+        (
+            Self {
+                inner: Arc::new(inner),
+            },
+            rx,
+        )
+    }
+
+    /// Fires when the connection is closed.
+    pub fn closed(&self) -> CancellationToken {
+        self.inner.closed.clone()
+    }
+
+    /// Whether the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.is_cancelled()
+    }
+
+    /// Close: pending outgoing requests fail, in-flight handlers are cancelled.
+    pub fn close(&self) {
+        self.inner.closed.cancel();
+        for (_, tx) in lock(&self.inner.pending).drain() {
+            let _ = tx.send(Err(ErrorObject::internal("connection closed")));
+        }
+        for (_, token) in lock(&self.inner.inflight).drain() {
+            token.cancel();
+        }
+    }
+
+    /// Number of incoming requests being served.
+    pub fn inflight(&self) -> usize {
+        lock(&self.inner.inflight).len()
+    }
+
+    /// Queue a message for the transport.
+    ///
+    /// # Errors
+    /// When the connection is closed.
+    pub async fn send(&self, message: Message, route: Route) -> Result<(), ErrorObject> {
+        if self.is_closed() {
+            return Err(ErrorObject::internal("connection closed"));
+        }
+        self.inner
+            .tx
+            .send(Outbound { message, route })
+            .await
+            .map_err(|_| ErrorObject::internal("connection closed"))
+    }
+
+    /// Send a notification (errors only mean the connection is gone).
+    pub async fn notify(&self, method: &str, params: Option<Value>, route: Route) {
+        let _ = self
+            .send(
+                Message::Notification(Notification {
+                    method: method.to_owned(),
+                    params,
+                }),
+                route,
+            )
+            .await;
+    }
+
+    /// Send a request and wait for its response.
+    ///
+    /// # Errors
+    /// The peer's error response, or an internal error when the connection closes first.
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        route: Route,
+    ) -> Result<Value, ErrorObject> {
+        let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        lock(&self.inner.pending).insert(id.clone(), tx);
+        struct Forget<'a>(&'a Peer, RequestId);
+        impl Drop for Forget<'_> {
+            fn drop(&mut self) {
+                lock(&self.0.inner.pending).remove(&self.1);
+            }
+        }
+        let forget = Forget(self, id.clone());
+        self
+            .send(Message::request(id.clone(), method, params), route.clone())
+            .await?;
+        let closed = self.inner.closed.clone();
+        let out = tokio::select! {
+            r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("connection closed"))),
+            () = closed.cancelled() => Err(ErrorObject::internal("connection closed")),
+        };
+        drop(forget);
+        out
+    }
+
+    /// Deliver one incoming message.
+    pub async fn receive(&self, message: Message) {
+        match message {
+            Message::Request(r) => self.spawn_request(r.id, r.method, r.params),
+            Message::Notification(n) => {
+                if n.method == methods::CANCELLED
+                    && let Some(id) = n
+                        .params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .and_then(request_id_of)
+                        && let Some(token) = lock(&self.inner.inflight).get(&id) {
+                            tracing::debug!(id = %id, "request cancelled by the peer");
+                            token.cancel();
+                        }
+                let handler = Arc::clone(&self.inner.handler);
+                handler.handle_notification(self, n.method, n.params).await;
+            }
+            Message::Response(r) => self.complete(r.id, Ok(r.result)),
+            Message::Error(e) => match e.id {
+                Some(id) => self.complete(id, Err(e.error)),
+                None => {
+                    tracing::warn!(error = %e.error, "the peer reported an error without an id")
+                }
+            },
+        }
+    }
+
+    fn complete(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
+        let tx = lock(&self.inner.pending).remove(&id);
+        match tx {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => self
+                .inner
+                .handler
+                .handle_unmatched_response(self, id, outcome),
+        }
+    }
+
+    fn spawn_request(&self, id: RequestId, method: String, params: Option<Value>) {
+        let token = CancellationToken::new();
+        {
+            let mut inflight = lock(&self.inner.inflight);
+            if inflight.contains_key(&id) {
+                drop(inflight);
+                let peer = self.clone();
+                tokio::spawn(async move {
+                    let err = ErrorObject::invalid_request(format!(
+                        "request id {id} is already in use by a request in flight"
+                    ));
+                    let _ = peer
+                        .send(Message::reply(id.clone(), Err(err)), Route::Request(id))
+                        .await;
+                });
+                return;
+            }
+            inflight.insert(id.clone(), token.clone());
+        }
+        let peer = self.clone();
+        tokio::spawn(async move {
+            let cx = RequestContext {
+                peer: peer.clone(),
+                id: id.clone(),
+                cancel: token.clone(),
+            };
+            let handler = Arc::clone(&peer.inner.handler);
+            let fut = handler.handle_request(cx, method, params);
+            let out = tokio::select! {
+                r = fut => Some(r),
+                () = token.cancelled() => None,
+            };
+            lock(&peer.inner.inflight).remove(&id);
+            if let Some(out) = out {
+                let _ = peer
+                    .send(Message::reply(id.clone(), out), Route::Request(id))
+                    .await;
+            }
+        });
+    }
+}
+
+fn request_id_of(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
+}
+
+/// The context of one incoming request.
+#[derive(Clone, Debug)]
+pub struct RequestContext {
+    /// The connection.
+    pub peer: Peer,
+    /// The request's id.
+    pub id: RequestId,
+    /// Fires when the request is cancelled (or the connection closes).
+    pub cancel: CancellationToken,
+}
+
+impl RequestContext {
+    /// The route of messages tied to this request.
+    pub fn route(&self) -> Route {
+        Route::Request(self.id.clone())
+    }
+
+    /// Send a notification tied to this request.
+    pub async fn notify(&self, method: &str, params: Option<Value>) {
+        self.peer.notify(method, params, self.route()).await;
+    }
+
+    /// Send a request tied to this request and wait for the answer.
+    ///
+    /// # Errors
+    /// The peer's error, or an internal error if the connection closes.
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, ErrorObject> {
+        self.peer.request(method, params, self.route()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    struct Echo;
+
+    #[async_trait]
+    impl Handler for Echo {
+        async fn handle_request(
+            &self,
+            cx: RequestContext,
+            method: String,
+            params: Option<Value>,
+        ) -> Result<Value, ErrorObject> {
+            match method.as_str() {
+                "echo" => Ok(params.unwrap_or(Value::Null)),
+                "ask" => cx.request("question", None).await,
+                "hang" => std::future::pending().await,
+                _ => Err(ErrorObject::method_not_found(method)),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn serves_requests_and_matches_responses() {
+        let (peer, mut rx) = Peer::new(Arc::new(Echo));
+        peer.receive(Message::request(1.into(), "echo", Some(json!({"a":1}))))
+            .await;
+        let out = rx.recv().await.unwrap();
+        assert_eq!(out.route, Route::Request(1.into()));
+        assert_eq!(out.message, Message::reply(1.into(), Ok(json!({"a":1}))));
+
+        peer.receive(Message::request(2.into(), "ask", None)).await;
+        let q = rx.recv().await.unwrap();
+        assert_eq!(q.route, Route::Request(2.into()));
+        let Message::Request(req) = q.message else {
+            panic!("expected a request")
+        };
+        peer.receive(Message::reply(req.id, Ok(json!("yes")))).await;
+        let out = rx.recv().await.unwrap();
+        assert_eq!(out.message, Message::reply(2.into(), Ok(json!("yes"))));
+    }
+
+    #[tokio::test]
+    async fn cancelled_requests_get_no_response() {
+        let (peer, mut rx) = Peer::new(Arc::new(Echo));
+        peer.receive(Message::request(7.into(), "hang", None)).await;
+        tokio::task::yield_now().await;
+        assert_eq!(peer.inflight(), 1);
+        peer.receive(Message::notification(
+            methods::CANCELLED,
+            Some(json!({"requestId": 7})),
+        ))
+        .await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(peer.inflight(), 0);
+        peer.receive(Message::request(8.into(), "echo", Some(json!(1))))
+            .await;
+        let out = rx.recv().await.unwrap();
+        assert_eq!(out.message, Message::reply(8.into(), Ok(json!(1))));
+    }
+}

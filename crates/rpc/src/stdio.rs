@@ -1,0 +1,102 @@
+//! The stdio transport: newline-delimited JSON-RPC on a reader and a writer.
+
+use mcp_tasks_proto::{ErrorObject, Message};
+use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
+use tokio::sync::mpsc;
+
+use crate::line::{Frame, read_line};
+use crate::peer::{Outbound, Peer, Route};
+
+/// Default bound of one incoming line: 16 MiB.
+pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
+
+/// Serve `peer` over `reader`/`writer` until the reader ends; then close the peer and
+/// flush what is queued.
+///
+/// An oversized line is answered with -32600 (id null), skipped up to the next newline,
+/// and never held in memory whole; a malformed line gets -32700/-32600; serving goes on.
+///
+/// # Errors
+/// I/O errors of the reader or writer.
+pub async fn serve<R, W>(
+    peer: Peer,
+    mut outbound: mpsc::Receiver<Outbound>,
+    mut reader: R,
+    mut writer: W,
+    max_line: usize,
+) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let closed = peer.closed();
+    let writer_task = tokio::spawn(async move {
+        let mut buf = Vec::with_capacity(8192);
+        loop {
+            let first = tokio::select! {
+                m = outbound.recv() => m,
+                () = closed.cancelled() => None,
+            };
+            let Some(first) = first else { break };
+            buf.clear();
+            push(&mut buf, &first);
+            while let Ok(next) = outbound.try_recv() {
+                push(&mut buf, &next);
+                if buf.len() > 1 << 20 {
+                    break;
+                }
+            }
+            writer.write_all(&buf).await?;
+            writer.flush().await?;
+        }
+        // Flush whatever was queued before the close.
+        buf.clear();
+        while let Ok(next) = outbound.try_recv() {
+            push(&mut buf, &next);
+        }
+        if !buf.is_empty() {
+            writer.write_all(&buf).await?;
+        }
+        writer.flush().await?;
+        Ok::<_, std::io::Error>(())
+    });
+
+    let mut line = Vec::with_capacity(8192);
+    let result = loop {
+        match read_line(&mut reader, &mut line, max_line).await {
+            Ok(Frame::Eof) => break Ok(()),
+            Ok(Frame::TooLong) => {
+                let err = ErrorObject::invalid_request(format!(
+                    "message exceeds the {max_line}-byte line limit"
+                ));
+                let _ = peer.send(Message::reply_null(err), Route::Standalone).await;
+            }
+            Ok(Frame::Line) => {
+                if line.iter().all(u8::is_ascii_whitespace) {
+                    continue;
+                }
+                match Message::parse(&line) {
+                    Ok(m) => peer.receive(m).await,
+                    Err(f) => {
+                        let route = f.id.clone().map_or(Route::Standalone, Route::Request);
+                        let _ = peer.send(f.into_response(), route).await;
+                    }
+                }
+            }
+            Err(e) => break Err(e),
+        }
+    };
+    // Give in-flight replies to already-received requests a moment to be queued.
+    tokio::task::yield_now().await;
+    peer.close();
+    match writer_task.await {
+        Ok(Ok(())) => result,
+        Ok(Err(e)) => result.and(Err(e)),
+        Err(e) => result.and(Err(std::io::Error::other(e))),
+    }
+}
+
+fn push(buf: &mut Vec<u8>, out: &Outbound) {
+    buf.extend_from_slice(out.message.to_json().as_bytes());
+    buf.push(b'\n');
+}

@@ -1,0 +1,90 @@
+//! `initialize`: version negotiation and capabilities.
+
+use std::sync::Arc;
+
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
+use serde_json::{Value, json};
+
+use crate::session::{Negotiated, Session};
+
+/// The revision to answer a request for `requested` with: the same if we support it,
+/// else 2025-11-25 (a newer client falls back; an older unknown one may disconnect).
+pub fn negotiate(requested: &str) -> &'static str {
+    SUPPORTED_PROTOCOL_VERSIONS
+        .iter()
+        .copied()
+        .find(|v| *v == requested)
+        .unwrap_or(LATEST_PROTOCOL_VERSION)
+}
+
+/// Serve `initialize`.
+///
+/// Spec: "Servers and clients that support task-augmented requests MUST declare a `tasks`
+/// capability during initialization." and "Receivers that cannot identify requestors
+/// SHOULD NOT declare the `tasks.list` capability".
+pub fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorObject> {
+    let params = params.unwrap_or(Value::Null);
+    let requested = match params.get("protocolVersion") {
+        Some(Value::String(v)) => v.as_str(),
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(
+                "`protocolVersion` must be a string",
+            ));
+        }
+        None => return Err(ErrorObject::invalid_params("`protocolVersion` is required")),
+    };
+    let capabilities = match params.get("capabilities") {
+        Some(c @ Value::Object(_)) => c.clone(),
+        None => json!({}),
+        Some(_) => {
+            return Err(ErrorObject::invalid_params(
+                "`capabilities` must be an object",
+            ));
+        }
+    };
+    let version = negotiate(requested);
+    let negotiated = Negotiated {
+        protocol_version: version.to_owned(),
+        client_capabilities: Arc::new(capabilities),
+        client_info: params.get("clientInfo").cloned().unwrap_or(Value::Null),
+    };
+    if !session.set_negotiated(negotiated) {
+        return Err(ErrorObject::invalid_request(
+            "the session is already initialized",
+        ));
+    }
+    let client = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+    tracing::info!(requested, negotiated = version, client = %client, "session initialized");
+
+    let mut caps = json!({ "tools": { "listChanged": false } });
+    if session.tasks().is_some() {
+        let mut tasks = json!({ "cancel": {}, "requests": { "tools": { "call": {} } } });
+        if session.can_list {
+            tasks["list"] = json!({});
+        }
+        caps["tasks"] = tasks;
+    }
+    let cfg = &session.state.config;
+    let mut result = json!({
+        "protocolVersion": version,
+        "capabilities": caps,
+        "serverInfo": { "name": cfg.name, "version": cfg.version },
+    });
+    if let Some(i) = &cfg.instructions {
+        result["instructions"] = json!(i);
+    }
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn negotiates_versions() {
+        assert_eq!(super::negotiate("2025-11-25"), "2025-11-25");
+        assert_eq!(super::negotiate("2025-06-18"), "2025-06-18");
+        assert_eq!(super::negotiate("2025-03-26"), "2025-03-26");
+        assert_eq!(super::negotiate("2026-07-28"), "2025-11-25");
+        assert_eq!(super::negotiate("2024-11-05"), "2025-11-25");
+    }
+}

@@ -1,0 +1,37 @@
+//! `tasks/list`.
+
+use mcp_tasks_proto::{ErrorObject, methods};
+use serde_json::{Value, json};
+
+use crate::handlers::tasks_off;
+use crate::session::Session;
+
+/// Serve `tasks/list`: one page, with an opaque signed `nextCursor` when more remain.
+///
+/// Spec: "Receivers SHOULD use cursor-based pagination to limit the number of tasks
+/// returned in a single response." and "Invalid or nonexistent cursor in tasks/list:
+/// -32602".
+pub async fn handle(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    let engine = session
+        .tasks()
+        .ok_or_else(|| tasks_off(methods::TASKS_LIST))?;
+    if !session.can_list {
+        return Err(ErrorObject::method_not_found(
+            "`tasks/list`: this server cannot identify requesters, so it does not list tasks",
+        ));
+    }
+    let cursor = match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.as_str()),
+        Some(_) => return Err(ErrorObject::invalid_params("`cursor` must be a string")),
+    };
+    let (tasks, next) = engine
+        .list(cursor, &session.requester)
+        .await
+        .map_err(|e| e.to_rpc("Failed to list tasks"))?;
+    let mut result = json!({ "tasks": tasks });
+    if let Some(n) = next {
+        result["nextCursor"] = json!(n);
+    }
+    Ok(result)
+}

@@ -1,0 +1,131 @@
+//! `tools/call`, plain or task-augmented.
+
+use std::sync::Arc;
+
+use mcp_tasks_core::engine::{TaskRun, TaskSpec};
+use mcp_tasks_core::{EngineError, RequestorChannel};
+use mcp_tasks_proto::mcp::{
+    CallToolParams, MODEL_IMMEDIATE_RESPONSE_META, TaskSupport, progress_token,
+};
+use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_rpc::RequestContext;
+use serde_json::{Value, json};
+
+use crate::session::{Negotiated, PeerChannel, RequestChannel, Session};
+use crate::tool::ToolContext;
+
+/// Decides the terminal status of a `CallToolResult`.
+///
+/// Spec: "For tool calls specifically, this includes cases where the tool call result has
+/// `isError` set to `true`." and "The `tasks/get` response SHOULD include a
+/// `statusMessage` field with diagnostic information about the failure."
+pub fn classify(result: &Value) -> (mcp_tasks_proto::mcp::TaskStatus, Option<String>) {
+    use mcp_tasks_proto::mcp::TaskStatus;
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        let text = result
+            .get("content")
+            .and_then(Value::as_array)
+            .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))
+            .unwrap_or("the tool reported an error");
+        (
+            TaskStatus::Failed,
+            Some(format!("Tool execution failed: {text}")),
+        )
+    } else {
+        (TaskStatus::Completed, None)
+    }
+}
+
+/// Serve `tools/call`.
+///
+/// Spec (tool-level negotiation): "If `execution.taskSupport` is not present or
+/// `"forbidden"`, clients MUST NOT attempt to invoke the tool as a task. Servers SHOULD
+/// return a `-32601` (Method not found) error if a client attempts to do so." and "If
+/// `execution.taskSupport` is `"required"`, clients MUST invoke the tool as a task.
+/// Servers MUST return a `-32601` (Method not found) error if a client does not attempt
+/// to do so." Without the tasks capability, "Receivers that do not declare the task
+/// capability for a request type MUST process requests of that type normally, ignoring
+/// any task-augmentation metadata if present."
+pub async fn handle(
+    session: &Session,
+    cx: &RequestContext,
+    negotiated: &Negotiated,
+    params: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let params_value = params.unwrap_or(Value::Null);
+    if !params_value.is_object() {
+        return Err(ErrorObject::invalid_params(
+            "`params` must be an object with `name`",
+        ));
+    }
+    let call: CallToolParams = serde_json::from_value(params_value.clone())
+        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    let args = match &call.arguments {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
+    };
+    let Some(tool) = session.state.tool(&call.name) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Unknown tool: `{}`",
+            call.name
+        )));
+    };
+    let engine = session.tasks();
+    let support = tool.effective_task_support();
+    let token = progress_token(Some(&params_value));
+
+    match (engine, &call.task) {
+        (Some(engine), Some(task_field)) => {
+            if support == TaskSupport::Forbidden {
+                return Err(ErrorObject::method_not_found(format!(
+                    "tool `{}` does not support task-augmented execution (execution.taskSupport is forbidden)",
+                    tool.name
+                )));
+            }
+            let origin: Arc<dyn RequestorChannel> = Arc::new(PeerChannel(cx.peer.clone()));
+            let handler = Arc::clone(&tool.handler);
+            let caps = Arc::clone(&negotiated.client_capabilities);
+            let spec = TaskSpec {
+                requester: session.requester.clone(),
+                method: methods::TOOLS_CALL.to_owned(),
+                params: params_value.clone(),
+                task_field: task_field.clone(),
+                origin,
+                classify,
+            };
+            let runner = Box::new(move |run: TaskRun| {
+                let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id));
+                Box::pin(async move { handler.call(args, cx).await })
+                    as futures::future::BoxFuture<'static, _>
+            });
+            let rec = engine.create(spec, runner).await.map_err(|e| match e {
+                EngineError::InvalidParams(_) => e.to_rpc(""),
+                other => other.to_rpc("Failed to create task"),
+            })?;
+            let task = serde_json::to_value(rec.to_wire()).map_err(ErrorObject::internal)?;
+            let immediate = format!(
+                "Started `{}` as task {}; it runs in the background. Poll tasks/get or call tasks/result for its outcome.",
+                tool.name, rec.task_id
+            );
+            Ok(json!({ "task": task, "_meta": { MODEL_IMMEDIATE_RESPONSE_META: immediate } }))
+        }
+        (engine, _) => {
+            if engine.is_some() && support == TaskSupport::Required {
+                return Err(ErrorObject::method_not_found(format!(
+                    "tool `{}` requires task-augmented execution: call it with a `task` field (execution.taskSupport is required)",
+                    tool.name
+                )));
+            }
+            let channel: Arc<dyn RequestorChannel> = Arc::new(RequestChannel(cx.clone()));
+            let tcx = ToolContext::new(
+                channel,
+                token,
+                cx.cancel.clone(),
+                Arc::clone(&negotiated.client_capabilities),
+                None,
+            );
+            tool.handler.call(args, tcx).await
+        }
+    }
+}

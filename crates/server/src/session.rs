@@ -1,0 +1,178 @@
+//! One connection: lifecycle, capabilities, dispatch to the method handlers.
+
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine};
+use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
+use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
+use mcp_tasks_rpc::{Handler, Peer, RequestContext, Route};
+use serde_json::Value;
+
+use crate::ServerState;
+use crate::handlers;
+
+/// What `initialize` settled.
+#[derive(Debug, Clone, Default)]
+pub struct Negotiated {
+    /// The protocol revision in use.
+    pub protocol_version: String,
+    /// The client's capabilities.
+    pub client_capabilities: Arc<Value>,
+    /// The client's `clientInfo`.
+    pub client_info: Value,
+}
+
+/// One connection's state. Implements the RPC [`Handler`].
+pub struct Session {
+    /// Shared server state.
+    pub state: Arc<ServerState>,
+    /// Who is on the other side.
+    pub requester: Requester,
+    /// Whether `tasks.list` is declared (the receiver can identify the requester).
+    pub can_list: bool,
+    negotiated: Mutex<Option<Negotiated>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("requester", &self.requester)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Session {
+    /// A fresh, uninitialized session.
+    pub fn new(state: Arc<ServerState>, requester: Requester, can_list: bool) -> Self {
+        Self {
+            state,
+            requester,
+            can_list,
+            negotiated: Mutex::new(None),
+        }
+    }
+
+    /// What `initialize` settled, once it has run.
+    pub fn negotiated(&self) -> Option<Negotiated> {
+        self.negotiated
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Record the outcome of `initialize`. Returns `false` if it had run already.
+    pub(crate) fn set_negotiated(&self, n: Negotiated) -> bool {
+        let mut g = self
+            .negotiated
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if g.is_some() {
+            return false;
+        }
+        *g = Some(n);
+        true
+    }
+
+    /// The task engine, when tasks are on for this session: the server has them and the
+    /// session negotiated 2025-11-25 (tasks are advertised only there).
+    pub fn tasks(&self) -> Option<&TaskEngine> {
+        let on = self
+            .negotiated()
+            .is_some_and(|n| n.protocol_version == LATEST_PROTOCOL_VERSION);
+        if on { self.state.engine.as_ref() } else { None }
+    }
+}
+
+/// The connection as a channel to the requestor, tied to no request: status
+/// notifications and task progress travel on it.
+pub struct PeerChannel(pub Peer);
+
+#[async_trait]
+impl RequestorChannel for PeerChannel {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.0
+            .request(method, Some(params), Route::Standalone)
+            .await
+    }
+    async fn notify(&self, method: &str, params: Value) {
+        self.0.notify(method, Some(params), Route::Standalone).await;
+    }
+}
+
+/// The requestor as seen from one incoming request: messages go on that request's stream.
+pub struct RequestChannel(pub RequestContext);
+
+#[async_trait]
+impl RequestorChannel for RequestChannel {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.0.request(method, Some(params)).await
+    }
+    async fn notify(&self, method: &str, params: Value) {
+        self.0.notify(method, Some(params)).await;
+    }
+}
+
+#[async_trait]
+impl Handler for Session {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        match method.as_str() {
+            methods::INITIALIZE => return handlers::initialize::handle(self, params),
+            methods::PING => return Ok(serde_json::json!({})),
+            methods::SERVER_DISCOVER => {
+                return Err(ErrorObject::method_not_found(
+                    "server/discover is not supported; this server speaks MCP 2025-11-25 (use initialize)",
+                ));
+            }
+            _ => {}
+        }
+        let Some(negotiated) = self.negotiated() else {
+            return Err(ErrorObject::new(
+                codes::NOT_INITIALIZED,
+                format!("Server not initialized: send `initialize` before `{method}`"),
+            ));
+        };
+        match method.as_str() {
+            methods::TOOLS_LIST => handlers::tools_list::handle(self, params.as_ref()),
+            methods::TOOLS_CALL => {
+                handlers::tools_call::handle(self, &cx, &negotiated, params).await
+            }
+            methods::TASKS_GET => handlers::tasks_get::handle(self, params.as_ref()).await,
+            methods::TASKS_RESULT => {
+                handlers::tasks_result::handle(self, &cx, params.as_ref()).await
+            }
+            methods::TASKS_LIST => handlers::tasks_list::handle(self, params.as_ref()).await,
+            methods::TASKS_CANCEL => handlers::tasks_cancel::handle(self, params.as_ref()).await,
+            _ => Err(ErrorObject::method_not_found(format!("`{method}`"))),
+        }
+    }
+
+    async fn handle_notification(&self, _peer: &Peer, method: String, _params: Option<Value>) {
+        match method.as_str() {
+            methods::INITIALIZED | methods::CANCELLED => {}
+            other => tracing::debug!(method = %other, "notification ignored"),
+        }
+    }
+
+    fn handle_unmatched_response(
+        &self,
+        _peer: &Peer,
+        id: RequestId,
+        outcome: Result<Value, ErrorObject>,
+    ) {
+        // Answers to requests a task relayed through tasks/result: routed by id.
+        let delivered = self
+            .state
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.deliver_answer(&id, outcome));
+        if !delivered {
+            tracing::debug!(id = %id, "late or unknown response ignored");
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The API to serve your own tools.
+//!
+//! A tool is a name, a description, an input schema, a task-support mode and an async
+//! handler. The handler receives its arguments and a [`ToolContext`] through which it
+//! reports progress, asks the client for input (`elicitation/create`), asks it to sample
+//! (`sampling/createMessage`) and notices cancellation. The same handler runs as a plain
+//! call or as a task: it cannot tell the difference, and need not.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_tasks_core::RequestorChannel;
+use mcp_tasks_proto::mcp::TaskSupport;
+use mcp_tasks_proto::{ErrorObject, codes, methods};
+use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Runs a tool.
+#[async_trait]
+pub trait ToolHandler: Send + Sync + 'static {
+    /// Run with `args` (the `arguments` object, `{}` when absent). `Ok` is the
+    /// `CallToolResult`; `Err` is the JSON-RPC error of the call.
+    async fn call(&self, args: Value, cx: ToolContext) -> Result<Value, ErrorObject>;
+}
+
+struct FnHandler<F>(F);
+
+#[async_trait]
+impl<F, Fut> ToolHandler for FnHandler<F>
+where
+    F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+{
+    async fn call(&self, args: Value, cx: ToolContext) -> Result<Value, ErrorObject> {
+        (self.0)(args, cx).await
+    }
+}
+
+/// A tool definition.
+#[derive(Clone)]
+pub struct Tool {
+    /// The name.
+    pub name: String,
+    /// The description.
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: Value,
+    /// How it may run as a task; `None` lists no `execution` at all (same as forbidden).
+    pub task_support: Option<TaskSupport>,
+    /// More fields for `tools/list` (`title`, `annotations`, `outputSchema`, ...).
+    pub extra: Map<String, Value>,
+    /// The handler.
+    pub handler: Arc<dyn ToolHandler>,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("task_support", &self.task_support)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A tool from a closure. Task support defaults to none (forbidden).
+    pub fn new<F, Fut>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        f: F,
+    ) -> Self
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    {
+        Self::with_handler(name, description, input_schema, Arc::new(FnHandler(f)))
+    }
+
+    /// A tool from a handler object.
+    pub fn with_handler(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        input_schema: Value,
+        handler: Arc<dyn ToolHandler>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            task_support: None,
+            extra: Map::new(),
+            handler,
+        }
+    }
+
+    /// Set `execution.taskSupport`.
+    #[must_use]
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = Some(support);
+        self
+    }
+
+    /// The effective task support (absent means forbidden).
+    pub fn effective_task_support(&self) -> TaskSupport {
+        self.task_support.unwrap_or_default()
+    }
+
+    /// The `tools/list` entry; `with_execution` false omits `execution`.
+    pub fn to_listing(&self, with_execution: bool) -> Value {
+        let mut m = self.extra.clone();
+        m.insert("name".into(), Value::from(self.name.clone()));
+        m.insert("description".into(), Value::from(self.description.clone()));
+        m.insert("inputSchema".into(), self.input_schema.clone());
+        if with_execution
+            && let Some(s) = self.task_support {
+                m.insert("execution".into(), json!({ "taskSupport": s }));
+            }
+        Value::Object(m)
+    }
+}
+
+/// What a running tool can do besides computing its result.
+#[derive(Clone)]
+pub struct ToolContext {
+    channel: Arc<dyn RequestorChannel>,
+    progress_token: Option<Value>,
+    cancel: CancellationToken,
+    client_capabilities: Arc<Value>,
+    task_id: Option<String>,
+}
+
+impl std::fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("task_id", &self.task_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ToolContext {
+    /// A context over `channel`.
+    pub fn new(
+        channel: Arc<dyn RequestorChannel>,
+        progress_token: Option<Value>,
+        cancel: CancellationToken,
+        client_capabilities: Arc<Value>,
+        task_id: Option<String>,
+    ) -> Self {
+        Self {
+            channel,
+            progress_token,
+            cancel,
+            client_capabilities,
+            task_id,
+        }
+    }
+
+    /// Fires when the call (or its task) is cancelled. Handlers that do blocking or
+    /// non-async work should check it; async work is also stopped by being dropped.
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.cancel
+    }
+
+    /// Whether the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancel.is_cancelled()
+    }
+
+    /// The task id when running as a task (for logs; behaviour must not depend on it).
+    pub fn task_id(&self) -> Option<&str> {
+        self.task_id.as_deref()
+    }
+
+    /// Report progress with the request's `progressToken` (nothing is sent without one).
+    ///
+    /// Spec: "The `progressToken` provided in the initial request remains valid throughout
+    /// the task's lifetime."
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) {
+        let Some(token) = &self.progress_token else {
+            return;
+        };
+        let mut params = json!({ "progressToken": token, "progress": progress });
+        if let Some(t) = total {
+            params["total"] = json!(t);
+        }
+        if let Some(m) = message {
+            params["message"] = json!(m);
+        }
+        self.channel.notify(methods::PROGRESS, params).await;
+    }
+
+    fn client_supports(&self, capability: &str) -> bool {
+        self.client_capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null())
+    }
+
+    /// Ask the client for input (`elicitation/create`); returns the `ElicitResult`.
+    ///
+    /// # Errors
+    /// The client's error, or -32601 when the client did not declare `elicitation`.
+    pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
+        if !self.client_supports("elicitation") {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                "the client does not support elicitation (no `elicitation` capability)",
+            ));
+        }
+        self.channel
+            .request(methods::ELICITATION_CREATE, params)
+            .await
+    }
+
+    /// Ask the client to sample (`sampling/createMessage`); returns the
+    /// `CreateMessageResult`.
+    ///
+    /// # Errors
+    /// The client's error, or -32601 when the client did not declare `sampling`.
+    pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
+        if !self.client_supports("sampling") {
+            return Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                "the client does not support sampling (no `sampling` capability)",
+            ));
+        }
+        self.channel
+            .request(methods::SAMPLING_CREATE_MESSAGE, params)
+            .await
+    }
+}

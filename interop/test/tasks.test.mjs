@@ -79,6 +79,10 @@ describe('tasks (issue #3)', () => {
         assert.deepEqual(t.ttl, createResult.task.ttl, 'ttl must not change between reads');
         assert.ok(['working', 'completed'].includes(t.status), `unexpected status ${t.status}`);
         assert.equal(relatedTaskOf(t), undefined, 'tasks/get result SHOULD NOT carry related-task _meta');
+        // SDK 1.32.2 quirk: callToolStream hands its options (with `task`) on to tasks/get and
+        // tasks/result, so they go out with a stray `params.task: {}`. The receiver must answer
+        // them as what they are (a Task), not as task-augmented requests.
+        assert.equal(t.task, undefined, `tasks/get answered like a task-augmented request: ${g.response.raw}`);
         if (i > 0) {
           const prev = gets[i - 1];
           const waited = g.request.t - prev.response.t;

@@ -174,9 +174,11 @@ impl Message {
         }
         let params = obj.remove("params");
         if let Some(p) = &params
-            && !p.is_object() && !p.is_array() {
-                return Err(invalid(id, "`params` must be an object or an array"));
-            }
+            && !p.is_object()
+            && !p.is_array()
+        {
+            return Err(invalid(id, "`params` must be an object or an array"));
+        }
         if let Some(method) = obj.remove("method") {
             let Value::String(method) = method else {
                 return Err(invalid(id, "`method` must be a string"));
@@ -229,10 +231,12 @@ impl Message {
                 m.insert("result".into(), r.result.clone());
             }
             Self::Error(e) => {
-                m.insert(
-                    "id".into(),
-                    e.id.as_ref().map_or(Value::Null, RequestId::to_value),
-                );
+                // JSON-RPC 2.0 writes `"id": null` when the request's id could not be read;
+                // the MCP 2025-11-25 schema makes `id` optional and non-nullable, and the
+                // TypeScript SDK rejects a null id. We follow MCP: omit it (docs/adr/0001).
+                if let Some(id) = &e.id {
+                    m.insert("id".into(), id.to_value());
+                }
                 m.insert(
                     "error".into(),
                     serde_json::to_value(&e.error).unwrap_or(Value::Null),
@@ -264,7 +268,7 @@ impl Message {
         })
     }
 
-    /// An error response with a `null` id (the request's id could not be read).
+    /// An error response without an id (the request's id could not be read).
     pub fn reply_null(error: ErrorObject) -> Self {
         Self::Error(ErrorResponse { id: None, error })
     }

@@ -113,11 +113,20 @@ impl Tool {
         m.insert("name".into(), Value::from(self.name.clone()));
         m.insert("description".into(), Value::from(self.description.clone()));
         m.insert("inputSchema".into(), self.input_schema.clone());
-        if with_execution
-            && let Some(s) = self.task_support {
-                m.insert("execution".into(), json!({ "taskSupport": s }));
-            }
+        if with_execution && let Some(s) = self.task_support {
+            m.insert("execution".into(), json!({ "taskSupport": s }));
+        }
         Value::Object(m)
+    }
+}
+
+/// A JSON number, written as an integer when it is one (`3`, not `3.0`).
+fn number(x: f64) -> Value {
+    #[allow(clippy::cast_possible_truncation)]
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
     }
 }
 
@@ -181,9 +190,9 @@ impl ToolContext {
         let Some(token) = &self.progress_token else {
             return;
         };
-        let mut params = json!({ "progressToken": token, "progress": progress });
+        let mut params = json!({ "progressToken": token, "progress": number(progress) });
         if let Some(t) = total {
-            params["total"] = json!(t);
+            params["total"] = number(t);
         }
         if let Some(m) = message {
             params["message"] = json!(m);

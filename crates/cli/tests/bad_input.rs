@@ -1,0 +1,139 @@
+//! Bad input gets the right JSON-RPC error, and the server keeps serving.
+
+mod common;
+use common::Stdio;
+use serde_json::{Value, json};
+
+fn assert_error_then_ping(s: &mut Stdio, raw: &str, code: i64, id: &Value) {
+    s.send_raw(raw);
+    let r = s.recv();
+    assert_eq!(r["error"]["code"], code, "{raw} -> {r}");
+    // An unreadable id is omitted (MCP's schema has no null id; see docs/adr/0001).
+    assert_eq!(&r["id"], id, "{raw} -> {r}");
+    assert_eq!(
+        s.ok("ping", json!({})),
+        json!({}),
+        "server still serves after {raw}"
+    );
+}
+
+#[test]
+fn parse_error_is_32700_with_null_id() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    assert_error_then_ping(
+        &mut s,
+        "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": ",
+        -32700,
+        &Value::Null,
+    );
+    assert_error_then_ping(&mut s, "not json at all", -32700, &Value::Null);
+}
+
+#[test]
+fn invalid_requests_are_32600() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    assert_error_then_ping(
+        &mut s,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+        -32600,
+        &Value::Null,
+    );
+    assert_error_then_ping(&mut s, "[]", -32600, &Value::Null);
+    assert_error_then_ping(&mut s, "42", -32600, &Value::Null);
+    assert_error_then_ping(
+        &mut s,
+        r#"{"jsonrpc":"1.0","id":9,"method":"ping"}"#,
+        -32600,
+        &json!(9),
+    );
+    assert_error_then_ping(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":10,"method":5}"#,
+        -32600,
+        &json!(10),
+    );
+    assert_error_then_ping(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":11,"method":"ping","params":"x"}"#,
+        -32600,
+        &json!(11),
+    );
+}
+
+#[test]
+fn unknown_method_is_32601() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    assert_error_then_ping(
+        &mut s,
+        r#"{"jsonrpc":"2.0","id":"u","method":"no/such"}"#,
+        -32601,
+        &json!("u"),
+    );
+}
+
+#[test]
+fn invalid_params_name_the_field() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    let e = s.err("tools/call", json!({"arguments": {}}));
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("name"), "{e}");
+    let e = s.err(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": "soon"}}),
+    );
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("`ms`"), "{e}");
+    let e = s.err("tools/call", json!({"name": "nope", "arguments": {}}));
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("nope"), "{e}");
+    let e = s.err("tasks/get", json!({"taskId": 5}));
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("taskId"), "{e}");
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}
+
+#[test]
+fn an_oversized_line_is_32600_and_skipped() {
+    let mut s = Stdio::spawn(&["--max-message-bytes", "4096"]);
+    s.initialize();
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(10_000)
+    );
+    assert_error_then_ping(&mut s, &big, -32600, &Value::Null);
+    // No response for the skipped request ever arrives.
+    let late: Vec<Value> = s.drain_for(std::time::Duration::from_millis(200));
+    assert!(late.iter().all(|m| m["id"] != json!(77)), "{late:?}");
+}
+
+#[test]
+fn the_default_bound_is_16_mib() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    // Just under the bound is served.
+    let text = "y".repeat(15 * 1024 * 1024);
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": text}}),
+    );
+    assert_eq!(common::text_of(&r).len(), text.len());
+    // Over it is refused, and the server goes on.
+    let big = format!(
+        r#"{{"jsonrpc":"2.0","id":78,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
+        "x".repeat(17 * 1024 * 1024)
+    );
+    assert_error_then_ping(&mut s, &big, -32600, &Value::Null);
+}
+
+#[test]
+fn blank_lines_are_ignored() {
+    let mut s = Stdio::spawn(&[]);
+    s.send_raw("");
+    s.send_raw("   ");
+    s.initialize();
+    assert_eq!(s.ok("ping", json!({})), json!({}));
+}

@@ -3,4 +3,5 @@
 //! * `conformance`: the suite every [`mcp_tasks_core::TaskStore`] must pass;
 //! * `schema`: validation of wire messages against the official 2025-11-25 schema.
 
+pub mod conformance;
 pub mod schema;

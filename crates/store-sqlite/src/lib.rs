@@ -1,0 +1,328 @@
+//! A durable [`TaskStore`] on embedded SQLite (bundled: nothing to install).
+//!
+//! * **Durability.** The database is in WAL mode with `synchronous=FULL` by default: no
+//!   call returns before its change is on stable storage ("Receivers that accept a
+//!   task-augmented request MUST return a `CreateTaskResult`": the task it names exists
+//!   even after a power loss). [`Synchronous::Normal`] trades the last commits on a power
+//!   loss (never corruption) for speed.
+//! * **One writer thread per store, group commit.** Writes queue to one thread that commits
+//!   everything queued in one transaction and replies only after the commit; see
+//!   [`writer`](crate#group-commit).
+//! * **Transitions are compare-and-swaps**: one `UPDATE ... WHERE task_id = ? AND status IN
+//!   (allowed predecessors)`, so "cancel wins and a late completion is dropped" holds under
+//!   any race, between threads and between processes.
+//! * **Reads** run on a small pool of read-only connections on tokio's blocking threads, in
+//!   parallel with the writer (WAL readers never wait for it).
+//! * **Wake-ups.** Waiters of a task wake after every committed change made through this
+//!   store. Several processes may share one file: while anyone waits, the writer thread
+//!   looks at `PRAGMA data_version` every [`SqliteOptions::remote_poll`] and wakes every
+//!   waiter when another connection committed (waiters re-read their task; a spurious
+//!   wake-up costs one read, a lost one would block a `tasks/result` forever).
+//! * **Leases.** `heartbeat` keeps a row per executor in `executors`; `fail_orphans` fails,
+//!   in one statement, every non-terminal task whose executor has no live lease.
+//! * **Schema** versioned with `PRAGMA user_version`, migrated at open; a file written by a
+//!   newer version, or that is not an mcp-tasks database, is refused with a message
+//!   naming it.
+//! * **Faults** (disk full, read-only file, a lock held elsewhere beyond
+//!   [`SqliteOptions::busy_timeout`]) make the affected call fail with
+//!   [`StoreError::Unavailable`]; nothing stored is lost, and calls succeed again once the
+//!   fault is gone (the writer reopens its connection when needed).
+//!
+//! # Group commit
+//!
+//! Callers send write ops over a channel, each with a oneshot reply. The writer takes what
+//! is queued (up to [`SqliteOptions::max_batch`]), runs it in one `BEGIN IMMEDIATE ...
+//! COMMIT`, each op under its own `SAVEPOINT` (a failing op fails only itself), and answers
+//! every op after the `COMMIT`. One WAL `fsync` thus covers many ops.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread::JoinHandle;
+
+use async_trait::async_trait;
+use mcp_tasks_core::wake::WakeMap;
+use mcp_tasks_core::{
+    ListScope, NewTask, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
+};
+use rusqlite::Connection;
+use tokio::sync::{oneshot, watch};
+
+mod ops;
+mod options;
+mod schema;
+mod writer;
+
+pub use options::{SqliteOptions, Synchronous, default_path, parse_spec};
+pub use schema::SCHEMA_VERSION;
+
+use ops::OpResult;
+use writer::{Msg, OpJob, Writer};
+
+/// What the store, its writer thread and its read jobs share.
+pub(crate) struct Shared {
+    pub(crate) path: PathBuf,
+    pub(crate) opts: SqliteOptions,
+    pub(crate) wake: WakeMap,
+    /// Whether the writer thread watches for remote changes (see `Writer::poll_remote`).
+    pub(crate) watching: AtomicBool,
+    readers: Mutex<Vec<Connection>>,
+}
+
+impl Shared {
+    /// Run `f` on an idle read connection (or a new one).
+    fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
+        let idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop();
+        let conn = match idle {
+            Some(c) => c,
+            None => schema::open_reader(&self.path, &self.opts)?,
+        };
+        let result = f(&conn);
+        if !result.as_ref().is_err_and(schema::needs_reopen) {
+            let mut idle = self
+                .readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if idle.len() < self.opts.read_pool {
+                idle.push(conn);
+            }
+        }
+        result.map_err(|e| schema::map_err(&self.path, &e))
+    }
+}
+
+/// A task store in one SQLite file. See the [crate documentation](crate).
+///
+/// Dropping the store finishes the writes already queued, then closes the file.
+pub struct SqliteStore {
+    shared: Arc<Shared>,
+    tx: Option<mpsc::Sender<Msg>>,
+    writer: Option<JoinHandle<()>>,
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for SqliteStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteStore")
+            .field("path", &self.shared.path)
+            .field("opts", &self.shared.opts)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SqliteStore {
+    /// Open (or create, with its parent directories) the store at `path`, migrate its
+    /// schema, and start its writer thread. Blocks while it does so.
+    ///
+    /// # Errors
+    /// [`StoreError::Corrupt`] when the file is not a readable SQLite database or not an
+    /// mcp-tasks one; [`StoreError::Unavailable`] when it was written by a newer version,
+    /// cannot be created or opened, or cannot be migrated. Every message names the file.
+    pub fn open(path: &Path, opts: SqliteOptions) -> Result<Self, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                StoreError::Unavailable(format!(
+                    "{}: cannot create the directory {}: {e}",
+                    path.display(),
+                    dir.display()
+                ))
+            })?;
+        }
+        let conn = schema::open_writer(path, &opts)?;
+        let key = schema::prepare(&conn, path)?;
+        let shared = Arc::new(Shared {
+            path: path.to_owned(),
+            opts,
+            wake: WakeMap::default(),
+            watching: AtomicBool::new(false),
+            readers: Mutex::new(Vec::new()),
+        });
+        let (tx, rx) = mpsc::channel();
+        let w = Writer::new(conn, Arc::clone(&shared), rx);
+        let writer = std::thread::Builder::new()
+            .name("mcp-tasks-sqlite-writer".into())
+            .spawn(move || w.run())
+            .map_err(|e| {
+                StoreError::Unavailable(format!("cannot start the SQLite writer thread: {e}"))
+            })?;
+        tracing::debug!(path = %path.display(), "SQLite task store open");
+        Ok(Self {
+            shared,
+            tx: Some(tx),
+            writer: Some(writer),
+            key,
+        })
+    }
+
+    /// Open the store a spec names: `sqlite:PATH[?synchronous=full|normal]
+    /// [&busy_timeout_ms=N]` (see [`parse_spec`]).
+    ///
+    /// # Errors
+    /// A bad spec, or whatever [`Self::open`] fails with.
+    pub fn from_spec(spec: &str) -> Result<Self, StoreError> {
+        let (path, opts) = parse_spec(spec)?;
+        Self::open(&path, opts)
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.shared.path
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &SqliteOptions {
+        &self.shared.opts
+    }
+
+    /// Cap the database at `pages` pages (`PRAGMA max_page_count`; `None`: no cap beyond
+    /// SQLite's own). Writes that would grow the file beyond it fail with
+    /// [`StoreError::Unavailable`] as on a full disk, while reads go on.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the writer is gone or SQLite refuses.
+    pub async fn set_max_pages(&self, pages: Option<u64>) -> Result<(), StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::SetMaxPages(pages, reply))?;
+        rx.await.map_err(|_| self.writer_gone())?
+    }
+
+    /// Insert many tasks in `working` in one transaction, without the per-owner limit: the
+    /// bulk path for imports (and benchmarks). Wakes no one.
+    ///
+    /// # Errors
+    /// [`StoreError::Duplicate`] (and nothing is inserted) when an id exists already;
+    /// [`StoreError::Unavailable`] when the write fails.
+    pub async fn import(&self, tasks: Vec<NewTask>) -> Result<usize, StoreError> {
+        self.write(move |c| ops::import(c, &tasks)).await
+    }
+
+    fn writer_gone(&self) -> StoreError {
+        StoreError::Unavailable(format!(
+            "{}: the SQLite writer thread stopped",
+            self.shared.path.display()
+        ))
+    }
+
+    fn send(&self, m: Msg) -> Result<(), StoreError> {
+        self.tx
+            .as_ref()
+            .ok_or_else(|| self.writer_gone())?
+            .send(m)
+            .map_err(|_| self.writer_gone())
+    }
+
+    /// Queue a write op and wait for its committed answer.
+    ///
+    /// If the caller stops waiting, the op still runs (or has run): like any write to a
+    /// database, a dropped call may have taken effect.
+    async fn write<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
+    {
+        let (reply, rx) = oneshot::channel();
+        self.send(Msg::Job(Box::new(OpJob {
+            op: Some(op),
+            out: None,
+            reply,
+        })))?;
+        rx.await.map_err(|_| self.writer_gone())?
+    }
+
+    /// Run a read on a pooled read connection, on a blocking thread.
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    {
+        let shared = Arc::clone(&self.shared);
+        tokio::task::spawn_blocking(move || shared.read(f))
+            .await
+            .map_err(|e| StoreError::Unavailable(format!("a read of the task store failed: {e}")))?
+    }
+}
+
+impl Drop for SqliteStore {
+    fn drop(&mut self) {
+        // Closing the channel lets the writer finish what is queued and stop.
+        drop(self.tx.take());
+        if let Some(w) = self.writer.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+#[async_trait]
+impl TaskStore for SqliteStore {
+    async fn create(
+        &self,
+        task: NewTask,
+        max_active: Option<u32>,
+    ) -> Result<TaskRecord, StoreError> {
+        self.write(move |c| ops::create(c, &task, max_active)).await
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let id = task_id.to_owned();
+        self.read(move |c| ops::get(c, &id)).await
+    }
+
+    async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
+        self.write(move |c| ops::transition(c, &t)).await
+    }
+
+    async fn list(
+        &self,
+        scope: &ListScope,
+        after_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let owner = match scope {
+            ListScope::All => None,
+            ListScope::Owner(o) => Some(o.clone()),
+        };
+        self.read(move |c| ops::list(c, owner.as_deref(), after_seq, limit))
+            .await
+    }
+
+    async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let ids = self
+            .write(move |c| ops::delete_expired(c, now_ms, limit))
+            .await?;
+        self.shared.wake.prune();
+        Ok(ids)
+    }
+
+    async fn cursor_key(&self) -> Result<[u8; 32], StoreError> {
+        Ok(self.key)
+    }
+
+    async fn heartbeat(&self, executor: &str, lease_until_ms: i64) -> Result<(), StoreError> {
+        let executor = executor.to_owned();
+        self.write(move |c| ops::heartbeat(c, &executor, lease_until_ms))
+            .await
+    }
+
+    async fn fail_orphans(
+        &self,
+        now_ms: i64,
+        message: &str,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let message = message.to_owned();
+        self.write(move |c| ops::fail_orphans(c, now_ms, &message))
+            .await
+    }
+
+    fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {
+        let rx = self.shared.wake.subscribe(task_id);
+        if !self.shared.watching.swap(true, Ordering::SeqCst) {
+            // Ignored when the writer is gone: there is nothing left to watch.
+            let _ = self.send(Msg::Watch);
+        }
+        rx
+    }
+}

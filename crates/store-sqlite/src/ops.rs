@@ -1,0 +1,301 @@
+//! The statements of the store. Each write op runs on the writer's connection inside the
+//! batch transaction (under its own savepoint) and returns what it did plus the task ids
+//! whose waiters must wake once the batch is committed.
+
+use mcp_tasks_core::status::allowed_predecessors;
+use mcp_tasks_core::{NewTask, Outcome, OutcomeKind, TaskRecord, Transition, TransitionResult};
+use mcp_tasks_proto::mcp::TaskStatus;
+use mcp_tasks_proto::{ErrorObject, codes};
+use rusqlite::types::Type;
+use rusqlite::{Connection, OptionalExtension, Row, params};
+
+/// The columns every query returns, in [`read_record`] order.
+const COLS: &str = "seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
+                    ttl_ms, poll_interval_ms, method, request, outcome_kind, outcome, executor";
+
+/// The non-terminal statuses, as an SQL list (matches the partial indexes' predicate).
+const ACTIVE: &str = "('working', 'input_required')";
+
+fn conversion(idx: usize, ty: Type, msg: String) -> rusqlite::Error {
+    rusqlite::Error::FromSqlConversionFailure(idx, ty, msg.into())
+}
+
+/// A row as a [`TaskRecord`].
+pub(crate) fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
+    let status: String = row.get(3)?;
+    let status = TaskStatus::parse(&status)
+        .ok_or_else(|| conversion(3, Type::Text, format!("unknown status {status:?}")))?;
+    let kind: Option<String> = row.get(11)?;
+    let bytes: Option<Vec<u8>> = row.get(12)?;
+    let outcome = match (kind, bytes) {
+        (None, None) => None,
+        (Some(k), Some(b)) => {
+            let kind = OutcomeKind::parse(&k)
+                .ok_or_else(|| conversion(11, Type::Text, format!("unknown outcome kind {k:?}")))?;
+            let json = String::from_utf8(b)
+                .map_err(|e| conversion(12, Type::Blob, format!("outcome is not UTF-8: {e}")))?;
+            Some(Outcome { kind, json })
+        }
+        _ => {
+            return Err(conversion(
+                12,
+                Type::Blob,
+                "outcome kind and bytes must be both set or both NULL".into(),
+            ));
+        }
+    };
+    Ok(TaskRecord {
+        seq: row.get(0)?,
+        task_id: row.get(1)?,
+        owner: row.get(2)?,
+        status,
+        status_message: row.get(4)?,
+        created_at_ms: row.get(5)?,
+        last_updated_at_ms: row.get(6)?,
+        ttl_ms: row.get::<_, Option<i64>>(7)?.map(i64::cast_unsigned),
+        poll_interval_ms: row.get::<_, Option<i64>>(8)?.map(i64::cast_unsigned),
+        method: row.get(9)?,
+        request: row.get(10)?,
+        outcome,
+        executor: row.get(13)?,
+    })
+}
+
+/// A failed write op: either an SQLite error (mapped by the writer, which knows the file)
+/// or a domain refusal.
+#[derive(Debug)]
+pub(crate) enum OpError {
+    Sqlite(rusqlite::Error),
+    Domain(mcp_tasks_core::StoreError),
+}
+
+impl From<rusqlite::Error> for OpError {
+    fn from(e: rusqlite::Error) -> Self {
+        Self::Sqlite(e)
+    }
+}
+
+/// What a write op did, and whom to wake after the commit.
+pub(crate) type OpResult<T> = Result<(T, Vec<String>), OpError>;
+
+fn expires_at(created_ms: i64, ttl_ms: Option<u64>) -> Option<i64> {
+    ttl_ms.map(|t| created_ms.saturating_add(i64::try_from(t).unwrap_or(i64::MAX)))
+}
+
+fn insert(conn: &Connection, t: &NewTask) -> rusqlite::Result<TaskRecord> {
+    let mut st = conn.prepare_cached(&format!(
+        "INSERT INTO tasks (task_id, owner, status, status_message, created_ms, \
+         last_updated_ms, ttl_ms, expires_at, poll_interval_ms, method, request, executor) \
+         VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10) RETURNING {COLS}"
+    ))?;
+    st.query_row(
+        params![
+            t.task_id,
+            t.owner,
+            t.status_message,
+            t.created_at_ms,
+            t.ttl_ms.map(u64::cast_signed),
+            expires_at(t.created_at_ms, t.ttl_ms),
+            t.poll_interval_ms.map(u64::cast_signed),
+            t.method,
+            t.request,
+            t.executor,
+        ],
+        read_record,
+    )
+}
+
+/// Insert a task in `working`, counting the owner's active tasks in the same transaction.
+pub(crate) fn create(
+    conn: &Connection,
+    t: &NewTask,
+    max_active: Option<u32>,
+) -> OpResult<TaskRecord> {
+    let exists = conn
+        .prepare_cached("SELECT 1 FROM tasks WHERE task_id = ?1")?
+        .query_row([&t.task_id], |_| Ok(()))
+        .optional()?;
+    if exists.is_some() {
+        return Err(OpError::Domain(mcp_tasks_core::StoreError::Duplicate(
+            t.task_id.clone(),
+        )));
+    }
+    if let Some(limit) = max_active {
+        // `owner IS ?1`: tasks bound to no one count as one requester, like the memory
+        // store's `Option<String>` key.
+        let active: i64 = conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM tasks WHERE owner IS ?1 AND status IN {ACTIVE}"
+            ))?
+            .query_row([&t.owner], |r| r.get(0))?;
+        if active >= i64::from(limit) {
+            return Err(OpError::Domain(mcp_tasks_core::StoreError::LimitExceeded {
+                limit,
+            }));
+        }
+    }
+    let rec = insert(conn, t)?;
+    let id = rec.task_id.clone();
+    Ok((rec, vec![id]))
+}
+
+/// Insert many tasks (no limit check): the bulk path for imports and benchmarks.
+pub(crate) fn import(conn: &Connection, tasks: &[NewTask]) -> OpResult<usize> {
+    for t in tasks {
+        insert(conn, t).map_err(|e| match e.sqlite_error_code() {
+            Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                OpError::Domain(mcp_tasks_core::StoreError::Duplicate(t.task_id.clone()))
+            }
+            _ => OpError::Sqlite(e),
+        })?;
+    }
+    Ok((tasks.len(), Vec::new()))
+}
+
+fn status_list(statuses: &[TaskStatus]) -> String {
+    let names: Vec<String> = statuses
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    format!("({})", names.join(", "))
+}
+
+/// One compare-and-swap: `UPDATE ... WHERE task_id = ? AND status IN (allowed
+/// predecessors)`, never read-modify-write.
+///
+/// Spec: "Tasks in `completed`, `failed`, or `cancelled` status are in a terminal state and
+/// MUST NOT transition to any other state." A terminal transition sets the outcome (once:
+/// no later statement can match a terminal row) and clears the executor.
+pub(crate) fn transition(conn: &Connection, t: &Transition) -> OpResult<TransitionResult> {
+    let from = status_list(allowed_predecessors(t.to));
+    let applied = if t.to.is_terminal() {
+        conn.prepare_cached(&format!(
+            "UPDATE tasks SET status = ?2, status_message = ?3, \
+             last_updated_ms = max(?4, last_updated_ms), outcome_kind = ?5, outcome = ?6, \
+             executor = NULL WHERE task_id = ?1 AND status IN {from} RETURNING {COLS}"
+        ))?
+        .query_row(
+            params![
+                t.task_id,
+                t.to.as_str(),
+                t.status_message,
+                t.at_ms,
+                t.outcome.as_ref().map(|o| o.kind.as_str()),
+                t.outcome.as_ref().map(|o| o.json.as_bytes()),
+            ],
+            read_record,
+        )
+        .optional()?
+    } else {
+        conn.prepare_cached(&format!(
+            "UPDATE tasks SET status = ?2, status_message = ?3, \
+             last_updated_ms = max(?4, last_updated_ms) \
+             WHERE task_id = ?1 AND status IN {from} RETURNING {COLS}"
+        ))?
+        .query_row(
+            params![t.task_id, t.to.as_str(), t.status_message, t.at_ms],
+            read_record,
+        )
+        .optional()?
+    };
+    if let Some(rec) = applied {
+        let id = rec.task_id.clone();
+        return Ok((TransitionResult::Applied(rec), vec![id]));
+    }
+    Ok((
+        match get(conn, &t.task_id)? {
+            Some(rec) => TransitionResult::Rejected(rec),
+            None => TransitionResult::Missing,
+        },
+        Vec::new(),
+    ))
+}
+
+/// Delete up to `limit` tasks whose TTL has passed (`expires_at <= now`).
+///
+/// Spec: "After a task's `ttl` lifetime has elapsed, receivers MAY delete the task and its
+/// results, regardless of the task status."
+pub(crate) fn delete_expired(
+    conn: &Connection,
+    now_ms: i64,
+    limit: usize,
+) -> OpResult<Vec<String>> {
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    let ids: Vec<String> = conn
+        .prepare_cached(
+            "DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks WHERE expires_at <= ?1 \
+             ORDER BY expires_at LIMIT ?2) RETURNING task_id",
+        )?
+        .query_map(params![now_ms, limit], |r| r.get(0))?
+        .collect::<rusqlite::Result<_>>()?;
+    Ok((ids.clone(), ids))
+}
+
+/// Upsert the executor's lease.
+pub(crate) fn heartbeat(conn: &Connection, executor: &str, until_ms: i64) -> OpResult<()> {
+    conn.prepare_cached(
+        "INSERT INTO executors (instance, lease_until) VALUES (?1, ?2) \
+         ON CONFLICT (instance) DO UPDATE SET lease_until = excluded.lease_until",
+    )?
+    .execute(params![executor, until_ms])?;
+    Ok(((), Vec::new()))
+}
+
+/// Fail every non-terminal task whose executor has no lease or an expired one, in one
+/// statement; then forget the expired leases (their tasks are all failed by now).
+pub(crate) fn fail_orphans(
+    conn: &Connection,
+    now_ms: i64,
+    message: &str,
+) -> OpResult<Vec<TaskRecord>> {
+    let outcome = Outcome::error(&ErrorObject::new(codes::INTERNAL_ERROR, message));
+    let recs: Vec<TaskRecord> = conn
+        .prepare_cached(&format!(
+            "UPDATE tasks SET status = 'failed', status_message = ?2, \
+             last_updated_ms = max(?1, last_updated_ms), outcome_kind = 'error', \
+             outcome = ?3, executor = NULL \
+             WHERE status IN {ACTIVE} AND (executor IS NULL OR executor NOT IN \
+             (SELECT instance FROM executors WHERE lease_until >= ?1)) RETURNING {COLS}"
+        ))?
+        .query_map(
+            params![now_ms, message, outcome.json.as_bytes()],
+            read_record,
+        )?
+        .collect::<rusqlite::Result<_>>()?;
+    conn.prepare_cached("DELETE FROM executors WHERE lease_until < ?1")?
+        .execute([now_ms])?;
+    let ids = recs.iter().map(|r| r.task_id.clone()).collect();
+    Ok((recs, ids))
+}
+
+/// One task.
+pub(crate) fn get(conn: &Connection, task_id: &str) -> rusqlite::Result<Option<TaskRecord>> {
+    conn.prepare_cached(&format!("SELECT {COLS} FROM tasks WHERE task_id = ?1"))?
+        .query_row([task_id], read_record)
+        .optional()
+}
+
+/// One keyset page: `WHERE seq > ? [AND owner = ?] ORDER BY seq LIMIT ?`.
+pub(crate) fn list(
+    conn: &Connection,
+    owner: Option<&str>,
+    after_seq: Option<i64>,
+    limit: usize,
+) -> rusqlite::Result<Vec<TaskRecord>> {
+    let after = after_seq.unwrap_or(i64::MIN);
+    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+    match owner {
+        None => conn
+            .prepare_cached(&format!(
+                "SELECT {COLS} FROM tasks WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+            ))?
+            .query_map(params![after, limit], read_record)?
+            .collect(),
+        Some(o) => conn
+            .prepare_cached(&format!(
+                "SELECT {COLS} FROM tasks WHERE owner = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+            ))?
+            .query_map(params![o, after, limit], read_record)?
+            .collect(),
+    }
+}

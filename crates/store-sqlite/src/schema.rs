@@ -1,0 +1,255 @@
+//! Connections, the schema and its migrations, and the mapping of SQLite errors.
+//!
+//! The schema version is `PRAGMA user_version`; `PRAGMA application_id` marks the file as
+//! ours. Migrations run at open, in one `BEGIN IMMEDIATE` transaction (so two processes
+//! opening a fresh file at once migrate it once). A file written by a newer version is
+//! refused, naming the file.
+
+use std::path::Path;
+
+use mcp_tasks_core::StoreError;
+use rusqlite::{Connection, ErrorCode, OpenFlags};
+
+use crate::options::SqliteOptions;
+
+/// `PRAGMA application_id` of an mcp-tasks database: "MCPT".
+pub(crate) const APPLICATION_ID: i64 = 0x4D43_5054;
+
+/// The schema version this build writes (`PRAGMA user_version`); a file with a higher
+/// one is refused.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Migrations: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[
+    // 0 -> 1: the first schema.
+    "
+    CREATE TABLE tasks (
+        -- Insertion order for keyset pagination; AUTOINCREMENT never reuses a value, so a
+        -- cursor never points into rows created later.
+        seq              INTEGER PRIMARY KEY AUTOINCREMENT,
+        task_id          TEXT NOT NULL UNIQUE,
+        owner            TEXT,
+        status           TEXT NOT NULL CHECK (status IN
+                             ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+        status_message   TEXT,
+        created_ms       INTEGER NOT NULL,
+        last_updated_ms  INTEGER NOT NULL,
+        -- u64 milliseconds stored with their bit pattern (i64), NULL = unlimited.
+        ttl_ms           INTEGER,
+        -- created_ms + ttl_ms, saturating; NULL = never expires.
+        expires_at       INTEGER,
+        poll_interval_ms INTEGER,
+        method           TEXT NOT NULL,
+        request          TEXT NOT NULL,
+        outcome_kind     TEXT CHECK (outcome_kind IN ('result', 'error')),
+        -- The exact bytes of the JSON-RPC result or error object.
+        outcome          BLOB,
+        executor         TEXT
+    );
+    CREATE INDEX tasks_owner_seq ON tasks (owner, seq);
+    CREATE INDEX tasks_expires ON tasks (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX tasks_active_owner ON tasks (owner)
+        WHERE status IN ('working', 'input_required');
+    CREATE INDEX tasks_active_executor ON tasks (executor)
+        WHERE status IN ('working', 'input_required');
+    CREATE TABLE executors (
+        instance    TEXT PRIMARY KEY,
+        lease_until INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    CREATE TABLE meta (
+        key   TEXT PRIMARY KEY,
+        value BLOB NOT NULL
+    ) WITHOUT ROWID;
+    ",
+];
+
+/// What went wrong, in words an operator can act on, naming the file.
+pub(crate) fn map_err(path: &Path, e: &rusqlite::Error) -> StoreError {
+    let p = path.display();
+    match e {
+        rusqlite::Error::SqliteFailure(f, _) => match f.code {
+            ErrorCode::DiskFull => StoreError::Unavailable(format!(
+                "{p}: the disk is full or the database reached its size limit; nothing was \
+                 written ({e})"
+            )),
+            ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked => StoreError::Unavailable(
+                format!("{p}: the database is locked by another connection or process ({e})"),
+            ),
+            ErrorCode::ReadOnly => StoreError::Unavailable(format!(
+                "{p}: the database file (or its directory) is read-only ({e})"
+            )),
+            ErrorCode::CannotOpen | ErrorCode::PermissionDenied => {
+                StoreError::Unavailable(format!("{p}: cannot open the database file ({e})"))
+            }
+            ErrorCode::NotADatabase | ErrorCode::DatabaseCorrupt => StoreError::Corrupt(format!(
+                "{p}: the file is not a readable SQLite database ({e})"
+            )),
+            _ => StoreError::Unavailable(format!("{p}: {e}")),
+        },
+        rusqlite::Error::FromSqlConversionFailure(..)
+        | rusqlite::Error::InvalidColumnType(..)
+        | rusqlite::Error::IntegralValueOutOfRange(..)
+        | rusqlite::Error::Utf8Error(..) => {
+            StoreError::Corrupt(format!("{p}: a stored value cannot be read back ({e})"))
+        }
+        _ => StoreError::Unavailable(format!("{p}: {e}")),
+    }
+}
+
+/// Whether the error means the connection should be reopened before the next use (its
+/// file became read-only, or an I/O error left it in an unknown state).
+pub(crate) fn needs_reopen(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::SystemIoFailure | ErrorCode::CannotOpen)
+    )
+}
+
+fn configure(conn: &Connection, opts: &SqliteOptions) -> rusqlite::Result<()> {
+    conn.busy_timeout(opts.busy_timeout)?;
+    conn.execute_batch(&format!(
+        "PRAGMA synchronous = {}; PRAGMA foreign_keys = OFF;",
+        opts.synchronous.pragma()
+    ))?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(())
+}
+
+/// A connection for the writer thread (read-write, or read-only when the file is
+/// write-protected: its writes then fail, and it is reopened before the next batch).
+pub(crate) fn open_writer(path: &Path, opts: &SqliteOptions) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_err(path, &e))?;
+    configure(&conn, opts).map_err(|e| map_err(path, &e))?;
+    let pages = opts.max_pages.unwrap_or(u64::from(u32::MAX - 1));
+    conn.query_row(&format!("PRAGMA max_page_count = {pages}"), [], |_| Ok(()))
+        .map_err(|e| map_err(path, &e))?;
+    Ok(conn)
+}
+
+/// A connection for `get`/`list`.
+pub(crate) fn open_reader(path: &Path, opts: &SqliteOptions) -> Result<Connection, StoreError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).map_err(|e| map_err(path, &e))?;
+    conn.busy_timeout(opts.busy_timeout)
+        .map_err(|e| map_err(path, &e))?;
+    conn.set_prepared_statement_cache_capacity(32);
+    Ok(conn)
+}
+
+fn pragma_i64(conn: &Connection, name: &str) -> rusqlite::Result<i64> {
+    conn.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
+}
+
+/// Check what the file is, switch it to WAL, migrate it to [`SCHEMA_VERSION`], and return
+/// its cursor key (created on first open).
+pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreError> {
+    let p = path.display();
+    let err = |e: rusqlite::Error| map_err(path, &e);
+    // The first read of the file: refuses random bytes with SQLITE_NOTADB.
+    let app = pragma_i64(conn, "application_id").map_err(err)?;
+    let version = pragma_i64(conn, "user_version").map_err(err)?;
+    if app != 0 && app != APPLICATION_ID {
+        return Err(StoreError::Corrupt(format!(
+            "{p}: not an mcp-tasks database (application_id {app:#x})"
+        )));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Unavailable(format!(
+            "{p}: the database was written by a newer version of mcp-tasks (schema version \
+             {version}; this build knows versions up to {SCHEMA_VERSION}); refusing to open it"
+        )));
+    }
+    if app == 0 && version == 0 {
+        let tables: i64 = conn
+            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+            .map_err(err)?;
+        if tables > 0 {
+            return Err(StoreError::Corrupt(format!(
+                "{p}: not an mcp-tasks database (it holds {tables} other schema objects)"
+            )));
+        }
+    }
+    let mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(err)?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        return Err(StoreError::Unavailable(format!(
+            "{p}: cannot switch the database to WAL mode (it stays in {mode} mode)"
+        )));
+    }
+    if version < SCHEMA_VERSION || !has_key(conn).map_err(err)? {
+        migrate(conn, path)?;
+    }
+    let key: Vec<u8> = conn
+        .query_row("SELECT value FROM meta WHERE key = 'cursor_key'", [], |r| {
+            r.get(0)
+        })
+        .map_err(err)?;
+    key.try_into().map_err(|k: Vec<u8>| {
+        StoreError::Corrupt(format!(
+            "{p}: the stored cursor key has {} bytes, not 32",
+            k.len()
+        ))
+    })
+}
+
+fn has_key(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row(
+        "SELECT count(*) FROM meta WHERE key = 'cursor_key'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n == 1)
+}
+
+fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let err = |e: rusqlite::Error| map_err(path, &e);
+    conn.execute_batch("BEGIN IMMEDIATE").map_err(err)?;
+    let run = || -> Result<(), StoreError> {
+        // Re-read inside the write transaction: another process may have migrated meanwhile.
+        let mut version = pragma_i64(conn, "user_version").map_err(err)?;
+        if version > SCHEMA_VERSION {
+            return Err(StoreError::Unavailable(format!(
+                "{}: the database was written by a newer version of mcp-tasks (schema \
+                 version {version}); refusing to open it",
+                path.display()
+            )));
+        }
+        while version < SCHEMA_VERSION {
+            let step = usize::try_from(version).unwrap_or(usize::MAX);
+            let sql = MIGRATIONS.get(step).ok_or_else(|| {
+                StoreError::Corrupt(format!(
+                    "{}: unknown schema version {version}",
+                    path.display()
+                ))
+            })?;
+            conn.execute_batch(sql).map_err(err)?;
+            version += 1;
+            conn.execute_batch(&format!(
+                "PRAGMA user_version = {version}; PRAGMA application_id = {APPLICATION_ID};"
+            ))
+            .map_err(err)?;
+            tracing::info!(path = %path.display(), version, "task store schema migrated");
+        }
+        let mut key = [0u8; 32];
+        getrandom::fill(&mut key).map_err(|e| {
+            StoreError::Unavailable(format!("the OS random number generator failed: {e}"))
+        })?;
+        conn.execute(
+            "INSERT OR IGNORE INTO meta (key, value) VALUES ('cursor_key', ?1)",
+            [&key[..]],
+        )
+        .map_err(err)?;
+        Ok(())
+    };
+    match run() {
+        Ok(()) => conn.execute_batch("COMMIT").map_err(err),
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}

@@ -36,7 +36,7 @@
 //! every op after the `COMMIT`. One WAL `fsync` thus covers many ops.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
 
@@ -66,10 +66,30 @@ pub(crate) struct Shared {
     pub(crate) wake: WakeMap,
     /// Whether the writer thread watches for remote changes (see `Writer::poll_remote`).
     pub(crate) watching: AtomicBool,
+    /// Committed transactions of the writer, and the write ops they carried.
+    pub(crate) batches: AtomicU64,
+    pub(crate) ops: AtomicU64,
     readers: Mutex<Vec<Connection>>,
 }
 
+/// Counters of the writer thread, for observability (and to see group commit at work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WriterStats {
+    /// Transactions committed.
+    pub batches: u64,
+    /// Write ops answered after those commits (successful or failed alone).
+    pub ops: u64,
+}
+
 impl Shared {
+    /// Close the idle read connections.
+    pub(crate) fn drop_idle_readers(&self) {
+        self.readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clear();
+    }
+
     /// Run `f` on an idle read connection (or a new one).
     fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let idle = self
@@ -139,6 +159,8 @@ impl SqliteStore {
             opts,
             wake: WakeMap::default(),
             watching: AtomicBool::new(false),
+            batches: AtomicU64::new(0),
+            ops: AtomicU64::new(0),
             readers: Mutex::new(Vec::new()),
         });
         let (tx, rx) = mpsc::channel();
@@ -171,6 +193,14 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.shared.path
+    }
+
+    /// How many transactions the writer committed, carrying how many write ops.
+    pub fn stats(&self) -> WriterStats {
+        WriterStats {
+            batches: self.shared.batches.load(Ordering::Relaxed),
+            ops: self.shared.ops.load(Ordering::Relaxed),
+        }
     }
 
     /// The options in force.

@@ -178,6 +178,11 @@ impl Writer {
             .as_ref()
             .is_none_or(|c| c.is_readonly(MAIN_DB).unwrap_or(true));
         if stale {
+            // SQLite shares one handle on the WAL index (`-shm`) among the connections of a
+            // process; while any of them is open, a new connection would inherit a
+            // read-only one. Close the idle readers too (they reopen on demand).
+            self.shared.drop_idle_readers();
+            self.conn = None;
             let mut opts = self.shared.opts.clone();
             opts.max_pages = self.max_pages;
             match open_writer(&self.shared.path, &opts) {
@@ -185,9 +190,7 @@ impl Writer {
                     self.conn = Some(c);
                     self.data_version = None;
                 }
-                Err(e) if self.conn.is_none() => return Err(e),
-                // Keep the read-only connection: its writes fail with a clear error.
-                Err(_) => {}
+                Err(e) => return Err(e),
             }
         }
         self.conn
@@ -199,6 +202,11 @@ impl Writer {
         let outcome = self.run_batch(&mut jobs);
         match outcome {
             Ok(wake) => {
+                self.shared.batches.fetch_add(1, Ordering::Relaxed);
+                self.shared.ops.fetch_add(
+                    u64::try_from(jobs.len()).unwrap_or(u64::MAX),
+                    Ordering::Relaxed,
+                );
                 for id in &wake {
                     self.shared.wake.notify(id);
                 }

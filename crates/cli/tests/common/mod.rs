@@ -120,11 +120,11 @@ impl Stdio {
     fn check(&self, v: &Value) {
         mcp_tasks_testkit::schema::validate_message(v)
             .unwrap_or_else(|e| panic!("schema violation in {v}: {e}"));
-        if let (Some(id), Some(result)) = (v.get("id"), v.get("result")) {
-            if let Some(method) = self.methods.get(&id.to_string()) {
-                mcp_tasks_testkit::schema::validate_result(method, result)
-                    .unwrap_or_else(|e| panic!("schema violation in the {method} result {v}: {e}"));
-            }
+        if let (Some(id), Some(result)) = (v.get("id"), v.get("result"))
+            && let Some(method) = self.methods.get(&id.to_string())
+        {
+            mcp_tasks_testkit::schema::validate_result(method, result)
+                .unwrap_or_else(|e| panic!("schema violation in the {method} result {v}: {e}"));
         }
     }
 

@@ -7,6 +7,8 @@
 //! several streams (Streamable HTTP) can put each message on the right one. It knows
 //! nothing about tasks.
 
+#[cfg(feature = "http")]
+pub mod http;
 pub mod line;
 pub mod peer;
 pub mod stdio;

@@ -1,0 +1,346 @@
+//! One SSE stream of a session: its numbered events, kept in a bounded replay buffer.
+//!
+//! Every stream is a sequence of events `0, 1, 2, ...`; the SSE id of event `seq` on
+//! stream `n` is `n-seq`, unique across the session and naming its stream, so that a
+//! `Last-Event-ID` leads back to the right stream. Stream 0 is the standalone (GET)
+//! stream; streams 1, 2, ... belong to the POSTed requests answered with SSE, and their
+//! event 0 is the priming event.
+//!
+//! The buffer is the single source of what a connection writes: a connection is just a
+//! cursor into it, so live delivery and replay after a reconnect are the same code.
+
+use std::collections::VecDeque;
+use std::time::Instant;
+
+use bytes::Bytes;
+use mcp_tasks_proto::{Message, RequestId};
+use tokio::sync::watch;
+
+/// The id of the standalone stream (GET without `Last-Event-ID`).
+pub(crate) const STANDALONE: u64 = 0;
+
+/// Bounds of every stream's replay buffer.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BufferLimits {
+    /// Most events kept.
+    pub(crate) events: usize,
+    /// Most bytes kept.
+    pub(crate) bytes: usize,
+}
+
+/// An SSE event id: stream and sequence number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct EventId {
+    pub(crate) stream: u64,
+    pub(crate) seq: u64,
+}
+
+impl EventId {
+    /// Parse `n-seq`.
+    pub(crate) fn parse(s: &str) -> Option<Self> {
+        let (a, b) = s.trim().split_once('-')?;
+        Some(Self {
+            stream: a.parse().ok()?,
+            seq: b.parse().ok()?,
+        })
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.stream, self.seq)
+    }
+}
+
+/// A stream: buffer, end marker and which connection (if any) reads it.
+pub(crate) struct StreamBuf {
+    id: u64,
+    events: VecDeque<(u64, Bytes)>,
+    bytes: usize,
+    next_seq: u64,
+    /// One past the highest sequence number handed to a connection.
+    delivered: u64,
+    /// The response went out: no event follows.
+    finished: bool,
+    /// The request this stream answers (none for the standalone stream).
+    request: Option<RequestId>,
+    /// Generation of the connection allowed to read; a newer connection takes over.
+    conn_gen: u64,
+    connected: bool,
+    /// When the last connection went away (or the stream was created).
+    detached_at: Instant,
+    wake: watch::Sender<()>,
+}
+
+impl std::fmt::Debug for StreamBuf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StreamBuf")
+            .field("id", &self.id)
+            .field("events", &self.events.len())
+            .field("next_seq", &self.next_seq)
+            .field("finished", &self.finished)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a connection may write next.
+pub(crate) enum Next {
+    /// These event bytes; the cursor moves to the given sequence number.
+    Events(Bytes, u64),
+    /// Nothing yet: wait for a wake-up.
+    Wait,
+    /// The stream is complete for this cursor: end the response.
+    End,
+}
+
+fn frame(id: EventId, data: &str) -> Bytes {
+    let mut s = String::with_capacity(data.len() + 32);
+    s.push_str("id: ");
+    s.push_str(&id.to_string());
+    s.push_str("\ndata:");
+    if !data.is_empty() {
+        s.push(' ');
+        s.push_str(data);
+    }
+    s.push_str("\n\n");
+    Bytes::from(s)
+}
+
+/// The frame that ends a connection without ending the stream: the client waits `ms` and
+/// reconnects with `Last-Event-ID`.
+pub(crate) fn retry_frame(ms: u128) -> Bytes {
+    Bytes::from(format!("retry: {ms}\n\n"))
+}
+
+impl StreamBuf {
+    /// A new stream. A request stream starts with its priming event (id `n-0`, empty
+    /// data).
+    ///
+    /// Spec: "The server SHOULD immediately send an SSE event consisting of an event ID and
+    /// an empty `data` field in order to prime the client to reconnect (using that event
+    /// ID as `Last-Event-ID`)."
+    pub(crate) fn new(id: u64, request: Option<RequestId>, now: Instant) -> Self {
+        let mut s = Self {
+            id,
+            events: VecDeque::new(),
+            bytes: 0,
+            next_seq: 0,
+            delivered: 0,
+            finished: false,
+            request,
+            conn_gen: 0,
+            connected: false,
+            detached_at: now,
+            wake: watch::channel(()).0,
+        };
+        if s.request.is_some() {
+            s.push_priming_unbounded();
+        }
+        s
+    }
+
+    fn push_priming_unbounded(&mut self) {
+        let f = frame(
+            EventId {
+                stream: self.id,
+                seq: self.next_seq,
+            },
+            "",
+        );
+        self.bytes += f.len();
+        self.events.push_back((self.next_seq, f));
+        self.next_seq += 1;
+    }
+
+    /// Append an empty event so that a fresh connection has an id to resume from (the
+    /// standalone stream, when nothing waits to be delivered).
+    pub(crate) fn push_priming(&mut self, limits: BufferLimits) {
+        self.push_priming_unbounded();
+        self.trim(limits);
+    }
+
+    /// Append `message` as the next event and wake the reader.
+    pub(crate) fn push(&mut self, message: &Message, limits: BufferLimits) {
+        let f = frame(
+            EventId {
+                stream: self.id,
+                seq: self.next_seq,
+            },
+            &message.to_json(),
+        );
+        self.bytes += f.len();
+        self.events.push_back((self.next_seq, f));
+        self.next_seq += 1;
+        self.trim(limits);
+        self.wake.send_modify(|()| {});
+    }
+
+    fn trim(&mut self, limits: BufferLimits) {
+        // Keep at least the newest event, however large.
+        while self.events.len() > 1
+            && (self.events.len() > limits.events || self.bytes > limits.bytes)
+        {
+            if let Some((seq, f)) = self.events.pop_front() {
+                self.bytes -= f.len();
+                if seq >= self.delivered {
+                    tracing::warn!(
+                        stream = self.id,
+                        seq,
+                        "SSE replay buffer full: an undelivered event was dropped"
+                    );
+                }
+            }
+        }
+    }
+
+    /// Mark the stream complete (its response is in the buffer) and wake the reader.
+    pub(crate) fn finish(&mut self) {
+        self.finished = true;
+        self.wake.send_modify(|()| {});
+    }
+
+    /// Whether the response went out.
+    pub(crate) fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The request this stream answers.
+    pub(crate) fn request(&self) -> Option<&RequestId> {
+        self.request.as_ref()
+    }
+
+    /// One past the highest sequence number handed to a connection.
+    pub(crate) fn delivered(&self) -> u64 {
+        self.delivered
+    }
+
+    /// Whether events wait that no connection has taken yet.
+    pub(crate) fn has_undelivered(&self) -> bool {
+        self.next_seq > self.delivered
+    }
+
+    /// Let a new connection read (taking over from any older one). Returns its generation
+    /// and a wake-up receiver.
+    pub(crate) fn attach(&mut self) -> (u64, watch::Receiver<()>) {
+        self.conn_gen += 1;
+        self.connected = true;
+        let rx = self.wake.subscribe();
+        // Wake the older connection so that it notices it was replaced.
+        self.wake.send_modify(|()| {});
+        (self.conn_gen, rx)
+    }
+
+    /// The connection of generation `conn_gen` went away.
+    pub(crate) fn detach(&mut self, conn_gen: u64, now: Instant) {
+        if self.conn_gen == conn_gen {
+            self.connected = false;
+            self.detached_at = now;
+        }
+    }
+
+    /// Whether `conn_gen` is still the reading connection.
+    pub(crate) fn is_current(&self, conn_gen: u64) -> bool {
+        self.conn_gen == conn_gen
+    }
+
+    /// Whether no connection reads, and since when.
+    pub(crate) fn idle_since(&self) -> Option<Instant> {
+        (!self.connected).then_some(self.detached_at)
+    }
+
+    /// What a connection whose cursor is `from` writes next (at most about `max_bytes`).
+    pub(crate) fn next(&mut self, from: u64, max_bytes: usize) -> Next {
+        let start = self.events.partition_point(|(seq, _)| *seq < from);
+        if start < self.events.len() {
+            let mut out = Vec::new();
+            let mut last = from;
+            for (seq, f) in self.events.iter().skip(start) {
+                if !out.is_empty() && out.len() + f.len() > max_bytes {
+                    break;
+                }
+                out.extend_from_slice(f);
+                last = *seq;
+            }
+            let cursor = last + 1;
+            self.delivered = self.delivered.max(cursor);
+            return Next::Events(Bytes::from(out), cursor);
+        }
+        if self.finished { Next::End } else { Next::Wait }
+    }
+
+    /// Forget delivered events (the standalone stream, long after its last reader left).
+    pub(crate) fn drop_delivered(&mut self) {
+        while let Some((seq, f)) = self.events.front() {
+            if *seq >= self.delivered {
+                break;
+            }
+            self.bytes -= f.len();
+            self.events.pop_front();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const LIMITS: BufferLimits = BufferLimits {
+        events: 3,
+        bytes: 1 << 20,
+    };
+
+    fn text(b: &Bytes) -> String {
+        String::from_utf8(b.to_vec()).unwrap()
+    }
+
+    #[test]
+    fn request_stream_primes_then_replays_from_any_cursor() {
+        let mut s = StreamBuf::new(4, Some(7.into()), Instant::now());
+        s.push(&Message::notification("a", None), LIMITS);
+        let Next::Events(b, cur) = s.next(0, 1 << 20) else {
+            panic!()
+        };
+        assert_eq!(
+            text(&b),
+            "id: 4-0\ndata:\n\nid: 4-1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"a\"}\n\n"
+        );
+        assert_eq!(cur, 2);
+        assert!(matches!(s.next(2, 1 << 20), Next::Wait));
+        s.push(&Message::reply(7.into(), Ok(json!({}))), LIMITS);
+        s.finish();
+        // Resume after 4-1: only the response.
+        let Next::Events(b, cur) = s.next(2, 1 << 20) else {
+            panic!()
+        };
+        assert!(text(&b).starts_with("id: 4-2\n"));
+        assert!(matches!(s.next(cur, 1 << 20), Next::End));
+    }
+
+    #[test]
+    fn buffer_is_bounded() {
+        let mut s = StreamBuf::new(STANDALONE, None, Instant::now());
+        for i in 0..10 {
+            s.push(&Message::notification(format!("m{i}"), None), LIMITS);
+        }
+        let Next::Events(b, _) = s.next(0, 1 << 20) else {
+            panic!()
+        };
+        let t = text(&b);
+        assert!(t.starts_with("id: 0-7\n"), "{t}");
+        assert_eq!(t.matches("id: ").count(), 3);
+    }
+
+    #[test]
+    fn event_ids_parse() {
+        assert_eq!(
+            EventId::parse("12-34"),
+            Some(EventId {
+                stream: 12,
+                seq: 34
+            })
+        );
+        assert_eq!(EventId::parse("x-1"), None);
+        assert_eq!(EventId::parse("12"), None);
+    }
+}

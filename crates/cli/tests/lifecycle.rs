@@ -84,3 +84,13 @@ fn initialize_without_protocol_version_is_invalid_params_naming_the_field() {
     assert!(e["message"].as_str().unwrap().contains("protocolVersion"));
     s.initialize();
 }
+
+#[test]
+fn requests_pipelined_after_initialize_see_it() {
+    let mut s = Stdio::spawn(&[]);
+    let init = json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "p", "version": "1"}}});
+    let list = json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"});
+    s.send_raw(&format!("{init}\n{list}"));
+    let r = s.response_to(&json!("l"));
+    assert!(r.get("result").is_some(), "{r}");
+}

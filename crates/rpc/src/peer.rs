@@ -41,6 +41,14 @@ pub trait Handler: Send + Sync + 'static {
         params: Option<Value>,
     ) -> Result<Value, ErrorObject>;
 
+    /// Whether a request of `method` must be served before the next incoming message is
+    /// read (e.g. `initialize`, whose effect the requests pipelined after it must see).
+    /// Such requests cannot be cancelled.
+    fn is_sequential(&self, method: &str) -> bool {
+        let _ = method;
+        false
+    }
+
     /// Serve one notification, in arrival order.
     async fn handle_notification(&self, peer: &Peer, method: String, params: Option<Value>) {
         let _ = (peer, method, params);
@@ -183,8 +191,7 @@ impl Peer {
             }
         }
         let forget = Forget(self, id.clone());
-        self
-            .send(Message::request(id.clone(), method, params), route.clone())
+        self.send(Message::request(id.clone(), method, params), route.clone())
             .await?;
         let closed = self.inner.closed.clone();
         let out = tokio::select! {
@@ -198,6 +205,18 @@ impl Peer {
     /// Deliver one incoming message.
     pub async fn receive(&self, message: Message) {
         match message {
+            Message::Request(r) if self.inner.handler.is_sequential(&r.method) => {
+                let cx = RequestContext {
+                    peer: self.clone(),
+                    id: r.id.clone(),
+                    cancel: CancellationToken::new(),
+                };
+                let handler = Arc::clone(&self.inner.handler);
+                let out = handler.handle_request(cx, r.method, r.params).await;
+                let _ = self
+                    .send(Message::reply(r.id.clone(), out), Route::Request(r.id))
+                    .await;
+            }
             Message::Request(r) => self.spawn_request(r.id, r.method, r.params),
             Message::Notification(n) => {
                 if n.method == methods::CANCELLED
@@ -206,10 +225,11 @@ impl Peer {
                         .as_ref()
                         .and_then(|p| p.get("requestId"))
                         .and_then(request_id_of)
-                        && let Some(token) = lock(&self.inner.inflight).get(&id) {
-                            tracing::debug!(id = %id, "request cancelled by the peer");
-                            token.cancel();
-                        }
+                    && let Some(token) = lock(&self.inner.inflight).get(&id)
+                {
+                    tracing::debug!(id = %id, "request cancelled by the peer");
+                    token.cancel();
+                }
                 let handler = Arc::clone(&self.inner.handler);
                 handler.handle_notification(self, n.method, n.params).await;
             }

@@ -152,6 +152,11 @@ impl Handler for Session {
         }
     }
 
+    fn is_sequential(&self, method: &str) -> bool {
+        // Requests pipelined after `initialize` must see the session initialized.
+        method == methods::INITIALIZE
+    }
+
     async fn handle_notification(&self, _peer: &Peer, method: String, _params: Option<Value>) {
         match method.as_str() {
             methods::INITIALIZED | methods::CANCELLED => {}

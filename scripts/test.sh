@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust unit and integration tests (nextest), doc tests, benchmarks in
+# test mode, and the interop tests against the official TypeScript SDK and MCP Inspector.
+# Needs: Rust (cargo-nextest if present), Node 20 + npm (for interop/), PostgreSQL on
+# 127.0.0.1:5432 for the PostgreSQL store tests when that store is built.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+echo "== build"
+cargo build --workspace --all-targets --locked
+
+echo "== rust tests"
+if cargo nextest --version >/dev/null 2>&1; then
+  cargo nextest run --workspace --all-targets --locked --no-fail-fast
+else
+  cargo test --workspace --all-targets --locked --no-fail-fast
+fi
+cargo test --workspace --doc --locked
+
+echo "== interop (TypeScript SDK)"
+MCP_TASKS_BIN="$PWD/target/debug/mcp-tasks" interop/run.sh

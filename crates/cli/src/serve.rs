@@ -7,6 +7,7 @@ use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine, TaskStore};
 use mcp_tasks_server::{Server, ServerConfig, demo};
+use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, default_path};
 
 /// Options of `serve`.
 #[derive(Args, Debug)]
@@ -14,9 +15,10 @@ pub(crate) struct ServeArgs {
     /// Serve one client on stdin/stdout.
     #[arg(long)]
     stdio: bool,
-    /// Where tasks are kept: `memory`, or `sqlite:PATH[?synchronous=normal]`.
-    #[arg(long, default_value = "memory")]
-    store: String,
+    /// Where tasks are kept: `sqlite:PATH[?synchronous=normal]` or `memory`. Default:
+    /// SQLite at `$XDG_DATA_HOME/mcp-tasks/tasks.db` (else `~/.local/share/mcp-tasks/tasks.db`).
+    #[arg(long)]
+    store: Option<String>,
     /// Turn tasks off: no `tasks` capability, every tool runs as a plain call.
     #[arg(long)]
     no_tasks: bool,
@@ -81,20 +83,39 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
     })
 }
 
-fn open_store(spec: &str) -> anyhow::Result<Arc<dyn TaskStore>> {
+/// The store named by `--store` (SQLite at the default path when absent), and its
+/// description for logs.
+fn open_store(spec: Option<&str>) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
     match spec {
-        "memory" => Ok(Arc::new(MemoryStore::new())),
-        other => bail!("--store: unknown store `{other}` (expected `memory` or `sqlite:PATH`)"),
+        Some("memory") => Ok((Arc::new(MemoryStore::new()), "memory".into())),
+        Some(s) if s.starts_with("sqlite:") => {
+            let store =
+                SqliteStore::from_spec(s).map_err(|e| anyhow::anyhow!("--store {s}: {e}"))?;
+            let desc = format!("sqlite:{}", store.path().display());
+            Ok((Arc::new(store), desc))
+        }
+        Some(other) => bail!(
+            "--store: unknown store `{other}` (expected `memory` or `sqlite:PATH[?synchronous=normal]`)"
+        ),
+        None => {
+            let path = default_path();
+            let store = SqliteStore::open(&path, SqliteOptions::default())
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+            Ok((Arc::new(store), format!("sqlite:{}", path.display())))
+        }
     }
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let policy = policy(&args)?;
-    let engine = if args.no_tasks {
-        None
+    let (engine, store_desc) = if args.no_tasks {
+        (None, "none".to_owned())
     } else {
-        let store = open_store(&args.store)?;
-        Some(TaskEngine::new(store, policy, Arc::new(SystemClock)))
+        let (store, desc) = open_store(args.store.as_deref())?;
+        (
+            Some(TaskEngine::new(store, policy, Arc::new(SystemClock))),
+            desc,
+        )
     };
     let background = engine.as_ref().map(TaskEngine::start_background);
     let config = ServerConfig {
@@ -103,7 +124,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let server = Server::new(config, demo::all(), engine.clone());
     let result = if args.stdio {
-        tracing::info!(store = %args.store, tasks = !args.no_tasks, "serving on stdio");
+        tracing::info!(store = %store_desc, tasks = !args.no_tasks, "serving on stdio");
         let serving = server.serve_stdio(tokio::io::stdin(), tokio::io::stdout());
         tokio::select! {
             r = serving => r.context("stdio transport failed"),

@@ -53,8 +53,14 @@ fn count_tool() -> Tool {
 
 #[tokio::main]
 async fn main() -> std::io::Result<()> {
-    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), Policy::default(), Arc::new(SystemClock));
+    let engine = TaskEngine::new(
+        Arc::new(MemoryStore::new()),
+        Policy::default(),
+        Arc::new(SystemClock),
+    );
     let _sweeper = engine.start_background();
     let server = Server::new(ServerConfig::default(), vec![count_tool()], Some(engine));
-    server.serve_stdio(tokio::io::stdin(), tokio::io::stdout()).await
+    server
+        .serve_stdio(tokio::io::stdin(), tokio::io::stdout())
+        .await
 }

@@ -1,0 +1,136 @@
+//! Resumption with GET + `Last-Event-ID`: a `tasks/result` stream cut mid-elicitation
+//! delivers the elicitation and then the final response exactly once; the standalone
+//! stream loses and duplicates nothing; replay never crosses streams.
+
+mod http_common;
+
+use std::time::Duration;
+
+use http_common::{Client, Event, Server, check_response};
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let task = c
+        .start_task("ask", json!({"question": "Favourite colour?"}))
+        .await;
+    let (rid, resp) = c.request("tasks/result", json!({"taskId": task})).await;
+    let mut sse = resp.sse();
+    let priming = sse.next().await.unwrap();
+    assert!(priming.is_priming());
+    let ask_event = sse.next().await.unwrap();
+    let ask = ask_event.message().unwrap();
+    assert_eq!(ask["method"], "elicitation/create");
+    assert_eq!(
+        ask["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        task.as_str()
+    );
+    // The connection drops before the client handled the elicitation.
+    drop(sse);
+    c.wait_status(&task, "input_required").await;
+
+    // Resume after the priming event: the elicitation again, same event id, same request.
+    let mut sse = c.get(priming.id.as_deref()).await.sse();
+    let replayed = sse.next().await.unwrap();
+    assert_eq!(replayed, ask_event);
+    assert!(
+        sse.next_within(Duration::from_millis(200)).await.is_err(),
+        "nothing else yet"
+    );
+    drop(sse);
+
+    // Resume after the elicitation: nothing is replayed; the answer (a separate POST)
+    // completes the task and the response arrives on this connection, once.
+    let mut sse = c.get(ask_event.id.as_deref()).await.sse();
+    assert!(sse.next_within(Duration::from_millis(200)).await.is_err());
+    let r = c
+        .post(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"answer": "teal"}}}))
+        .await;
+    assert_eq!(r.status, 202);
+    let rest = sse.rest().await;
+    let msgs: Vec<Value> = rest.iter().filter_map(Event::message).collect();
+    assert_eq!(msgs.len(), 1, "the response exactly once: {rest:?}");
+    check_response("tasks/result", &msgs[0]);
+    assert_eq!(msgs[0]["id"], rid);
+    assert_eq!(msgs[0]["result"]["content"][0]["text"], "teal");
+    // Only this stream's messages were replayed: no status notification here.
+    assert!(
+        rest.iter()
+            .chain([&replayed])
+            .all(|e| e.stream() == priming.stream())
+    );
+
+    // Resuming after the response has nothing more to give.
+    let last = rest.last().unwrap().id.clone().unwrap();
+    let after = c.get(Some(&last)).await.sse().rest().await;
+    assert!(after.iter().all(|e| e.message().is_none()), "{after:?}");
+}
+
+#[tokio::test]
+async fn the_standalone_stream_resumes_without_loss_or_duplicates() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let mut sse = c.get(None).await.sse();
+    let mut last = sse.next().await.unwrap().id.unwrap();
+    c.rpc(
+        "tools/call",
+        json!({
+            "name": "progress", "arguments": {"steps": 20, "ms": 15},
+            "task": {"ttl": 60_000}, "_meta": {"progressToken": 7},
+        }),
+    )
+    .await;
+    let mut progress = Vec::new();
+    let mut done = false;
+    let mut connections = 1;
+    while !done {
+        // Read a few events, then cut the connection and resume after the last id seen.
+        for _ in 0..4 {
+            let Some(e) = sse.next().await else { break };
+            last = e.id.clone().unwrap();
+            let m = e.message().unwrap();
+            if m["method"] == "notifications/progress" {
+                assert_eq!(m["params"]["progressToken"], 7);
+                progress.push(m["params"]["progress"].as_u64().unwrap());
+            } else if m["params"]["status"] == "completed" {
+                done = true;
+                break;
+            }
+        }
+        drop(sse);
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        sse = c.get(Some(&last)).await.sse();
+        connections += 1;
+    }
+    assert!(connections > 3);
+    assert_eq!(progress, (1..=20).collect::<Vec<u64>>());
+}
+
+#[tokio::test]
+async fn a_new_get_takes_over_the_standalone_stream() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let mut first = c.get(None).await.sse();
+    assert!(first.next().await.unwrap().is_priming());
+    let mut second = c.get(None).await.sse();
+    assert!(second.next().await.unwrap().is_priming());
+    // The first connection ends: one reader per stream, no broadcast.
+    assert_eq!(first.next().await, None);
+    let task = c.start_task("sleep", json!({"ms": 10})).await;
+    let m = second.next().await.unwrap().message().unwrap();
+    assert_eq!(m["params"]["taskId"], task.as_str());
+}
+
+#[tokio::test]
+async fn bad_or_unknown_last_event_ids_are_refused() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    assert_eq!(c.get(Some("garbage")).await.status, 400);
+    assert_eq!(c.get(Some("987-3")).await.status, 400);
+}

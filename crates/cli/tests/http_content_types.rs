@@ -5,7 +5,7 @@
 
 mod http_common;
 
-use http_common::{Client, Server, TOKENS_ENV, check_response};
+use http_common::{Auth, BOTH, Client, Server, TOKENS_ENV, check_response, start_as};
 use serde_json::json;
 
 #[tokio::test]
@@ -33,8 +33,13 @@ async fn task_methods_and_listings_are_json() {
 
 #[tokio::test]
 async fn tasks_result_streams_while_waiting_and_is_json_when_terminal() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        tasks_result_streams_while_waiting_and_is_json_when_terminal_as(auth).await;
+    }
+}
+
+async fn tasks_result_streams_while_waiting_and_is_json_when_terminal_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let task = c.start_task("sleep", json!({"ms": 400})).await;
     let (id, resp) = c.request("tasks/result", json!({"taskId": task})).await;
@@ -63,8 +68,13 @@ async fn tasks_result_streams_while_waiting_and_is_json_when_terminal() {
 
 #[tokio::test]
 async fn plain_calls_stream_only_when_something_precedes_the_response() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        plain_calls_stream_only_when_something_precedes_the_response_as(auth).await;
+    }
+}
+
+async fn plain_calls_stream_only_when_something_precedes_the_response_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     // No progress, no input: JSON.
     let echo = c

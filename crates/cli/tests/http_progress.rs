@@ -3,7 +3,7 @@
 
 mod http_common;
 
-use http_common::{Client, Server};
+use http_common::{Auth, BOTH, Client, start_as};
 use serde_json::{Value, json};
 
 async fn start_progress(c: &mut Client, steps: u64, token: &str) -> String {
@@ -44,8 +44,13 @@ async fn collect(sse: &mut http_common::Sse, task: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn progress_after_creation_reaches_the_get_stream() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        progress_after_creation_reaches_the_get_stream_as(auth).await;
+    }
+}
+
+async fn progress_after_creation_reaches_the_get_stream_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let mut sse = c.get(None).await.sse();
     let task = start_progress(&mut c, 5, "prog-1").await;
@@ -64,8 +69,13 @@ async fn progress_after_creation_reaches_the_get_stream() {
 
 #[tokio::test]
 async fn progress_waits_for_a_get_stream_to_open() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        progress_waits_for_a_get_stream_to_open_as(auth).await;
+    }
+}
+
+async fn progress_waits_for_a_get_stream_to_open_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let task = start_progress(&mut c, 4, "later").await;
     c.wait_status(&task, "completed").await;

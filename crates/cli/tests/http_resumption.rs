@@ -6,13 +6,18 @@ mod http_common;
 
 use std::time::Duration;
 
-use http_common::{Client, Event, Server, check_response};
+use http_common::{Auth, BOTH, Client, Event, Server, check_response, start_as};
 use serde_json::{Value, json};
 
 #[tokio::test]
 async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth).await;
+    }
+}
+
+async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let task = c
         .start_task("ask", json!({"question": "Favourite colour?"}))
@@ -71,8 +76,13 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once() {
 
 #[tokio::test]
 async fn the_standalone_stream_resumes_without_loss_or_duplicates() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        the_standalone_stream_resumes_without_loss_or_duplicates_as(auth).await;
+    }
+}
+
+async fn the_standalone_stream_resumes_without_loss_or_duplicates_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let mut sse = c.get(None).await.sse();
     let mut last = sse.next().await.unwrap().id.unwrap();

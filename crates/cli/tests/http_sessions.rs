@@ -6,7 +6,7 @@ mod http_common;
 
 use std::time::Duration;
 
-use http_common::{Client, Server, check, check_response};
+use http_common::{Auth, BOTH, Client, Server, check, check_response, start_as};
 use serde_json::json;
 
 #[tokio::test]
@@ -47,8 +47,13 @@ async fn requests_without_a_session_get_400() {
 
 #[tokio::test]
 async fn unknown_and_deleted_sessions_get_404() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        unknown_and_deleted_sessions_get_404_as(auth).await;
+    }
+}
+
+async fn unknown_and_deleted_sessions_get_404_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let mut stranger = c.clone();
     stranger.session = Some("00000000000000000000000000000000".into());
@@ -69,7 +74,7 @@ async fn unknown_and_deleted_sessions_get_404() {
     assert_eq!(c.get(None).await.status, 404);
     assert_eq!(c.delete().await.status, 404);
 
-    let mut other = Client::new(&server);
+    let mut other = c.fresh();
     other.initialize().await;
     let done = other.wait_status(&task, "completed").await;
     assert_eq!(done["taskId"], task.as_str());

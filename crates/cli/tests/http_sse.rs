@@ -7,7 +7,7 @@ mod http_common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use http_common::{Client, Event, Server, check_response};
+use http_common::{Auth, BOTH, Client, Event, Server, check_response, start_as};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -30,8 +30,13 @@ async fn streams_start_with_a_priming_event() {
 
 #[tokio::test]
 async fn event_ids_are_unique_and_name_their_stream() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        event_ids_are_unique_and_name_their_stream_as(auth).await;
+    }
+}
+
+async fn event_ids_are_unique_and_name_their_stream_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let mut standalone = c.get(None).await.sse();
     let mut ids = Vec::new();
@@ -95,8 +100,13 @@ async fn follow(c: &Client, mut last: String, retry_expected: bool) -> (Vec<Even
 
 #[tokio::test]
 async fn long_waits_close_with_retry_and_resume() {
-    let server = Server::start(&["--sse-hold", "300ms", "--sse-retry", "150ms"]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        long_waits_close_with_retry_and_resume_as(auth).await;
+    }
+}
+
+async fn long_waits_close_with_retry_and_resume_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &["--sse-hold", "300ms", "--sse-retry", "150ms"]);
     c.initialize().await;
     let task = c.start_task("sleep", json!({"ms": 1500})).await;
     let (id, resp) = c.request("tasks/result", json!({"taskId": task})).await;
@@ -145,8 +155,13 @@ async fn the_standalone_stream_also_closes_with_retry() {
 
 #[tokio::test]
 async fn every_message_goes_on_exactly_one_stream() {
-    let server = Server::start(&[]);
-    let mut c = Client::new(&server);
+    for auth in BOTH {
+        every_message_goes_on_exactly_one_stream_as(auth).await;
+    }
+}
+
+async fn every_message_goes_on_exactly_one_stream_as(auth: Auth) {
+    let (_server, mut c) = start_as(auth, &[]);
     c.initialize().await;
     let mut standalone = c.get(None).await.sse();
     assert!(standalone.next().await.unwrap().is_priming());

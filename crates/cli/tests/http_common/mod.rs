@@ -761,3 +761,44 @@ impl Client {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------
+// Running a scenario with and without authentication
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Auth {
+    /// No tokens: tasks belong to no one.
+    Open,
+    /// Bearer tokens; the client authenticates as principal `main`.
+    Bearer,
+}
+
+pub const BOTH: [Auth; 2] = [Auth::Open, Auth::Bearer];
+
+/// A server in `auth` mode and a client (not yet initialized) for it.
+pub fn start_as(auth: Auth, extra: &[&str]) -> (Server, Client) {
+    match auth {
+        Auth::Open => {
+            let s = Server::start(extra);
+            let c = Client::new(&s);
+            (s, c)
+        }
+        Auth::Bearer => {
+            let s = Server::start_env(extra, &[(TOKENS_ENV, "tok-main main;tok-main-2 main")]);
+            let c = Client::new(&s).with_token("tok-main");
+            (s, c)
+        }
+    }
+}
+
+impl Client {
+    /// Another client of the same principal, without a session yet.
+    pub fn fresh(&self) -> Self {
+        Self {
+            session: None,
+            protocol: None,
+            next_id: 1,
+            ..self.clone()
+        }
+    }
+}

@@ -132,7 +132,7 @@ impl Default for HttpConfig {
             replay_events: 1000,
             replay_bytes: 1 << 20,
             replay_keep: Duration::from_secs(300),
-            peek: Duration::from_millis(50),
+            peek: Duration::from_millis(100),
             reply_policy: Arc::new(|_| ReplyMode::Auto),
             protocol_versions: SUPPORTED_PROTOCOL_VERSIONS
                 .iter()

@@ -9,6 +9,8 @@
 
 #[cfg(feature = "http")]
 pub mod http;
+#[cfg(feature = "http-client")]
+pub mod http_client;
 pub mod line;
 pub mod peer;
 pub mod stdio;

@@ -1,0 +1,633 @@
+//! The client: connection, `initialize`, tools, tasks.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_tasks_proto::mcp::{
+    LATEST_PROTOCOL_VERSION, MODEL_IMMEDIATE_RESPONSE_META, SUPPORTED_PROTOCOL_VERSIONS, Task,
+    TaskSupport, Tool,
+};
+use mcp_tasks_proto::{Notification, methods};
+use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
+use mcp_tasks_rpc::{Peer, stdio};
+use serde_json::{Map, Value, json};
+use tokio::io::{AsyncBufRead, AsyncWrite};
+use tokio::sync::broadcast;
+
+use crate::ClientError;
+use crate::config::ClientConfig;
+use crate::process::ChildGuard;
+use crate::rpc::{ClientHandler, Rpc, Shared, lock};
+use crate::task::{TaskHandle, TaskShared};
+use crate::types::{CallToolResult, InitializeResult, TaskCapabilities, parse_task, task_support};
+
+/// How long [`Client::connect_http`] waits for the standalone GET stream to open.
+const STANDALONE_WAIT: Duration = Duration::from_secs(5);
+/// How long [`Client::close`] lets a stdio server exit after its input closed.
+const EXIT_GRACE: Duration = Duration::from_secs(3);
+/// Most pages `tasks/list` or `tools/list` is followed through.
+const MAX_PAGES: usize = 10_000;
+
+/// What carries the messages.
+enum Transport {
+    Stdio {
+        child: ChildGuard,
+        io: tokio::task::JoinHandle<std::io::Result<()>>,
+    },
+    Http(HttpClientTransport),
+    Io(tokio::task::JoinHandle<std::io::Result<()>>),
+}
+
+/// The HTTP session as the transport sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSessionInfo {
+    /// The session id (`MCP-Session-Id`), if the server assigned one.
+    pub session_id: Option<String>,
+    /// The `MCP-Protocol-Version` sent.
+    pub protocol_version: Option<String>,
+    /// How many times a new session was started after a 404.
+    pub reinitializations: u64,
+    /// How many times an SSE stream was resumed with `Last-Event-ID`.
+    pub resumptions: u64,
+}
+
+/// Options of one tool call.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Requested task lifetime in milliseconds (task-augmented calls only).
+    ///
+    /// Spec: "Requestors MAY include a `ttl` value indicating the desired task duration
+    /// (in milliseconds) since its creation."
+    pub ttl: Option<u64>,
+    /// `_meta.progressToken`, to receive `notifications/progress` (for a task, "The
+    /// `progressToken` provided in the initial request remains valid throughout the
+    /// task's lifetime").
+    pub progress_token: Option<Value>,
+}
+
+struct Inner {
+    rpc: Rpc,
+    init: InitializeResult,
+    client_capabilities: Value,
+    request_timeout: Option<Duration>,
+    call_timeout: Option<Duration>,
+    tools: Mutex<Option<Arc<Vec<Tool>>>>,
+    transport: Mutex<Option<Transport>>,
+    next_token: AtomicU64,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.rpc.peer.close();
+        // The transport's own Drop ends it: the process group is killed, the HTTP
+        // session deleted (best effort).
+    }
+}
+
+/// An MCP client speaking protocol revision 2025-11-25, on the requestor side of tasks.
+/// Cheap to clone; the connection ends when the last clone (and every [`TaskHandle`])
+/// is dropped, or at [`Client::close`].
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("protocol_version", &self.inner.init.protocol_version)
+            .field("server_info", &self.inner.init.server_info)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// Spawn `command` as a stdio server (in its own process group, stdin/stdout piped,
+    /// stderr inherited unless set) and initialize. Dropping the client kills the whole
+    /// process group.
+    ///
+    /// # Errors
+    /// [`ClientError::Connect`] when the command cannot start; the errors of `initialize`.
+    pub async fn connect_stdio(
+        mut command: tokio::process::Command,
+        config: ClientConfig,
+    ) -> Result<Self, ClientError> {
+        let (child, stdin, stdout) = ChildGuard::spawn(&mut command)?;
+        Self::start(config, move |peer, rx| {
+            let io = tokio::spawn(stdio::serve(
+                peer,
+                rx,
+                tokio::io::BufReader::new(stdout),
+                stdin,
+                stdio::DEFAULT_MAX_LINE,
+            ));
+            Ok(Transport::Stdio { child, io })
+        })
+        .await
+    }
+
+    /// Connect to a Streamable HTTP endpoint and initialize; the standalone GET stream is
+    /// opened (and awaited briefly) so that the server can reach the client outside any
+    /// request.
+    ///
+    /// # Errors
+    /// [`ClientError::Connect`] for a bad URL; the errors of `initialize` (HTTP failures
+    /// are [`ClientError::Transport`]).
+    pub async fn connect_http(
+        http: HttpClientConfig,
+        config: ClientConfig,
+    ) -> Result<Self, ClientError> {
+        let client = Self::start(config, move |peer, rx| {
+            HttpClientTransport::start(peer, rx, http)
+                .map(Transport::Http)
+                .map_err(|e| ClientError::Connect(e.to_string()))
+        })
+        .await?;
+        let settled = {
+            let t = lock(&client.inner.transport);
+            match &*t {
+                Some(Transport::Http(h)) => Some(h.standalone_state()),
+                _ => None,
+            }
+        };
+        if let Some(mut rx) = settled {
+            let _ = tokio::time::timeout(
+                STANDALONE_WAIT,
+                rx.wait_for(|s| !matches!(s, mcp_tasks_rpc::http_client::StandaloneState::Pending)),
+            )
+            .await;
+        }
+        Ok(client)
+    }
+
+    /// Speak newline-delimited JSON-RPC over `reader`/`writer` (an in-process server, a
+    /// socket) and initialize.
+    ///
+    /// # Errors
+    /// The errors of `initialize`.
+    pub async fn connect_io<R, W>(
+        reader: R,
+        writer: W,
+        config: ClientConfig,
+    ) -> Result<Self, ClientError>
+    where
+        R: AsyncBufRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        Self::start(config, move |peer, rx| {
+            Ok(Transport::Io(tokio::spawn(stdio::serve(
+                peer,
+                rx,
+                reader,
+                writer,
+                stdio::DEFAULT_MAX_LINE,
+            ))))
+        })
+        .await
+    }
+
+    async fn start(
+        config: ClientConfig,
+        transport: impl FnOnce(
+            Peer,
+            tokio::sync::mpsc::Receiver<mcp_tasks_rpc::Outbound>,
+        ) -> Result<Transport, ClientError>,
+    ) -> Result<Self, ClientError> {
+        let shared = Shared::new(config.elicitation.clone(), config.sampling.clone());
+        let (peer, rx) = Peer::new(Arc::new(ClientHandler(Arc::clone(&shared))));
+        let transport = transport(peer.clone(), rx)?;
+        let rpc = Rpc::new(peer, shared);
+        let client_capabilities = config.capabilities();
+        let params = json!({
+            "protocolVersion": LATEST_PROTOCOL_VERSION,
+            "capabilities": client_capabilities,
+            "clientInfo": { "name": config.name, "version": config.version },
+        });
+        let init = rpc
+            .request(methods::INITIALIZE, Some(params), config.request_timeout)
+            .await;
+        let init = match init.and_then(|v| read_initialize(&v)) {
+            Ok(i) => i,
+            Err(e) => {
+                rpc.peer.close();
+                return Err(e);
+            }
+        };
+        rpc.notify(methods::INITIALIZED, None).await;
+        tracing::debug!(version = %init.protocol_version, server = %init.server_info, "initialized");
+        Ok(Self {
+            inner: Arc::new(Inner {
+                rpc,
+                init,
+                client_capabilities,
+                request_timeout: config.request_timeout,
+                call_timeout: config.call_timeout,
+                tools: Mutex::new(None),
+                transport: Mutex::new(Some(transport)),
+                next_token: AtomicU64::new(1),
+            }),
+        })
+    }
+
+    /// End the connection: DELETE the HTTP session, or close the stdio server's input and
+    /// let it exit (killing its process group if it does not within a few seconds).
+    pub async fn close(&self) {
+        let transport = lock(&self.inner.transport).take();
+        match transport {
+            Some(Transport::Http(h)) => h.close().await,
+            Some(Transport::Stdio { child, io }) => {
+                // Closing the peer ends the writer, which closes the server's stdin.
+                self.inner.rpc.peer.close();
+                child.shutdown(EXIT_GRACE).await;
+                io.abort();
+            }
+            Some(Transport::Io(io)) => {
+                self.inner.rpc.peer.close();
+                io.abort();
+            }
+            None => {}
+        }
+        self.inner.rpc.peer.close();
+    }
+
+    /// Whether the connection is closed.
+    pub fn is_closed(&self) -> bool {
+        self.inner.rpc.peer.is_closed()
+    }
+
+    /// What `initialize` returned.
+    pub fn initialize_result(&self) -> &InitializeResult {
+        &self.inner.init
+    }
+
+    /// The protocol revision in use.
+    pub fn protocol_version(&self) -> &str {
+        &self.inner.init.protocol_version
+    }
+
+    /// The server's capabilities.
+    pub fn server_capabilities(&self) -> &Value {
+        &self.inner.init.capabilities
+    }
+
+    /// The capabilities this client declared.
+    pub fn client_capabilities(&self) -> &Value {
+        &self.inner.client_capabilities
+    }
+
+    /// The server's `tasks` capability.
+    pub fn server_tasks(&self) -> TaskCapabilities {
+        TaskCapabilities::from_capabilities(&self.inner.init.capabilities)
+    }
+
+    /// The HTTP session, when connected over HTTP.
+    pub fn http_session(&self) -> Option<HttpSessionInfo> {
+        match &*lock(&self.inner.transport) {
+            Some(Transport::Http(h)) => Some(HttpSessionInfo {
+                session_id: h.session_id(),
+                protocol_version: h.protocol_version(),
+                reinitializations: h.reinitializations(),
+                resumptions: h.resumptions(),
+            }),
+            _ => None,
+        }
+    }
+
+    /// Every notification the server sends (progress, status, logs, ...), from now on.
+    pub fn notifications(&self) -> broadcast::Receiver<Notification> {
+        self.inner.rpc.shared.notifications.subscribe()
+    }
+
+    /// A fresh progress token, unique on this client.
+    pub fn new_progress_token(&self) -> Value {
+        let n = self.inner.next_token.fetch_add(1, Ordering::Relaxed);
+        json!(format!("mcp-tasks-client-{n}"))
+    }
+
+    /// Send a request and wait for its answer, at most the configured request timeout.
+    ///
+    /// # Errors
+    /// The server's error ([`ClientError::Rpc`]), a timeout, a transport failure.
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, ClientError> {
+        self.inner
+            .rpc
+            .request(method, params, self.inner.request_timeout)
+            .await
+    }
+
+    /// Send a request and wait for its answer however long it takes (`tasks/result`
+    /// blocks until the task is terminal).
+    ///
+    /// # Errors
+    /// The server's error, a transport failure, a closed connection.
+    pub async fn request_unbounded(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ClientError> {
+        self.inner.rpc.request(method, params, None).await
+    }
+
+    /// Send a notification.
+    pub async fn notify(&self, method: &str, params: Option<Value>) {
+        self.inner.rpc.notify(method, params).await;
+    }
+
+    /// `tools/list`, following every page; the list is kept for task-support look-ups.
+    ///
+    /// # Errors
+    /// The server's error or a transport failure.
+    pub async fn list_tools(&self) -> Result<Arc<Vec<Tool>>, ClientError> {
+        let mut tools = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let params = cursor.as_ref().map(|c| json!({ "cursor": c }));
+            let v = self.request(methods::TOOLS_LIST, params).await?;
+            let page = v
+                .get("tools")
+                .and_then(Value::as_array)
+                .ok_or_else(|| ClientError::Protocol(format!("tools/list without `tools`: {v}")))?;
+            for t in page {
+                let tool: Tool = serde_json::from_value(t.clone())
+                    .map_err(|e| ClientError::Protocol(format!("malformed tool {t}: {e}")))?;
+                tools.push(tool);
+            }
+            match next_cursor(&v) {
+                Some(c) if seen.insert(c.clone()) => cursor = Some(c),
+                _ => break,
+            }
+        }
+        let tools = Arc::new(tools);
+        *lock(&self.inner.tools) = Some(Arc::clone(&tools));
+        Ok(tools)
+    }
+
+    /// The tool called `name` (from the kept list; listed afresh when it is not there).
+    ///
+    /// # Errors
+    /// The errors of `tools/list`.
+    pub async fn tool(&self, name: &str) -> Result<Option<Tool>, ClientError> {
+        let cached = lock(&self.inner.tools).clone();
+        if let Some(tools) = cached
+            && let Some(t) = tools.iter().find(|t| t.name == name)
+        {
+            return Ok(Some(t.clone()));
+        }
+        let tools = self.list_tools().await?;
+        Ok(tools.iter().find(|t| t.name == name).cloned())
+    }
+
+    /// Call a tool and return its result. A tool whose `taskSupport` is `required` (on a
+    /// server declaring `tasks.requests.tools.call`) is run as a task and waited for;
+    /// anything else is a plain call.
+    ///
+    /// Spec: "If `execution.taskSupport` is `"required"`, clients MUST invoke the tool as
+    /// a task."
+    ///
+    /// # Errors
+    /// The server's error for the call; for a task, [`ClientError::Task`] with the error
+    /// the task ended with.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// [`Self::call_tool`] with options.
+    ///
+    /// # Errors
+    /// As [`Self::call_tool`].
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        let required = self.server_tasks().tools_call
+            && self
+                .tool(name)
+                .await?
+                .is_some_and(|t| task_support(&t) == TaskSupport::Required);
+        if required {
+            let task = self.call_tool_as_task(name, arguments, options).await?;
+            return task.result().await;
+        }
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(token) = &options.progress_token {
+            params["_meta"] = json!({ "progressToken": token });
+        }
+        let v = self
+            .inner
+            .rpc
+            .request(methods::TOOLS_CALL, Some(params), self.inner.call_timeout)
+            .await?;
+        Ok(CallToolResult(v))
+    }
+
+    /// Call a tool as a task and return its handle at once.
+    ///
+    /// Allowed only when the server declares `tasks.requests.tools.call` and the tool's
+    /// `taskSupport` is `optional` or `required`. Spec: "If a server's capabilities do
+    /// not include `tasks.requests.tools.call`, then clients MUST NOT attempt to use task
+    /// augmentation on that server's tools, regardless of the `execution.taskSupport`
+    /// value set on their tool definitions."
+    ///
+    /// # Errors
+    /// [`ClientError::NotSupported`], [`ClientError::UnknownTool`],
+    /// [`ClientError::TaskForbidden`] before anything is sent; the server's error for the
+    /// call.
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<TaskHandle, ClientError> {
+        if !self.server_tasks().tools_call {
+            return Err(ClientError::NotSupported(
+                "task-augmented tools/call (the server does not declare tasks.requests.tools.call)"
+                    .into(),
+            ));
+        }
+        let Some(tool) = self.tool(name).await? else {
+            return Err(ClientError::UnknownTool(name.to_owned()));
+        };
+        if task_support(&tool) == TaskSupport::Forbidden {
+            return Err(ClientError::TaskForbidden(name.to_owned()));
+        }
+        let mut task = Map::new();
+        if let Some(ttl) = options.ttl {
+            task.insert("ttl".into(), json!(ttl));
+        }
+        let mut params = json!({ "name": name, "arguments": arguments, "task": task });
+        if let Some(token) = &options.progress_token {
+            params["_meta"] = json!({ "progressToken": token });
+        }
+        let v = self.request(methods::TOOLS_CALL, Some(params)).await?;
+        let Some(task) = v.get("task") else {
+            return Err(ClientError::Protocol(format!(
+                "a task-augmented tools/call was answered without `task`: {v}"
+            )));
+        };
+        let task = parse_task(task)?;
+        let immediate = v
+            .get("_meta")
+            .and_then(|m| m.get(MODEL_IMMEDIATE_RESPONSE_META))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(TaskHandle::new(
+            self.clone(),
+            self.register(task),
+            Some(name.to_owned()),
+            immediate,
+        ))
+    }
+
+    /// Resume a task by id (from an earlier connection, another process, a list):
+    /// `tasks/get`, then a handle.
+    ///
+    /// # Errors
+    /// The server's error (-32602 for an unknown or expired task).
+    pub async fn task(&self, task_id: &str) -> Result<TaskHandle, ClientError> {
+        let task = self.get_task(task_id).await?;
+        Ok(TaskHandle::new(
+            self.clone(),
+            self.register(task),
+            None,
+            None,
+        ))
+    }
+
+    /// `tasks/get`.
+    ///
+    /// # Errors
+    /// The server's error (-32602 for an unknown or expired task).
+    pub async fn get_task(&self, task_id: &str) -> Result<Task, ClientError> {
+        let v = self
+            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+            .await?;
+        let task = parse_task(&v)?;
+        if let Some(s) = lock(&self.inner.rpc.shared.tasks)
+            .get(task_id)
+            .and_then(std::sync::Weak::upgrade)
+        {
+            s.observe(task.clone());
+        }
+        Ok(task)
+    }
+
+    /// `tasks/cancel`.
+    ///
+    /// # Errors
+    /// [`ClientError::NotSupported`] when the server does not declare `tasks.cancel`; the
+    /// server's error (-32602 for a terminal or unknown task).
+    pub async fn cancel_task(&self, task_id: &str) -> Result<Task, ClientError> {
+        parse_task(&self.cancel_task_raw(task_id).await?)
+    }
+
+    pub(crate) async fn cancel_task_raw(&self, task_id: &str) -> Result<Value, ClientError> {
+        if !self.server_tasks().cancel {
+            return Err(ClientError::NotSupported(
+                "tasks/cancel (the server does not declare tasks.cancel)".into(),
+            ));
+        }
+        self.request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
+            .await
+    }
+
+    /// One page of `tasks/list`: the tasks and the next cursor.
+    ///
+    /// # Errors
+    /// [`ClientError::NotSupported`] when the server does not declare `tasks.list`; the
+    /// server's error (-32602 for a bad cursor).
+    pub async fn list_tasks_page(
+        &self,
+        cursor: Option<&str>,
+    ) -> Result<(Vec<Task>, Option<String>), ClientError> {
+        if !self.server_tasks().list {
+            return Err(ClientError::NotSupported(
+                "tasks/list (the server does not declare tasks.list)".into(),
+            ));
+        }
+        let params = cursor.map(|c| json!({ "cursor": c }));
+        let v = self.request(methods::TASKS_LIST, params).await?;
+        let tasks = v
+            .get("tasks")
+            .and_then(Value::as_array)
+            .ok_or_else(|| ClientError::Protocol(format!("tasks/list without `tasks`: {v}")))?
+            .iter()
+            .map(parse_task)
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok((tasks, next_cursor(&v)))
+    }
+
+    /// `tasks/list`, following the opaque cursor through every page.
+    ///
+    /// # Errors
+    /// As [`Self::list_tasks_page`].
+    pub async fn list_tasks(&self) -> Result<Vec<Task>, ClientError> {
+        let mut all = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..MAX_PAGES {
+            let (page, next) = self.list_tasks_page(cursor.as_deref()).await?;
+            all.extend(page);
+            match next {
+                Some(c) if seen.insert(c.clone()) => cursor = Some(c),
+                _ => break,
+            }
+        }
+        Ok(all)
+    }
+
+    /// The shared state of `task`'s handles on this connection.
+    fn register(&self, task: Task) -> Arc<TaskShared> {
+        let mut tasks = lock(&self.inner.rpc.shared.tasks);
+        if let Some(s) = tasks.get(&task.task_id).and_then(std::sync::Weak::upgrade) {
+            s.observe(task);
+            return s;
+        }
+        tasks.retain(|_, w| w.strong_count() > 0);
+        let s = TaskShared::new(task);
+        tasks.insert(s.task_id.clone(), Arc::downgrade(&s));
+        s
+    }
+}
+
+fn next_cursor(v: &Value) -> Option<String> {
+    v.get("nextCursor")
+        .and_then(Value::as_str)
+        .filter(|c| !c.is_empty())
+        .map(str::to_owned)
+}
+
+fn read_initialize(v: &Value) -> Result<InitializeResult, ClientError> {
+    let version = v
+        .get("protocolVersion")
+        .and_then(Value::as_str)
+        .ok_or_else(|| {
+            ClientError::Protocol(format!("initialize without `protocolVersion`: {v}"))
+        })?;
+    // Spec (lifecycle): "If the client does not support the version in the server's
+    // response, it SHOULD disconnect."
+    if !SUPPORTED_PROTOCOL_VERSIONS.contains(&version) {
+        return Err(ClientError::Protocol(format!(
+            "the server chose protocol version {version}, which this client does not speak"
+        )));
+    }
+    Ok(InitializeResult {
+        protocol_version: version.to_owned(),
+        capabilities: v.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+        server_info: v.get("serverInfo").cloned().unwrap_or(Value::Null),
+        instructions: v
+            .get("instructions")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        raw: v.clone(),
+    })
+}

@@ -1,0 +1,93 @@
+//! How a client presents itself and answers the server.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::input::{ElicitationHandler, SamplingHandler};
+
+/// Configuration of a [`crate::Client`].
+#[derive(Clone)]
+pub struct ClientConfig {
+    /// `clientInfo.name`.
+    pub name: String,
+    /// `clientInfo.version`.
+    pub version: String,
+    /// Bound on every request but a plain `tools/call` and `tasks/result` (which wait
+    /// on the work itself). `None` waits forever. Default 60 s.
+    pub request_timeout: Option<Duration>,
+    /// Bound on a plain (not task-augmented) `tools/call`. Default none.
+    pub call_timeout: Option<Duration>,
+    /// Answers `elicitation/create`; declares the `elicitation` capability (form mode).
+    pub elicitation: Option<Arc<dyn ElicitationHandler>>,
+    /// Answers `sampling/createMessage`; declares the `sampling` capability.
+    pub sampling: Option<Arc<dyn SamplingHandler>>,
+    /// More client capabilities, merged over the ones above.
+    pub extra_capabilities: Map<String, Value>,
+}
+
+impl std::fmt::Debug for ClientConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientConfig")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .field("request_timeout", &self.request_timeout)
+            .field("call_timeout", &self.call_timeout)
+            .field("elicitation", &self.elicitation.is_some())
+            .field("sampling", &self.sampling.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        Self {
+            name: "mcp-tasks-client".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            request_timeout: Some(Duration::from_secs(60)),
+            call_timeout: None,
+            elicitation: None,
+            sampling: None,
+            extra_capabilities: Map::new(),
+        }
+    }
+}
+
+impl ClientConfig {
+    /// Answer elicitations with `handler`.
+    #[must_use]
+    pub fn with_elicitation(mut self, handler: impl ElicitationHandler) -> Self {
+        self.elicitation = Some(Arc::new(handler));
+        self
+    }
+
+    /// Answer sampling requests with `handler`.
+    #[must_use]
+    pub fn with_sampling(mut self, handler: impl SamplingHandler) -> Self {
+        self.sampling = Some(Arc::new(handler));
+        self
+    }
+
+    /// Set the request timeout.
+    #[must_use]
+    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.request_timeout = timeout;
+        self
+    }
+
+    /// The `capabilities` sent in `initialize`.
+    pub fn capabilities(&self) -> Value {
+        let mut caps = Map::new();
+        if self.elicitation.is_some() {
+            caps.insert("elicitation".into(), json!({ "form": {} }));
+        }
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), json!({}));
+        }
+        for (k, v) in &self.extra_capabilities {
+            caps.insert(k.clone(), v.clone());
+        }
+        Value::Object(caps)
+    }
+}

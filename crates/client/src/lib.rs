@@ -1,0 +1,56 @@
+//! The requestor side of MCP Tasks (protocol revision 2025-11-25).
+//!
+//! A [`Client`] connects to a server over stdio ([`Client::connect_stdio`], spawning it
+//! in its own process group) or Streamable HTTP ([`Client::connect_http`]), initializes,
+//! and remembers both sides' capabilities. Tools are called plainly
+//! ([`Client::call_tool`]) or as tasks ([`Client::call_tool_as_task`]), which gives a
+//! [`TaskHandle`]: its status, a stream of its changes, [`TaskHandle::wait`] (polling
+//! `tasks/get` at the task's `pollInterval`, sooner on status notifications),
+//! [`TaskHandle::result`] (the exact `CallToolResult`, or the task's own JSON-RPC error
+//! as [`ClientError::Task`]) and [`TaskHandle::cancel`]. A task is resumed by id from any
+//! connection with [`Client::task`]; [`Client::list_tasks`] pages through `tasks/list`.
+//!
+//! While a task is `input_required`, its questions (`elicitation/create`,
+//! `sampling/createMessage`) arrive on the `tasks/result` stream and are answered by the
+//! [`ElicitationHandler`] and [`SamplingHandler`] of the [`ClientConfig`].
+//!
+//! ```no_run
+//! # async fn run() -> Result<(), mcp_tasks_client::ClientError> {
+//! use mcp_tasks_client::{CallOptions, Client, ClientConfig, HttpClientConfig};
+//! use serde_json::json;
+//!
+//! let client = Client::connect_http(
+//!     HttpClientConfig::new("http://127.0.0.1:8080/mcp"),
+//!     ClientConfig::default(),
+//! )
+//! .await?;
+//! let task = client
+//!     .call_tool_as_task("sleep", json!({"ms": 500}), &CallOptions::default())
+//!     .await?;
+//! let result = task.result().await?;
+//! println!("{}", result.text());
+//! # Ok(()) }
+//! ```
+
+mod client;
+mod config;
+mod error;
+mod input;
+mod process;
+mod rpc;
+mod task;
+mod types;
+
+pub use client::{CallOptions, Client, HttpSessionInfo};
+pub use config::ClientConfig;
+pub use error::ClientError;
+pub use input::{
+    ElicitationHandler, FixedElicitation, FixedSampling, SamplingHandler, ServerRequest, elicit,
+    sampling, sampling_refused,
+};
+pub use mcp_tasks_proto::mcp::{Task, TaskStatus, TaskSupport, Tool};
+pub use mcp_tasks_rpc::http_client::HttpClientConfig;
+pub use task::{
+    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, poll_interval,
+};
+pub use types::{CallToolResult, InitializeResult, TaskCapabilities, parse_task, task_support};

@@ -1,0 +1,428 @@
+//! A task seen from the requestor: status, changes, waiting, the result, cancellation.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::Stream;
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::{Task, TaskStatus};
+use mcp_tasks_proto::{codes, methods};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::ClientError;
+use crate::client::Client;
+use crate::rpc::lock;
+use crate::types::{CallToolResult, parse_task};
+
+/// Poll interval when the task names none.
+pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// The shortest poll interval honoured.
+pub const MIN_POLL_INTERVAL: Duration = Duration::from_millis(50);
+/// The longest poll interval honoured.
+pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
+
+/// How many times in a row a lost `tasks/result` (or `tasks/get`) is tried again.
+const MAX_RETRIES: u32 = 8;
+
+/// The interval to poll `task` at: its `pollInterval` (1 s when absent), clamped to
+/// 50 ms..30 s.
+///
+/// Spec: "Requestors SHOULD respect the `pollInterval` provided in responses when
+/// determining polling frequency."
+pub fn poll_interval(task: &Task) -> Duration {
+    task.poll_interval
+        .map_or(DEFAULT_POLL_INTERVAL, Duration::from_millis)
+        .clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
+}
+
+/// The outcome `tasks/result` delivered: the result, or the task's JSON-RPC error.
+type Outcome = Result<Value, ErrorObject>;
+
+/// Where the background `tasks/result` stands.
+#[derive(Debug, Clone)]
+enum ResultCall {
+    Idle,
+    InFlight,
+    Done(Outcome),
+    /// Failed; `retriable` when the transport lost it.
+    Failed(ClientError),
+}
+
+/// State shared by every handle of one task on one connection.
+pub(crate) struct TaskShared {
+    pub(crate) task_id: String,
+    state: watch::Sender<Task>,
+    result: watch::Sender<ResultCall>,
+    call: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for TaskShared {
+    fn drop(&mut self) {
+        if let Some(h) = lock(&self.call).take() {
+            h.abort();
+        }
+    }
+}
+
+/// Whether `new` may replace `old`: a terminal status is final ("Tasks with a
+/// `completed`, `failed`, or `cancelled` status are in a terminal state and MUST NOT
+/// transition to any other status"), and an answer older than what we have (by
+/// `lastUpdatedAt`, when both are comparable) is stale.
+fn supersedes(old: &Task, new: &Task) -> bool {
+    if old.status.is_terminal() && !new.status.is_terminal() {
+        return false;
+    }
+    if old.status.is_terminal() && new.status.is_terminal() && old.status != new.status {
+        return false;
+    }
+    let comparable =
+        !old.last_updated_at.is_empty() && old.last_updated_at.len() == new.last_updated_at.len();
+    if comparable && new.last_updated_at < old.last_updated_at {
+        return false;
+    }
+    old != new
+}
+
+impl TaskShared {
+    pub(crate) fn new(task: Task) -> Arc<Self> {
+        Arc::new(Self {
+            task_id: task.task_id.clone(),
+            state: watch::channel(task).0,
+            result: watch::channel(ResultCall::Idle).0,
+            call: Mutex::new(None),
+        })
+    }
+
+    /// A newer view of the task (a `tasks/get` answer or a status notification).
+    pub(crate) fn observe(&self, task: Task) {
+        self.state.send_if_modified(|cur| {
+            if supersedes(cur, &task) {
+                *cur = task;
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    fn current(&self) -> Task {
+        self.state.borrow().clone()
+    }
+}
+
+/// A task created by (or resumed on) a [`Client`]. Cheap to clone; every clone sees the
+/// same state.
+///
+/// Status comes from three sources: `tasks/get` polls (driven by [`Self::wait`] and
+/// [`Self::result`]), `notifications/tasks/status` when the server sends them ("Requestors
+/// MUST NOT rely on receiving this notifications, as it is optional"), and the answers of
+/// `tasks/cancel`.
+#[derive(Clone)]
+pub struct TaskHandle {
+    client: Client,
+    shared: Arc<TaskShared>,
+    tool: Option<String>,
+    immediate_response: Option<String>,
+}
+
+impl std::fmt::Debug for TaskHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskHandle")
+            .field("task", &self.task())
+            .field("tool", &self.tool)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TaskHandle {
+    pub(crate) fn new(
+        client: Client,
+        shared: Arc<TaskShared>,
+        tool: Option<String>,
+        immediate_response: Option<String>,
+    ) -> Self {
+        Self {
+            client,
+            shared,
+            tool,
+            immediate_response,
+        }
+    }
+
+    /// The task id.
+    pub fn id(&self) -> &str {
+        &self.shared.task_id
+    }
+
+    /// The tool this task runs, when it was created here.
+    pub fn tool(&self) -> Option<&str> {
+        self.tool.as_deref()
+    }
+
+    /// The `io.modelcontextprotocol/model-immediate-response` the server gave with the
+    /// `CreateTaskResult`, if any.
+    pub fn immediate_response(&self) -> Option<&str> {
+        self.immediate_response.as_deref()
+    }
+
+    /// The task as last seen.
+    pub fn task(&self) -> Task {
+        self.shared.current()
+    }
+
+    /// The status as last seen.
+    pub fn status(&self) -> TaskStatus {
+        self.shared.state.borrow().status
+    }
+
+    /// The changes of the task from now on, as they are seen (by polls that
+    /// [`Self::wait`] or [`Self::result`] drive, and by status notifications). Changes
+    /// between two observations are not seen; the stream ends after a terminal status
+    /// or when the handle's client goes away.
+    pub fn updates(&self) -> impl Stream<Item = Task> + Send + 'static {
+        let mut rx = self.shared.state.subscribe();
+        rx.mark_unchanged();
+        futures::stream::unfold((rx, false), |(mut rx, done)| async move {
+            if done {
+                return None;
+            }
+            rx.changed().await.ok()?;
+            let t = rx.borrow_and_update().clone();
+            let terminal = t.status.is_terminal();
+            Some((t, (rx, terminal)))
+        })
+    }
+
+    /// `tasks/get`: fetch the task now.
+    ///
+    /// # Errors
+    /// The server's error (an unknown or expired task is -32602), or a transport error.
+    pub async fn refresh(&self) -> Result<Task, ClientError> {
+        let v = self
+            .client
+            .request(methods::TASKS_GET, Some(json!({ "taskId": self.id() })))
+            .await?;
+        let task = parse_task(&v)?;
+        if task.task_id != self.shared.task_id {
+            return Err(ClientError::Protocol(format!(
+                "tasks/get for {} answered task {}",
+                self.shared.task_id, task.task_id
+            )));
+        }
+        self.shared.observe(task);
+        Ok(self.task())
+    }
+
+    /// `tasks/cancel`.
+    ///
+    /// # Errors
+    /// [`ClientError::NotSupported`] when the server does not declare `tasks.cancel`; the
+    /// server's error (cancelling a terminal task is -32602).
+    pub async fn cancel(&self) -> Result<Task, ClientError> {
+        let v = self.client.cancel_task_raw(self.id()).await?;
+        let task = parse_task(&v)?;
+        self.shared.observe(task);
+        Ok(self.task())
+    }
+
+    /// Wait until the task is terminal and return it.
+    ///
+    /// Polls `tasks/get` at the task's `pollInterval` (1 s when absent, clamped to
+    /// 50 ms..30 s), sooner when a status notification comes. On `input_required` it
+    /// calls `tasks/result`, on whose stream the server's questions arrive, answered by
+    /// the client's [`crate::ElicitationHandler`] / [`crate::SamplingHandler`].
+    ///
+    /// Spec: "Requestors SHOULD continue polling until the task reaches a terminal status
+    /// (`completed`, `failed`, or `cancelled`), or until encountering the `input_required`
+    /// status." and "When the requestor encounters the `input_required` status, it SHOULD
+    /// preemptively call `tasks/result`."
+    ///
+    /// # Errors
+    /// The server's error for `tasks/get` (the task is gone), or a transport that keeps
+    /// failing.
+    pub async fn wait(&self) -> Result<Task, ClientError> {
+        let mut state = self.shared.state.subscribe();
+        let mut result = self.shared.result.subscribe();
+        let mut failures = 0;
+        loop {
+            let task = state.borrow_and_update().clone();
+            if task.status.is_terminal() {
+                return Ok(task);
+            }
+            if task.status == TaskStatus::InputRequired {
+                // A tasks/result the transport lost is sent again: the questions travel on it.
+                let lost = matches!(&*self.shared.result.borrow(), ResultCall::Failed(e) if e.is_retriable());
+                if lost {
+                    self.reset_result_call();
+                }
+                self.ensure_result_call();
+            }
+            tokio::select! {
+                () = tokio::time::sleep(poll_interval(&task)) => {
+                    match self.refresh().await {
+                        Ok(_) => failures = 0,
+                        Err(e) if e.is_retriable() && failures < MAX_RETRIES => failures += 1,
+                        Err(e) => return Err(e),
+                    }
+                }
+                r = state.changed() => { if r.is_err() { return Err(ClientError::Closed); } }
+                r = result.changed() => {
+                    if r.is_err() { return Err(ClientError::Closed); }
+                    let done = matches!(*result.borrow_and_update(), ResultCall::Done(_));
+                    if done {
+                        // The task is terminal: learn its final status.
+                        self.settle_after_outcome().await;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The task's result: the exact `CallToolResult` it ended with (with `isError: true`
+    /// when the tool failed that way), or its JSON-RPC error as [`ClientError::Task`].
+    ///
+    /// Calls `tasks/result`, which blocks until the task is terminal and carries the
+    /// server's questions meanwhile (answered by the client's handlers), and polls
+    /// `tasks/get` alongside so that [`Self::updates`] shows progress. A `tasks/result`
+    /// whose answer the transport lost is sent again.
+    ///
+    /// Spec: "If the underlying request resulted in a JSON-RPC error, `tasks/result` MUST
+    /// return that same JSON-RPC error."
+    ///
+    /// # Errors
+    /// [`ClientError::Task`] with the task's own error; the server's error for
+    /// `tasks/result` itself (an unknown task); transport errors that persist.
+    pub async fn result(&self) -> Result<CallToolResult, ClientError> {
+        let mut result = self.shared.result.subscribe();
+        let mut failures = 0;
+        self.ensure_result_call();
+        loop {
+            let call = result.borrow_and_update().clone();
+            match call {
+                ResultCall::Done(outcome) => {
+                    self.settle_after_outcome().await;
+                    return match outcome {
+                        Ok(v) => Ok(CallToolResult(v)),
+                        Err(error) => Err(ClientError::Task {
+                            task: Box::new(self.task()),
+                            error,
+                        }),
+                    };
+                }
+                ResultCall::Failed(e) if e.is_retriable() && failures < MAX_RETRIES => {
+                    failures += 1;
+                    tracing::debug!(task_id = %self.id(), error = %e, "tasks/result lost; asking again");
+                    tokio::time::sleep(poll_interval(&self.task()).min(Duration::from_secs(2)))
+                        .await;
+                    self.reset_result_call();
+                    self.ensure_result_call();
+                    continue;
+                }
+                ResultCall::Failed(e) => return Err(e),
+                ResultCall::Idle | ResultCall::InFlight => {}
+            }
+            let task = self.task();
+            tokio::select! {
+                r = result.changed() => { if r.is_err() { return Err(ClientError::Closed); } }
+                () = tokio::time::sleep(poll_interval(&task)), if !task.status.is_terminal() => {
+                    // Keep the status fresh for watchers; tasks/result decides the outcome.
+                    if let Err(e) = self.refresh().await {
+                        tracing::debug!(error = %e, "tasks/get failed while waiting for the result");
+                    }
+                }
+            }
+        }
+    }
+
+    fn reset_result_call(&self) {
+        self.shared.result.send_modify(|c| {
+            if matches!(c, ResultCall::Failed(_)) {
+                *c = ResultCall::Idle;
+            }
+        });
+    }
+
+    /// Start `tasks/result` in the background unless it runs or ran.
+    fn ensure_result_call(&self) {
+        let mut call = lock(&self.shared.call);
+        let start = self.shared.result.send_if_modified(|c| {
+            if matches!(c, ResultCall::Idle) {
+                *c = ResultCall::InFlight;
+                true
+            } else {
+                false
+            }
+        });
+        if !start {
+            return;
+        }
+        let client = self.client.clone();
+        let weak = Arc::downgrade(&self.shared);
+        let task_id = self.shared.task_id.clone();
+        let h = tokio::spawn(async move {
+            let r = client
+                .request_unbounded(methods::TASKS_RESULT, Some(json!({ "taskId": task_id })))
+                .await;
+            let outcome = match r {
+                Ok(v) => ResultCall::Done(Ok(v)),
+                Err(ClientError::Rpc { method, error }) => {
+                    // The task's own error, or an error of the request (unknown task)?
+                    // Only a terminal task has an outcome.
+                    match client
+                        .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+                        .await
+                        .and_then(|v| parse_task(&v))
+                    {
+                        Ok(t) if t.status.is_terminal() => {
+                            if let Some(s) = weak.upgrade() {
+                                s.observe(t);
+                            }
+                            ResultCall::Done(Err(error))
+                        }
+                        _ => ResultCall::Failed(ClientError::Rpc { method, error }),
+                    }
+                }
+                Err(e) => ResultCall::Failed(e),
+            };
+            if let Some(s) = weak.upgrade() {
+                s.result.send_replace(outcome);
+            }
+        });
+        if let Some(old) = call.replace(h) {
+            old.abort();
+        }
+    }
+
+    /// After `tasks/result` answered: fetch the terminal task; when the server no longer
+    /// knows it, infer the status from the outcome.
+    async fn settle_after_outcome(&self) {
+        if self.status().is_terminal() {
+            return;
+        }
+        if let Ok(t) = self.refresh().await
+            && t.status.is_terminal()
+        {
+            return;
+        }
+        let outcome = match &*self.shared.result.borrow() {
+            ResultCall::Done(o) => o.clone(),
+            _ => return,
+        };
+        let (status, message) = match &outcome {
+            Ok(v) if v.get("isError").and_then(Value::as_bool) == Some(true) => {
+                (TaskStatus::Failed, None)
+            }
+            Ok(_) => (TaskStatus::Completed, None),
+            Err(e) if e.code == codes::TASK_CANCELLED => {
+                (TaskStatus::Cancelled, Some(e.message.clone()))
+            }
+            Err(e) => (TaskStatus::Failed, Some(e.message.clone())),
+        };
+        let mut t = self.task();
+        t.status = status;
+        t.status_message = message.or(t.status_message);
+        // Not a server observation: written directly.
+        self.shared.state.send_replace(t);
+    }
+}

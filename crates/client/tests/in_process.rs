@@ -1,0 +1,245 @@
+//! The client against our own server, in process over a pipe: every task path.
+#![allow(missing_docs)]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use mcp_tasks_client::{
+    CallOptions, Client, ClientConfig, ClientError, FixedElicitation, FixedSampling, TaskStatus,
+    elicit,
+};
+use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
+use mcp_tasks_proto::codes;
+use mcp_tasks_server::{Server, ServerConfig, demo};
+use serde_json::json;
+
+const LIMIT: Duration = Duration::from_secs(20);
+
+async fn connect(config: ClientConfig) -> Client {
+    let policy = Policy {
+        poll_interval_ms: 100,
+        ..Policy::default()
+    };
+    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
+    let server = Server::new(ServerConfig::default(), demo::all(), Some(engine));
+    let (client_io, server_io) = tokio::io::duplex(1 << 20);
+    let (sr, sw) = tokio::io::split(server_io);
+    tokio::spawn(async move { server.serve_stdio(sr, sw).await });
+    let (cr, cw) = tokio::io::split(client_io);
+    Client::connect_io(tokio::io::BufReader::new(cr), cw, config)
+        .await
+        .expect("connect")
+}
+
+fn interactive() -> ClientConfig {
+    ClientConfig::default()
+        .with_elicitation(FixedElicitation(elicit::accept(json!({"answer": "42"}))))
+        .with_sampling(FixedSampling {
+            model: "test".into(),
+            text: "short".into(),
+        })
+}
+
+#[tokio::test]
+async fn initialize_remembers_both_sides() {
+    let c = connect(interactive()).await;
+    assert_eq!(c.protocol_version(), "2025-11-25");
+    let t = c.server_tasks();
+    assert!(t.declared && t.list && t.cancel && t.tools_call);
+    assert_eq!(
+        c.client_capabilities(),
+        &json!({"elicitation": {"form": {}}, "sampling": {}})
+    );
+}
+
+#[tokio::test]
+async fn plain_call_and_required_tool_as_task() {
+    let c = connect(interactive()).await;
+    let r = c.call_tool("echo", json!({"text": "hi"})).await.unwrap();
+    assert_eq!(r.text(), "hi");
+    // `ask` requires a task: call_tool runs it as one, answering the elicitation.
+    let r = tokio::time::timeout(LIMIT, c.call_tool("ask", json!({"question": "?"})))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(r.text(), "42");
+}
+
+#[tokio::test]
+async fn task_wait_result_and_status_stream() {
+    let c = connect(interactive()).await;
+    let task = c
+        .call_tool_as_task("sleep", json!({"ms": 300}), &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(task.status(), TaskStatus::Working);
+    assert!(task.immediate_response().is_some());
+    let updates = task.updates();
+    let t = tokio::time::timeout(LIMIT, task.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    let seen: Vec<_> = updates.collect().await;
+    assert_eq!(seen.last().unwrap().status, TaskStatus::Completed);
+    let r = task.result().await.unwrap();
+    assert_eq!(r.text(), "slept 300");
+    assert_eq!(
+        r.as_value()["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+        json!(task.id())
+    );
+}
+
+#[tokio::test]
+async fn failed_tasks_keep_their_exact_error() {
+    let c = connect(interactive()).await;
+    let task = c
+        .call_tool_as_task(
+            "error",
+            json!({"message": "boom", "code": -32042}),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    let err = tokio::time::timeout(LIMIT, task.result())
+        .await
+        .unwrap()
+        .unwrap_err();
+    let ClientError::Task { task: t, error } = &err else {
+        panic!("expected the task's error, got {err:?}")
+    };
+    assert_eq!(t.status, TaskStatus::Failed);
+    assert_eq!(error.code, -32042);
+    assert_eq!(error.message, "boom");
+
+    // isError results are results: returned exactly, task failed.
+    let task = c
+        .call_tool_as_task("fail", json!({"message": "bad"}), &CallOptions::default())
+        .await
+        .unwrap();
+    let r = task.result().await.unwrap();
+    assert!(r.is_error());
+    assert_eq!(r.text(), "bad");
+    assert_eq!(task.status(), TaskStatus::Failed);
+}
+
+#[tokio::test]
+async fn cancel_and_resume_and_list() {
+    let c = connect(interactive()).await;
+    let task = c
+        .call_tool_as_task(
+            "sleep",
+            json!({"ms": 60_000}),
+            &CallOptions {
+                ttl: Some(120_000),
+                progress_token: None,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(task.task().ttl, Some(120_000));
+    let other = c.task(task.id()).await.unwrap();
+    assert_eq!(other.id(), task.id());
+    let t = task.cancel().await.unwrap();
+    assert_eq!(t.status, TaskStatus::Cancelled);
+    assert_eq!(other.status(), TaskStatus::Cancelled, "handles share state");
+    let err = task.result().await.unwrap_err();
+    assert!(err.is_cancelled(), "{err:?}");
+    // A terminal task cannot be cancelled again: the server's exact error.
+    let err = task.cancel().await.unwrap_err();
+    assert_eq!(err.rpc_error().unwrap().code, codes::INVALID_PARAMS);
+    let all = c.list_tasks().await.unwrap();
+    assert!(all.iter().any(|t| t.task_id == task.id()));
+    let err = c.task("no-such-task").await.unwrap_err();
+    assert_eq!(err.rpc_error().unwrap().code, codes::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn forbidden_tools_are_refused_before_sending() {
+    let c = connect(interactive()).await;
+    let err = c
+        .call_tool_as_task("echo", json!({"text": "x"}), &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::TaskForbidden(_)), "{err:?}");
+    let err = c
+        .call_tool_as_task("nope", json!({}), &CallOptions::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ClientError::UnknownTool(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn sampling_through_input_required() {
+    let c = connect(interactive()).await;
+    let task = c
+        .call_tool_as_task(
+            "summarize",
+            json!({"text": "long"}),
+            &CallOptions::default(),
+        )
+        .await
+        .unwrap();
+    // wait() must notice input_required and drive tasks/result so the question is answered.
+    let t = tokio::time::timeout(LIMIT, task.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    assert_eq!(task.result().await.unwrap().text(), "short");
+}
+
+#[tokio::test]
+async fn without_handlers_the_server_learns_no_capability() {
+    let c = connect(ClientConfig::default()).await;
+    assert_eq!(c.client_capabilities(), &json!({}));
+    let err = c
+        .call_tool("ask", json!({"question": "?"}))
+        .await
+        .unwrap_err();
+    // The tool's own error (the client cannot elicit) is the task's outcome.
+    assert_eq!(err.task().unwrap().status, TaskStatus::Failed);
+    assert_eq!(err.rpc_error().unwrap().code, codes::METHOD_NOT_FOUND);
+}
+
+#[tokio::test]
+async fn progress_notifications_reach_the_application() {
+    let c = connect(interactive()).await;
+    let mut notes = c.notifications();
+    let token = c.new_progress_token();
+    let task = c
+        .call_tool_as_task(
+            "progress",
+            json!({"steps": 3, "ms": 10}),
+            &CallOptions {
+                ttl: None,
+                progress_token: Some(token.clone()),
+            },
+        )
+        .await
+        .unwrap();
+    task.result().await.unwrap();
+    let mut progress = 0;
+    while let Ok(n) = notes.try_recv() {
+        if n.method == "notifications/progress" {
+            assert_eq!(n.params.as_ref().unwrap()["progressToken"], token);
+            progress += 1;
+        }
+    }
+    assert_eq!(progress, 3);
+}
+
+#[tokio::test]
+async fn requests_time_out_and_closed_connections_fail() {
+    let c = connect(interactive().with_request_timeout(Some(Duration::from_millis(1)))).await;
+    // A 1 ms bound is too short for a round trip through the engine... usually; either
+    // outcome is legal, but a timeout must be reported as one.
+    if let Err(e) = c.list_tasks().await {
+        assert!(matches!(e, ClientError::Timeout { .. }), "{e:?}");
+    }
+    c.close().await;
+    assert!(c.is_closed());
+    let err = c.list_tools().await.unwrap_err();
+    assert!(matches!(err, ClientError::Closed), "{err:?}");
+}

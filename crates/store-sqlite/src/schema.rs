@@ -148,9 +148,11 @@ fn pragma_i64(conn: &Connection, name: &str) -> rusqlite::Result<i64> {
 pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreError> {
     let p = path.display();
     let err = |e: rusqlite::Error| map_err(path, &e);
-    // The first read of the file: refuses random bytes with SQLITE_NOTADB.
-    let app = pragma_i64(conn, "application_id").map_err(err)?;
-    let version = pragma_i64(conn, "user_version").map_err(err)?;
+    // The first read of the file: refuses random bytes with SQLITE_NOTADB. One read
+    // transaction, so that the three values come from one snapshot (another process may be
+    // creating our schema in this fresh file right now), and before anything is written:
+    // a file that is not ours is left untouched.
+    let (app, version, objects) = read_header(conn).map_err(err)?;
     if app != 0 && app != APPLICATION_ID {
         return Err(StoreError::Corrupt(format!(
             "{p}: not an mcp-tasks database (application_id {app:#x})"
@@ -162,15 +164,10 @@ pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreE
              {version}; this build knows versions up to {SCHEMA_VERSION}); refusing to open it"
         )));
     }
-    if app == 0 && version == 0 {
-        let tables: i64 = conn
-            .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
-            .map_err(err)?;
-        if tables > 0 {
-            return Err(StoreError::Corrupt(format!(
-                "{p}: not an mcp-tasks database (it holds {tables} other schema objects)"
-            )));
-        }
+    if app == 0 && version == 0 && objects > 0 {
+        return Err(StoreError::Corrupt(format!(
+            "{p}: not an mcp-tasks database (it holds {objects} other schema objects)"
+        )));
     }
     let mode: String = conn
         .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
@@ -196,6 +193,19 @@ pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreE
     })
 }
 
+fn read_header(conn: &Connection) -> rusqlite::Result<(i64, i64, i64)> {
+    conn.execute_batch("BEGIN DEFERRED")?;
+    let read = || -> rusqlite::Result<(i64, i64, i64)> {
+        let app = pragma_i64(conn, "application_id")?;
+        let version = pragma_i64(conn, "user_version")?;
+        let objects = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+        Ok((app, version, objects))
+    };
+    let r = read();
+    let _ = conn.execute_batch(if r.is_ok() { "COMMIT" } else { "ROLLBACK" });
+    r
+}
+
 fn has_key(conn: &Connection) -> rusqlite::Result<bool> {
     conn.query_row(
         "SELECT count(*) FROM meta WHERE key = 'cursor_key'",
@@ -217,6 +227,19 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
                  version {version}); refusing to open it",
                 path.display()
             )));
+        }
+        if version == 0 {
+            // Checked here, in the write transaction: another process may be creating our
+            // schema on this fresh file right now.
+            let tables: i64 = conn
+                .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
+                .map_err(err)?;
+            if tables > 0 {
+                return Err(StoreError::Corrupt(format!(
+                    "{}: not an mcp-tasks database (it holds {tables} other schema objects)",
+                    path.display()
+                )));
+            }
         }
         while version < SCHEMA_VERSION {
             let step = usize::try_from(version).unwrap_or(usize::MAX);

@@ -128,3 +128,22 @@ async fn two_stores_opening_one_fresh_file_agree_on_the_cursor_key() {
     });
     assert_eq!(a.cursor_key().await.unwrap(), b.cursor_key().await.unwrap());
 }
+
+#[test]
+fn a_refused_foreign_database_is_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("foreign.db");
+    {
+        let c = rusqlite::Connection::open(&path).unwrap();
+        c.execute_batch("CREATE TABLE notes (x); INSERT INTO notes VALUES (1);")
+            .unwrap();
+    }
+    let before = std::fs::read(&path).unwrap();
+    assert!(open(&path).is_err());
+    assert_eq!(
+        std::fs::read(&path).unwrap(),
+        before,
+        "the foreign file was modified"
+    );
+    assert!(!dir.path().join("foreign.db-wal").exists());
+}

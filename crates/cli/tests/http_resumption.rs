@@ -50,6 +50,10 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth)
     // Resume after the elicitation: nothing is replayed; the answer (a separate POST)
     // completes the task and the response arrives on this connection, once.
     let mut sse = c.get(ask_event.id.as_deref()).await.sse();
+    let primed = sse.next().await.unwrap();
+    assert!(primed.is_priming(), "a fresh id to resume from: {primed:?}");
+    assert_eq!(primed.stream(), priming.stream());
+    assert_ne!(primed.id, ask_event.id);
     assert!(sse.next_within(Duration::from_millis(200)).await.is_err());
     let r = c
         .post(&json!({"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "accept", "content": {"answer": "teal"}}}))
@@ -70,8 +74,13 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth)
 
     // Resuming after the response has nothing more to give.
     let last = rest.last().unwrap().id.clone().unwrap();
-    let after = c.get(Some(&last)).await.sse().rest().await;
-    assert!(after.iter().all(|e| e.message().is_none()), "{after:?}");
+    let after = c.get(Some(&last)).await;
+    assert_eq!(after.status, 204, "{after:?}");
+    // Resuming from before the response replays just the response.
+    let again = c.get(primed.id.as_deref()).await.sse().rest().await;
+    let msgs: Vec<Value> = again.iter().filter_map(Event::message).collect();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["id"], rid);
 }
 
 #[tokio::test]

@@ -79,6 +79,11 @@ async fn follow(c: &Client, mut last: String, retry_expected: bool) -> (Vec<Even
         assert_eq!(resp.status, 200, "{resp:?}");
         reconnects += 1;
         let events = resp.sse().rest().await;
+        // Clients learn where to resume only from event ids: every connection has one.
+        assert!(
+            events.first().is_some_and(|e| e.id.is_some()),
+            "a connection without an event id: {events:?}"
+        );
         let retry = events.last().and_then(|e| e.retry);
         for e in &events {
             if let Some(id) = &e.id {

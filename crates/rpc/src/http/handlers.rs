@@ -15,7 +15,7 @@ use mcp_tasks_proto::{ErrorObject, Message, RequestId, codes, methods};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
-use super::session::{First, HttpSession, Pending, Reader, new_session_id};
+use super::session::{Connect, First, HttpSession, Pending, Reader, new_session_id};
 use super::stream::{EventId, STANDALONE};
 use super::{ReplyMode, Shared};
 use crate::peer::Peer;
@@ -587,9 +587,10 @@ async fn answer(
 }
 
 fn connect(shared: &Shared, session: &Arc<HttpSession>, stream: u64) -> Answer {
-    session
-        .connect(stream, None, shared.shutdown.clone())
-        .map_or(Answer::Gone, Answer::Stream)
+    match session.connect(stream, None, shared.shutdown.clone()) {
+        Connect::Reader(r) => Answer::Stream(r),
+        Connect::Complete | Connect::Unknown => Answer::Gone,
+    }
 }
 
 fn sse_response(reader: Reader) -> Response {
@@ -637,8 +638,12 @@ fn get(shared: &Arc<Shared>, parts: &Parts, principal: Option<&String>) -> Respo
         None => (STANDALONE, None),
     };
     match session.connect(stream, from, shared.shutdown.clone()) {
-        Some(reader) => sse_response(reader),
-        None => bad_request(format!(
+        Connect::Reader(reader) => sse_response(reader),
+        // The stream ended (its response went out) and nothing follows the given event:
+        // there is nothing to resume. (An empty SSE response here makes some clients
+        // reconnect without `Last-Event-ID`, as if to the standalone stream.)
+        Connect::Complete => empty(StatusCode::NO_CONTENT),
+        Connect::Unknown => bad_request(format!(
             "Bad Request: the stream of Last-Event-ID `{}` is unknown or expired",
             header_str(&parts.headers, LAST_EVENT_ID).unwrap_or("")
         )),

@@ -308,31 +308,38 @@ impl HttpSession {
         }
     }
 
-    /// Open a connection reading stream `stream` from sequence `from`. `None` when the
-    /// stream does not exist (any more).
+    /// Open a connection reading stream `stream` from sequence `from`.
     pub(crate) fn connect(
         self: &Arc<Self>,
         stream: u64,
         from: Option<u64>,
         shutdown: CancellationToken,
-    ) -> Option<Reader> {
+    ) -> Connect {
         let mut st = self.lock();
         let limits = self.limits.buffer;
-        let s = st.streams.get_mut(&stream)?;
+        let Some(s) = st.streams.get_mut(&stream) else {
+            return Connect::Unknown;
+        };
+        if from.is_some_and(|f| !s.has_events_from(f)) && s.is_finished() {
+            return Connect::Complete;
+        }
         let from = match from {
             Some(f) => f,
-            None if stream == STANDALONE => {
-                if !s.has_undelivered() {
-                    s.push_priming(limits);
-                }
-                s.delivered()
-            }
+            // A fresh GET gets what no connection took yet.
+            None if stream == STANDALONE => s.delivered(),
             None => 0,
         };
+        // Every connection starts with an event id: if nothing is there to deliver, a new
+        // priming event (a fresh id, empty data). A resumed connection that closed again
+        // before anything happened would otherwise leave the client without a
+        // `Last-Event-ID` for its next reconnect.
+        if !s.has_events_from(from) && !s.is_finished() {
+            s.push_priming(limits);
+        }
         let (conn_gen, wake) = s.attach();
         drop(st);
         self.connections.fetch_add(1, Ordering::Relaxed);
-        Some(Reader {
+        Connect::Reader(Reader {
             session: Arc::clone(self),
             stream,
             from,
@@ -343,6 +350,16 @@ impl HttpSession {
             done: false,
         })
     }
+}
+
+/// The outcome of [`HttpSession::connect`].
+pub(crate) enum Connect {
+    /// A connection reading the stream.
+    Reader(Reader),
+    /// The stream ended and everything after the cursor was delivered already.
+    Complete,
+    /// No such stream (never, or no longer: dropped after the replay period).
+    Unknown,
 }
 
 fn push_standalone(streams: &mut HashMap<u64, StreamBuf>, message: &Message, limits: BufferLimits) {

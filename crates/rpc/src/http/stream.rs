@@ -152,8 +152,8 @@ impl StreamBuf {
         self.next_seq += 1;
     }
 
-    /// Append an empty event so that a fresh connection has an id to resume from (the
-    /// standalone stream, when nothing waits to be delivered).
+    /// Append an empty event so that a connection with nothing to deliver yet still starts
+    /// with an id to resume from (clients only learn a resumption point from an event id).
     pub(crate) fn push_priming(&mut self, limits: BufferLimits) {
         self.push_priming_unbounded();
         self.trim(limits);
@@ -214,9 +214,9 @@ impl StreamBuf {
         self.delivered
     }
 
-    /// Whether events wait that no connection has taken yet.
-    pub(crate) fn has_undelivered(&self) -> bool {
-        self.next_seq > self.delivered
+    /// Whether an event with sequence number `from` or later exists.
+    pub(crate) fn has_events_from(&self, from: u64) -> bool {
+        self.next_seq > from
     }
 
     /// Let a new connection read (taking over from any older one). Returns its generation

@@ -307,7 +307,15 @@ fn transact(
         let mut wake = Vec::new();
         for job in jobs.iter_mut() {
             conn.execute_batch("SAVEPOINT op")?;
-            match job.run(conn, shared) {
+            // A panicking op (a bug) fails itself, not the writer thread and every later call.
+            let ran =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run(conn, shared)))
+                    .unwrap_or_else(|_| {
+                        Err(StoreError::Unavailable(
+                            "a task store write panicked".into(),
+                        ))
+                    });
+            match ran {
                 Ok(ids) => {
                     conn.execute_batch("RELEASE op")?;
                     wake.extend(ids);

@@ -37,6 +37,11 @@ pub(crate) struct ServeArgs {
     /// `tasks/list` page size.
     #[arg(long, default_value_t = 100)]
     page_size: usize,
+    /// How long this process's lease on the tasks it runs lasts (renewed every third of
+    /// it). When the process dies, another process sharing the store, or this one
+    /// restarted, fails those tasks once the lease has run out.
+    #[arg(long, default_value = "15s")]
+    executor_lease: String,
     /// Largest incoming stdio message, in bytes.
     #[arg(long, default_value_t = mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE)]
     max_message_bytes: usize,
@@ -79,6 +84,10 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
         poll_interval_ms: poll,
         max_active_per_requester: args.max_active_tasks,
         page_size: args.page_size,
+        lease_ms: match parse_ms("--executor-lease", &args.executor_lease)? {
+            Some(ms) if ms >= 100 => ms,
+            _ => bail!("--executor-lease must be at least 100 ms"),
+        },
         ..Policy::default()
     })
 }
@@ -117,6 +126,9 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             desc,
         )
     };
+    if let Some(engine) = &engine {
+        engine.start().await.map_err(|e| anyhow::anyhow!("the task store failed at start-up: {e}"))?;
+    }
     let background = engine.as_ref().map(TaskEngine::start_background);
     let config = ServerConfig {
         max_line_bytes: args.max_message_bytes,

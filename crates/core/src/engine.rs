@@ -232,6 +232,23 @@ impl TaskEngine {
             .len()
     }
 
+    /// Take the executor lease and fail the tasks of executors that died, before the first
+    /// task is accepted (so that no other process mistakes this one's new tasks for
+    /// orphans, and a restart reports its predecessor's unfinished tasks at once when their
+    /// lease has run out).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn start(&self) -> Result<(), EngineError> {
+        let now = self.now();
+        let until = now.saturating_add(i64::try_from(self.inner.policy.lease_ms).unwrap_or(i64::MAX));
+        self.inner.store.heartbeat(&self.inner.instance, until).await?;
+        for r in self.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await? {
+            tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
+        }
+        Ok(())
+    }
+
     /// Start the background work: one sweeper for expired tasks, lease renewal, and the
     /// failing of tasks whose executor died. Stops on [`Self::shutdown`].
     pub fn start_background(&self) -> tokio::task::JoinHandle<()> {

@@ -449,3 +449,131 @@ impl Drop for Reader {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::peer::{Handler, RequestContext};
+    use async_trait::async_trait;
+    use mcp_tasks_proto::ErrorObject;
+    use serde_json::{Value, json};
+
+    /// `chatty` notifies on its own route before answering; `quiet` just answers.
+    struct Chatty;
+
+    #[async_trait]
+    impl Handler for Chatty {
+        async fn handle_request(
+            &self,
+            cx: RequestContext,
+            method: String,
+            _params: Option<Value>,
+        ) -> Result<Value, ErrorObject> {
+            if method == "chatty" {
+                cx.notify("notifications/message", Some(json!({"n": 1})))
+                    .await;
+                cx.peer
+                    .notify("notifications/elsewhere", None, Route::Standalone)
+                    .await;
+            }
+            Ok(json!({"ok": method}))
+        }
+    }
+
+    const LIMITS: SessionLimits = SessionLimits {
+        buffer: BufferLimits {
+            events: 100,
+            bytes: 1 << 20,
+        },
+        keep: Duration::from_secs(60),
+        hold: Duration::from_secs(60),
+        retry: Duration::from_secs(1),
+    };
+
+    fn session() -> Arc<HttpSession> {
+        let (peer, outbound) = Peer::new(Arc::new(Chatty));
+        HttpSession::start("s".into(), None, peer, outbound, LIMITS)
+    }
+
+    fn text(session: &HttpSession, stream: u64) -> String {
+        let mut st = session.lock();
+        match st.streams.get_mut(&stream).unwrap().next(0, usize::MAX) {
+            Next::Events(b, _) => String::from_utf8(b.to_vec()).unwrap(),
+            Next::Wait | Next::End => String::new(),
+        }
+    }
+
+    async fn wait(session: &Arc<HttpSession>, id: i64, method: &str, upgrade: bool) -> First {
+        let (tx, rx) = oneshot::channel();
+        session
+            .lock()
+            .pending
+            .insert(id.into(), Pending::Waiting { tx, upgrade });
+        session
+            .peer
+            .receive(Message::request(id.into(), method, None))
+            .await;
+        tokio::time::timeout(Duration::from_secs(5), rx)
+            .await
+            .unwrap()
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_message_before_the_response_upgrades_to_a_stream() {
+        let s = session();
+        let First::Upgraded(n) = wait(&s, 1, "chatty", true).await else {
+            panic!("expected an upgrade")
+        };
+        // Wait for the response to land on the stream.
+        for _ in 0..100 {
+            if s.lock().streams[&n].is_finished() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        let t = text(&s, n);
+        assert!(t.starts_with(&format!("id: {n}-0\ndata:\n\n")), "{t}");
+        assert!(t.contains("notifications/message"), "{t}");
+        assert!(t.contains(r#""ok":"chatty""#), "{t}");
+        assert!(!t.contains("elsewhere"), "{t}");
+        assert!(text(&s, STANDALONE).contains("notifications/elsewhere"));
+        assert!(s.lock().pending.is_empty());
+    }
+
+    #[tokio::test]
+    async fn json_only_requests_send_other_messages_to_the_standalone_stream() {
+        let s = session();
+        let First::Response(m) = wait(&s, 2, "chatty", false).await else {
+            panic!("expected the response")
+        };
+        assert_eq!(m, Message::reply(2.into(), Ok(json!({"ok": "chatty"}))));
+        let t = text(&s, STANDALONE);
+        assert!(t.contains("notifications/message"), "{t}");
+        assert!(t.contains("notifications/elsewhere"), "{t}");
+        assert_eq!(s.lock().streams.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_response_first_stays_json() {
+        let s = session();
+        let First::Response(m) = wait(&s, 3, "quiet", true).await else {
+            panic!("expected the response")
+        };
+        assert_eq!(m, Message::reply(3.into(), Ok(json!({"ok": "quiet"}))));
+        assert_eq!(s.lock().streams.len(), 1);
+    }
+
+    #[tokio::test]
+    async fn ending_a_session_drops_its_streams_and_waiters() {
+        let s = session();
+        let (tx, rx) = oneshot::channel();
+        s.lock()
+            .pending
+            .insert(9.into(), Pending::Waiting { tx, upgrade: true });
+        s.end();
+        assert!(rx.await.is_err());
+        assert!(s.lock().streams.is_empty());
+        assert!(s.peer.is_closed());
+    }
+}

@@ -69,6 +69,8 @@ pub(crate) struct StreamBuf {
     connected: bool,
     /// When the last connection went away (or the stream was created).
     detached_at: Instant,
+    /// Undelivered events dropped because the buffer was full.
+    dropped: u64,
     wake: watch::Sender<()>,
 }
 
@@ -131,6 +133,7 @@ impl StreamBuf {
             conn_gen: 0,
             connected: false,
             detached_at: now,
+            dropped: 0,
             wake: watch::channel(()).0,
         };
         if s.request.is_some() {
@@ -183,11 +186,22 @@ impl StreamBuf {
             if let Some((seq, f)) = self.events.pop_front() {
                 self.bytes -= f.len();
                 if seq >= self.delivered {
-                    tracing::warn!(
-                        stream = self.id,
-                        seq,
-                        "SSE replay buffer full: an undelivered event was dropped"
-                    );
+                    self.dropped += 1;
+                    // Once per stream at warn level (a session that never opens its GET
+                    // stream would otherwise flood the log), then at debug level.
+                    if self.dropped == 1 {
+                        tracing::warn!(
+                            stream = self.id,
+                            seq,
+                            "SSE buffer full: undelivered events are being dropped (oldest first); no client reads this stream"
+                        );
+                    } else {
+                        tracing::debug!(
+                            stream = self.id,
+                            seq,
+                            "SSE buffer full: undelivered event dropped"
+                        );
+                    }
                 }
             }
         }

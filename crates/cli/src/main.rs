@@ -1,5 +1,6 @@
 //! `mcp-tasks`: a spec-exact MCP 2025-11-25 task server.
 
+mod gateway;
 mod http;
 mod serve;
 

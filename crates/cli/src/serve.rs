@@ -47,6 +47,8 @@ pub(crate) struct ServeArgs {
     max_message_bytes: usize,
     #[command(flatten)]
     http: crate::http::HttpArgs,
+    #[command(flatten)]
+    gateway: Box<crate::gateway::GatewayArgs>,
 }
 
 /// Milliseconds from `1500`, `1.5s`, `24h`; `None` for `unlimited`.
@@ -127,14 +129,21 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         )
     };
     if let Some(engine) = &engine {
-        engine.start().await.map_err(|e| anyhow::anyhow!("the task store failed at start-up: {e}"))?;
+        engine
+            .start()
+            .await
+            .map_err(|e| anyhow::anyhow!("the task store failed at start-up: {e}"))?;
     }
     let background = engine.as_ref().map(TaskEngine::start_background);
     let config = ServerConfig {
         max_line_bytes: args.max_message_bytes,
         ..ServerConfig::default()
     };
-    let server = Server::new(config, demo::all(), engine.clone());
+    let server = if args.gateway.enabled() {
+        crate::gateway::server(&args.gateway, config, engine.clone())?
+    } else {
+        Server::new(config, demo::all(), engine.clone())
+    };
     let result = if args.stdio {
         tracing::info!(store = %store_desc, tasks = !args.no_tasks, "serving on stdio");
         let serving = server.serve_stdio(tokio::io::stdin(), tokio::io::stdout());

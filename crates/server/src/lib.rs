@@ -22,6 +22,7 @@
 //! ```
 
 pub mod demo;
+pub mod extension;
 pub mod handlers;
 pub mod session;
 pub mod tool;
@@ -31,6 +32,7 @@ use std::sync::Arc;
 use mcp_tasks_core::{Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 
+pub use extension::{ExtensionFactory, SessionExtension};
 pub use session::Session;
 pub use tool::{Tool, ToolContext, ToolHandler};
 
@@ -66,6 +68,8 @@ pub struct ServerState {
     pub tools: Vec<Tool>,
     /// The task engine; `None` when tasks are turned off (`--no-tasks`).
     pub engine: Option<TaskEngine>,
+    /// Makes each session's extension (a gateway); `None` for a plain server.
+    pub extension: Option<Arc<dyn ExtensionFactory>>,
 }
 
 impl ServerState {
@@ -97,6 +101,25 @@ impl Server {
                 config,
                 tools,
                 engine,
+                extension: None,
+            }),
+        }
+    }
+
+    /// A server whose sessions are each extended by what `extension` makes (a gateway in
+    /// front of an upstream server): see [`extension`].
+    pub fn with_extension(
+        config: ServerConfig,
+        tools: Vec<Tool>,
+        engine: Option<TaskEngine>,
+        extension: Arc<dyn ExtensionFactory>,
+    ) -> Self {
+        Self {
+            state: Arc::new(ServerState {
+                config,
+                tools,
+                engine,
+                extension: Some(extension),
             }),
         }
     }

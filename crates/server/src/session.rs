@@ -10,7 +10,9 @@ use mcp_tasks_rpc::{Handler, Peer, RequestContext, Route};
 use serde_json::Value;
 
 use crate::ServerState;
+use crate::extension::SessionExtension;
 use crate::handlers;
+use crate::tool::Tool;
 
 /// What `initialize` settled.
 #[derive(Debug, Clone, Default)]
@@ -32,6 +34,7 @@ pub struct Session {
     /// Whether `tasks.list` is declared (the receiver can identify the requester).
     pub can_list: bool,
     negotiated: Mutex<Option<Negotiated>>,
+    extension: Option<Arc<dyn SessionExtension>>,
 }
 
 impl std::fmt::Debug for Session {
@@ -45,11 +48,27 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A fresh, uninitialized session.
     pub fn new(state: Arc<ServerState>, requester: Requester, can_list: bool) -> Self {
+        let extension = state.extension.as_ref().map(|f| f.make(&requester));
         Self {
             state,
             requester,
             can_list,
             negotiated: Mutex::new(None),
+            extension,
+        }
+    }
+
+    /// This session's extension, if the server has one (see [`crate::extension`]).
+    pub fn extension(&self) -> Option<&Arc<dyn SessionExtension>> {
+        self.extension.as_ref()
+    }
+
+    /// The tool `name` of this session: the extension's when there is one, else the
+    /// server's.
+    pub fn tool(&self, name: &str) -> Option<Tool> {
+        match &self.extension {
+            Some(ext) => ext.tool(name),
+            None => self.state.tool(name).cloned(),
         }
     }
 
@@ -122,8 +141,18 @@ impl Handler for Session {
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
         match method.as_str() {
-            methods::INITIALIZE => return handlers::initialize::handle(self, params),
-            methods::PING => return Ok(serde_json::json!({})),
+            methods::INITIALIZE => {
+                let mut result = handlers::initialize::handle(self, params.clone())?;
+                if let Some(ext) = &self.extension {
+                    ext.initialize(&cx, params.as_ref().unwrap_or(&Value::Null), &mut result)
+                        .await;
+                }
+                return Ok(result);
+            }
+            // With an extension an initialized session's ping goes on (to an upstream).
+            methods::PING if self.extension.is_none() || self.negotiated().is_none() => {
+                return Ok(serde_json::json!({}));
+            }
             methods::SERVER_DISCOVER => {
                 return Err(ErrorObject::method_not_found(
                     "server/discover is not supported; this server speaks MCP 2025-11-25 (use initialize)",
@@ -138,7 +167,13 @@ impl Handler for Session {
             ));
         };
         match method.as_str() {
-            methods::TOOLS_LIST => handlers::tools_list::handle(self, params.as_ref()),
+            methods::TOOLS_LIST => match &self.extension {
+                Some(ext) => {
+                    ext.list_tools(params.as_ref(), self.tasks().is_some())
+                        .await
+                }
+                None => handlers::tools_list::handle(self, params.as_ref()),
+            },
             methods::TOOLS_CALL => {
                 handlers::tools_call::handle(self, &cx, &negotiated, params).await
             }
@@ -148,7 +183,10 @@ impl Handler for Session {
             }
             methods::TASKS_LIST => handlers::tasks_list::handle(self, params.as_ref()).await,
             methods::TASKS_CANCEL => handlers::tasks_cancel::handle(self, params.as_ref()).await,
-            _ => Err(ErrorObject::method_not_found(format!("`{method}`"))),
+            _ => match &self.extension {
+                Some(ext) => ext.request(cx, method, params).await,
+                None => Err(ErrorObject::method_not_found(format!("`{method}`"))),
+            },
         }
     }
 
@@ -157,9 +195,16 @@ impl Handler for Session {
         method == methods::INITIALIZE
     }
 
-    async fn handle_notification(&self, _peer: &Peer, method: String, _params: Option<Value>) {
+    async fn handle_notification(&self, peer: &Peer, method: String, params: Option<Value>) {
         match method.as_str() {
-            methods::INITIALIZED | methods::CANCELLED => {}
+            // The peer already stopped the cancelled request; the cancellation is per hop.
+            methods::CANCELLED => {}
+            _ if self.extension.is_some() && self.negotiated().is_some() => {
+                if let Some(ext) = &self.extension {
+                    ext.notification(peer, method, params).await;
+                }
+            }
+            methods::INITIALIZED => {}
             other => tracing::debug!(method = %other, "notification ignored"),
         }
     }

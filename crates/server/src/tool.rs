@@ -138,6 +138,7 @@ pub struct ToolContext {
     cancel: CancellationToken,
     client_capabilities: Arc<Value>,
     task_id: Option<String>,
+    request_params: Option<Arc<Value>>,
 }
 
 impl std::fmt::Debug for ToolContext {
@@ -163,7 +164,44 @@ impl ToolContext {
             cancel,
             client_capabilities,
             task_id,
+            request_params: None,
         }
+    }
+
+    /// Attach the params of the `tools/call` request, unchanged (`_meta`, `task` and
+    /// fields this crate does not know included).
+    #[must_use]
+    pub fn with_request_params(mut self, params: Value) -> Self {
+        self.request_params = Some(Arc::new(params));
+        self
+    }
+
+    /// The params of the `tools/call` request as received, when known. A gateway forwards
+    /// them upstream without losing a field.
+    pub fn request_params(&self) -> Option<&Value> {
+        self.request_params.as_deref()
+    }
+
+    /// The client's capabilities, as declared in `initialize`.
+    pub fn client_capabilities(&self) -> &Value {
+        &self.client_capabilities
+    }
+
+    /// Send a notification to the requestor, tied to this call (as a task: on the task's
+    /// connection, with related-task `_meta`). `params` go out otherwise unchanged.
+    pub async fn notify(&self, method: &str, params: Value) {
+        self.channel.notify(method, params).await;
+    }
+
+    /// Send any request to the requestor, tied to this call, and wait for its answer. As
+    /// a task the task moves to `input_required` and the request travels on
+    /// `tasks/result`, like [`Self::elicit`] and [`Self::sample`], which also check the
+    /// client's capability first.
+    ///
+    /// # Errors
+    /// The requestor's error, or an internal error if the connection closes.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.channel.request(method, params).await
     }
 
     /// Fires when the call (or its task) is cancelled. Handlers that do blocking or

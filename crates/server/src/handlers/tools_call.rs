@@ -65,7 +65,7 @@ pub async fn handle(
         Some(a @ Value::Object(_)) => a.clone(),
         Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
     };
-    let Some(tool) = session.state.tool(&call.name) else {
+    let Some(tool) = session.tool(&call.name) else {
         return Err(ErrorObject::invalid_params(format!(
             "Unknown tool: `{}`",
             call.name
@@ -95,7 +95,8 @@ pub async fn handle(
                 classify,
             };
             let runner = Box::new(move |run: TaskRun| {
-                let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id));
+                let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
+                    .with_request_params(params_value);
                 Box::pin(async move { handler.call(args, cx).await })
                     as futures::future::BoxFuture<'static, _>
             });
@@ -124,7 +125,8 @@ pub async fn handle(
                 cx.cancel.clone(),
                 Arc::clone(&negotiated.client_capabilities),
                 None,
-            );
+            )
+            .with_request_params(params_value);
             tool.handler.call(args, tcx).await
         }
     }

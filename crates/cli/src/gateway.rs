@@ -1,0 +1,113 @@
+//! `mcp-tasks serve --upstream-cmd ... | --upstream-url ...`: the gateway wiring.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, bail};
+use clap::Args;
+use mcp_tasks_core::TaskEngine;
+use mcp_tasks_gateway::config::{
+    FileConfig, parse_env_pair, parse_header_pair, parse_tool_task_support,
+};
+use mcp_tasks_gateway::{GatewayConfig, UpstreamSpec};
+use mcp_tasks_server::{Server, ServerConfig};
+
+/// Options of `serve` in front of an existing MCP server.
+#[derive(Args, Debug, Default)]
+pub(crate) struct GatewayArgs {
+    /// Put tasks in front of this stdio MCP server: a command line, split like a shell
+    /// splits words (no shell runs). Started once per session, restarted when it dies.
+    #[arg(long, value_name = "CMD ARGS", conflicts_with = "upstream_url")]
+    upstream_cmd: Option<String>,
+    /// An environment variable of the upstream command (repeatable).
+    #[arg(long = "upstream-env", value_name = "K=V", requires = "upstream_cmd")]
+    upstream_env: Vec<String>,
+    /// Working directory of the upstream command.
+    #[arg(long, value_name = "DIR", requires = "upstream_cmd")]
+    upstream_cwd: Option<PathBuf>,
+    /// Put tasks in front of this Streamable HTTP MCP server.
+    #[arg(long, value_name = "URL")]
+    upstream_url: Option<String>,
+    /// A header of every request to the upstream URL, e.g. its authorization (repeatable).
+    #[arg(
+        long = "upstream-header",
+        value_name = "K:V",
+        requires = "upstream_url"
+    )]
+    upstream_header: Vec<String>,
+    /// `execution.taskSupport` of an upstream tool (repeatable); overrides the upstream's
+    /// own and the config file.
+    #[arg(
+        long = "tool-task-support",
+        value_name = "NAME=required|optional|forbidden"
+    )]
+    tool_task_support: Vec<String>,
+    /// A TOML file with `[upstream]` (command, env, cwd | url, headers) and `[tools]`
+    /// (tool name = "required|optional|forbidden"); flags win over it.
+    #[arg(long, value_name = "FILE.toml")]
+    config: Option<PathBuf>,
+}
+
+impl GatewayArgs {
+    /// Whether `serve` runs as a gateway.
+    pub(crate) fn enabled(&self) -> bool {
+        self.upstream_cmd.is_some() || self.upstream_url.is_some() || self.config.is_some()
+    }
+
+    /// The gateway configuration from flags and the config file.
+    pub(crate) fn config(&self) -> anyhow::Result<GatewayConfig> {
+        let file = match &self.config {
+            Some(path) => {
+                let text = std::fs::read_to_string(path)
+                    .with_context(|| format!("--config: cannot read {}", path.display()))?;
+                FileConfig::parse(&text).with_context(|| format!("--config {}", path.display()))?
+            }
+            None => FileConfig::default(),
+        };
+        let upstream = if let Some(cmd) = &self.upstream_cmd {
+            let env = self
+                .upstream_env
+                .iter()
+                .map(|s| parse_env_pair(s))
+                .collect::<Result<Vec<_>, _>>()
+                .context("--upstream-env")?;
+            UpstreamSpec::stdio_from_command_line(cmd, env, self.upstream_cwd.clone())
+                .context("--upstream-cmd")?
+        } else if let Some(url) = &self.upstream_url {
+            let headers = self
+                .upstream_header
+                .iter()
+                .map(|s| parse_header_pair(s))
+                .collect::<Result<Vec<_>, _>>()
+                .context("--upstream-header")?;
+            UpstreamSpec::Http {
+                url: url.clone(),
+                headers,
+            }
+        } else {
+            match file.upstream()? {
+                Some(u) => u,
+                None => bail!("--config: no [upstream] and no --upstream-cmd/--upstream-url"),
+            }
+        };
+        let mut tool_task_support = file.tool_task_support()?;
+        for s in &self.tool_task_support {
+            let (name, mode) = parse_tool_task_support(s).context("--tool-task-support")?;
+            tool_task_support.insert(name, mode);
+        }
+        Ok(GatewayConfig {
+            upstream,
+            tool_task_support,
+        })
+    }
+}
+
+/// The receiver of `serve` in gateway mode.
+pub(crate) fn server(
+    args: &GatewayArgs,
+    config: ServerConfig,
+    engine: Option<TaskEngine>,
+) -> anyhow::Result<Server> {
+    let gateway = args.config()?;
+    tracing::info!(upstream = %gateway.upstream.describe(), overrides = gateway.tool_task_support.len(), "serving as a gateway");
+    Ok(mcp_tasks_gateway::server(&gateway, config, engine)?)
+}

@@ -1,0 +1,322 @@
+//! What the gateway is put in front of, and how its tools may run as tasks.
+//!
+//! Built from `serve` flags or a TOML file:
+//!
+//! ```toml
+//! [upstream]
+//! command = "npx -y @modelcontextprotocol/server-everything stdio"  # split like a shell, no shell
+//! env = { API_KEY = "..." }
+//! cwd = "/srv/tools"
+//! # or: url = "https://example.com/mcp"
+//! #     headers = { Authorization = "Bearer ..." }
+//!
+//! [tools]
+//! echo = "optional"          # execution.taskSupport of the upstream tool `echo`
+//! slow-report = "required"
+//! ```
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use mcp_tasks_proto::mcp::TaskSupport;
+use serde::Deserialize;
+
+use crate::error::GatewayError;
+
+/// Where the upstream server is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum UpstreamSpec {
+    /// A command started by the gateway, spoken to over its stdin/stdout.
+    Stdio {
+        /// The program.
+        program: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Extra environment variables (on top of the gateway's own environment).
+        env: Vec<(String, String)>,
+        /// Working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// A Streamable HTTP endpoint.
+    Http {
+        /// The endpoint URL.
+        url: String,
+        /// Extra request headers (authorization, typically).
+        headers: Vec<(String, String)>,
+    },
+}
+
+impl UpstreamSpec {
+    /// A stdio upstream from a command line, split like a shell splits words (quotes and
+    /// backslashes honoured; no shell runs, so no globbing, variables or pipes).
+    ///
+    /// # Errors
+    /// An empty command or unbalanced quotes.
+    pub fn stdio_from_command_line(
+        line: &str,
+        env: Vec<(String, String)>,
+        cwd: Option<PathBuf>,
+    ) -> Result<Self, GatewayError> {
+        let words = shlex::split(line).ok_or_else(|| {
+            GatewayError::Config(format!("upstream command `{line}`: unbalanced quotes"))
+        })?;
+        let mut words = words.into_iter();
+        let program = words
+            .next()
+            .ok_or_else(|| GatewayError::Config("upstream command is empty".into()))?;
+        Ok(Self::Stdio {
+            program,
+            args: words.collect(),
+            env,
+            cwd,
+        })
+    }
+
+    /// A short description for logs and error messages (no header values, no env values).
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Stdio { program, args, .. } => {
+                let mut s = program.clone();
+                for a in args {
+                    s.push(' ');
+                    s.push_str(a);
+                }
+                format!("stdio `{s}`")
+            }
+            Self::Http { url, .. } => format!("Streamable HTTP {url}"),
+        }
+    }
+}
+
+/// Parse `K=V`.
+///
+/// # Errors
+/// When there is no `=` or the key is empty.
+pub fn parse_env_pair(s: &str) -> Result<(String, String), GatewayError> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(GatewayError::Config(format!("`{s}`: expected KEY=VALUE"))),
+    }
+}
+
+/// Parse `K:V` (an HTTP header; spaces around the value are trimmed).
+///
+/// # Errors
+/// When there is no `:` or the name is empty.
+pub fn parse_header_pair(s: &str) -> Result<(String, String), GatewayError> {
+    match s.split_once(':') {
+        Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_owned(), v.trim().to_owned())),
+        _ => Err(GatewayError::Config(format!("`{s}`: expected NAME:VALUE"))),
+    }
+}
+
+/// Parse `NAME=required|optional|forbidden`.
+///
+/// # Errors
+/// A missing `=` or an unknown mode.
+pub fn parse_tool_task_support(s: &str) -> Result<(String, TaskSupport), GatewayError> {
+    let (name, mode) = s.rsplit_once('=').ok_or_else(|| {
+        GatewayError::Config(format!("`{s}`: expected NAME=required|optional|forbidden"))
+    })?;
+    let support = TaskSupport::parse(mode).ok_or_else(|| {
+        GatewayError::Config(format!(
+            "`{s}`: `{mode}` is not required, optional or forbidden"
+        ))
+    })?;
+    if name.is_empty() {
+        return Err(GatewayError::Config(format!("`{s}`: empty tool name")));
+    }
+    Ok((name.to_owned(), support))
+}
+
+/// Everything the gateway needs to know.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayConfig {
+    /// The upstream server.
+    pub upstream: UpstreamSpec,
+    /// Per-tool `execution.taskSupport` overrides.
+    pub tool_task_support: BTreeMap<String, TaskSupport>,
+}
+
+/// The TOML file, as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// `[upstream]`.
+    #[serde(default)]
+    pub upstream: Option<FileUpstream>,
+    /// `[tools]`: tool name -> `required|optional|forbidden`.
+    #[serde(default)]
+    pub tools: BTreeMap<String, String>,
+}
+
+/// `[upstream]` of the TOML file.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileUpstream {
+    /// A command line (split like a shell), or
+    #[serde(default)]
+    pub command: Option<CommandLine>,
+    /// ... a Streamable HTTP URL.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// Environment of the command.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory of the command.
+    #[serde(default)]
+    pub cwd: Option<PathBuf>,
+    /// Headers of every HTTP request.
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+}
+
+/// A command as one string (split like a shell) or as a list of words.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum CommandLine {
+    /// `"prog arg1 'arg 2'"`
+    Line(String),
+    /// `["prog", "arg1", "arg 2"]`
+    Words(Vec<String>),
+}
+
+impl FileConfig {
+    /// Parse the TOML text of a config file.
+    ///
+    /// # Errors
+    /// Invalid TOML or unknown keys.
+    pub fn parse(text: &str) -> Result<Self, GatewayError> {
+        toml::from_str(text).map_err(|e| GatewayError::Config(format!("config file: {e}")))
+    }
+
+    /// The upstream named by the file, if any.
+    ///
+    /// # Errors
+    /// Both or neither of `command` and `url`, or a bad command line.
+    pub fn upstream(&self) -> Result<Option<UpstreamSpec>, GatewayError> {
+        let Some(u) = &self.upstream else {
+            return Ok(None);
+        };
+        let env: Vec<(String, String)> =
+            u.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        match (&u.command, &u.url) {
+            (Some(_), Some(_)) => Err(GatewayError::Config(
+                "[upstream]: give either `command` or `url`, not both".into(),
+            )),
+            (None, None) => Err(GatewayError::Config(
+                "[upstream]: `command` or `url` is required".into(),
+            )),
+            (Some(CommandLine::Line(line)), None) => {
+                UpstreamSpec::stdio_from_command_line(line, env, u.cwd.clone()).map(Some)
+            }
+            (Some(CommandLine::Words(words)), None) => {
+                let mut words = words.iter().cloned();
+                let program = words
+                    .next()
+                    .ok_or_else(|| GatewayError::Config("[upstream]: `command` is empty".into()))?;
+                Ok(Some(UpstreamSpec::Stdio {
+                    program,
+                    args: words.collect(),
+                    env,
+                    cwd: u.cwd.clone(),
+                }))
+            }
+            (None, Some(url)) => Ok(Some(UpstreamSpec::Http {
+                url: url.clone(),
+                headers: u
+                    .headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            })),
+        }
+    }
+
+    /// The `[tools]` overrides.
+    ///
+    /// # Errors
+    /// A mode other than `required`, `optional`, `forbidden`.
+    pub fn tool_task_support(&self) -> Result<BTreeMap<String, TaskSupport>, GatewayError> {
+        self.tools
+            .iter()
+            .map(|(name, mode)| {
+                TaskSupport::parse(mode)
+                    .map(|s| (name.clone(), s))
+                    .ok_or_else(|| {
+                        GatewayError::Config(format!(
+                            "[tools] {name} = \"{mode}\": expected required, optional or forbidden"
+                        ))
+                    })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines_split_like_a_shell() {
+        let u = UpstreamSpec::stdio_from_command_line(
+            r#"node "my server.js" --flag 'a b' c\ d"#,
+            vec![],
+            None,
+        )
+        .unwrap();
+        let UpstreamSpec::Stdio { program, args, .. } = u else {
+            panic!()
+        };
+        assert_eq!(program, "node");
+        assert_eq!(args, ["my server.js", "--flag", "a b", "c d"]);
+        assert!(UpstreamSpec::stdio_from_command_line("", vec![], None).is_err());
+        assert!(UpstreamSpec::stdio_from_command_line("a 'b", vec![], None).is_err());
+    }
+
+    #[test]
+    fn pairs_and_modes() {
+        assert_eq!(parse_env_pair("A=b=c").unwrap(), ("A".into(), "b=c".into()));
+        assert!(parse_env_pair("=x").is_err());
+        assert_eq!(
+            parse_header_pair("Authorization: Bearer x").unwrap(),
+            ("Authorization".into(), "Bearer x".into())
+        );
+        assert_eq!(
+            parse_tool_task_support("get-sum=optional").unwrap(),
+            ("get-sum".into(), TaskSupport::Optional)
+        );
+        assert!(parse_tool_task_support("x=sometimes").is_err());
+        assert!(parse_tool_task_support("x").is_err());
+    }
+
+    #[test]
+    fn toml_file() {
+        let f = FileConfig::parse(
+            r#"
+            [upstream]
+            command = ["node", "server.js"]
+            env = { K = "V" }
+            [tools]
+            echo = "optional"
+            "#,
+        )
+        .unwrap();
+        assert_eq!(
+            f.upstream().unwrap(),
+            Some(UpstreamSpec::Stdio {
+                program: "node".into(),
+                args: vec!["server.js".into()],
+                env: vec![("K".into(), "V".into())],
+                cwd: None
+            })
+        );
+        assert_eq!(
+            f.tool_task_support().unwrap().get("echo"),
+            Some(&TaskSupport::Optional)
+        );
+        assert!(FileConfig::parse("[upstream]\nbogus = 1").is_err());
+        let bad = FileConfig::parse("[tools]\nx = \"maybe\"").unwrap();
+        assert!(bad.tool_task_support().is_err());
+    }
+}

@@ -1,0 +1,60 @@
+//! Opening one connection to the upstream: a [`Peer`] speaking to it, and a signal for
+//! when the connection ends.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_tasks_rpc::{Handler, Peer};
+use tokio::sync::oneshot;
+
+use crate::config::UpstreamSpec;
+use crate::error::GatewayError;
+
+/// One open connection.
+pub struct Connected {
+    /// The JSON-RPC peer of the upstream.
+    pub peer: Peer,
+    /// Resolves (with a human-readable reason) when the connection has ended: the
+    /// process exited, the stream closed.
+    pub ended: oneshot::Receiver<String>,
+    /// Keeps the connection's resources (a child process group) alive; dropping it tears
+    /// the connection down.
+    pub guard: Box<dyn Send + Sync>,
+}
+
+impl std::fmt::Debug for Connected {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connected")
+            .field("peer", &self.peer)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Opens connections to one upstream.
+#[async_trait]
+pub trait Connector: Send + Sync + 'static {
+    /// Open a new connection whose incoming requests and notifications go to `handler`.
+    ///
+    /// # Errors
+    /// When the upstream cannot be started or reached.
+    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError>;
+
+    /// For logs and error messages.
+    fn describe(&self) -> String;
+}
+
+/// The connector of an upstream spec.
+///
+/// # Errors
+/// A Streamable HTTP upstream when the HTTP client transport is not available.
+pub fn connector(spec: &UpstreamSpec, max_line: usize) -> Result<Arc<dyn Connector>, GatewayError> {
+    match spec {
+        UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
+            spec.clone(),
+            max_line,
+        ))),
+        UpstreamSpec::Http { url, .. } => Err(GatewayError::Config(format!(
+            "--upstream-url {url}: the Streamable HTTP client transport is not available in this build"
+        ))),
+    }
+}

@@ -1,0 +1,22 @@
+//! Errors of the gateway.
+
+use mcp_tasks_proto::{ErrorObject, codes};
+
+/// What can go wrong in the gateway.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// Bad configuration (flags or config file).
+    #[error("{0}")]
+    Config(String),
+    /// The upstream could not be started or reached.
+    #[error("{0}")]
+    Connect(String),
+}
+
+/// The message prefix of every error caused by the upstream being down or gone.
+pub const UNAVAILABLE: &str = "upstream unavailable";
+
+/// -32603 `upstream unavailable: <why>`.
+pub fn unavailable(why: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(codes::INTERNAL_ERROR, format!("{UNAVAILABLE}: {why}"))
+}

@@ -1,0 +1,755 @@
+//! A lane: the supervised upstream connection of one downstream session.
+//!
+//! The lane starts the upstream when its session initializes, initializes it with the
+//! session's own client capabilities, keeps its tool list, routes what the upstream sends
+//! to the call it belongs to, and restarts the upstream with backoff when it dies. It
+//! lives while its session or any call it runs needs it ([`Lease`]).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::time::{Duration, Instant};
+
+use mcp_tasks_proto::mcp::{RELATED_TASK_META, TaskSupport};
+use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_rpc::{Peer, Route};
+use mcp_tasks_server::ToolContext;
+use serde_json::{Map, Value, json};
+use tokio::sync::{oneshot, watch};
+use tokio_util::sync::CancellationToken;
+
+use crate::backoff;
+use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
+use crate::connect::Connector;
+use crate::error::unavailable;
+use crate::tools::ToolSet;
+
+/// How long `initialize` (downstream) waits for the upstream's first start.
+pub const FIRST_START_WAIT: Duration = Duration::from_secs(30);
+/// How long one upstream `initialize` may take.
+const INIT_TIMEOUT: Duration = Duration::from_secs(30);
+/// An upstream that stayed up this long restarts from the smallest delay when it dies.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+/// How many `tools/list` pages are read at most.
+const MAX_TOOL_PAGES: usize = 100;
+
+/// The state of a lane's connection.
+#[derive(Clone, Debug)]
+pub enum Link {
+    /// Not started yet, or starting.
+    Starting,
+    /// Connected and initialized.
+    Up(Arc<Conn>),
+    /// Down (died or could not start), with why; a restart is scheduled.
+    Down(String),
+    /// The lane has ended.
+    Closed,
+}
+
+#[derive(Default)]
+struct Routes {
+    next: u64,
+    /// `progressToken` (as JSON text) -> the call it belongs to (`None`: a forwarded
+    /// request, whose progress goes to the client as it is).
+    progress: HashMap<String, (u64, Option<ToolContext>)>,
+    /// Upstream task id -> the downstream call running it.
+    tasks: HashMap<String, (u64, ToolContext)>,
+    /// Plain upstream calls in flight.
+    calls: Vec<(u64, ToolContext)>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The lane's state, shared by its session, its calls, its supervisor and its
+/// connections' handlers.
+pub struct LaneInner {
+    connector: Arc<dyn Connector>,
+    overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
+    init_params: Mutex<Value>,
+    link: watch::Sender<Link>,
+    downstream: watch::Sender<Option<Peer>>,
+    tools: RwLock<Arc<ToolSet>>,
+    routes: Mutex<Routes>,
+    users: AtomicUsize,
+    started: std::sync::Once,
+    generation: AtomicU64,
+    shutdown: CancellationToken,
+    me: Weak<LaneInner>,
+}
+
+impl std::fmt::Debug for LaneInner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lane")
+            .field("upstream", &self.connector.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Keeps a lane alive; the lane (and its upstream process) ends when the last lease is
+/// dropped.
+pub struct Lease(Arc<LaneInner>);
+
+impl Lease {
+    /// The lane held.
+    pub fn lane(&self) -> &Arc<LaneInner> {
+        &self.0
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if self.0.users.fetch_sub(1, Ordering::AcqRel) == 1 {
+            tracing::debug!(upstream = %self.0.connector.describe(), "lane released");
+            self.0.shutdown.cancel();
+        }
+    }
+}
+
+/// Removes a call's routes when the call ends (or is dropped).
+pub(crate) struct RouteGuard {
+    lane: Arc<LaneInner>,
+    id: u64,
+}
+
+impl Drop for RouteGuard {
+    fn drop(&mut self) {
+        let mut r = lock(&self.lane.routes);
+        r.progress.retain(|_, (id, _)| *id != self.id);
+        r.tasks.retain(|_, (id, _)| *id != self.id);
+        r.calls.retain(|(id, _)| *id != self.id);
+    }
+}
+
+fn token_key(params: &Value) -> Option<String> {
+    params
+        .get("_meta")
+        .and_then(|m| m.get("progressToken"))
+        .filter(|t| t.is_string() || t.is_number())
+        .map(Value::to_string)
+}
+
+/// The related-task id in `params._meta`, if any.
+pub(crate) fn related_task(params: &Value) -> Option<&str> {
+    params
+        .get("_meta")?
+        .get(RELATED_TASK_META)?
+        .get("taskId")?
+        .as_str()
+}
+
+/// Remove the related-task key from `obj._meta` (and `_meta` itself if that leaves it
+/// empty): an upstream task id means nothing downstream.
+pub(crate) fn strip_related_task(obj: &mut Value) {
+    let Some(map) = obj.as_object_mut() else {
+        return;
+    };
+    let empty = match map.get_mut("_meta").and_then(Value::as_object_mut) {
+        Some(meta) => {
+            meta.remove(RELATED_TASK_META);
+            meta.is_empty()
+        }
+        None => false,
+    };
+    if empty {
+        map.remove("_meta");
+    }
+}
+
+impl LaneInner {
+    /// A new lane (not started) and the first lease on it.
+    pub fn open_lane(
+        connector: Arc<dyn Connector>,
+        overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
+    ) -> Lease {
+        let lane = Arc::new_cyclic(|me| Self {
+            connector,
+            overrides,
+            init_params: Mutex::new(Value::Null),
+            link: watch::channel(Link::Starting).0,
+            downstream: watch::channel(None).0,
+            tools: RwLock::new(Arc::new(ToolSet::default())),
+            routes: Mutex::new(Routes::default()),
+            users: AtomicUsize::new(1),
+            started: std::sync::Once::new(),
+            generation: AtomicU64::new(0),
+            shutdown: CancellationToken::new(),
+            me: me.clone(),
+        });
+        Lease(lane)
+    }
+
+    /// Another lease, unless the lane has already ended.
+    pub fn lease(self: &Arc<Self>) -> Option<Lease> {
+        let mut n = self.users.load(Ordering::Acquire);
+        loop {
+            if n == 0 {
+                return None;
+            }
+            match self
+                .users
+                .compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return Some(Lease(Arc::clone(self))),
+                Err(now) => n = now,
+            }
+        }
+    }
+
+    /// The upstream, for logs.
+    pub fn describe(&self) -> String {
+        self.connector.describe()
+    }
+
+    /// The connection state now.
+    pub fn link(&self) -> Link {
+        self.link.borrow().clone()
+    }
+
+    /// The live connection, if up.
+    pub fn conn(&self) -> Option<Arc<Conn>> {
+        match &*self.link.borrow() {
+            Link::Up(c) => Some(Arc::clone(c)),
+            _ => None,
+        }
+    }
+
+    /// The -32603 error of a call made while the upstream is not up.
+    pub fn unavailable_now(&self) -> ErrorObject {
+        match self.link() {
+            Link::Down(why) => unavailable(format!("{why}; restarting")),
+            Link::Starting => unavailable("the upstream server is starting"),
+            Link::Closed => unavailable("the gateway session has ended"),
+            Link::Up(_) => unavailable("the upstream connection is being replaced"),
+        }
+    }
+
+    /// Why the connection `conn` ended: waits briefly for the supervisor to learn it.
+    pub async fn lost_reason(&self, conn: &Conn) -> String {
+        let mut rx = self.link.subscribe();
+        let wait = async {
+            loop {
+                {
+                    let link = rx.borrow_and_update();
+                    match &*link {
+                        Link::Down(why) => return why.clone(),
+                        Link::Up(c) if c.generation != conn.generation => {
+                            return "the upstream restarted".to_owned();
+                        }
+                        Link::Closed => return "the gateway session ended".to_owned(),
+                        _ => {}
+                    }
+                }
+                if rx.changed().await.is_err() {
+                    return "the gateway session ended".to_owned();
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(2), wait)
+            .await
+            .unwrap_or_else(|_| "the upstream connection closed".to_owned())
+    }
+
+    /// Wait until a connection other than `generation` is up; `None` when the lane ends.
+    pub async fn next_conn(&self, after_generation: u64) -> Option<Arc<Conn>> {
+        let mut rx = self.link.subscribe();
+        loop {
+            {
+                let link = rx.borrow_and_update();
+                match &*link {
+                    Link::Up(c) if c.generation != after_generation => return Some(Arc::clone(c)),
+                    Link::Closed => return None,
+                    _ => {}
+                }
+            }
+            if rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    }
+
+    /// The tools of the current (or last) connection.
+    pub fn tools(&self) -> Arc<ToolSet> {
+        Arc::clone(
+            &self
+                .tools
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Set what `initialize` sends upstream, start the supervisor (once), and wait for the
+    /// first start to succeed or fail (at most `wait`).
+    pub async fn start(&self, init_params: Value, wait: Duration) {
+        *lock(&self.init_params) = init_params;
+        let Some(me) = self.me.upgrade() else { return };
+        self.started.call_once(|| {
+            tokio::spawn(supervise(me));
+        });
+        let mut rx = self.link.subscribe();
+        let first = async {
+            loop {
+                if !matches!(*rx.borrow_and_update(), Link::Starting) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    return;
+                }
+            }
+        };
+        let _ = tokio::time::timeout(wait, first).await;
+    }
+
+    /// The downstream session is ready for messages (it sent `notifications/initialized`).
+    pub fn set_downstream(&self, peer: Option<Peer>) {
+        self.downstream.send_replace(peer);
+    }
+
+    async fn downstream(&self, wait: Duration) -> Option<Peer> {
+        let mut rx = self.downstream.subscribe();
+        let found = async {
+            loop {
+                if let Some(p) = rx.borrow_and_update().clone() {
+                    return Some(p);
+                }
+                if rx.changed().await.is_err() {
+                    return None;
+                }
+            }
+        };
+        tokio::time::timeout(wait, found).await.ok().flatten()
+    }
+
+    /// Register a call's routes: its progress token and, for a plain call, the call
+    /// itself (so that a request the upstream sends during it reaches its requestor).
+    pub(crate) fn register_call(self: &Arc<Self>, cx: &ToolContext, plain: bool) -> RouteGuard {
+        let mut r = lock(&self.routes);
+        r.next += 1;
+        let id = r.next;
+        if let Some(key) = cx.request_params().and_then(token_key) {
+            r.progress.insert(key, (id, Some(cx.clone())));
+        }
+        if plain {
+            r.calls.push((id, cx.clone()));
+        }
+        RouteGuard {
+            lane: Arc::clone(self),
+            id,
+        }
+    }
+
+    /// Register the progress token of a forwarded request, so that its progress reaches
+    /// the client; progress for no live request is dropped (a cancelled call's tool may
+    /// go on reporting).
+    fn register_forwarded(self: &Arc<Self>, params: Option<&Value>) -> Option<RouteGuard> {
+        let key = params.and_then(token_key)?;
+        let mut r = lock(&self.routes);
+        r.next += 1;
+        let id = r.next;
+        r.progress.insert(key, (id, None));
+        Some(RouteGuard {
+            lane: Arc::clone(self),
+            id,
+        })
+    }
+
+    /// Tie an upstream task id to the call that created it.
+    pub(crate) fn register_task(
+        &self,
+        guard: &RouteGuard,
+        upstream_task_id: &str,
+        cx: &ToolContext,
+    ) {
+        lock(&self.routes)
+            .tasks
+            .insert(upstream_task_id.to_owned(), (guard.id, cx.clone()));
+    }
+
+    /// The call a message from the upstream belongs to: by its related-task id, else the
+    /// only plain call in flight.
+    fn route_of(&self, params: &Value) -> Option<ToolContext> {
+        let r = lock(&self.routes);
+        if let Some(t) = related_task(params) {
+            return r.tasks.get(t).map(|(_, cx)| cx.clone());
+        }
+        match r.calls.as_slice() {
+            [(_, cx)] => Some(cx.clone()),
+            _ => None,
+        }
+    }
+
+    /// A request from the upstream (elicitation, sampling, roots, ping, ...).
+    ///
+    /// During a call it goes to that call's requestor: as a task, the task moves to
+    /// `input_required` and the request travels on `tasks/result` with the downstream
+    /// task's related-task `_meta`; the answer comes back here. Otherwise it goes to the
+    /// client of the session as it is.
+    pub(crate) async fn on_upstream_request(
+        &self,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let target = params.as_ref().and_then(|p| self.route_of(p));
+        if let Some(cx) = target {
+            let mut params = params.unwrap_or_else(|| json!({}));
+            strip_related_task(&mut params);
+            tracing::debug!(method = %method, task = ?cx.task_id(), "upstream request relayed to its call's requestor");
+            return match method.as_str() {
+                methods::ELICITATION_CREATE => cx.elicit(params).await,
+                methods::SAMPLING_CREATE_MESSAGE => cx.sample(params).await,
+                _ => cx.request(&method, params).await,
+            };
+        }
+        let mut params = params;
+        if let Some(p) = params.as_mut()
+            && related_task(p).is_some()
+        {
+            strip_related_task(p);
+        }
+        let Some(peer) = self.downstream(Duration::from_secs(30)).await else {
+            return Err(unavailable("no client is connected to the gateway session"));
+        };
+        peer.request(&method, params, Route::Standalone).await
+    }
+
+    /// A notification from the upstream: progress goes to its call (with the original
+    /// token); `notifications/tasks/status` stays here (upstream task ids mean nothing
+    /// downstream); a changed tool list is read again before it is passed on; everything
+    /// else is passed on unchanged.
+    pub(crate) async fn on_upstream_notification(&self, method: String, params: Option<Value>) {
+        match method.as_str() {
+            methods::TASK_STATUS | methods::CANCELLED => return,
+            methods::PROGRESS => {
+                let target = params.as_ref().and_then(|p| {
+                    let key = p.get("progressToken").map(Value::to_string)?;
+                    lock(&self.routes)
+                        .progress
+                        .get(&key)
+                        .map(|(_, cx)| cx.clone())
+                });
+                match (target, params.clone()) {
+                    (Some(Some(cx)), Some(mut p)) => {
+                        strip_related_task(&mut p);
+                        cx.notify(&method, p).await;
+                        return;
+                    }
+                    (Some(None), _) => {}
+                    _ => {
+                        tracing::debug!("progress for no live request dropped");
+                        return;
+                    }
+                }
+            }
+            TOOLS_LIST_CHANGED => {
+                if let Some(me) = self.me.upgrade() {
+                    tokio::spawn(async move {
+                        if let Some(conn) = me.conn() {
+                            me.refresh_tools(&conn).await;
+                        }
+                        me.forward_down(method, params).await;
+                    });
+                }
+                return;
+            }
+            _ => {
+                if let Some(p) = &params
+                    && related_task(p).is_some()
+                    && let Some(cx) = self.route_of(p)
+                {
+                    let mut p = p.clone();
+                    strip_related_task(&mut p);
+                    cx.notify(&method, p).await;
+                    return;
+                }
+            }
+        }
+        self.forward_down(method, params).await;
+    }
+
+    /// Pass a notification to the downstream client unchanged (waiting, off the reading
+    /// loop, while the session is not initialized yet).
+    async fn forward_down(&self, method: String, params: Option<Value>) {
+        let ready = self.downstream.borrow().clone();
+        match ready {
+            Some(peer) => peer.notify(&method, params, Route::Standalone).await,
+            None => {
+                let Some(me) = self.me.upgrade() else { return };
+                tokio::spawn(async move {
+                    if let Some(peer) = me.downstream(Duration::from_secs(30)).await {
+                        peer.notify(&method, params, Route::Standalone).await;
+                    }
+                });
+            }
+        }
+    }
+
+    /// Forward a downstream request the gateway does not interpret; the upstream's answer
+    /// (result or error) comes back unchanged.
+    pub async fn forward_request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let Some(me) = self.me.upgrade() else {
+            return Err(unavailable("the gateway session has ended"));
+        };
+        let Some(_lease) = me.lease() else {
+            return Err(unavailable("the gateway session has ended"));
+        };
+        let Some(conn) = self.conn() else {
+            return Err(self.unavailable_now());
+        };
+        let _routes = me.register_forwarded(params.as_ref());
+        match conn.call(method, params).await {
+            Ok(v) => Ok(v),
+            Err(CallError::Upstream(e)) => Err(e),
+            Err(CallError::Lost) => Err(unavailable(format!(
+                "{} before answering `{method}`",
+                self.lost_reason(&conn).await
+            ))),
+        }
+    }
+
+    /// Forward a downstream notification the gateway does not interpret.
+    pub async fn forward_notification(&self, method: &str, params: Option<Value>) {
+        if let Some(conn) = self.conn() {
+            conn.notify(method, params).await;
+        } else {
+            tracing::debug!(method, "notification dropped: the upstream is not up");
+        }
+    }
+
+    async fn refresh_tools(&self, conn: &Conn) -> bool {
+        match list_all_tools(conn).await {
+            Ok(raw) => {
+                let set = ToolSet::build(
+                    raw,
+                    conn.runs_tool_tasks(),
+                    &self.overrides,
+                    self.me.clone(),
+                );
+                let mut g = self
+                    .tools
+                    .write()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let changed = g.listing() != set.listing();
+                *g = Arc::new(set);
+                changed
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list the upstream's tools");
+                false
+            }
+        }
+    }
+
+    async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
+        let shared = ConnShared::new(self.me.clone());
+        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let connected = self
+            .connector
+            .connect(handler)
+            .await
+            .map_err(|e| e.to_string())?;
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let conn = Arc::new(Conn::new(
+            connected.peer,
+            shared,
+            generation,
+            connected.guard,
+        ));
+        let params = lock(&self.init_params).clone();
+        let init = tokio::time::timeout(INIT_TIMEOUT, conn.call(methods::INITIALIZE, Some(params)))
+            .await
+            .map_err(|_| {
+                format!("the upstream did not answer initialize within {INIT_TIMEOUT:?}")
+            })?;
+        let init = match init {
+            Ok(v) => v,
+            Err(CallError::Upstream(e)) => {
+                return Err(format!("the upstream refused initialize: {e}"));
+            }
+            Err(CallError::Lost) => {
+                let mut ended = connected.ended;
+                let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_else(|| "the upstream closed the connection".into());
+                return Err(format!("{why} during initialize"));
+            }
+        };
+        conn.set_init_result(init);
+        conn.notify(methods::INITIALIZED, None).await;
+        Ok((conn, connected.ended))
+    }
+
+    fn notify_tools_changed(&self) {
+        if let Some(me) = self.me.upgrade() {
+            tokio::spawn(async move {
+                me.forward_down(TOOLS_LIST_CHANGED.to_owned(), None).await;
+            });
+        }
+    }
+}
+
+const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+async fn list_all_tools(conn: &Conn) -> Result<Vec<Value>, String> {
+    if conn
+        .init_result()
+        .pointer("/capabilities/tools")
+        .is_none_or(Value::is_null)
+    {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = cursor.take().map(|c| json!({ "cursor": c }));
+        let page = conn
+            .call(methods::TOOLS_LIST, params)
+            .await
+            .map_err(|e| format!("tools/list failed: {e:?}"))?;
+        if let Some(tools) = page.get("tools").and_then(Value::as_array) {
+            out.extend(
+                tools
+                    .iter()
+                    .filter(|t| t.get("name").is_some_and(Value::is_string))
+                    .cloned(),
+            );
+        }
+        match page.get("nextCursor") {
+            Some(c @ Value::String(_)) => cursor = Some(c.clone()),
+            _ => return Ok(out),
+        }
+    }
+    Ok(out)
+}
+
+async fn supervise(lane: Arc<LaneInner>) {
+    let mut attempt: u32 = 0;
+    let mut first = true;
+    loop {
+        if lane.shutdown.is_cancelled() {
+            break;
+        }
+        let opened = tokio::select! {
+            r = lane.open() => r,
+            () = lane.shutdown.cancelled() => break,
+        };
+        match opened {
+            Ok((conn, ended)) => {
+                let up_at = Instant::now();
+                let changed = lane.refresh_tools(&conn).await;
+                tracing::info!(upstream = %lane.describe(), generation = conn.generation, tools = lane.tools().len(), "upstream connected");
+                lane.link.send_replace(Link::Up(Arc::clone(&conn)));
+                if changed && !first {
+                    lane.notify_tools_changed();
+                }
+                first = false;
+                let why = tokio::select! {
+                    r = ended => r.unwrap_or_else(|_| "the upstream connection ended".into()),
+                    () = lane.shutdown.cancelled() => {
+                        lane.link.send_replace(Link::Closed);
+                        drop(conn);
+                        return;
+                    }
+                };
+                conn.peer.close();
+                tracing::warn!(upstream = %lane.describe(), reason = %why, "upstream connection lost");
+                lane.link.send_replace(Link::Down(why));
+                drop(conn);
+                if up_at.elapsed() >= STABLE_AFTER {
+                    attempt = 0;
+                }
+            }
+            Err(why) => {
+                tracing::warn!(upstream = %lane.describe(), reason = %why, "upstream failed to start");
+                lane.link.send_replace(Link::Down(why));
+            }
+        }
+        attempt = attempt.saturating_add(1);
+        let delay = backoff::delay(attempt);
+        tracing::info!(upstream = %lane.describe(), delay = ?delay, attempt, "restarting the upstream after a delay");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = lane.shutdown.cancelled() => break,
+        }
+    }
+    lane.link.send_replace(Link::Closed);
+}
+
+/// Merge the upstream's `initialize` result into ours: the upstream's capabilities,
+/// `serverInfo`, `instructions` and unknown fields pass unchanged, except that the
+/// protocol version and `capabilities.tasks` are the gateway's, and `tools.listChanged`
+/// is `true` (the tool list changes when the upstream restarts with other tools).
+pub fn merge_initialize(ours: &mut Value, upstream: Option<&Value>) {
+    let Some(Value::Object(up)) = upstream else {
+        // The upstream is not up: our own result, announcing that the tools will change.
+        if let Some(tools) = ours
+            .pointer_mut("/capabilities/tools")
+            .and_then(Value::as_object_mut)
+        {
+            tools.insert("listChanged".into(), Value::Bool(true));
+        }
+        return;
+    };
+    let mut merged: Map<String, Value> = up.clone();
+    merged.insert(
+        "protocolVersion".into(),
+        ours.get("protocolVersion").cloned().unwrap_or(Value::Null),
+    );
+    let mut caps = match up.get("capabilities") {
+        Some(Value::Object(c)) => c.clone(),
+        _ => Map::new(),
+    };
+    match ours.pointer("/capabilities/tasks") {
+        Some(t) => {
+            caps.insert("tasks".into(), t.clone());
+        }
+        None => {
+            caps.remove("tasks");
+        }
+    }
+    let mut tools = match caps.get("tools") {
+        Some(Value::Object(t)) => t.clone(),
+        _ => Map::new(),
+    };
+    tools.insert("listChanged".into(), Value::Bool(true));
+    caps.insert("tools".into(), Value::Object(tools));
+    merged.insert("capabilities".into(), Value::Object(caps));
+    *ours = Value::Object(merged);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_merge_keeps_upstream_fields_and_takes_our_tasks() {
+        let mut ours = json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"mcp-tasks","version":"0"}});
+        let up = json!({"protocolVersion":"2025-06-18","capabilities":{"resources":{"subscribe":true},"logging":{},"tools":{},"x-future":{"a":1},"tasks":{"list":{}}},"serverInfo":{"name":"up","version":"9","title":"Up"},"instructions":"hi","extra":[1]});
+        merge_initialize(&mut ours, Some(&up));
+        assert_eq!(
+            ours,
+            json!({"protocolVersion":"2025-11-25","capabilities":{"resources":{"subscribe":true},"logging":{},"tools":{"listChanged":true},"x-future":{"a":1},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"up","version":"9","title":"Up"},"instructions":"hi","extra":[1]})
+        );
+        let mut plain =
+            json!({"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}}});
+        merge_initialize(&mut plain, Some(&up));
+        assert!(plain["capabilities"].get("tasks").is_none());
+    }
+
+    #[test]
+    fn related_task_is_stripped_without_touching_other_meta() {
+        let mut v = json!({"a":1,"_meta":{RELATED_TASK_META:{"taskId":"u"},"k":2}});
+        assert_eq!(related_task(&v), Some("u"));
+        strip_related_task(&mut v);
+        assert_eq!(v, json!({"a":1,"_meta":{"k":2}}));
+        let mut w = json!({"_meta":{RELATED_TASK_META:{"taskId":"u"}}});
+        strip_related_task(&mut w);
+        assert_eq!(w, json!({}));
+    }
+}

@@ -1,0 +1,58 @@
+//! The gateway of mcp-tasks: spec-exact, durable MCP 2025-11-25 tasks in front of any MCP
+//! server.
+//!
+//! `mcp-tasks serve --upstream-cmd "COMMAND ARGS"` puts the receiver in front of an
+//! existing server. Each downstream session gets its own upstream connection (a *lane*,
+//! see `docs/adr/0002-gateway-sessions.md`), started with the session's own client
+//! capabilities and supervised: restarted with backoff when it dies.
+//!
+//! * [`config`]: the upstream and the per-tool task support overrides (flags or TOML);
+//! * [`tools`]: the tool policy and the bridge that runs an upstream tool for a task;
+//! * [`upstream_task`]: tools the upstream runs as tasks of its own;
+//! * [`lane`]: the supervised connection, routing of what the upstream sends;
+//! * [`session`]: the [`mcp_tasks_server::SessionExtension`] that plugs it all into the
+//!   receiver;
+//! * [`connect`], [`stdio`]: opening connections (a child process group over stdio).
+//!
+//! Everything the gateway does not interpret (resources, prompts, completion, logging,
+//! ping, `list_changed` notifications, unknown methods, unknown fields, `_meta`) crosses
+//! in both directions unchanged.
+
+pub mod backoff;
+pub mod config;
+pub mod conn;
+pub mod connect;
+pub mod error;
+pub mod lane;
+pub mod session;
+pub mod stdio;
+pub mod tools;
+pub mod upstream_task;
+
+use std::sync::Arc;
+
+use mcp_tasks_core::TaskEngine;
+use mcp_tasks_server::{Server, ServerConfig};
+
+pub use config::{GatewayConfig, UpstreamSpec};
+pub use error::GatewayError;
+pub use session::GatewayFactory;
+
+/// A receiver whose sessions are gateway sessions in front of `config.upstream`.
+///
+/// # Errors
+/// When the upstream kind is not available.
+pub fn server(
+    config: &GatewayConfig,
+    server_config: ServerConfig,
+    engine: Option<TaskEngine>,
+) -> Result<Server, GatewayError> {
+    let connector = connect::connector(&config.upstream, server_config.max_line_bytes)?;
+    let factory = GatewayFactory::new(connector, config.tool_task_support.clone());
+    Ok(Server::with_extension(
+        server_config,
+        Vec::new(),
+        engine,
+        Arc::new(factory),
+    ))
+}

@@ -1,0 +1,161 @@
+//! The gateway side of one downstream session: a [`SessionExtension`] over a lane.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use mcp_tasks_core::Requester;
+use mcp_tasks_proto::mcp::TaskSupport;
+use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_rpc::{Peer, RequestContext};
+use mcp_tasks_server::{ExtensionFactory, SessionExtension, Tool};
+use serde_json::{Value, json};
+
+use crate::connect::Connector;
+use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, merge_initialize};
+
+/// Makes one [`GatewaySession`] per downstream session.
+pub struct GatewayFactory {
+    connector: Arc<dyn Connector>,
+    overrides: Arc<BTreeMap<String, TaskSupport>>,
+}
+
+impl std::fmt::Debug for GatewayFactory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayFactory")
+            .field("upstream", &self.connector.describe())
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayFactory {
+    /// Sessions in front of what `connector` connects to, with per-tool task support
+    /// `overrides`.
+    pub fn new(connector: Arc<dyn Connector>, overrides: BTreeMap<String, TaskSupport>) -> Self {
+        Self {
+            connector,
+            overrides: Arc::new(overrides),
+        }
+    }
+}
+
+impl ExtensionFactory for GatewayFactory {
+    fn make(&self, _requester: &Requester) -> Arc<dyn SessionExtension> {
+        let lease = LaneInner::open_lane(Arc::clone(&self.connector), Arc::clone(&self.overrides));
+        Arc::new(GatewaySession {
+            lane: Arc::clone(lease.lane()),
+            lease: Mutex::new(Some(lease)),
+        })
+    }
+}
+
+/// One downstream session of the gateway: its own upstream connection (lane).
+pub struct GatewaySession {
+    lane: Arc<LaneInner>,
+    /// The session's hold on its lane; released when the downstream connection closes.
+    lease: Mutex<Option<Lease>>,
+}
+
+impl std::fmt::Debug for GatewaySession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewaySession")
+            .field("lane", &self.lane)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `initialize` params sent upstream: the client's own, with the negotiated protocol
+/// version, and without the client's `tasks` capability (the gateway does not relay
+/// task-augmented requests to the client).
+fn upstream_init_params(downstream: &Value, version: &Value) -> Value {
+    let mut p = match downstream {
+        Value::Object(_) => downstream.clone(),
+        _ => json!({}),
+    };
+    p["protocolVersion"] = version.clone();
+    if let Some(caps) = p.get_mut("capabilities").and_then(Value::as_object_mut) {
+        caps.remove("tasks");
+    }
+    p
+}
+
+#[async_trait]
+impl SessionExtension for GatewaySession {
+    async fn initialize(&self, cx: &RequestContext, params: &Value, result: &mut Value) {
+        let version = result
+            .get("protocolVersion")
+            .cloned()
+            .unwrap_or(Value::Null);
+        self.lane
+            .start(upstream_init_params(params, &version), FIRST_START_WAIT)
+            .await;
+        let conn = self.lane.conn();
+        merge_initialize(result, conn.as_ref().map(|c| c.init_result()));
+        if conn.is_none() {
+            tracing::warn!(upstream = %self.lane.describe(), "session initialized while the upstream is down: its tools will be announced when it is up");
+        }
+        // Release the lane when the downstream connection closes (running tasks keep
+        // their own leases).
+        let closed = cx.peer.closed();
+        let lane = Arc::clone(&self.lane);
+        let me = self.lease.lock().ok().and_then(|mut g| g.take());
+        tokio::spawn(async move {
+            closed.cancelled().await;
+            lane.set_downstream(None);
+            drop(me);
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        params: Option<&Value>,
+        with_execution: bool,
+    ) -> Result<Value, ErrorObject> {
+        if let Some(c) = params.and_then(|p| p.get("cursor")) {
+            if c.is_string() {
+                // The gateway lists every tool on one page and never issues a cursor.
+                return Err(ErrorObject::invalid_params("Invalid cursor"));
+            }
+            if !c.is_null() {
+                return Err(ErrorObject::invalid_params("`cursor` must be a string"));
+            }
+        }
+        Ok(json!({ "tools": self.lane.tools().tools_list(with_execution) }))
+    }
+
+    fn tool(&self, name: &str) -> Option<Tool> {
+        self.lane.tools().get(name)
+    }
+
+    async fn request(
+        &self,
+        _cx: RequestContext,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        self.lane.forward_request(&method, params).await
+    }
+
+    async fn notification(&self, peer: &Peer, method: String, params: Option<Value>) {
+        if method == methods::INITIALIZED {
+            self.lane.set_downstream(Some(peer.clone()));
+            return;
+        }
+        self.lane.forward_notification(&method, params).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn upstream_init_params_keep_the_client_but_not_its_tasks() {
+        let d = json!({"protocolVersion":"2026-07-28","capabilities":{"elicitation":{"form":{}},"tasks":{"list":{}},"roots":{}},"clientInfo":{"name":"c","version":"1"},"_meta":{"k":1}});
+        let u = upstream_init_params(&d, &json!("2025-11-25"));
+        assert_eq!(
+            u,
+            json!({"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{}},"roots":{}},"clientInfo":{"name":"c","version":"1"},"_meta":{"k":1}})
+        );
+    }
+}

@@ -1,0 +1,159 @@
+//! A stdio upstream: a child process in its own process group, spoken to over its
+//! stdin/stdout with [`mcp_tasks_rpc::stdio::serve`]. Its stderr goes to ours (the log).
+
+use std::process::Stdio;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_tasks_rpc::{Handler, Peer};
+use tokio::process::{Child, Command};
+use tokio::sync::oneshot;
+
+use crate::config::UpstreamSpec;
+use crate::connect::{Connected, Connector};
+use crate::error::GatewayError;
+
+/// Starts the upstream command once per connection.
+pub struct StdioConnector {
+    spec: UpstreamSpec,
+    max_line: usize,
+}
+
+impl StdioConnector {
+    /// A connector for a [`UpstreamSpec::Stdio`].
+    pub fn new(spec: UpstreamSpec, max_line: usize) -> Self {
+        Self { spec, max_line }
+    }
+}
+
+/// Kills the child's whole process group when dropped (the upstream may have started
+/// children of its own: `npx`, shells, language servers).
+struct GroupGuard {
+    pgid: Option<u32>,
+}
+
+impl Drop for GroupGuard {
+    fn drop(&mut self) {
+        if let Some(pgid) = self.pgid.take() {
+            kill_group(pgid);
+        }
+    }
+}
+
+#[cfg(unix)]
+fn kill_group(pgid: u32) {
+    use nix::sys::signal::{Signal, killpg};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(pgid) {
+        match killpg(Pid::from_raw(pid), Signal::SIGKILL) {
+            Ok(()) => tracing::debug!(pgid, "upstream process group killed"),
+            Err(nix::errno::Errno::ESRCH) => {}
+            Err(e) => tracing::warn!(pgid, error = %e, "could not kill the upstream process group"),
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn kill_group(_pgid: u32) {}
+
+async fn wait_exit(mut child: Child) -> String {
+    match child.wait().await {
+        Ok(status) => match status.code() {
+            Some(code) => format!("the upstream process exited with status {code}"),
+            None => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::process::ExitStatusExt;
+                    if let Some(sig) = status.signal() {
+                        return format!("the upstream process was killed by signal {sig}");
+                    }
+                }
+                "the upstream process exited".to_owned()
+            }
+        },
+        Err(e) => format!("the upstream process could not be waited for: {e}"),
+    }
+}
+
+#[async_trait]
+impl Connector for StdioConnector {
+    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
+        let UpstreamSpec::Stdio {
+            program,
+            args,
+            env,
+            cwd,
+        } = &self.spec
+        else {
+            return Err(GatewayError::Config("not a stdio upstream".into()));
+        };
+        let mut cmd = Command::new(program);
+        cmd.args(args)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true);
+        if let Some(dir) = cwd {
+            cmd.current_dir(dir);
+        }
+        #[cfg(unix)]
+        cmd.process_group(0);
+        let mut child = cmd.spawn().map_err(|e| {
+            GatewayError::Connect(format!("cannot start {}: {e}", self.spec.describe()))
+        })?;
+        let guard = GroupGuard { pgid: child.id() };
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(GatewayError::Connect(
+                "the upstream's stdio is not piped".into(),
+            ));
+        };
+        tracing::info!(pid = ?child.id(), upstream = %self.spec.describe(), "upstream started");
+        let (peer, outbound) = Peer::new(handler);
+        let (tx, ended) = oneshot::channel();
+        let serving_peer = peer.clone();
+        let max_line = self.max_line;
+        tokio::spawn(async move {
+            let reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
+            let serve = mcp_tasks_rpc::stdio::serve(
+                serving_peer.clone(),
+                outbound,
+                reader,
+                stdin,
+                max_line,
+            );
+            tokio::pin!(serve);
+            let exit = wait_exit(child);
+            tokio::pin!(exit);
+            // Whichever ends first: the process, or its stdout. Either way, what the
+            // upstream wrote before it went is read first.
+            let reason = tokio::select! {
+                r = &mut serve => {
+                    let closed = match r {
+                        Ok(()) => "the upstream closed its stdout".to_owned(),
+                        Err(e) => format!("the upstream's stdio failed: {e}"),
+                    };
+                    // The exit status says more, if it comes soon.
+                    tokio::time::timeout(std::time::Duration::from_millis(500), &mut exit)
+                        .await
+                        .unwrap_or(closed)
+                }
+                reason = &mut exit => {
+                    let _ = tokio::time::timeout(std::time::Duration::from_secs(1), &mut serve).await;
+                    reason
+                }
+            };
+            serving_peer.close();
+            let _ = tx.send(reason);
+        });
+        Ok(Connected {
+            peer,
+            ended,
+            guard: Box::new(guard),
+        })
+    }
+
+    fn describe(&self) -> String {
+        self.spec.describe()
+    }
+}

@@ -1,8 +1,10 @@
 //! `mcp-tasks`: a spec-exact MCP 2025-11-25 task server.
 
+mod call;
 mod gateway;
 mod http;
 mod serve;
+mod tasks_cmd;
 
 use clap::{Parser, Subcommand};
 
@@ -25,6 +27,10 @@ Examples:
 enum Command {
     /// Run the task server with the built-in demo tools.
     Serve(serve::ServeArgs),
+    /// Call a tool of an MCP server (stdio or HTTP), plainly or as a task.
+    Call(call::CallArgs),
+    /// List, show, await or cancel the tasks of an MCP server.
+    Tasks(tasks_cmd::TasksArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -43,12 +49,18 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Serve(args) => serve::run(args).await,
+            Command::Call(args) => call::run(args).await,
+            Command::Tasks(args) => tasks_cmd::run(args).await,
         }
     });
     // Do not wait for detached work (running tools) at exit.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
+        // A requestor command said what it had to; it only sets the exit code.
+        Err(ref e) if let Some(&call::Exit(code)) = e.downcast_ref::<call::Exit>() => {
+            std::process::ExitCode::from(code)
+        }
         Err(e) => {
             eprintln!("mcp-tasks: {e:#}");
             std::process::ExitCode::FAILURE

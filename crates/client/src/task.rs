@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::Stream;
+use futures::{Stream, StreamExt};
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{Task, TaskStatus};
 use mcp_tasks_proto::{codes, methods};
@@ -192,6 +192,7 @@ impl TaskHandle {
             let terminal = t.status.is_terminal();
             Some((t, (rx, terminal)))
         })
+        .fuse()
     }
 
     /// `tasks/get`: fetch the task now.

@@ -1,5 +1,6 @@
 //! `mcp-tasks`: a spec-exact MCP 2025-11-25 task server.
 
+mod bench;
 mod call;
 mod gateway;
 mod http;
@@ -31,6 +32,8 @@ enum Command {
     Call(call::CallArgs),
     /// List, show, await or cancel the tasks of an MCP server.
     Tasks(tasks_cmd::TasksArgs),
+    /// Load-test a task server over Streamable HTTP (any MCP 2025-11-25 server).
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -51,6 +54,11 @@ fn main() -> std::process::ExitCode {
             Command::Serve(args) => serve::run(args).await,
             Command::Call(args) => call::run(args).await,
             Command::Tasks(args) => tasks_cmd::run(args).await,
+            Command::Bench(args) => match bench::run(args).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(anyhow::anyhow!("the run saw errors (counted above)")),
+                Err(e) => Err(e),
+            },
         }
     });
     // Do not wait for detached work (running tools) at exit.

@@ -1,0 +1,365 @@
+//! What a run reports, as JSON (`--json`) or as text.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::hist::Histogram;
+use crate::scenario::{Config, Scenario, Setup, Stats, op};
+
+/// The figures of one operation. Latencies in milliseconds.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OpReport {
+    /// Successful operations measured.
+    pub count: u64,
+    /// Failed operations (errors and malformed answers).
+    pub errors: u64,
+    /// Successful operations per second.
+    pub per_s: f64,
+    /// Median latency.
+    pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
+    /// 99th percentile.
+    pub p99_ms: f64,
+    /// Largest.
+    pub max_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+}
+
+/// One class of errors.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ErrorClass {
+    /// How many.
+    pub count: u64,
+    /// The first one.
+    pub example: String,
+}
+
+/// Every error of the run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Errors {
+    /// All of them.
+    pub total: u64,
+    /// By class: `jsonrpc <code>`, `malformed`, `http <status>`, `transport`.
+    pub by_class: BTreeMap<String, ErrorClass>,
+}
+
+/// The tasks created before measuring (`get`, `list`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct SetupReport {
+    /// Tasks created.
+    pub tasks: u64,
+    /// Seconds it took.
+    pub seconds: f64,
+    /// Creations per second while setting up.
+    pub per_s: f64,
+    /// Creations that failed.
+    pub errors: u64,
+}
+
+/// CPU time over the measured window.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct CpuReport {
+    /// Seconds of CPU the bench used.
+    pub bench_s: f64,
+    /// Seconds of CPU the server used (with `--server-pid`).
+    pub server_s: Option<f64>,
+    /// The bench's CPU over the window's wall time, in percent of one core.
+    pub bench_pct: f64,
+    /// The server's, likewise.
+    pub server_pct: Option<f64>,
+    /// Whether the bench used more than half the server's CPU: the figure may then be
+    /// the load generator's limit rather than the server's. `None` without `--server-pid`.
+    pub load_generator_bound: Option<bool>,
+}
+
+/// The server's memory at the end (with `--server-pid`).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MemoryReport {
+    /// `VmRSS`, KiB.
+    pub rss_kib: u64,
+    /// `VmHWM` (peak resident set), KiB.
+    pub peak_rss_kib: u64,
+}
+
+/// The one number a scenario is about.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Figure {
+    /// What it is.
+    pub name: String,
+    /// Its value.
+    pub value: f64,
+    /// Its unit.
+    pub unit: String,
+}
+
+/// A whole run.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Report {
+    /// `mcp-tasks bench`.
+    pub tool: String,
+    /// The server.
+    pub url: String,
+    /// The scenario.
+    pub scenario: String,
+    /// Virtual clients.
+    pub concurrency: usize,
+    /// Measuring time asked for, seconds.
+    pub duration_s: f64,
+    /// Warm-up, seconds.
+    pub warmup_s: f64,
+    /// Iterations asked for instead of a duration.
+    pub requests: Option<u64>,
+    /// `ms` of the work tool.
+    pub work_ms: u64,
+    /// Poll period (`lifecycle`).
+    pub poll_ms: Option<u64>,
+    /// K (`get`, `list`).
+    pub tasks: Option<u64>,
+    /// The measured window, seconds.
+    pub measured_s: f64,
+    /// The scenario's figure.
+    pub figure: Figure,
+    /// Figures per operation.
+    pub ops: BTreeMap<String, OpReport>,
+    /// Errors.
+    pub errors: Errors,
+    /// Setup.
+    pub setup: Option<SetupReport>,
+    /// `list`: average tasks per page.
+    pub tasks_per_page: Option<f64>,
+    /// Connections opened again after failures.
+    pub reconnects: u64,
+    /// CPU.
+    pub cpu: CpuReport,
+    /// The server's memory.
+    pub server_memory: Option<MemoryReport>,
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn ms(ns: u64) -> f64 {
+    (ns as f64 / 1e4).round() / 100.0
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+fn op_report(h: &Histogram, errors: u64, secs: f64) -> OpReport {
+    #[allow(clippy::cast_precision_loss)]
+    let per_s = round2(h.count() as f64 / secs);
+    OpReport {
+        count: h.count(),
+        errors,
+        per_s,
+        p50_ms: ms(h.percentile(50.0)),
+        p90_ms: ms(h.percentile(90.0)),
+        p99_ms: ms(h.percentile(99.0)),
+        max_ms: ms(h.max()),
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        mean_ms: ms(h.mean() as u64),
+    }
+}
+
+/// Assemble the report of a run.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn build_report(
+    cfg: &Config,
+    stats: Stats,
+    measured: Duration,
+    setup: Option<Setup>,
+    bench_cpu: Duration,
+    server_cpu: Option<Duration>,
+    cpu_window: Duration,
+    memory: Option<(u64, u64)>,
+) -> Report {
+    let secs = measured.as_secs_f64();
+    let ops: BTreeMap<String, OpReport> = stats
+        .ops
+        .iter()
+        .map(|(k, h)| {
+            let e = stats.op_errors.get(k).copied().unwrap_or(0);
+            ((*k).to_owned(), op_report(h, e, secs))
+        })
+        .collect();
+    let errors = Errors {
+        total: stats.errors.values().map(|c| c.count).sum(),
+        by_class: stats
+            .errors
+            .iter()
+            .map(|(k, c)| {
+                (
+                    k.clone(),
+                    ErrorClass {
+                        count: c.count,
+                        example: c.example.clone(),
+                    },
+                )
+            })
+            .collect(),
+    };
+    let get = |name: &str| ops.get(name).cloned();
+    let figure = match cfg.scenario {
+        Scenario::Create => Figure {
+            name: "task creations/s".into(),
+            value: get(op::CREATE).map_or(0.0, |o| o.per_s),
+            unit: "1/s".into(),
+        },
+        Scenario::Get => Figure {
+            name: "tasks/get/s".into(),
+            value: get(op::GET).map_or(0.0, |o| o.per_s),
+            unit: "1/s".into(),
+        },
+        Scenario::Lifecycle | Scenario::LifecyclePollInterval => Figure {
+            name: "lifecycles/s".into(),
+            value: get(op::LIFECYCLE).map_or(0.0, |o| o.per_s),
+            unit: "1/s".into(),
+        },
+        Scenario::ResultWait => Figure {
+            name: "result lateness p50".into(),
+            value: get(op::LATENESS).map_or(0.0, |o| o.p50_ms),
+            unit: "ms".into(),
+        },
+        Scenario::List => Figure {
+            name: "tasks/list page p50".into(),
+            value: get(op::LIST).map_or(0.0, |o| o.p50_ms),
+            unit: "ms".into(),
+        },
+    };
+    let wall = cpu_window.as_secs_f64().max(1e-3);
+    let bench_s = bench_cpu.as_secs_f64();
+    let server_s = server_cpu.map(|d| d.as_secs_f64());
+    let cpu = CpuReport {
+        bench_s: round2(bench_s),
+        server_s: server_s.map(round2),
+        bench_pct: round2(100.0 * bench_s / wall),
+        server_pct: server_s.map(|s| round2(100.0 * s / wall)),
+        load_generator_bound: server_s.map(|s| bench_s > s / 2.0),
+    };
+    let tasks_per_page = (cfg.scenario == Scenario::List).then(|| {
+        let pages = ops.get(op::LIST).map_or(0, |o| o.count);
+        #[allow(clippy::cast_precision_loss)]
+        let avg = if pages == 0 {
+            0.0
+        } else {
+            stats.listed_tasks as f64 / pages as f64
+        };
+        round2(avg)
+    });
+    Report {
+        tool: "mcp-tasks bench".into(),
+        url: format!("http://{}{}", cfg.endpoint.authority, cfg.endpoint.path),
+        scenario: cfg.scenario.name().into(),
+        concurrency: cfg.concurrency,
+        duration_s: cfg.duration.as_secs_f64(),
+        warmup_s: cfg.warmup.as_secs_f64(),
+        requests: cfg.requests,
+        work_ms: cfg.work(),
+        poll_ms: (cfg.scenario == Scenario::Lifecycle).then_some(cfg.poll_ms),
+        tasks: (cfg.scenario == Scenario::Get || (cfg.scenario == Scenario::List && cfg.seed))
+            .then_some(cfg.tasks),
+        measured_s: round2(secs),
+        figure,
+        ops,
+        errors,
+        setup: setup.map(|s| SetupReport {
+            tasks: s.tasks,
+            seconds: round2(s.elapsed.as_secs_f64()),
+            #[allow(clippy::cast_precision_loss)]
+            per_s: round2(s.tasks as f64 / s.elapsed.as_secs_f64().max(1e-3)),
+            errors: s.errors,
+        }),
+        tasks_per_page,
+        reconnects: stats.reconnects,
+        cpu,
+        server_memory: memory.map(|(rss, hwm)| MemoryReport {
+            rss_kib: rss,
+            peak_rss_kib: hwm,
+        }),
+    }
+}
+
+impl Report {
+    /// The report as text, for people.
+    pub fn to_text(&self) -> String {
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "scenario {} against {}: {} clients, work {} ms{}, measured {:.2} s after {} s warm-up",
+            self.scenario,
+            self.url,
+            self.concurrency,
+            self.work_ms,
+            self.poll_ms
+                .map(|p| format!(", polls every {p} ms"))
+                .unwrap_or_default(),
+            self.measured_s,
+            self.warmup_s,
+        );
+        if let Some(st) = &self.setup {
+            let _ = writeln!(
+                s,
+                "setup: {} tasks created in {:.1} s ({:.0}/s, {} errors)",
+                st.tasks, st.seconds, st.per_s, st.errors
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n{:<16} {:>9} {:>7} {:>11} {:>8} {:>8} {:>8} {:>8}",
+            "operation", "count", "errors", "per s", "p50 ms", "p90 ms", "p99 ms", "max ms"
+        );
+        for (name, o) in &self.ops {
+            let _ = writeln!(
+                s,
+                "{:<16} {:>9} {:>7} {:>11.1} {:>8.2} {:>8.2} {:>8.2} {:>8.2}",
+                name, o.count, o.errors, o.per_s, o.p50_ms, o.p90_ms, o.p99_ms, o.max_ms
+            );
+        }
+        if let Some(t) = self.tasks_per_page {
+            let _ = writeln!(s, "tasks per page: {t:.1}");
+        }
+        let _ = writeln!(
+            s,
+            "\n{}: {} {}",
+            self.figure.name, self.figure.value, self.figure.unit
+        );
+        let _ = writeln!(s, "errors: {}", self.errors.total);
+        for (class, c) in &self.errors.by_class {
+            let _ = writeln!(s, "  {class}: {} (first: {})", c.count, c.example);
+        }
+        if self.reconnects > 0 {
+            let _ = writeln!(s, "reconnects: {}", self.reconnects);
+        }
+        let _ = write!(
+            s,
+            "cpu: bench {:.2} s ({:.0}% of a core)",
+            self.cpu.bench_s, self.cpu.bench_pct
+        );
+        match (self.cpu.server_s, self.cpu.server_pct) {
+            (Some(sv), Some(pct)) => {
+                let _ = writeln!(s, ", server {sv:.2} s ({pct:.0}% of a core)");
+            }
+            _ => {
+                let _ = writeln!(s, " (give --server-pid to compare with the server's)");
+            }
+        }
+        if self.cpu.load_generator_bound == Some(true) {
+            let _ = writeln!(
+                s,
+                "LOAD-GENERATOR-BOUND: the bench used more than half the server's CPU; the figures may be the bench's limit"
+            );
+        }
+        if let Some(m) = &self.server_memory {
+            let _ = writeln!(
+                s,
+                "server memory: {} KiB resident, {} KiB peak",
+                m.rss_kib, m.peak_rss_kib
+            );
+        }
+        s
+    }
+}

@@ -1,0 +1,813 @@
+//! The workloads, the virtual clients that run them, and the phases of a run (connect,
+//! set up, warm up, measure).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::client::{CallError, Endpoint, McpClient, Reply};
+use crate::cpu;
+use crate::hist::Histogram;
+use crate::report::{Report, build_report};
+
+/// What the virtual clients do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    /// Task-augmented `tools/call` of the work tool (0 ms by default), as fast as possible.
+    Create,
+    /// `tasks/get` of random ids among K tasks created beforehand.
+    Get,
+    /// Create, poll `tasks/get` every `poll_ms`, then `tasks/result`.
+    Lifecycle,
+    /// Create, poll `tasks/get` as often as the task's `pollInterval` says, then
+    /// `tasks/result`.
+    LifecyclePollInterval,
+    /// Create, open `tasks/result` at once; the figure is how late the result arrives:
+    /// arrival - (create sent + work ms).
+    ResultWait,
+    /// Page through K stored tasks with `tasks/list`, over and over.
+    List,
+}
+
+impl Scenario {
+    /// Every scenario, in the order they are documented.
+    pub const ALL: [Scenario; 6] = [
+        Self::Create,
+        Self::Get,
+        Self::Lifecycle,
+        Self::LifecyclePollInterval,
+        Self::ResultWait,
+        Self::List,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Create => "create",
+            Self::Get => "get",
+            Self::Lifecycle => "lifecycle",
+            Self::LifecyclePollInterval => "lifecycle-poll-interval",
+            Self::ResultWait => "result-wait",
+            Self::List => "list",
+        }
+    }
+
+    /// The work (ms of `sleep`) when none is given.
+    pub fn default_work_ms(self) -> u64 {
+        match self {
+            Self::Create | Self::Get | Self::List => 0,
+            Self::Lifecycle | Self::LifecyclePollInterval | Self::ResultWait => 100,
+        }
+    }
+}
+
+impl std::str::FromStr for Scenario {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Self::ALL
+            .into_iter()
+            .find(|sc| sc.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<_> = Self::ALL.iter().map(|s| s.name()).collect();
+                format!("unknown scenario `{s}` (one of: {})", names.join(", "))
+            })
+    }
+}
+
+/// Names of the measured operations.
+pub mod op {
+    /// A task-augmented `tools/call` (task creation).
+    pub const CREATE: &str = "tools/call";
+    /// `tasks/get`.
+    pub const GET: &str = "tasks/get";
+    /// `tasks/result`.
+    pub const RESULT: &str = "tasks/result";
+    /// `tasks/list` (one page).
+    pub const LIST: &str = "tasks/list";
+    /// A whole lifecycle: create sent to result received.
+    pub const LIFECYCLE: &str = "lifecycle";
+    /// How late a result arrives: arrival - (create sent + work).
+    pub const LATENESS: &str = "result-lateness";
+}
+
+/// A run's settings.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The server.
+    pub endpoint: Endpoint,
+    /// The workload.
+    pub scenario: Scenario,
+    /// Virtual clients (each its own MCP session and connection).
+    pub concurrency: usize,
+    /// How long to measure (a cap when `requests` is set).
+    pub duration: Duration,
+    /// How long to run before measuring.
+    pub warmup: Duration,
+    /// Stop after this many measured iterations instead of after `duration`.
+    pub requests: Option<u64>,
+    /// The `ms` argument of the work tool; `None` is the scenario's default.
+    pub work_ms: Option<u64>,
+    /// Poll period of `lifecycle`.
+    pub poll_ms: u64,
+    /// K: tasks created beforehand for `get`, stored for `list`.
+    pub tasks: u64,
+    /// Connections that create those tasks.
+    pub seed_concurrency: usize,
+    /// `list`: create the K tasks first (else page through what the server holds).
+    pub seed: bool,
+    /// The `ttl` asked for each task (`None`: no `ttl` field).
+    pub ttl_ms: Option<u64>,
+    /// The work tool (`sleep`, taking `{ms}`).
+    pub tool: String,
+    /// The server's process, to read its CPU and memory.
+    pub server_pid: Option<u32>,
+    /// Longest wait for one answer (besides the work itself).
+    pub timeout: Duration,
+    /// Print progress to stderr.
+    pub progress: bool,
+}
+
+impl Config {
+    /// Defaults for `scenario` against `endpoint`.
+    pub fn new(endpoint: Endpoint, scenario: Scenario) -> Self {
+        Self {
+            endpoint,
+            scenario,
+            concurrency: 16,
+            duration: Duration::from_secs(10),
+            warmup: Duration::from_secs(2),
+            requests: None,
+            work_ms: None,
+            poll_ms: 50,
+            tasks: 1000,
+            seed_concurrency: 32,
+            seed: true,
+            ttl_ms: Some(3_600_000),
+            tool: "sleep".into(),
+            server_pid: None,
+            timeout: Duration::from_secs(30),
+            progress: false,
+        }
+    }
+
+    /// The work in ms.
+    pub fn work(&self) -> u64 {
+        self.work_ms
+            .unwrap_or_else(|| self.scenario.default_work_ms())
+    }
+}
+
+/// Why a run could not be done at all.
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    /// Bad settings.
+    #[error("{0}")]
+    Config(String),
+    /// The sessions could not be opened.
+    #[error("cannot open an MCP session with {url}: {error}")]
+    Session {
+        /// The server.
+        url: String,
+        /// What went wrong.
+        error: CallError,
+    },
+    /// The tasks the scenario needs could not be created.
+    #[error("setup failed: {0}")]
+    Setup(String),
+}
+
+/// Counts of one kind of error, with one example.
+#[derive(Debug, Clone, Default)]
+pub struct ErrorCount {
+    /// How many.
+    pub count: u64,
+    /// The first one's text.
+    pub example: String,
+}
+
+/// What one virtual client measured.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// Latency per operation.
+    pub ops: BTreeMap<&'static str, Histogram>,
+    /// Errors per operation.
+    pub op_errors: BTreeMap<&'static str, u64>,
+    /// Errors per class (`jsonrpc -32602`, `malformed`, ...).
+    pub errors: BTreeMap<String, ErrorCount>,
+    /// When the last measured operation ended.
+    pub last_done: Option<Instant>,
+    /// `tasks/list`: tasks received over all pages.
+    pub listed_tasks: u64,
+    /// Connections opened again after a failure.
+    pub reconnects: u64,
+}
+
+impl Stats {
+    fn ok(&mut self, op: &'static str, d: Duration) {
+        self.ops.entry(op).or_default().record_duration(d);
+    }
+
+    fn error(&mut self, op: &'static str, e: &CallError) {
+        *self.op_errors.entry(op).or_default() += 1;
+        self.ops.entry(op).or_default();
+        let c = self.errors.entry(e.class()).or_default();
+        if c.count == 0 {
+            c.example = format!("{op}: {e}");
+        }
+        c.count += 1;
+    }
+
+    /// Add another client's figures.
+    pub fn merge(&mut self, other: Stats) {
+        for (k, h) in other.ops {
+            self.ops.entry(k).or_default().merge(&h);
+        }
+        for (k, n) in other.op_errors {
+            *self.op_errors.entry(k).or_default() += n;
+        }
+        for (k, c) in other.errors {
+            let mine = self.errors.entry(k).or_default();
+            if mine.count == 0 {
+                mine.example = c.example;
+            }
+            mine.count += c.count;
+        }
+        self.last_done = self.last_done.max(other.last_done);
+        self.listed_tasks += other.listed_tasks;
+        self.reconnects += other.reconnects;
+    }
+}
+
+/// The measured window and its budget, shared by the clients.
+struct Window {
+    start: Instant,
+    end: Instant,
+    budget: Option<AtomicU64>,
+}
+
+impl Window {
+    /// Whether to start another iteration now; takes one from the budget once measuring.
+    fn go(&self) -> bool {
+        let now = Instant::now();
+        if now >= self.end {
+            return false;
+        }
+        match &self.budget {
+            Some(b) if now >= self.start => b
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1))
+                .is_ok(),
+            _ => true,
+        }
+    }
+}
+
+/// One virtual client's view of a call: whether it counts, and its bookkeeping.
+struct Recorder<'a> {
+    stats: &'a mut Stats,
+    measure_from: Instant,
+}
+
+impl Recorder<'_> {
+    /// Do the call, record its latency (if it started in the measured window) or error.
+    async fn call(
+        &mut self,
+        client: &mut McpClient,
+        op: &'static str,
+        method: &str,
+        params: &Value,
+    ) -> Result<(Reply, Instant), ()> {
+        let started = Instant::now();
+        let r = client.call(method, params).await;
+        self.finish(op, started, r)
+    }
+
+    fn finish(
+        &mut self,
+        op: &'static str,
+        started: Instant,
+        r: Result<Reply, CallError>,
+    ) -> Result<(Reply, Instant), ()> {
+        let counts = started >= self.measure_from;
+        match r {
+            Ok(reply) => {
+                if counts {
+                    self.stats
+                        .ok(op, reply.arrived.saturating_duration_since(started));
+                    self.stats.last_done = Some(reply.arrived);
+                }
+                Ok((reply, started))
+            }
+            Err(e) => {
+                if counts {
+                    self.stats.error(op, &e);
+                    self.stats.last_done = Some(Instant::now());
+                }
+                Err(())
+            }
+        }
+    }
+
+    /// Record a check that failed on an answer that was otherwise fine.
+    fn bad(&mut self, op: &'static str, started: Instant, what: String) {
+        if started >= self.measure_from {
+            self.stats.error(op, &CallError::Malformed(what));
+        }
+    }
+
+    fn derived(&mut self, op: &'static str, started: Instant, d: Duration) {
+        if started >= self.measure_from {
+            self.stats.ok(op, d);
+        }
+    }
+}
+
+fn create_params(cfg: &Config, ms: u64) -> Value {
+    let task = match cfg.ttl_ms {
+        Some(ttl) => json!({ "ttl": ttl }),
+        None => json!({}),
+    };
+    json!({ "name": cfg.tool, "arguments": { "ms": ms }, "task": task })
+}
+
+/// The `task` of a `CreateTaskResult`: its id and `pollInterval`.
+fn created_task(result: &Value) -> Result<(String, Option<u64>), String> {
+    let task = result
+        .get("task")
+        .ok_or_else(|| format!("CreateTaskResult without `task`: {result}"))?;
+    let id = task
+        .get("taskId")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("task without `taskId`: {task}"))?;
+    if task.get("status").and_then(Value::as_str).is_none() {
+        return Err(format!("task without `status`: {task}"));
+    }
+    Ok((
+        id.to_owned(),
+        task.get("pollInterval").and_then(Value::as_u64),
+    ))
+}
+
+const STATUSES: [&str; 5] = [
+    "working",
+    "input_required",
+    "completed",
+    "failed",
+    "cancelled",
+];
+
+/// The status of a `tasks/get` result for `id`.
+fn task_status<'a>(result: &'a Value, id: &str) -> Result<&'a str, String> {
+    if result.get("taskId").and_then(Value::as_str) != Some(id) {
+        return Err(format!("tasks/get answered for another task: {result}"));
+    }
+    match result.get("status").and_then(Value::as_str) {
+        Some(s) if STATUSES.contains(&s) => Ok(s),
+        _ => Err(format!(
+            "tasks/get result without a valid `status`: {result}"
+        )),
+    }
+}
+
+/// Check a `CallToolResult` from `tasks/result`.
+fn tool_result_ok(result: &Value) -> Result<(), String> {
+    if !result.get("content").is_some_and(Value::is_array) {
+        return Err(format!("tasks/result is not a CallToolResult: {result}"));
+    }
+    if result.get("isError").and_then(Value::as_bool) == Some(true) {
+        return Err(format!("the tool failed: {result}"));
+    }
+    Ok(())
+}
+
+struct Ctx {
+    cfg: Config,
+    window: Window,
+}
+
+/// One iteration of the scenario. Errors have been recorded when it returns.
+async fn iteration(
+    ctx: &Ctx,
+    client: &mut McpClient,
+    rec: &mut Recorder<'_>,
+    ids: &[String],
+    rng: &mut fastrand::Rng,
+    cursor: &mut Option<String>,
+) {
+    let cfg = &ctx.cfg;
+    let ms = cfg.work();
+    match cfg.scenario {
+        Scenario::Create => {
+            let Ok((reply, started)) = rec
+                .call(client, op::CREATE, "tools/call", &create_params(cfg, ms))
+                .await
+            else {
+                return;
+            };
+            if let Err(e) = created_task(&reply.result) {
+                rec.bad(op::CREATE, started, e);
+            }
+        }
+        Scenario::Get => {
+            let id = &ids[rng.usize(0..ids.len())];
+            let Ok((reply, started)) = rec
+                .call(client, op::GET, "tasks/get", &json!({ "taskId": id }))
+                .await
+            else {
+                return;
+            };
+            if let Err(e) = task_status(&reply.result, id) {
+                rec.bad(op::GET, started, e);
+            }
+        }
+        Scenario::Lifecycle | Scenario::LifecyclePollInterval => {
+            let honour = cfg.scenario == Scenario::LifecyclePollInterval;
+            let Ok((reply, t0)) = rec
+                .call(client, op::CREATE, "tools/call", &create_params(cfg, ms))
+                .await
+            else {
+                return;
+            };
+            let (id, mut interval) = match created_task(&reply.result) {
+                Ok(t) => t,
+                Err(e) => return rec.bad(op::CREATE, t0, e),
+            };
+            let params = json!({ "taskId": id });
+            loop {
+                let wait = if honour {
+                    interval.unwrap_or(1000)
+                } else {
+                    cfg.poll_ms
+                };
+                tokio::time::sleep(Duration::from_millis(wait)).await;
+                let Ok((reply, started)) = rec.call(client, op::GET, "tasks/get", &params).await
+                else {
+                    return;
+                };
+                match task_status(&reply.result, &id) {
+                    Ok("working") => {}
+                    Ok("completed") => break,
+                    Ok(other) => {
+                        return rec.bad(
+                            op::GET,
+                            started,
+                            format!("task {id} is {other}, expected working or completed"),
+                        );
+                    }
+                    Err(e) => return rec.bad(op::GET, started, e),
+                }
+                if let Some(p) = reply.result.get("pollInterval").and_then(Value::as_u64) {
+                    interval = Some(p);
+                }
+            }
+            let Ok((reply, started)) = rec.call(client, op::RESULT, "tasks/result", &params).await
+            else {
+                return;
+            };
+            if let Err(e) = tool_result_ok(&reply.result) {
+                return rec.bad(op::RESULT, started, e);
+            }
+            rec.derived(
+                op::LIFECYCLE,
+                t0,
+                reply.arrived.saturating_duration_since(t0),
+            );
+        }
+        Scenario::ResultWait => {
+            let Ok((reply, t0)) = rec
+                .call(client, op::CREATE, "tools/call", &create_params(cfg, ms))
+                .await
+            else {
+                return;
+            };
+            let id = match created_task(&reply.result) {
+                Ok((id, _)) => id,
+                Err(e) => return rec.bad(op::CREATE, t0, e),
+            };
+            let Ok((reply, started)) = rec
+                .call(client, op::RESULT, "tasks/result", &json!({ "taskId": id }))
+                .await
+            else {
+                return;
+            };
+            if let Err(e) = tool_result_ok(&reply.result) {
+                return rec.bad(op::RESULT, started, e);
+            }
+            let due = t0 + Duration::from_millis(ms);
+            rec.derived(
+                op::LATENESS,
+                t0,
+                reply.arrived.saturating_duration_since(due),
+            );
+            rec.derived(
+                op::LIFECYCLE,
+                t0,
+                reply.arrived.saturating_duration_since(t0),
+            );
+        }
+        Scenario::List => {
+            let params = match cursor.take() {
+                Some(c) => json!({ "cursor": c }),
+                None => json!({}),
+            };
+            let Ok((reply, started)) = rec.call(client, op::LIST, "tasks/list", &params).await
+            else {
+                return;
+            };
+            let Some(tasks) = reply.result.get("tasks").and_then(Value::as_array) else {
+                return rec.bad(
+                    op::LIST,
+                    started,
+                    "tasks/list result without `tasks`".into(),
+                );
+            };
+            if started >= rec.measure_from {
+                rec.stats.listed_tasks += tasks.len() as u64;
+            }
+            match reply.result.get("nextCursor") {
+                None | Some(Value::Null) => {}
+                Some(Value::String(c)) => *cursor = Some(c.clone()),
+                Some(other) => rec.bad(op::LIST, started, format!("bad `nextCursor`: {other}")),
+            }
+        }
+    }
+}
+
+async fn virtual_client(
+    ctx: Arc<Ctx>,
+    mut client: McpClient,
+    ids: Vec<String>,
+    seed: u64,
+) -> Stats {
+    let mut stats = Stats::default();
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let mut cursor = None;
+    {
+        let mut rec = Recorder {
+            stats: &mut stats,
+            measure_from: ctx.window.start,
+        };
+        while ctx.window.go() {
+            iteration(&ctx, &mut client, &mut rec, &ids, &mut rng, &mut cursor).await;
+        }
+    }
+    stats.reconnects = client.reconnects;
+    stats
+}
+
+/// What setting up created.
+#[derive(Debug, Clone, Default)]
+pub struct Setup {
+    /// Tasks created.
+    pub tasks: u64,
+    /// How long it took.
+    pub elapsed: Duration,
+    /// Creations that failed.
+    pub errors: u64,
+    /// The first failure.
+    pub example: Option<String>,
+}
+
+type Seeded = (Vec<String>, u64, Option<String>);
+
+/// Create `n` tasks (work 0) in the session of `client`, over `conns` connections.
+async fn seed(
+    params: Value,
+    client: McpClient,
+    n: u64,
+    conns: usize,
+    done: Arc<AtomicU64>,
+) -> Seeded {
+    let mut set = tokio::task::JoinSet::new();
+    let conns = conns.max(1) as u64;
+    for c in 0..conns {
+        let share = n / conns + u64::from(c < n % conns);
+        let mut fork = client.fork(c + 1);
+        let params = params.clone();
+        let done = Arc::clone(&done);
+        set.spawn(async move {
+            let mut ids = Vec::with_capacity(usize::try_from(share).unwrap_or(0));
+            let mut errors = 0u64;
+            let mut example = None;
+            for _ in 0..share {
+                let r = fork.call("tools/call", &params).await;
+                match r
+                    .map_err(|e| e.to_string())
+                    .and_then(|r| created_task(&r.result))
+                {
+                    Ok((id, _)) => ids.push(id),
+                    Err(e) => {
+                        errors += 1;
+                        example.get_or_insert(e);
+                        if errors > 100 && ids.is_empty() {
+                            break;
+                        }
+                    }
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            }
+            (ids, errors, example)
+        });
+    }
+    let mut out: Seeded = (Vec::new(), 0, None);
+    while let Some(r) = set.join_next().await {
+        if let Ok((i, e, x)) = r {
+            out.0.extend(i);
+            out.1 += e;
+            if out.2.is_none() {
+                out.2 = x;
+            }
+        }
+    }
+    out
+}
+
+/// Run the scenario and report.
+///
+/// # Errors
+/// Bad settings, sessions that cannot be opened, or a setup that created nothing.
+pub async fn run(cfg: Config) -> Result<Report, BenchError> {
+    if cfg.concurrency == 0 {
+        return Err(BenchError::Config(
+            "--concurrency must be at least 1".into(),
+        ));
+    }
+    if matches!(cfg.scenario, Scenario::Get | Scenario::List) && cfg.tasks == 0 {
+        return Err(BenchError::Config(format!(
+            "scenario {} needs --tasks of at least 1",
+            cfg.scenario.name()
+        )));
+    }
+    let work_timeout = cfg.timeout + Duration::from_millis(cfg.work());
+    // Open the sessions.
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..cfg.concurrency {
+        let mut client = McpClient::new(cfg.endpoint.clone(), work_timeout);
+        opening.spawn(async move { client.initialize().await.map(|_| client) });
+    }
+    let mut clients = Vec::with_capacity(cfg.concurrency);
+    while let Some(r) = opening.join_next().await {
+        match r {
+            Ok(Ok(c)) => clients.push(c),
+            Ok(Err(error)) => {
+                return Err(BenchError::Session {
+                    url: format!("http://{}{}", cfg.endpoint.authority, cfg.endpoint.path),
+                    error,
+                });
+            }
+            Err(e) => return Err(BenchError::Setup(e.to_string())),
+        }
+    }
+
+    // Set up: K tasks, spread over the sessions (a task may be visible only in the
+    // session that created it).
+    let mut ids_per_client = vec![Vec::new(); clients.len()];
+    let mut setup = None;
+    if cfg.scenario == Scenario::Get || (cfg.scenario == Scenario::List && cfg.seed) {
+        let t0 = Instant::now();
+        let done = Arc::new(AtomicU64::new(0));
+        let progress = cfg.progress.then(|| {
+            let done = Arc::clone(&done);
+            let total = cfg.tasks;
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_secs(5)).await;
+                    let n = done.load(Ordering::Relaxed);
+                    #[allow(clippy::cast_precision_loss)]
+                    let rate = n as f64 / t0.elapsed().as_secs_f64();
+                    eprintln!("setup: {n}/{total} tasks created ({rate:.0}/s)");
+                }
+            })
+        });
+        let n = clients.len() as u64;
+        let per_conn = cfg.seed_concurrency.div_ceil(clients.len()).max(1);
+        let mut seeding = Vec::new();
+        for (i, c) in clients.iter().enumerate() {
+            let share = cfg.tasks / n + u64::from((i as u64) < cfg.tasks % n);
+            seeding.push(seed(
+                create_params(&cfg, 0),
+                c.fork(0),
+                share,
+                per_conn,
+                Arc::clone(&done),
+            ));
+        }
+        let results = futures_join_all(seeding).await;
+        if let Some(p) = progress {
+            p.abort();
+        }
+        let mut s = Setup {
+            elapsed: t0.elapsed(),
+            ..Setup::default()
+        };
+        for (i, (ids, errors, example)) in results.into_iter().enumerate() {
+            s.tasks += ids.len() as u64;
+            s.errors += errors;
+            if s.example.is_none() {
+                s.example = example;
+            }
+            ids_per_client[i] = ids;
+        }
+        if cfg.scenario == Scenario::Get && ids_per_client.iter().any(Vec::is_empty) {
+            return Err(BenchError::Setup(format!(
+                "could not create the tasks to get ({} errors; first: {})",
+                s.errors,
+                s.example.as_deref().unwrap_or("-")
+            )));
+        }
+        if s.tasks == 0 {
+            return Err(BenchError::Setup(format!(
+                "no task could be created ({} errors; first: {})",
+                s.errors,
+                s.example.as_deref().unwrap_or("-")
+            )));
+        }
+        // Let the 0 ms tasks finish, so that the store is at rest when measuring.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        setup = Some(s);
+    }
+
+    // Warm up, then measure.
+    let now = Instant::now();
+    let start = now + cfg.warmup;
+    let end = if cfg.requests.is_some() {
+        start + cfg.duration.max(Duration::from_secs(3600))
+    } else {
+        start + cfg.duration
+    };
+    let ctx = Arc::new(Ctx {
+        window: Window {
+            start,
+            end,
+            budget: cfg.requests.map(AtomicU64::new),
+        },
+        cfg: cfg.clone(),
+    });
+    let warm_until = start;
+    let cpu_probe = tokio::spawn(async move {
+        tokio::time::sleep_until(warm_until.into()).await;
+        (
+            Instant::now(),
+            cpu::own(),
+            cfg.server_pid.and_then(cpu::process),
+        )
+    });
+    let mut set = tokio::task::JoinSet::new();
+    for (i, (client, ids)) in clients.into_iter().zip(ids_per_client).enumerate() {
+        set.spawn(virtual_client(Arc::clone(&ctx), client, ids, i as u64 + 1));
+    }
+    let mut stats = Stats::default();
+    while let Some(r) = set.join_next().await {
+        if let Ok(s) = r {
+            stats.merge(s);
+        }
+    }
+    let stopped = Instant::now();
+    let own_end = cpu::own();
+    let server_end = ctx.cfg.server_pid.and_then(cpu::process);
+    let (probe_at, own_start, server_start) =
+        cpu_probe.await.unwrap_or((start, Duration::ZERO, None));
+    let measured = stats
+        .last_done
+        .unwrap_or(stopped)
+        .saturating_duration_since(probe_at.min(start))
+        .max(Duration::from_millis(1));
+    let window_cpu = stopped.saturating_duration_since(probe_at);
+    let server_cpu = match (server_start, server_end) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
+    let memory = ctx.cfg.server_pid.and_then(cpu::memory);
+    Ok(build_report(
+        &ctx.cfg,
+        stats,
+        measured,
+        setup,
+        own_end.saturating_sub(own_start),
+        server_cpu,
+        window_cpu,
+        memory,
+    ))
+}
+
+/// Await every future (on the runtime's workers), keeping their order.
+async fn futures_join_all<F, T>(futs: Vec<F>) -> Vec<T>
+where
+    F: std::future::Future<Output = T> + Send + 'static,
+    T: Send + Default + 'static,
+{
+    let mut set = tokio::task::JoinSet::new();
+    for (i, f) in futs.into_iter().enumerate() {
+        set.spawn(async move { (i, f.await) });
+    }
+    let mut out: Vec<T> = Vec::new();
+    out.resize_with(set.len(), T::default);
+    while let Some(r) = set.join_next().await {
+        if let Ok((i, v)) = r {
+            out[i] = v;
+        }
+    }
+    out
+}

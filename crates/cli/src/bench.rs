@@ -1,0 +1,125 @@
+//! `mcp-tasks bench`: load-test any MCP 2025-11-25 task server over Streamable HTTP.
+
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use mcp_tasks_bench::{Config, Endpoint, Scenario};
+
+/// Options of `bench`.
+#[derive(Args, Debug)]
+#[command(after_help = BENCH_HELP)]
+pub(crate) struct BenchArgs {
+    /// The server's Streamable HTTP endpoint.
+    #[arg(long, value_name = "URL")]
+    url: String,
+    /// The workload: create, get, lifecycle, lifecycle-poll-interval, result-wait, list.
+    #[arg(long, short = 's', default_value = "create", value_parser = parse_scenario)]
+    scenario: Scenario,
+    /// Virtual clients, each with its own MCP session and connection.
+    #[arg(long, short = 'c', default_value_t = 16)]
+    concurrency: usize,
+    /// How long to measure (ms or a duration like `10s`).
+    #[arg(long, short = 'd', default_value = "10s")]
+    duration: String,
+    /// How long to run before measuring.
+    #[arg(long, default_value = "2s")]
+    warmup: String,
+    /// Stop after this many measured iterations instead of after --duration.
+    #[arg(long, short = 'n')]
+    requests: Option<u64>,
+    /// The `ms` argument of the work tool (default: 0 for create/get/list, 100 otherwise).
+    #[arg(long, value_name = "MS")]
+    work_ms: Option<u64>,
+    /// `lifecycle`: poll `tasks/get` every this many ms.
+    #[arg(long, value_name = "MS", default_value_t = 50)]
+    poll_ms: u64,
+    /// K: tasks created before measuring, for `get` (ids picked among them) and `list`
+    /// (tasks stored).
+    #[arg(long, short = 'k', default_value_t = 1000)]
+    tasks: u64,
+    /// Connections that create those tasks.
+    #[arg(long, default_value_t = 32)]
+    seed_concurrency: usize,
+    /// `list`: do not create tasks first; page through those the server already holds.
+    #[arg(long)]
+    no_seed: bool,
+    /// The `ttl` to ask for each task, in ms, or `none` to send no `ttl`.
+    #[arg(long, default_value = "3600000")]
+    ttl: String,
+    /// The work tool (it must take `{ms}`).
+    #[arg(long, default_value = "sleep")]
+    tool: String,
+    /// A bearer token to send (needed by servers that list tasks only to authenticated
+    /// requesters).
+    #[arg(long, env = "MCP_TASKS_BENCH_TOKEN", hide_env_values = true)]
+    token: Option<String>,
+    /// The server's process id: its CPU time and memory are read from /proc and the
+    /// figures marked load-generator-bound when the bench used more than half its CPU.
+    #[arg(long, value_name = "PID")]
+    server_pid: Option<u32>,
+    /// Longest wait for an answer, besides the work itself.
+    #[arg(long, default_value = "30s")]
+    timeout: String,
+    /// Print the report as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+const BENCH_HELP: &str = "\
+Examples:
+  mcp-tasks bench --url http://127.0.0.1:8080/mcp                    task creations, 16 clients, 10 s
+  mcp-tasks bench --url URL -s get -c 16 -k 1000                     tasks/get of random ids among 1,000
+  mcp-tasks bench --url URL -s lifecycle -c 64 --work-ms 100         create, poll every 50 ms, result
+  mcp-tasks bench --url URL -s result-wait -c 16                     how late tasks/result answers
+  mcp-tasks bench --url URL -s list -c 1 -k 100000 --token TOKEN     page through 100,000 tasks
+  mcp-tasks bench --url URL --server-pid $(pgrep -n mcp-tasks) --json
+
+The figures are per operation: successful operations per second and latency percentiles.
+Every JSON-RPC error and malformed answer is counted and shown; the exit status is 1
+when there was any.";
+
+fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    s.parse()
+}
+
+fn duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
+    if let Ok(ms) = s.parse::<u64>() {
+        return Ok(Duration::from_millis(ms));
+    }
+    humantime::parse_duration(s)
+        .with_context(|| format!("{flag}: `{s}` is not milliseconds or a duration like `10s`"))
+}
+
+/// Run `bench`; `Ok(false)` when the run saw errors.
+pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
+    let endpoint = Endpoint::parse(&args.url, args.token.clone()).map_err(anyhow::Error::msg)?;
+    let mut cfg = Config::new(endpoint, args.scenario);
+    cfg.concurrency = args.concurrency;
+    cfg.duration = duration("--duration", &args.duration)?;
+    cfg.warmup = duration("--warmup", &args.warmup)?;
+    cfg.requests = args.requests;
+    cfg.work_ms = args.work_ms;
+    cfg.poll_ms = args.poll_ms;
+    cfg.tasks = args.tasks;
+    cfg.seed_concurrency = args.seed_concurrency;
+    cfg.seed = !args.no_seed;
+    cfg.ttl_ms = match args.ttl.as_str() {
+        "none" => None,
+        t => Some(
+            t.parse()
+                .with_context(|| format!("--ttl: `{t}` is not milliseconds or `none`"))?,
+        ),
+    };
+    cfg.tool = args.tool;
+    cfg.server_pid = args.server_pid;
+    cfg.timeout = duration("--timeout", &args.timeout)?;
+    cfg.progress = true;
+    let report = mcp_tasks_bench::run(cfg).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    Ok(report.errors.total == 0)
+}

@@ -1,0 +1,167 @@
+//! `mcp-tasks bench` against our own server on 127.0.0.1 for about a second: the JSON
+//! report has its shape and the run saw no error.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+const BIN: &str = env!("CARGO_BIN_EXE_mcp-tasks");
+const TOKEN: &str = "smoke-token";
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Start `mcp-tasks serve` on a free port (memory store, one bearer token so that
+/// `tasks/list` is available); returns it and its URL.
+fn start_server() -> (Server, String) {
+    let mut child = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .env("MCP_TASKS_AUTH_TOKENS", format!("{TOKEN} smoke"))
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn mcp-tasks serve");
+    let stderr = child.stderr.take().expect("stderr");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if let Some(url) = line.strip_prefix("listening on ")
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(url.trim().to_owned());
+            }
+        }
+    });
+    let server = Server(child);
+    let url = rx
+        .recv_timeout(Duration::from_secs(20))
+        .expect("the server prints `listening on URL`");
+    (server, url)
+}
+
+fn bench(url: &str, pid: u32, args: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--url",
+            url,
+            "--token",
+            TOKEN,
+            "--duration",
+            "1s",
+            "--warmup",
+            "200ms",
+            "--concurrency",
+            "4",
+            "--server-pid",
+            &pid.to_string(),
+            "--json",
+        ])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mcp-tasks bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench {args:?} failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
+}
+
+fn check_op(report: &Value, op: &str) {
+    let o = &report["ops"][op];
+    for field in ["per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms"] {
+        assert!(o[field].is_number(), "ops.{op}.{field} in {report:#}");
+    }
+    assert!(
+        o["count"].as_u64().unwrap() > 0,
+        "ops.{op} measured nothing"
+    );
+    assert_eq!(o["errors"], 0);
+    let (p50, p99, max) = (
+        o["p50_ms"].as_f64().unwrap(),
+        o["p99_ms"].as_f64().unwrap(),
+        o["max_ms"].as_f64().unwrap(),
+    );
+    assert!(p50 <= p99 && p99 <= max, "ordered percentiles: {o}");
+}
+
+fn check_common(report: &Value, scenario: &str) {
+    assert_eq!(report["tool"], "mcp-tasks bench");
+    assert_eq!(report["scenario"], scenario);
+    assert_eq!(report["concurrency"], 4);
+    assert!(report["measured_s"].as_f64().unwrap() >= 0.9);
+    assert_eq!(report["errors"]["total"], 0, "{report:#}");
+    assert!(report["errors"]["by_class"].as_object().unwrap().is_empty());
+    assert!(report["figure"]["value"].is_number());
+    assert!(report["figure"]["name"].is_string());
+    let cpu = &report["cpu"];
+    assert!(
+        cpu["bench_s"].is_number() && cpu["server_s"].is_number(),
+        "{cpu}"
+    );
+    assert!(cpu["load_generator_bound"].is_boolean());
+    let mem = &report["server_memory"];
+    assert!(mem["peak_rss_kib"].as_u64().unwrap() >= mem["rss_kib"].as_u64().unwrap());
+}
+
+#[test]
+fn bench_runs_against_our_server_without_errors() {
+    let (server, url) = start_server();
+    let pid = server.0.id();
+
+    let r = bench(&url, pid, &["--scenario", "create"]);
+    check_common(&r, "create");
+    check_op(&r, "tools/call");
+    assert!(r["figure"]["value"].as_f64().unwrap() > 0.0);
+
+    let r = bench(&url, pid, &["--scenario", "get", "--tasks", "100"]);
+    check_common(&r, "get");
+    check_op(&r, "tasks/get");
+    assert_eq!(r["setup"]["tasks"], 100);
+
+    let r = bench(&url, pid, &["--scenario", "result-wait", "--work-ms", "20"]);
+    check_common(&r, "result-wait");
+    for op in ["tools/call", "tasks/result", "result-lateness", "lifecycle"] {
+        check_op(&r, op);
+    }
+
+    let r = bench(
+        &url,
+        pid,
+        &[
+            "--scenario",
+            "lifecycle",
+            "--work-ms",
+            "20",
+            "--poll-ms",
+            "10",
+        ],
+    );
+    check_common(&r, "lifecycle");
+    for op in ["tools/call", "tasks/get", "tasks/result", "lifecycle"] {
+        check_op(&r, op);
+    }
+
+    let r = bench(&url, pid, &["--scenario", "list", "--tasks", "250"]);
+    check_common(&r, "list");
+    check_op(&r, "tasks/list");
+    assert_eq!(r["setup"]["tasks"], 250);
+    assert!(r["tasks_per_page"].as_f64().unwrap() > 0.0);
+}

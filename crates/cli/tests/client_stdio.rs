@@ -115,6 +115,35 @@ async fn resume_from_a_second_connection() {
 }
 
 #[tokio::test]
+async fn status_notifications_end_a_wait_early_but_are_not_needed() {
+    // The server asks for 30 s between polls; its status notifications end the wait
+    // long before the first poll would.
+    let cmd = support::stdio_command("memory", &["--poll-interval", "30000"]);
+    let c = mcp_tasks_client::Client::connect_stdio(cmd, ClientConfig::default())
+        .await
+        .unwrap();
+    let task = c
+        .call_tool_as_task("sleep", json!({"ms": 100}), &CallOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(task.task().poll_interval, Some(30_000));
+    let start = Instant::now();
+    let t = tokio::time::timeout(Duration::from_secs(10), task.wait())
+        .await
+        .expect("a status notification should end the wait")
+        .unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    assert!(
+        start.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        start.elapsed()
+    );
+    c.close().await;
+    // Without notifications (the TypeScript server sends none, see client_ts_interop.rs)
+    // the same wait ends by polling tasks/get.
+}
+
+#[tokio::test]
 async fn dropping_the_client_kills_the_process_group() {
     let pidfile = TempFile::new("pid", "");
     // The server starts a child of its own (`sleep`) in its process group.

@@ -427,3 +427,62 @@ impl TaskHandle {
         self.shared.state.send_replace(t);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn task(status: TaskStatus, updated: &str, poll: Option<u64>) -> Task {
+        Task {
+            task_id: "t".into(),
+            status,
+            status_message: None,
+            created_at: "2025-11-25T10:00:00.000Z".into(),
+            last_updated_at: updated.into(),
+            ttl: None,
+            poll_interval: poll,
+        }
+    }
+
+    #[test]
+    fn poll_interval_defaults_and_clamps() {
+        let at = "2025-11-25T10:00:00.000Z";
+        assert_eq!(
+            poll_interval(&task(TaskStatus::Working, at, None)),
+            Duration::from_secs(1)
+        );
+        assert_eq!(
+            poll_interval(&task(TaskStatus::Working, at, Some(1))),
+            Duration::from_millis(50)
+        );
+        assert_eq!(
+            poll_interval(&task(TaskStatus::Working, at, Some(5000))),
+            Duration::from_secs(5)
+        );
+        assert_eq!(
+            poll_interval(&task(TaskStatus::Working, at, Some(u64::MAX))),
+            Duration::from_secs(30)
+        );
+    }
+
+    #[test]
+    fn terminal_states_are_final_and_stale_views_ignored() {
+        let early = "2025-11-25T10:00:01.000Z";
+        let late = "2025-11-25T10:00:02.000Z";
+        let working = task(TaskStatus::Working, early, None);
+        let done = task(TaskStatus::Completed, late, None);
+        assert!(supersedes(&working, &done));
+        assert!(!supersedes(&done, &task(TaskStatus::Working, late, None)));
+        assert!(!supersedes(&done, &task(TaskStatus::Failed, late, None)));
+        assert!(!supersedes(
+            &task(TaskStatus::InputRequired, late, None),
+            &working
+        ));
+        assert!(!supersedes(&working, &working.clone()));
+        // Timestamps in another format are not compared.
+        assert!(supersedes(
+            &task(TaskStatus::InputRequired, "2025-11-25T10:00:09Z", None),
+            &working
+        ));
+    }
+}

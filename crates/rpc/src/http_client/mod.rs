@@ -29,6 +29,8 @@
 //! requests. Like the rest of this crate it knows nothing about tasks.
 
 mod sse;
+#[cfg(test)]
+mod tests;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -1,0 +1,315 @@
+//! The transport against a scripted HTTP/1.1 server: the cases a well-behaved server
+//! rarely produces (a stream closed after its priming event, a stream without ids, a
+//! session that vanished, an error status).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_tasks_proto::ErrorObject;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+use super::*;
+use crate::peer::{Handler, RequestContext};
+
+/// One request the fake server saw.
+#[derive(Debug, Clone)]
+struct Seen {
+    method: String,
+    headers: HashMap<String, String>,
+    body: Value,
+}
+
+impl Seen {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+    fn rpc_method(&self) -> Option<&str> {
+        self.body.get("method").and_then(Value::as_str)
+    }
+}
+
+type Script = Arc<dyn Fn(&Seen, usize) -> Vec<u8> + Send + Sync>;
+
+/// Serves each connection once with what `script` returns for the request (and its
+/// index), then closes it.
+async fn fake(script: Script) -> (String, Arc<Mutex<Vec<Seen>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = Arc::clone(&seen);
+    tokio::spawn(async move {
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            let script = Arc::clone(&script);
+            let log = Arc::clone(&log);
+            tokio::spawn(async move {
+                let (r, mut w) = sock.into_split();
+                let mut r = BufReader::new(r);
+                let mut line = String::new();
+                r.read_line(&mut line).await.unwrap();
+                let method = line.split_whitespace().next().unwrap_or("").to_owned();
+                let mut headers = HashMap::new();
+                loop {
+                    line.clear();
+                    r.read_line(&mut line).await.unwrap();
+                    let l = line.trim_end();
+                    if l.is_empty() {
+                        break;
+                    }
+                    if let Some((k, v)) = l.split_once(':') {
+                        headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_owned());
+                    }
+                }
+                let len: usize = headers
+                    .get("content-length")
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0);
+                let mut body = vec![0; len];
+                r.read_exact(&mut body).await.unwrap();
+                let seen = Seen {
+                    method,
+                    headers,
+                    body: serde_json::from_slice(&body).unwrap_or(Value::Null),
+                };
+                let index = {
+                    let mut l = log.lock().unwrap();
+                    l.push(seen.clone());
+                    l.len() - 1
+                };
+                let out = script(&seen, index);
+                let _ = w.write_all(&out).await;
+                let _ = w.shutdown().await;
+            });
+        }
+    });
+    (url, seen)
+}
+
+fn json_reply(session: Option<&str>, body: &Value) -> Vec<u8> {
+    let text = body.to_string();
+    let sid = session.map_or(String::new(), |s| format!("Mcp-Session-Id: {s}\r\n"));
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n{sid}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        text.len()
+    )
+    .into_bytes()
+}
+
+fn sse_reply(events: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n{events}"
+    )
+    .into_bytes()
+}
+
+fn status(code: u16, reason: &str, body: &str) -> Vec<u8> {
+    format!(
+        "HTTP/1.1 {code} {reason}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+fn result_for(seen: &Seen, result: &Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": seen.body["id"], "result": result})
+}
+
+fn init_result() -> Value {
+    json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "fake", "version": "0"}})
+}
+
+struct Quiet;
+
+#[async_trait]
+impl Handler for Quiet {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        _method: String,
+        _params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        Ok(json!({}))
+    }
+}
+
+fn start(url: &str) -> (Peer, HttpClientTransport) {
+    let (peer, rx) = Peer::new(Arc::new(Quiet));
+    let mut config = HttpClientConfig::new(url);
+    config.standalone_stream = false;
+    config.default_retry = Duration::from_millis(10);
+    config.bearer_token = Some("t0k".into());
+    let t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
+    (peer, t)
+}
+
+async fn initialize(peer: &Peer) {
+    peer.request(
+        "initialize",
+        Some(json!({"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}})),
+        crate::Route::Standalone,
+    )
+    .await
+    .unwrap();
+    peer.notify("notifications/initialized", None, crate::Route::Standalone)
+        .await;
+}
+
+const ACCEPTED: &str = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+
+#[tokio::test]
+async fn json_and_sse_replies_with_session_headers() {
+    let (url, seen) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
+        Some("initialize") => json_reply(Some("s1"), &result_for(s, &init_result())),
+        Some("notifications/initialized") => ACCEPTED.as_bytes().to_vec(),
+        Some("ping") => sse_reply(&format!(
+            "id: e1\ndata: {}\n\ndata: {}\n\n",
+            json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}),
+            result_for(s, &json!({"pong": true}))
+        )),
+        _ => status(400, "Bad Request", "{}"),
+    }))
+    .await;
+    let (peer, t) = start(&url);
+    initialize(&peer).await;
+    let r = peer
+        .request("ping", None, crate::Route::Standalone)
+        .await
+        .unwrap();
+    assert_eq!(r, json!({"pong": true}));
+    assert_eq!(t.session_id().as_deref(), Some("s1"));
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen[0].header("mcp-session-id"), None);
+    assert_eq!(seen[0].header("authorization"), Some("Bearer t0k"));
+    let ping = seen
+        .iter()
+        .find(|s| s.rpc_method() == Some("ping"))
+        .unwrap();
+    assert_eq!(ping.method, "POST");
+    assert_eq!(ping.header("mcp-session-id"), Some("s1"));
+    assert_eq!(ping.header("mcp-protocol-version"), Some("2025-11-25"));
+    assert_eq!(
+        ping.header("accept"),
+        Some("application/json, text/event-stream")
+    );
+}
+
+#[tokio::test]
+async fn a_stream_closed_before_the_reply_is_resumed_with_last_event_id() {
+    let (url, seen) = fake(Arc::new(|s: &Seen, _| {
+        match (s.method.as_str(), s.rpc_method()) {
+            ("POST", Some("initialize")) => json_reply(Some("s1"), &result_for(s, &init_result())),
+            ("POST", Some("notifications/initialized")) => ACCEPTED.as_bytes().to_vec(),
+            // Priming event and a retry, then the connection closes.
+            ("POST", Some("slow")) => sse_reply("id: 7-0\ndata:\n\nretry: 20\n\n"),
+            ("GET", _) if s.header("last-event-id") == Some("7-0") => sse_reply(&format!(
+                "id: 7-1\ndata: {}\n\n",
+                json!({"jsonrpc": "2.0", "id": 2, "result": {"done": 1}})
+            )),
+            _ => status(400, "Bad Request", "{}"),
+        }
+    }))
+    .await;
+    let (peer, t) = start(&url);
+    initialize(&peer).await;
+    let r = peer
+        .request("slow", None, crate::Route::Standalone)
+        .await
+        .unwrap();
+    assert_eq!(r, json!({"done": 1}));
+    assert_eq!(t.resumptions(), 1);
+    let get = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|s| s.method == "GET")
+        .cloned()
+        .unwrap();
+    assert_eq!(get.header("accept"), Some("text/event-stream"));
+    assert_eq!(get.header("mcp-session-id"), Some("s1"));
+}
+
+#[tokio::test]
+async fn a_stream_without_ids_that_ends_early_fails_the_request() {
+    let (url, _) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
+        Some("initialize") => json_reply(None, &result_for(s, &init_result())),
+        Some("notifications/initialized") => ACCEPTED.as_bytes().to_vec(),
+        _ => sse_reply("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"),
+    }))
+    .await;
+    let (peer, _t) = start(&url);
+    initialize(&peer).await;
+    let err = peer
+        .request("lost", None, crate::Route::Standalone)
+        .await
+        .unwrap_err();
+    assert!(is_transport_error(&err), "{err:?}");
+}
+
+#[tokio::test]
+async fn a_404_starts_a_new_session_and_retries() {
+    let (url, seen) = fake(Arc::new(|s: &Seen, _| {
+        let sid = s.header("mcp-session-id").map(str::to_owned);
+        match (s.rpc_method(), sid.as_deref()) {
+            (Some("initialize"), None) => {
+                // First session s1, the replayed initialize gets s2.
+                let n = if s.body["id"].is_string() { "s2" } else { "s1" };
+                json_reply(Some(n), &result_for(s, &init_result()))
+            }
+            (Some("notifications/initialized"), Some(_)) => ACCEPTED.as_bytes().to_vec(),
+            (Some("work"), Some("s1")) => status(404, "Not Found", "{}"),
+            (Some("work"), Some("s2")) => json_reply(None, &result_for(s, &json!({"ok": true}))),
+            _ => status(400, "Bad Request", "{}"),
+        }
+    }))
+    .await;
+    let (peer, t) = start(&url);
+    initialize(&peer).await;
+    let r = peer
+        .request("work", None, crate::Route::Standalone)
+        .await
+        .unwrap();
+    assert_eq!(r, json!({"ok": true}));
+    assert_eq!(t.reinitializations(), 1);
+    assert_eq!(t.session_id().as_deref(), Some("s2"));
+    let seen = seen.lock().unwrap().clone();
+    let inits: Vec<_> = seen
+        .iter()
+        .filter(|s| s.rpc_method() == Some("initialize"))
+        .collect();
+    assert_eq!(inits.len(), 2);
+    assert_eq!(inits[0].body["params"], inits[1].body["params"]);
+    assert_eq!(inits[1].header("mcp-session-id"), None);
+}
+
+#[tokio::test]
+async fn http_errors_carry_their_status_and_message() {
+    let (url, _) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
+        Some("initialize") => status(
+            500,
+            "Internal Server Error",
+            r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"boom"}}"#,
+        ),
+        _ => status(400, "Bad Request", "{}"),
+    }))
+    .await;
+    let (peer, _t) = start(&url);
+    let err = peer
+        .request("initialize", Some(json!({})), crate::Route::Standalone)
+        .await
+        .unwrap_err();
+    assert!(is_transport_error(&err));
+    assert!(
+        err.message.contains("boom") && err.message.contains("500"),
+        "{err:?}"
+    );
+    assert_eq!(
+        err.data.unwrap()[TRANSPORT_ERROR_DATA]["httpStatus"],
+        json!(500)
+    );
+}

@@ -58,6 +58,12 @@ impl Shared {
 }
 
 /// Serves the server's requests and notifications.
+///
+/// This is where the client acts as a *receiver*: today every request is served at once
+/// (the client declares no `tasks` capability); a client that executes task-augmented
+/// `sampling/createMessage` / `elicitation/create` itself routes the requests carrying
+/// `params.task` to a task engine here, and serves `tasks/*` from it, leaving the
+/// requestor side (pending map, task handles) untouched.
 pub(crate) struct ClientHandler(pub(crate) Arc<Shared>);
 
 #[async_trait]

@@ -210,6 +210,12 @@ impl HttpClientTransport {
                 reason: "the scheme must be http or https".into(),
             });
         }
+        if url.scheme() == "https" && !cfg!(feature = "http-client-tls") {
+            return Err(HttpClientError::InvalidUrl {
+                url: config.url.clone(),
+                reason: "https needs a build with TLS (feature `http-client-tls` of mcp-tasks-rpc, `tls` of mcp-tasks-client)".into(),
+            });
+        }
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()

@@ -241,16 +241,33 @@ fn exit_3_when_the_task_is_cancelled() {
 fn exit_130_when_interrupted() {
     let mut args = vec!["call", "sleep", "--arg", "ms=60000", "--task"];
     args.extend(stdio_server());
-    let child = cli(&args).spawn().unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    let mut child = cli(&args).spawn().unwrap();
+    // Interrupt once the task runs (its first status line is on stderr).
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
+            let Ok(line) = line else { break };
+            if line.contains(": working") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("the task did not start");
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     let o = wait_output(child, Duration::from_secs(20));
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
-    assert!(stderr(&o).contains("interrupted"), "{}", stderr(&o));
+    let err = reader.join().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted"), "{err}");
 }
 
 #[test]

@@ -53,6 +53,16 @@ impl GatewayArgs {
         self.upstream_cmd.is_some() || self.upstream_url.is_some() || self.config.is_some()
     }
 
+    /// `--tool-task-support` overrides, for the demo tools when `serve` is not a gateway.
+    pub(crate) fn demo_overrides(
+        &self,
+    ) -> anyhow::Result<Vec<(String, mcp_tasks_proto::mcp::TaskSupport)>> {
+        self.tool_task_support
+            .iter()
+            .map(|s| parse_tool_task_support(s).context("--tool-task-support"))
+            .collect()
+    }
+
     /// The gateway configuration from flags and the config file.
     pub(crate) fn config(&self) -> anyhow::Result<GatewayConfig> {
         let file = match &self.config {

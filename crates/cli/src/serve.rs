@@ -142,7 +142,14 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let server = if args.gateway.enabled() {
         crate::gateway::server(&args.gateway, config, engine.clone())?
     } else {
-        Server::new(config, demo::all(), engine.clone())
+        let mut tools = demo::all();
+        for (name, support) in args.gateway.demo_overrides()? {
+            let Some(tool) = tools.iter_mut().find(|t| t.name == name) else {
+                bail!("--tool-task-support: no tool named `{name}`");
+            };
+            tool.task_support = Some(support);
+        }
+        Server::new(config, tools, engine.clone())
     };
     let result = if args.stdio {
         tracing::info!(store = %store_desc, tasks = !args.no_tasks, "serving on stdio");

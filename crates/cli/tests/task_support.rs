@@ -93,3 +93,55 @@ fn no_tasks_turns_tasks_off_entirely() {
     }
     assert_eq!(s.err("tasks/list", json!({}))["code"], -32601);
 }
+
+#[test]
+fn tool_task_support_overrides_a_demo_tool() {
+    let mut s = Stdio::spawn(&[
+        "--tool-task-support",
+        "sleep=required",
+        "--tool-task-support",
+        "echo=optional",
+    ]);
+    s.initialize();
+    let tools = s.ok("tools/list", json!({}));
+    let mode = |n: &str| {
+        tools["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()["execution"]["taskSupport"]
+            .clone()
+    };
+    assert_eq!(mode("sleep"), "required");
+    assert_eq!(mode("echo"), "optional");
+    assert_eq!(
+        s.err(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 1}})
+        )["code"],
+        -32601
+    );
+    assert_eq!(
+        s.create_task("echo", json!({"text": "t"}))["status"],
+        "working"
+    );
+}
+
+#[test]
+fn an_override_of_an_unknown_tool_refuses_to_start() {
+    let out = std::process::Command::new(common::bin())
+        .args([
+            "serve",
+            "--stdio",
+            "--store",
+            "memory",
+            "--tool-task-support",
+            "nope=required",
+        ])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nope"));
+}

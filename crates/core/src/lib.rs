@@ -7,7 +7,9 @@
 //! * [`memory`]: the in-memory store;
 //! * [`policy`], [`cursor`], [`clock`], [`wake`]: the pieces the engine is made of;
 //! * [`engine`]: the receiver engine, generic over the request a task wraps and over the
-//!   transport (it talks to peers through [`channel::RequestorChannel`]).
+//!   transport (it talks to peers through [`channel::RequestorChannel`]);
+//! * [`serve`]: `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` answered from
+//!   an engine, the same for every receiver (server or client).
 //!
 //! This crate never depends on the RPC layer.
 
@@ -19,6 +21,7 @@ pub mod error;
 pub mod memory;
 pub mod policy;
 pub mod record;
+pub mod serve;
 pub mod status;
 pub mod store;
 pub mod wake;

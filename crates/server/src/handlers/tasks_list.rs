@@ -1,12 +1,14 @@
 //! `tasks/list`.
 
+use mcp_tasks_core::serve;
 use mcp_tasks_proto::{ErrorObject, methods};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::handlers::tasks_off;
 use crate::session::Session;
 
-/// Serve `tasks/list`: one page, with an opaque signed `nextCursor` when more remain.
+/// Serve `tasks/list`: one page, with an opaque signed `nextCursor` when more remain (see
+/// [`serve::list`]).
 ///
 /// Spec: "Receivers SHOULD use cursor-based pagination to limit the number of tasks
 /// returned in a single response." and "Invalid or nonexistent cursor in tasks/list:
@@ -20,18 +22,5 @@ pub async fn handle(session: &Session, params: Option<&Value>) -> Result<Value, 
             "`tasks/list`: this server cannot identify requesters, so it does not list tasks",
         ));
     }
-    let cursor = match params.and_then(|p| p.get("cursor")) {
-        None | Some(Value::Null) => None,
-        Some(Value::String(c)) => Some(c.as_str()),
-        Some(_) => return Err(ErrorObject::invalid_params("`cursor` must be a string")),
-    };
-    let (tasks, next) = engine
-        .list(cursor, &session.requester)
-        .await
-        .map_err(|e| e.to_rpc("Failed to list tasks"))?;
-    let mut result = json!({ "tasks": tasks });
-    if let Some(n) = next {
-        result["nextCursor"] = json!(n);
-    }
-    Ok(result)
+    serve::list(engine, &session.requester, params).await
 }

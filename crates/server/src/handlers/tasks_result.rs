@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_core::RequestSender;
+use mcp_tasks_core::{RequestSender, serve};
 use mcp_tasks_proto::{ErrorObject, Message, RequestId, methods};
 use mcp_tasks_rpc::RequestContext;
 use serde_json::Value;
 
-use crate::handlers::{task_id_param, tasks_off};
+use crate::handlers::tasks_off;
 use crate::session::Session;
 
 /// Carries a task's queued requests on the stream of this `tasks/result`.
@@ -34,7 +34,7 @@ impl RequestSender for ResultStream {
 /// JSON-RPC error). While it waits, the task's requests for input travel on this stream.
 ///
 /// Spec: "If the underlying request resulted in a JSON-RPC error, `tasks/result` MUST
-/// return that same JSON-RPC error." Cancelling this request (`notifications/cancelled`)
+/// return that same JSON-RPC error." (see [`serve::result`]). Cancelling this request (`notifications/cancelled`)
 /// ends only the wait; the task goes on.
 pub async fn handle(
     session: &Session,
@@ -44,10 +44,6 @@ pub async fn handle(
     let engine = session
         .tasks()
         .ok_or_else(|| tasks_off(methods::TASKS_RESULT))?;
-    let id = task_id_param(params)?;
     let sender: Arc<dyn RequestSender> = Arc::new(ResultStream(cx.clone()));
-    match engine.result(id, &session.requester, Some(sender)).await {
-        Ok(outcome) => outcome,
-        Err(e) => Err(e.to_rpc("Failed to retrieve task")),
-    }
+    serve::result(engine, &session.requester, params, Some(sender)).await
 }

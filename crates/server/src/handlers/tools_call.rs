@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
-use mcp_tasks_core::{EngineError, RequestorChannel};
+use mcp_tasks_core::{RequestorChannel, serve};
 use mcp_tasks_proto::mcp::{
     CallToolParams, MODEL_IMMEDIATE_RESPONSE_META, TaskSupport, progress_token,
 };
@@ -100,16 +100,17 @@ pub async fn handle(
                 Box::pin(async move { handler.call(args, cx).await })
                     as futures::future::BoxFuture<'static, _>
             });
-            let rec = engine.create(spec, runner).await.map_err(|e| match e {
-                EngineError::InvalidParams(_) => e.to_rpc(""),
-                other => other.to_rpc("Failed to create task"),
-            })?;
-            let task = serde_json::to_value(rec.to_wire()).map_err(ErrorObject::internal)?;
+            let rec = engine
+                .create(spec, runner)
+                .await
+                .map_err(|e| serve::create_error(&e))?;
+            let mut result = serve::create_task_result(&rec)?;
             let immediate = format!(
                 "Started `{}` as task {}; it runs in the background. Poll tasks/get or call tasks/result for its outcome.",
                 tool.name, rec.task_id
             );
-            Ok(json!({ "task": task, "_meta": { MODEL_IMMEDIATE_RESPONSE_META: immediate } }))
+            result["_meta"] = json!({ MODEL_IMMEDIATE_RESPONSE_META: immediate });
+            Ok(result)
         }
         (engine, _) => {
             if engine.is_some() && support == TaskSupport::Required {

@@ -1,0 +1,170 @@
+//! Serving `tasks/*` from a [`TaskEngine`]: what every receiver answers the same way,
+//! whichever side of the connection it is on (the server for task-augmented `tools/call`,
+//! the client for task-augmented `elicitation/create` and `sampling/createMessage`).
+//!
+//! Each function reads the raw `params`, asks the engine on behalf of `who`, and returns
+//! the JSON-RPC result or error exactly as it goes on the wire. The caller decides
+//! whether tasks are on at all (and answers -32601 when they are not).
+
+use std::sync::Arc;
+
+use mcp_tasks_proto::ErrorObject;
+use serde_json::{Value, json};
+
+use crate::channel::RequestSender;
+use crate::engine::{Requester, TaskEngine};
+use crate::error::EngineError;
+use crate::record::TaskRecord;
+
+/// The `taskId` param of `tasks/get`, `tasks/result` and `tasks/cancel`.
+///
+/// Spec: "the `taskId` parameter in the request MUST be used as the source of truth for
+/// identifying the target task. ... receivers MUST ignore [related-task] metadata if
+/// present in favor of the RPC method parameter." So `_meta` is not read here.
+///
+/// # Errors
+/// -32602 when `taskId` is missing or not a string.
+pub fn task_id_param(params: Option<&Value>) -> Result<&str, ErrorObject> {
+    let Some(params) = params else {
+        return Err(ErrorObject::invalid_params(
+            "missing params; `taskId` is required",
+        ));
+    };
+    match params.get("taskId") {
+        Some(Value::String(s)) => Ok(s),
+        Some(other) => Err(ErrorObject::invalid_params(format!(
+            "`taskId` must be a string, got {other}"
+        ))),
+        None => Err(ErrorObject::invalid_params("`taskId` is required")),
+    }
+}
+
+/// The `CreateTaskResult` for a task just created: `{"task": Task}`.
+///
+/// Spec: "Receivers that accept a task-augmented request MUST return a
+/// `CreateTaskResult` as the response."
+///
+/// # Errors
+/// -32603 if the task cannot be serialized (it always can).
+pub fn create_task_result(rec: &TaskRecord) -> Result<Value, ErrorObject> {
+    let task = serde_json::to_value(rec.to_wire()).map_err(ErrorObject::internal)?;
+    Ok(json!({ "task": task }))
+}
+
+/// The JSON-RPC error for a task the engine would not create: a malformed `task` field
+/// is -32602 as it is, anything else says what failed.
+pub fn create_error(e: &EngineError) -> ErrorObject {
+    match e {
+        EngineError::InvalidParams(_) => e.to_rpc(""),
+        other => other.to_rpc("Failed to create task"),
+    }
+}
+
+/// Serve `tasks/get`: the task as it is now.
+///
+/// Spec: "Receivers MUST include the actual `ttl` duration (or `null` for unlimited) in
+/// `tasks/get` responses." Unknown, foreign and malformed ids are -32602; so is an
+/// expired task ("Task has expired").
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub async fn get(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+) -> Result<Value, ErrorObject> {
+    let id = task_id_param(params)?;
+    let task = engine
+        .get(id, who)
+        .await
+        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
+    serde_json::to_value(task).map_err(ErrorObject::internal)
+}
+
+/// Serve `tasks/cancel`: the task is `cancelled` (and its work stopped) before the reply.
+///
+/// Spec: "Receivers MUST reject cancellation requests for tasks already in a terminal
+/// status (`completed`, `failed`, or `cancelled`) with error code `-32602`".
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub async fn cancel(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+) -> Result<Value, ErrorObject> {
+    let id = task_id_param(params)?;
+    let task = engine
+        .cancel(id, who)
+        .await
+        .map_err(|e| e.to_rpc("Failed to cancel task"))?;
+    serde_json::to_value(task).map_err(ErrorObject::internal)
+}
+
+/// Serve `tasks/list`: one page, with an opaque signed `nextCursor` when more remain.
+///
+/// Spec: "Receivers SHOULD use cursor-based pagination to limit the number of tasks
+/// returned in a single response." and "Invalid or nonexistent cursor in tasks/list:
+/// -32602".
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub async fn list(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+) -> Result<Value, ErrorObject> {
+    let cursor = match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => None,
+        Some(Value::String(c)) => Some(c.as_str()),
+        Some(_) => return Err(ErrorObject::invalid_params("`cursor` must be a string")),
+    };
+    let (tasks, next) = engine
+        .list(cursor, who)
+        .await
+        .map_err(|e| e.to_rpc("Failed to list tasks"))?;
+    let mut result = json!({ "tasks": tasks });
+    if let Some(n) = next {
+        result["nextCursor"] = json!(n);
+    }
+    Ok(result)
+}
+
+/// Serve `tasks/result`: block until the task is terminal, then return exactly what the
+/// wrapped request would have returned (its result with related-task `_meta`, or its
+/// JSON-RPC error). While it waits, the task's requests for input travel on `sender`.
+///
+/// Spec: "If the underlying request resulted in a JSON-RPC error, `tasks/result` MUST
+/// return that same JSON-RPC error."
+///
+/// # Errors
+/// The task's own JSON-RPC error, or the error of the request (an unknown task).
+pub async fn result(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+    sender: Option<Arc<dyn RequestSender>>,
+) -> Result<Value, ErrorObject> {
+    let id = task_id_param(params)?;
+    match engine.result(id, who, sender).await {
+        Ok(outcome) => outcome,
+        Err(e) => Err(e.to_rpc("Failed to retrieve task")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn task_ids_are_read_from_params_only() {
+        assert_eq!(task_id_param(Some(&json!({"taskId": "a"}))).unwrap(), "a");
+        assert_eq!(task_id_param(None).unwrap_err().code, -32602);
+        assert_eq!(
+            task_id_param(Some(&json!({"taskId": 1}))).unwrap_err().code,
+            -32602
+        );
+        let only_meta = json!({"_meta": {"io.modelcontextprotocol/related-task": {"taskId": "a"}}});
+        assert_eq!(task_id_param(Some(&only_meta)).unwrap_err().code, -32602);
+    }
+}

@@ -19,6 +19,7 @@ use tokio::sync::broadcast;
 use crate::ClientError;
 use crate::config::ClientConfig;
 use crate::process::ChildGuard;
+use crate::receiver::{Receiving, TaskReceiver};
 use crate::rpc::{ClientHandler, Rpc, Shared, lock};
 use crate::task::{TaskHandle, TaskShared};
 use crate::types::{CallToolResult, InitializeResult, TaskCapabilities, parse_task, task_support};
@@ -195,7 +196,18 @@ impl Client {
             tokio::sync::mpsc::Receiver<mcp_tasks_rpc::Outbound>,
         ) -> Result<Transport, ClientError>,
     ) -> Result<Self, ClientError> {
-        let shared = Shared::new(config.elicitation.clone(), config.sampling.clone());
+        let receiving = match &config.task_receiver {
+            Some(r) => {
+                r.ensure_started().await?;
+                Some(Receiving::new(r.clone()))
+            }
+            None => None,
+        };
+        let shared = Shared::new(
+            config.elicitation.clone(),
+            config.sampling.clone(),
+            receiving,
+        );
         let (peer, rx) = Peer::new(Arc::new(ClientHandler(Arc::clone(&shared))));
         let transport = transport(peer.clone(), rx)?;
         let rpc = Rpc::new(peer, shared);
@@ -275,6 +287,32 @@ impl Client {
     /// The capabilities this client declared.
     pub fn client_capabilities(&self) -> &Value {
         &self.inner.client_capabilities
+    }
+
+    /// The client's own task receiver, if it runs task-augmented requests of the server.
+    pub fn task_receiver(&self) -> Option<&TaskReceiver> {
+        self.inner
+            .rpc
+            .shared
+            .receiving
+            .as_ref()
+            .map(Receiving::receiver)
+    }
+
+    /// The tasks the server created on this client on this connection (task-augmented
+    /// `elicitation/create` / `sampling/createMessage`), oldest first; empty without a
+    /// [`TaskReceiver`].
+    ///
+    /// # Errors
+    /// [`ClientError::Connect`] when the client's task store fails.
+    pub async fn received_tasks(&self) -> Result<Vec<Task>, ClientError> {
+        match &self.inner.rpc.shared.receiving {
+            Some(r) => r
+                .list_all()
+                .await
+                .map_err(|e| ClientError::Connect(format!("the client's task store failed: {e}"))),
+            None => Ok(Vec::new()),
+        }
     }
 
     /// The server's `tasks` capability.

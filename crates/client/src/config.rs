@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 
 use crate::input::{ElicitationHandler, SamplingHandler};
+use crate::receiver::TaskReceiver;
 
 /// Configuration of a [`crate::Client`].
 #[derive(Clone)]
@@ -23,6 +24,10 @@ pub struct ClientConfig {
     pub elicitation: Option<Arc<dyn ElicitationHandler>>,
     /// Answers `sampling/createMessage`; declares the `sampling` capability.
     pub sampling: Option<Arc<dyn SamplingHandler>>,
+    /// Runs task-augmented `elicitation/create` / `sampling/createMessage` as tasks of the
+    /// client; declares the `tasks` capability (`list`, `cancel`, and the request types
+    /// the client has a handler for).
+    pub task_receiver: Option<TaskReceiver>,
     /// More client capabilities, merged over the ones above.
     pub extra_capabilities: Map<String, Value>,
 }
@@ -36,6 +41,7 @@ impl std::fmt::Debug for ClientConfig {
             .field("call_timeout", &self.call_timeout)
             .field("elicitation", &self.elicitation.is_some())
             .field("sampling", &self.sampling.is_some())
+            .field("task_receiver", &self.task_receiver.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -49,6 +55,7 @@ impl Default for ClientConfig {
             call_timeout: None,
             elicitation: None,
             sampling: None,
+            task_receiver: None,
             extra_capabilities: Map::new(),
         }
     }
@@ -69,6 +76,14 @@ impl ClientConfig {
         self
     }
 
+    /// Run task-augmented requests of the server as tasks in `receiver` (see
+    /// [`crate::receiver`]).
+    #[must_use]
+    pub fn with_task_receiver(mut self, receiver: TaskReceiver) -> Self {
+        self.task_receiver = Some(receiver);
+        self
+    }
+
     /// Set the request timeout.
     #[must_use]
     pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
@@ -84,6 +99,22 @@ impl ClientConfig {
         }
         if self.sampling.is_some() {
             caps.insert("sampling".into(), json!({}));
+        }
+        // Spec: "Servers and clients that support task-augmented requests MUST declare a
+        // `tasks` capability during initialization." The request types are exhaustive:
+        // only those the client can answer.
+        if self.task_receiver.is_some() {
+            let mut requests = Map::new();
+            if self.elicitation.is_some() {
+                requests.insert("elicitation".into(), json!({ "create": {} }));
+            }
+            if self.sampling.is_some() {
+                requests.insert("sampling".into(), json!({ "createMessage": {} }));
+            }
+            caps.insert(
+                "tasks".into(),
+                json!({ "list": {}, "cancel": {}, "requests": requests }),
+            );
         }
         for (k, v) in &self.extra_capabilities {
             caps.insert(k.clone(), v.clone());

@@ -2,7 +2,9 @@
 //!
 //! A task in `input_required` sends its questions on the stream of the requestor's
 //! `tasks/result` (or, with some servers, on the standalone stream); either way they
-//! arrive here, and the application answers them through these traits.
+//! arrive here, and the application answers them through these traits. A server may also
+//! task-augment them: with a [`crate::TaskReceiver`] the same handlers then run as tasks
+//! of the client ([`ServerRequest::task_id`]).
 
 use async_trait::async_trait;
 use mcp_tasks_proto::ErrorObject;
@@ -17,8 +19,13 @@ pub struct ServerRequest {
     pub params: Value,
     /// The task the request belongs to (its `io.modelcontextprotocol/related-task`).
     pub related_task: Option<String>,
-    /// Fires when the server cancels the request or the connection closes.
+    /// Fires when the server cancels the request or the connection closes; for a request
+    /// run as a task of the client, when the server cancels that task (`tasks/cancel`) or
+    /// it expires.
     pub cancel: CancellationToken,
+    /// The client's own task this request runs as, when the server task-augmented it
+    /// (see [`crate::TaskReceiver`]).
+    pub task_id: Option<String>,
 }
 
 impl ServerRequest {
@@ -33,6 +40,15 @@ impl ServerRequest {
             params,
             related_task,
             cancel,
+            task_id: None,
+        }
+    }
+
+    /// A task-augmented request, run as the client's task `task_id`.
+    pub(crate) fn for_task(params: Value, cancel: CancellationToken, task_id: String) -> Self {
+        Self {
+            task_id: Some(task_id),
+            ..Self::new(params, cancel)
         }
     }
 

@@ -14,6 +14,12 @@
 //! `sampling/createMessage`) arrive on the `tasks/result` stream and are answered by the
 //! [`ElicitationHandler`] and [`SamplingHandler`] of the [`ClientConfig`].
 //!
+//! The client can also be a *receiver* of tasks: with a [`TaskReceiver`]
+//! ([`ClientConfig::with_task_receiver`]) a server's task-augmented `elicitation/create` and
+//! `sampling/createMessage` run as tasks in the client's own store, through the same
+//! engine as the server's, and the server polls them with `tasks/get`, fetches them with
+//! `tasks/result`, lists and cancels them (see [`receiver`]).
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_tasks_client::ClientError> {
 //! use mcp_tasks_client::{CallOptions, Client, ClientConfig, HttpClientConfig};
@@ -37,6 +43,7 @@ mod config;
 mod error;
 mod input;
 mod process;
+pub mod receiver;
 mod rpc;
 mod task;
 mod types;
@@ -48,8 +55,10 @@ pub use input::{
     ElicitationHandler, FixedElicitation, FixedSampling, SamplingHandler, ServerRequest, elicit,
     sampling, sampling_refused,
 };
+pub use mcp_tasks_core::Policy;
 pub use mcp_tasks_proto::mcp::{Task, TaskStatus, TaskSupport, Tool};
 pub use mcp_tasks_rpc::http_client::HttpClientConfig;
+pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};
 pub use task::{
     DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, poll_interval,
 };

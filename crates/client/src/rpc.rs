@@ -3,7 +3,8 @@
 //!
 //! The client allocates the ids of its requests itself and sends them with
 //! [`Peer::send`]; their responses reach [`Handler::handle_unmatched_response`], which
-//! completes them here. Nothing else may send requests on the client's peer.
+//! completes them here. Nothing else may send requests on the client's peer, except the
+//! client's own task engine, whose ids (`mcp-tasks:...` strings) never collide with ours.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -19,6 +20,7 @@ use tokio::sync::{broadcast, oneshot};
 
 use crate::ClientError;
 use crate::input::{ElicitationHandler, SamplingHandler, ServerRequest, tag_related};
+use crate::receiver::{Answerer, Receiving};
 use crate::task::TaskShared;
 use crate::types::parse_task;
 
@@ -31,24 +33,30 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// What the handler and the client share.
 pub(crate) struct Shared {
     pending: Mutex<HashMap<RequestId, Reply>>,
+    next_id: AtomicI64,
     /// Live task handles by task id (status notifications update them).
     pub(crate) tasks: Mutex<HashMap<String, Weak<TaskShared>>>,
     pub(crate) notifications: broadcast::Sender<Notification>,
     elicitation: Option<Arc<dyn ElicitationHandler>>,
     sampling: Option<Arc<dyn SamplingHandler>>,
+    /// The client's own tasks, when it receives task-augmented requests.
+    pub(crate) receiving: Option<Receiving>,
 }
 
 impl Shared {
     pub(crate) fn new(
         elicitation: Option<Arc<dyn ElicitationHandler>>,
         sampling: Option<Arc<dyn SamplingHandler>>,
+        receiving: Option<Receiving>,
     ) -> Arc<Self> {
         Arc::new(Self {
             pending: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
             tasks: Mutex::new(HashMap::new()),
             notifications: broadcast::channel(1024).0,
             elicitation,
             sampling,
+            receiving,
         })
     }
 
@@ -59,45 +67,70 @@ impl Shared {
 
 /// Serves the server's requests and notifications.
 ///
-/// This is where the client acts as a *receiver*: today every request is served at once
-/// (the client declares no `tasks` capability); a client that executes task-augmented
-/// `sampling/createMessage` / `elicitation/create` itself routes the requests carrying
-/// `params.task` to a task engine here, and serves `tasks/*` from it, leaving the
-/// requestor side (pending map, task handles) untouched.
+/// This is where the client acts as a *receiver*. Without a [`crate::TaskReceiver`] every
+/// request is served at once. With one, the requests carrying `params.task` for which the
+/// client declared task support become tasks of the client's own engine, and `tasks/*`
+/// are served from it (see [`crate::receiver`]); the requestor side (pending map, task
+/// handles) is untouched.
 pub(crate) struct ClientHandler(pub(crate) Arc<Shared>);
+
+impl ClientHandler {
+    /// The handler for `method`, or -32601 when the client has none.
+    fn answerer(&self, method: &str) -> Result<Answerer, ErrorObject> {
+        match method {
+            methods::ELICITATION_CREATE => match &self.0.elicitation {
+                Some(h) => Ok(Answerer::Elicit(Arc::clone(h))),
+                None => Err(ErrorObject::method_not_found(
+                    "this client does not support elicitation",
+                )),
+            },
+            _ => match &self.0.sampling {
+                Some(h) => Ok(Answerer::Sample(Arc::clone(h))),
+                None => Err(ErrorObject::method_not_found(
+                    "this client does not support sampling",
+                )),
+            },
+        }
+    }
+}
 
 #[async_trait]
 impl Handler for ClientHandler {
-    /// Requests from the server. Task-augmented ones (`params.task`) are served normally:
-    /// this client declares no `tasks` capability of its own, and "Receivers that do not
-    /// declare the task capability for a request type MUST process requests of that type
-    /// normally, ignoring any task-augmentation metadata if present."
+    /// Requests from the server. A task-augmented one (`params.task`) becomes a task of
+    /// the client when the client declared task support for its type (it has a
+    /// [`crate::TaskReceiver`] and a handler); otherwise it is served normally: "Receivers
+    /// that do not declare the task capability for a request type MUST process requests
+    /// of that type normally, ignoring any task-augmentation metadata if present."
     async fn handle_request(
         &self,
         cx: RequestContext,
         method: String,
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
-        let request = ServerRequest::new(params.unwrap_or_else(|| json!({})), cx.cancel.clone());
+        let params = params.unwrap_or_else(|| json!({}));
         match method.as_str() {
             methods::PING => Ok(json!({})),
-            methods::ELICITATION_CREATE => match &self.0.elicitation {
-                Some(h) => h
-                    .elicit(request.clone())
+            methods::ELICITATION_CREATE | methods::SAMPLING_CREATE_MESSAGE => {
+                let answerer = self.answerer(&method)?;
+                if let (Some(receiving), Some(task)) = (&self.0.receiving, params.get("task")) {
+                    let rpc = Rpc::new(cx.peer.clone(), Arc::clone(&self.0));
+                    let task = task.clone();
+                    return receiving.create(rpc, &method, params, task, answerer).await;
+                }
+                let request = ServerRequest::new(params, cx.cancel.clone());
+                answerer
+                    .answer(request.clone())
                     .await
-                    .map(|r| tag_related(r, &request)),
-                None => Err(ErrorObject::method_not_found(
-                    "this client does not support elicitation",
-                )),
-            },
-            methods::SAMPLING_CREATE_MESSAGE => match &self.0.sampling {
-                Some(h) => h
-                    .create_message(request.clone())
-                    .await
-                    .map(|r| tag_related(r, &request)),
-                None => Err(ErrorObject::method_not_found(
-                    "this client does not support sampling",
-                )),
+                    .map(|r| tag_related(r, &request))
+            }
+            methods::TASKS_GET
+            | methods::TASKS_RESULT
+            | methods::TASKS_LIST
+            | methods::TASKS_CANCEL => match &self.0.receiving {
+                Some(receiving) => receiving.serve(&cx, &method, Some(&params)).await,
+                None => Err(ErrorObject::method_not_found(format!(
+                    "`{method}`: this client runs no tasks of its own"
+                ))),
             },
             other => Err(ErrorObject::method_not_found(format!("`{other}`"))),
         }
@@ -125,20 +158,31 @@ impl Handler for ClientHandler {
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     ) {
-        match lock(&self.0.pending).remove(&id) {
+        let tx = lock(&self.0.pending).remove(&id);
+        match tx {
             Some(tx) => {
                 let _ = tx.send(outcome);
             }
-            None => tracing::debug!(id = %id, "response to no pending request ignored"),
+            None => {
+                // An answer to a request one of the client's own tasks relayed.
+                let delivered = self
+                    .0
+                    .receiving
+                    .as_ref()
+                    .is_some_and(|r| r.deliver_answer(&id, outcome));
+                if !delivered {
+                    tracing::debug!(id = %id, "response to no pending request ignored");
+                }
+            }
         }
     }
 }
 
 /// Sends the client's requests.
+#[derive(Clone)]
 pub(crate) struct Rpc {
     pub(crate) peer: Peer,
     pub(crate) shared: Arc<Shared>,
-    next_id: AtomicI64,
 }
 
 /// Removes a pending request whose waiter went away, and tells the server.
@@ -171,11 +215,7 @@ impl Drop for Abandon<'_> {
 
 impl Rpc {
     pub(crate) fn new(peer: Peer, shared: Arc<Shared>) -> Self {
-        Self {
-            peer,
-            shared,
-            next_id: AtomicI64::new(1),
-        }
+        Self { peer, shared }
     }
 
     /// Send `method` and wait for its answer, at most `timeout`. Dropping the future
@@ -189,7 +229,7 @@ impl Rpc {
         if self.peer.is_closed() {
             return Err(ClientError::Closed);
         }
-        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let id = RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
         lock(&self.shared.pending).insert(id.clone(), tx);
         let mut abandon = Abandon {

@@ -74,8 +74,14 @@ pub struct TaskCapabilities {
     pub list: bool,
     /// `tasks.cancel`: the peer serves `tasks/cancel`.
     pub cancel: bool,
-    /// `tasks.requests.tools.call`: `tools/call` may be task-augmented.
+    /// `tasks.requests.tools.call`: `tools/call` may be task-augmented (a server's).
     pub tools_call: bool,
+    /// `tasks.requests.elicitation.create`: `elicitation/create` may be task-augmented (a
+    /// client's).
+    pub elicitation_create: bool,
+    /// `tasks.requests.sampling.createMessage`: `sampling/createMessage` may be
+    /// task-augmented (a client's).
+    pub sampling_create_message: bool,
 }
 
 fn present(v: Option<&Value>) -> bool {
@@ -93,16 +99,21 @@ impl TaskCapabilities {
             return Self::default();
         }
         let tasks = tasks.unwrap_or(&Value::Null);
+        let request = |kind: &str, name: &str| {
+            present(
+                tasks
+                    .get("requests")
+                    .and_then(|r| r.get(kind))
+                    .and_then(|t| t.get(name)),
+            )
+        };
         Self {
             declared: true,
             list: present(tasks.get("list")),
             cancel: present(tasks.get("cancel")),
-            tools_call: present(
-                tasks
-                    .get("requests")
-                    .and_then(|r| r.get("tools"))
-                    .and_then(|t| t.get("call")),
-            ),
+            tools_call: request("tools", "call"),
+            elicitation_create: request("elicitation", "create"),
+            sampling_create_message: request("sampling", "createMessage"),
         }
     }
 }
@@ -160,6 +171,11 @@ mod tests {
             &json!({"tasks": {"list": {}, "cancel": true, "requests": {"tools": {"call": {}}}}}),
         );
         assert!(c.declared && c.list && c.cancel && c.tools_call);
+        assert!(!c.elicitation_create && !c.sampling_create_message);
+        let c = TaskCapabilities::from_capabilities(
+            &json!({"tasks": {"requests": {"elicitation": {"create": {}}, "sampling": {"createMessage": {}}}}}),
+        );
+        assert!(c.elicitation_create && c.sampling_create_message && !c.tools_call);
         assert_eq!(
             TaskCapabilities::from_capabilities(&json!({"tools": {}})),
             TaskCapabilities::default()

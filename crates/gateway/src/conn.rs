@@ -25,8 +25,9 @@ type Answer = oneshot::Sender<Result<Value, ErrorObject>>;
 pub enum CallError {
     /// The upstream answered with this JSON-RPC error (passed on unchanged).
     Upstream(ErrorObject),
-    /// The connection ended before the answer came.
-    Lost,
+    /// The connection ended (or, over HTTP, the request or its answer was lost) before
+    /// the answer came; with the transport's own explanation when it gave one.
+    Lost(Option<String>),
 }
 
 pub(crate) struct ConnShared {
@@ -165,7 +166,7 @@ impl Conn {
             .is_err()
         {
             guard.disarm();
-            return Err(CallError::Lost);
+            return Err(CallError::Lost(None));
         }
         let closed = self.peer.closed();
         let out = tokio::select! {
@@ -175,8 +176,13 @@ impl Conn {
         guard.disarm();
         match out {
             Some(Ok(v)) => Ok(v),
+            // Made up by the HTTP transport: the request or its answer was lost.
+            Some(Err(e)) if mcp_tasks_rpc::http_client::is_transport_error(&e) => {
+                tracing::debug!(error = %e, "upstream transport error");
+                Err(CallError::Lost(Some(e.message)))
+            }
             Some(Err(e)) => Err(CallError::Upstream(e)),
-            None => Err(CallError::Lost),
+            None => Err(CallError::Lost(None)),
         }
     }
 

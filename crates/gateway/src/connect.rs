@@ -20,6 +20,10 @@ pub struct Connected {
     /// Keeps the connection's resources (a child process group) alive; dropping it tears
     /// the connection down.
     pub guard: Box<dyn Send + Sync>,
+    /// Awaited after `notifications/initialized` before the connection is used (an HTTP
+    /// session opens its standalone stream, without which the upstream's messages outside
+    /// any request would be lost).
+    pub settled: Option<futures::future::BoxFuture<'static, ()>>,
 }
 
 impl std::fmt::Debug for Connected {
@@ -46,15 +50,13 @@ pub trait Connector: Send + Sync + 'static {
 /// The connector of an upstream spec.
 ///
 /// # Errors
-/// A Streamable HTTP upstream when the HTTP client transport is not available.
+/// A Streamable HTTP upstream with headers the transport cannot send.
 pub fn connector(spec: &UpstreamSpec, max_line: usize) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
             spec.clone(),
             max_line,
         ))),
-        UpstreamSpec::Http { url, .. } => Err(GatewayError::Config(format!(
-            "--upstream-url {url}: the Streamable HTTP client transport is not available in this build"
-        ))),
+        UpstreamSpec::Http { .. } => Ok(Arc::new(crate::http::HttpConnector::new(spec, max_line)?)),
     }
 }

@@ -111,16 +111,44 @@ impl Drop for Lease {
 pub(crate) struct RouteGuard {
     lane: Arc<LaneInner>,
     id: u64,
+    linger: bool,
+}
+
+impl RouteGuard {
+    /// Keep the call's progress route a moment after it ends: over HTTP the upstream's
+    /// last progress notifications travel on another stream than its answer and may
+    /// arrive after it.
+    pub(crate) fn linger(&mut self) {
+        self.linger = true;
+    }
+}
+
+fn remove_routes(lane: &LaneInner, id: u64) {
+    let mut r = lock(&lane.routes);
+    r.progress.retain(|_, (i, _)| *i != id);
+    r.tasks.retain(|_, (i, _)| *i != id);
+    r.calls.retain(|(i, _)| *i != id);
 }
 
 impl Drop for RouteGuard {
     fn drop(&mut self) {
-        let mut r = lock(&self.lane.routes);
-        r.progress.retain(|_, (id, _)| *id != self.id);
-        r.tasks.retain(|_, (id, _)| *id != self.id);
-        r.calls.retain(|(id, _)| *id != self.id);
+        if self.linger
+            && let Ok(rt) = tokio::runtime::Handle::try_current()
+        {
+            let lane = Arc::clone(&self.lane);
+            let id = self.id;
+            rt.spawn(async move {
+                tokio::time::sleep(ROUTE_LINGER).await;
+                remove_routes(&lane, id);
+            });
+            return;
+        }
+        remove_routes(&self.lane, self.id);
     }
 }
+
+/// How long a finished call's progress route stays (see [`RouteGuard::linger`]).
+const ROUTE_LINGER: Duration = Duration::from_millis(1000);
 
 fn token_key(params: &Value) -> Option<String> {
     params
@@ -225,8 +253,16 @@ impl LaneInner {
         }
     }
 
-    /// Why the connection `conn` ended: waits briefly for the supervisor to learn it.
-    pub async fn lost_reason(&self, conn: &Conn) -> String {
+    /// Why a call on `conn` got no answer: the transport's explanation while the
+    /// connection lives on (HTTP), else why the connection ended (waiting briefly for the
+    /// supervisor to learn it).
+    pub async fn lost_reason(&self, conn: &Conn, detail: Option<&str>) -> String {
+        if !conn.peer.is_closed() {
+            return detail.map_or_else(
+                || "the upstream connection failed".to_owned(),
+                |d| format!("the upstream connection failed: {d}"),
+            );
+        }
         let mut rx = self.link.subscribe();
         let wait = async {
             loop {
@@ -336,6 +372,7 @@ impl LaneInner {
         RouteGuard {
             lane: Arc::clone(self),
             id,
+            linger: false,
         }
     }
 
@@ -351,6 +388,7 @@ impl LaneInner {
         Some(RouteGuard {
             lane: Arc::clone(self),
             id,
+            linger: false,
         })
     }
 
@@ -504,9 +542,9 @@ impl LaneInner {
         match conn.call(method, params).await {
             Ok(v) => Ok(v),
             Err(CallError::Upstream(e)) => Err(e),
-            Err(CallError::Lost) => Err(unavailable(format!(
+            Err(CallError::Lost(d)) => Err(unavailable(format!(
                 "{} before answering `{method}`",
-                self.lost_reason(&conn).await
+                self.lost_reason(&conn, d.as_deref()).await
             ))),
         }
     }
@@ -570,7 +608,7 @@ impl LaneInner {
             Err(CallError::Upstream(e)) => {
                 return Err(format!("the upstream refused initialize: {e}"));
             }
-            Err(CallError::Lost) => {
+            Err(CallError::Lost(_)) => {
                 let mut ended = connected.ended;
                 let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
                     .await
@@ -582,6 +620,9 @@ impl LaneInner {
         };
         conn.set_init_result(init);
         conn.notify(methods::INITIALIZED, None).await;
+        if let Some(settled) = connected.settled {
+            settled.await;
+        }
         Ok((conn, connected.ended))
     }
 

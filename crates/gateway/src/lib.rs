@@ -12,7 +12,8 @@
 //! * [`lane`]: the supervised connection, routing of what the upstream sends;
 //! * [`session`]: the [`mcp_tasks_server::SessionExtension`] that plugs it all into the
 //!   receiver;
-//! * [`connect`], [`stdio`]: opening connections (a child process group over stdio).
+//! * [`connect`], [`stdio`], [`http`]: opening connections (a child process group over
+//!   stdio, or a Streamable HTTP session).
 //!
 //! Everything the gateway does not interpret (resources, prompts, completion, logging,
 //! ping, `list_changed` notifications, unknown methods, unknown fields, `_meta`) crosses
@@ -23,6 +24,7 @@ pub mod config;
 pub mod conn;
 pub mod connect;
 pub mod error;
+pub mod http;
 pub mod lane;
 pub mod session;
 pub mod stdio;

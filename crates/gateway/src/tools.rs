@@ -205,9 +205,9 @@ async fn plain(
             Ok(v)
         }
         Err(CallError::Upstream(e)) => Err(e),
-        Err(CallError::Lost) => Err(unavailable(format!(
+        Err(CallError::Lost(d)) => Err(unavailable(format!(
             "{} during the call",
-            lane.lost_reason(conn).await
+            lane.lost_reason(conn, d.as_deref()).await
         ))),
     }
 }

@@ -76,7 +76,7 @@ pub(crate) async fn run(
     task_field: Option<Value>,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
-    let routes = lane.register_call(cx, false);
+    let mut routes = lane.register_call(cx, false);
     if let Some(obj) = params.as_object_mut() {
         obj.insert(
             "task".into(),
@@ -88,10 +88,10 @@ pub(crate) async fn run(
     let created = match conn.call(methods::TOOLS_CALL, Some(params)).await {
         Ok(v) => v,
         Err(CallError::Upstream(e)) => return Err(e),
-        Err(CallError::Lost) => {
+        Err(CallError::Lost(d)) => {
             return Err(unavailable(format!(
                 "{} during the call",
-                lane.lost_reason(&conn).await
+                lane.lost_reason(&conn, d.as_deref()).await
             )));
         }
     };
@@ -113,6 +113,7 @@ pub(crate) async fn run(
     };
     let out = follow(lane, conn, &upstream_id, &mut guard).await;
     guard.armed = false;
+    routes.linger();
     out
 }
 
@@ -124,7 +125,7 @@ async fn follow(
 ) -> Result<Value, ErrorObject> {
     let id = json!({ "taskId": upstream_id });
     loop {
-        match conn.call(methods::TASKS_RESULT, Some(id.clone())).await {
+        let lost = match conn.call(methods::TASKS_RESULT, Some(id.clone())).await {
             Ok(mut v) => {
                 strip_related_task(&mut v);
                 return Ok(v);
@@ -141,21 +142,26 @@ async fn follow(
                     Err(CallError::Upstream(ge)) => {
                         return Err(forgotten(upstream_id, &ge.message));
                     }
-                    Err(CallError::Lost) => {}
+                    Err(CallError::Lost(d)) => d,
                 }
             }
-            Err(CallError::Lost) => {}
+            Err(CallError::Lost(d)) => d,
+        };
+        let why = lane.lost_reason(&conn, lost.as_deref()).await;
+        tracing::warn!(upstream_task = %upstream_id, reason = %why, "lost the upstream while following its task");
+        if !conn.peer.is_closed() {
+            // The connection lives on (HTTP): ask again in a moment.
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
         }
         // The connection is gone: wait for the next one and ask it about the task.
-        let why = lane.lost_reason(&conn).await;
-        tracing::warn!(upstream_task = %upstream_id, reason = %why, "lost the upstream while following its task");
         let Some(next) = lane.next_conn(conn.generation).await else {
             return Err(unavailable(format!("{why}; the gateway session ended")));
         };
         conn = next;
         guard.conn = Arc::clone(&conn);
         match conn.call(methods::TASKS_GET, Some(id.clone())).await {
-            Ok(_) | Err(CallError::Lost) => {}
+            Ok(_) | Err(CallError::Lost(_)) => {}
             Err(CallError::Upstream(e)) => {
                 return Err(forgotten(
                     upstream_id,

@@ -167,3 +167,54 @@ pub fn until_terminal(s: &mut Stdio, id: &str) -> Value {
         )
     })
 }
+
+/// `mcp-tasks serve` over Streamable HTTP on a free loopback port (demo tools, tasks in
+/// memory): an HTTP upstream for the gateway. Killed on drop.
+pub struct HttpUpstream {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpUpstream {
+    pub fn start(extra: &[&str]) -> Self {
+        Self::start_with_tokens(extra, "")
+    }
+
+    /// With bearer tokens (`TOKEN PRINCIPAL;...`), so that it binds tasks to principals
+    /// and lists them.
+    pub fn start_with_tokens(extra: &[&str], tokens: &str) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(crate::common::bin())
+            .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .env("MCP_TASKS_AUTH_TOKENS", tokens)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn the HTTP upstream");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(url.trim().to_owned());
+                }
+                eprintln!("[upstream] {line}");
+            }
+        });
+        let url = rx
+            .recv_timeout(TIMEOUT)
+            .expect("the HTTP upstream printed its address");
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpUpstream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -65,7 +65,14 @@ async fn sigkill_under_load_loses_nothing_that_was_told() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("tasks.db");
     let store = format!("sqlite:{}", db.display());
-    let args = ["--store", store.as_str(), "--executor-lease", "1s", "--max-active-tasks", "10000"];
+    let args = [
+        "--store",
+        store.as_str(),
+        "--executor-lease",
+        "1s",
+        "--max-active-tasks",
+        "10000",
+    ];
 
     let mut first = Server::start(&args);
     let told = load(&first).await;
@@ -95,7 +102,11 @@ async fn sigkill_under_load_loses_nothing_that_was_told() {
             Some(result) => {
                 assert_eq!(got["status"], "completed", "{id}: {got}");
                 let m = client.rpc("tasks/result", json!({"taskId": id})).await;
-                assert_eq!(&m["result"].to_string(), result, "{id}: result changed across the crash");
+                assert_eq!(
+                    &m["result"].to_string(),
+                    result,
+                    "{id}: result changed across the crash"
+                );
             }
             None => {
                 assert_eq!(got["status"], "failed", "{id}: {got}");
@@ -111,6 +122,8 @@ async fn sigkill_under_load_loses_nothing_that_was_told() {
     drop(second);
 
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let ok: String = conn.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
+    let ok: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
     assert_eq!(ok, "ok");
 }

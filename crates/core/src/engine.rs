@@ -130,7 +130,27 @@ impl RunningTask {
     }
 }
 
+/// Work resumed for a task whose executor stopped: where its notifications go, how its
+/// result maps to a status, and the future that computes its outcome.
+pub struct Resumed {
+    /// Where status notifications go (the original connection is gone).
+    pub origin: Arc<dyn RequestorChannel>,
+    /// How a successful result maps to a terminal status.
+    pub classify: Classifier,
+    /// The work.
+    pub runner: Runner,
+}
+
+/// Picks up the work of tasks whose executor stopped, when that work can go on without
+/// being re-run (a gateway following a task that runs on its upstream). Every other
+/// orphaned task is failed, as before.
+pub trait Resumer: Send + Sync + 'static {
+    /// The work that resumes `rec`, or `None` to let it be failed as an orphan.
+    fn resume(&self, rec: &TaskRecord) -> Option<Resumed>;
+}
+
 struct Inner {
+    resumer: std::sync::OnceLock<Arc<dyn Resumer>>,
     store: Arc<dyn TaskStore>,
     policy: Policy,
     clock: Arc<dyn Clock>,
@@ -183,6 +203,7 @@ impl TaskEngine {
     pub fn new(store: Arc<dyn TaskStore>, policy: Policy, clock: Arc<dyn Clock>) -> Self {
         Self {
             inner: Arc::new(Inner {
+                resumer: std::sync::OnceLock::new(),
                 store,
                 policy,
                 clock,
@@ -192,6 +213,52 @@ impl TaskEngine {
                 cursor: tokio::sync::OnceCell::new(),
                 shutdown: CancellationToken::new(),
             }),
+        }
+    }
+
+    /// Install the [`Resumer`] consulted before orphaned tasks are failed (once; set it
+    /// before [`Self::start`]). Returns `false` if one was installed already.
+    pub fn set_resumer(&self, resumer: Arc<dyn Resumer>) -> bool {
+        self.inner.resumer.set(resumer).is_ok()
+    }
+
+    /// Adopt and resume the orphaned tasks the [`Resumer`] can go on with; the others are
+    /// left to [`TaskStore::fail_orphans`].
+    async fn resume_orphans(&self, now: i64) {
+        let Some(resumer) = self.inner.resumer.get() else {
+            return;
+        };
+        let orphans = match self.inner.store.orphans(now, 1000).await {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list orphaned tasks");
+                return;
+            }
+        };
+        for rec in orphans {
+            let Some(resumed) = resumer.resume(&rec) else {
+                continue;
+            };
+            match self
+                .inner
+                .store
+                .adopt(&rec.task_id, &self.inner.instance, now)
+                .await
+            {
+                Ok(Some(rec)) => {
+                    tracing::info!(task_id = %rec.task_id, "task resumed after its executor stopped");
+                    self.launch(
+                        rec.task_id,
+                        resumed.origin,
+                        resumed.classify,
+                        resumed.runner,
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(task_id = %rec.task_id, error = %e, "could not adopt a task")
+                }
+            }
         }
     }
 
@@ -241,8 +308,13 @@ impl TaskEngine {
     /// A store failure.
     pub async fn start(&self) -> Result<(), EngineError> {
         let now = self.now();
-        let until = now.saturating_add(i64::try_from(self.inner.policy.lease_ms).unwrap_or(i64::MAX));
-        self.inner.store.heartbeat(&self.inner.instance, until).await?;
+        let until =
+            now.saturating_add(i64::try_from(self.inner.policy.lease_ms).unwrap_or(i64::MAX));
+        self.inner
+            .store
+            .heartbeat(&self.inner.instance, until)
+            .await?;
+        self.resume_orphans(now).await;
         for r in self.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await? {
             tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
         }
@@ -274,6 +346,7 @@ impl TaskEngine {
                         Ok(()) => last_beat = now,
                         Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
                     }
+                    engine.resume_orphans(now).await;
                     match engine.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await {
                         Ok(recs) => {
                             for r in recs {
@@ -422,11 +495,23 @@ impl TaskEngine {
         let limit = Some(self.inner.policy.max_active_per_requester);
         let rec = self.inner.store.create(new, limit).await?;
         tracing::info!(task_id = %task_id, method = %spec.method, owner = ?spec.requester.principal, ttl = ?ttl, "task created");
+        self.launch(task_id, spec.origin, spec.classify, runner);
+        Ok(rec)
+    }
 
+    /// Run `runner` for the stored task `task_id` in the background, until it ends or the
+    /// task is cancelled or expires.
+    fn launch(
+        &self,
+        task_id: String,
+        origin: Arc<dyn RequestorChannel>,
+        classify: Classifier,
+        runner: Runner,
+    ) {
         let task = Arc::new(RunningTask {
             task_id: task_id.clone(),
             cancel: CancellationToken::new(),
-            origin: spec.origin,
+            origin,
             input: Mutex::new(InputState::default()),
             input_changed: Notify::new(),
             status_lock: tokio::sync::Mutex::new(()),
@@ -447,7 +532,6 @@ impl TaskEngine {
         };
         let fut = runner(run);
         let engine = self.clone();
-        let classify = spec.classify;
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
@@ -459,7 +543,6 @@ impl TaskEngine {
             }
             engine.stop_local(&task.task_id);
         });
-        Ok(rec)
     }
 
     async fn finish(

@@ -72,9 +72,10 @@ impl TaskStore for MemoryStore {
             }
             let count = g.active.get(&t.owner).copied().unwrap_or(0);
             if let Some(limit) = max_active
-                && count >= limit {
-                    return Err(StoreError::LimitExceeded { limit });
-                }
+                && count >= limit
+            {
+                return Err(StoreError::LimitExceeded { limit });
+            }
             g.next_seq += 1;
             let rec = TaskRecord {
                 task_id: t.task_id,
@@ -122,10 +123,12 @@ impl TaskStore for MemoryStore {
                 rec.executor = None;
             }
             let rec = rec.clone();
-            if was_active && !is_active(rec.status)
-                && let Some(c) = g.active.get_mut(&rec.owner) {
-                    *c = c.saturating_sub(1);
-                }
+            if was_active
+                && !is_active(rec.status)
+                && let Some(c) = g.active.get_mut(&rec.owner)
+            {
+                *c = c.saturating_sub(1);
+            }
             rec
         };
         self.wake.notify(&t.task_id);
@@ -166,9 +169,10 @@ impl TaskStore for MemoryStore {
                 if let Some(rec) = g.tasks.remove(id) {
                     g.by_seq.remove(&rec.seq);
                     if is_active(rec.status)
-                        && let Some(c) = g.active.get_mut(&rec.owner) {
-                            *c = c.saturating_sub(1);
-                        }
+                        && let Some(c) = g.active.get_mut(&rec.owner)
+                    {
+                        *c = c.saturating_sub(1);
+                    }
                 }
             }
             ids

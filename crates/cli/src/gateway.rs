@@ -107,17 +107,52 @@ impl GatewayArgs {
         Ok(GatewayConfig {
             upstream,
             tool_task_support,
+            notes_dir: None,
         })
     }
 }
 
-/// The receiver of `serve` in gateway mode.
+/// Where the notes of upstream tasks go for the task store `--store` names: beside a
+/// SQLite file (`tasks.db` -> `tasks.db.gateway/`); nowhere for a store that does not
+/// outlive the process.
+fn notes_dir(store: Option<&str>) -> Option<PathBuf> {
+    let db = match store {
+        None => mcp_tasks_store_sqlite::default_path(),
+        Some(s) => {
+            let path = s.strip_prefix("sqlite:")?;
+            PathBuf::from(path.split_once('?').map_or(path, |(p, _)| p))
+        }
+    };
+    let mut name = db.file_name()?.to_os_string();
+    name.push(".gateway");
+    Some(db.with_file_name(name))
+}
+
+/// The receiver of `serve` in gateway mode; `store` is the `--store` option (upstream
+/// tasks are noted beside a durable store, to be followed again after a restart).
 pub(crate) fn server(
     args: &GatewayArgs,
+    store: Option<&str>,
     config: ServerConfig,
     engine: Option<TaskEngine>,
 ) -> anyhow::Result<Server> {
-    let gateway = args.config()?;
+    let mut gateway = args.config()?;
+    gateway.notes_dir = notes_dir(store);
     tracing::info!(upstream = %gateway.upstream.describe(), overrides = gateway.tool_task_support.len(), "serving as a gateway");
     Ok(mcp_tasks_gateway::server(&gateway, config, engine)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_live_beside_a_sqlite_store_only() {
+        assert_eq!(
+            notes_dir(Some("sqlite:/var/x/tasks.db?synchronous=normal")),
+            Some(PathBuf::from("/var/x/tasks.db.gateway"))
+        );
+        assert_eq!(notes_dir(Some("memory")), None);
+        assert!(notes_dir(None).is_some());
+    }
 }

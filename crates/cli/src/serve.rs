@@ -128,19 +128,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             desc,
         )
     };
-    if let Some(engine) = &engine {
-        engine
-            .start()
-            .await
-            .map_err(|e| anyhow::anyhow!("the task store failed at start-up: {e}"))?;
-    }
-    let background = engine.as_ref().map(TaskEngine::start_background);
     let config = ServerConfig {
         max_line_bytes: args.max_message_bytes,
         ..ServerConfig::default()
     };
+    // Built before the engine starts: a gateway resumes its upstream tasks at start-up.
     let server = if args.gateway.enabled() {
-        crate::gateway::server(&args.gateway, config, engine.clone())?
+        crate::gateway::server(&args.gateway, args.store.as_deref(), config, engine.clone())?
     } else {
         let mut tools = demo::all();
         for (name, support) in args.gateway.demo_overrides()? {
@@ -151,6 +145,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         }
         Server::new(config, tools, engine.clone())
     };
+    if let Some(engine) = &engine {
+        engine
+            .start()
+            .await
+            .map_err(|e| anyhow::anyhow!("the task store failed at start-up: {e}"))?;
+    }
+    let background = engine.as_ref().map(TaskEngine::start_background);
     let result = if args.stdio {
         tracing::info!(store = %store_desc, tasks = !args.no_tasks, "serving on stdio");
         let serving = server.serve_stdio(tokio::io::stdin(), tokio::io::stdout());

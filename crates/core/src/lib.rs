@@ -28,7 +28,7 @@ pub mod wake;
 
 pub use channel::{RequestSender, RequestorChannel};
 pub use clock::{Clock, SystemClock};
-pub use engine::{Requester, TaskEngine};
+pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, StoreError};
 pub use memory::MemoryStore;
 pub use policy::Policy;

@@ -93,4 +93,26 @@ pub trait TaskStore: Send + Sync + 'static {
 
     /// A signal that changes whenever `task_id` changes (subscribe before reading).
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64>;
+
+    /// Up to `limit` non-terminal tasks whose executor has no live lease at `now_ms` (those
+    /// [`Self::fail_orphans`] would fail), in ascending `seq`, so that work that can be
+    /// picked up again (a gateway following an upstream task) is adopted first. A store
+    /// without leases across processes returns none, and nothing is resumed.
+    async fn orphans(&self, now_ms: i64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let _ = (now_ms, limit);
+        Ok(Vec::new())
+    }
+
+    /// Make `executor` the executor of `task_id` if the task is not terminal and its
+    /// executor has no live lease at `now_ms`, in one compare-and-swap (of several
+    /// processes at most one adopts a task). The record after the change, or `None`.
+    async fn adopt(
+        &self,
+        task_id: &str,
+        executor: &str,
+        now_ms: i64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let _ = (task_id, executor, now_ms);
+        Ok(None)
+    }
 }

@@ -136,6 +136,9 @@ pub struct GatewayConfig {
     pub upstream: UpstreamSpec,
     /// Per-tool `execution.taskSupport` overrides.
     pub tool_task_support: BTreeMap<String, TaskSupport>,
+    /// Where notes of upstream tasks are kept so that they survive a restart (next to a
+    /// durable task store); `None` keeps none.
+    pub notes_dir: Option<PathBuf>,
 }
 
 /// The TOML file, as written.

@@ -22,6 +22,7 @@ use crate::backoff;
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
 use crate::connect::Connector;
 use crate::error::unavailable;
+use crate::resume::{Note, Notes};
 use crate::tools::ToolSet;
 
 /// How long `initialize` (downstream) waits for the upstream's first start.
@@ -67,6 +68,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 pub struct LaneInner {
     connector: Arc<dyn Connector>,
     overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
+    notes: Option<Arc<Notes>>,
     init_params: Mutex<Value>,
     link: watch::Sender<Link>,
     downstream: watch::Sender<Option<Peer>>,
@@ -190,10 +192,12 @@ impl LaneInner {
     pub fn open_lane(
         connector: Arc<dyn Connector>,
         overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
+        notes: Option<Arc<Notes>>,
     ) -> Lease {
         let lane = Arc::new_cyclic(|me| Self {
             connector,
             overrides,
+            notes,
             init_params: Mutex::new(Value::Null),
             link: watch::channel(Link::Starting).0,
             downstream: watch::channel(None).0,
@@ -390,6 +394,28 @@ impl LaneInner {
             id,
             linger: false,
         })
+    }
+
+    /// Note durably that our task `task_id` is backed by `upstream_task_id`, so that a
+    /// restarted gateway follows it again.
+    pub(crate) fn note_task(&self, task_id: &str, upstream_task_id: &str) {
+        if let Some(notes) = &self.notes {
+            notes.put(
+                task_id,
+                &Note {
+                    upstream_task_id: upstream_task_id.to_owned(),
+                    upstream: self.describe(),
+                    init_params: lock(&self.init_params).clone(),
+                },
+            );
+        }
+    }
+
+    /// Forget the note of `task_id` (its upstream task has ended or was cancelled).
+    pub(crate) fn forget_task(&self, task_id: &str) {
+        if let Some(notes) = &self.notes {
+            notes.remove(task_id);
+        }
     }
 
     /// Tie an upstream task id to the call that created it.

@@ -8,7 +8,8 @@
 //!
 //! * [`config`]: the upstream and the per-tool task support overrides (flags or TOML);
 //! * [`tools`]: the tool policy and the bridge that runs an upstream tool for a task;
-//! * [`upstream_task`]: tools the upstream runs as tasks of its own;
+//! * [`upstream_task`]: tools the upstream runs as tasks of its own, and [`resume`]:
+//!   following them again after a restart;
 //! * [`lane`]: the supervised connection, routing of what the upstream sends;
 //! * [`session`]: the [`mcp_tasks_server::SessionExtension`] that plugs it all into the
 //!   receiver;
@@ -26,6 +27,7 @@ pub mod connect;
 pub mod error;
 pub mod http;
 pub mod lane;
+pub mod resume;
 pub mod session;
 pub mod stdio;
 pub mod tools;
@@ -50,7 +52,19 @@ pub fn server(
     engine: Option<TaskEngine>,
 ) -> Result<Server, GatewayError> {
     let connector = connect::connector(&config.upstream, server_config.max_line_bytes)?;
-    let factory = GatewayFactory::new(connector, config.tool_task_support.clone());
+    let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone());
+    if let (Some(dir), Some(engine)) = (&config.notes_dir, &engine) {
+        let notes = resume::Notes::open(dir).map_err(|e| {
+            GatewayError::Config(format!(
+                "cannot keep upstream task notes in {}: {e}",
+                dir.display()
+            ))
+        })?;
+        factory = factory.with_notes(Arc::new(notes));
+        if let Some(resumer) = factory.resumer() {
+            engine.set_resumer(Arc::new(resumer));
+        }
+    }
     Ok(Server::with_extension(
         server_config,
         Vec::new(),

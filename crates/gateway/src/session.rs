@@ -13,11 +13,13 @@ use serde_json::{Value, json};
 
 use crate::connect::Connector;
 use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, merge_initialize};
+use crate::resume::{GatewayResumer, Notes};
 
 /// Makes one [`GatewaySession`] per downstream session.
 pub struct GatewayFactory {
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
+    notes: Option<Arc<Notes>>,
 }
 
 impl std::fmt::Debug for GatewayFactory {
@@ -35,13 +37,37 @@ impl GatewayFactory {
         Self {
             connector,
             overrides: Arc::new(overrides),
+            notes: None,
         }
+    }
+
+    /// Note upstream tasks in `notes`, so that they survive a restart (see
+    /// [`crate::resume`]).
+    #[must_use]
+    pub fn with_notes(mut self, notes: Arc<Notes>) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+
+    /// The resumer of the noted tasks, if notes are kept.
+    pub fn resumer(&self) -> Option<GatewayResumer> {
+        self.notes.as_ref().map(|n| {
+            GatewayResumer::new(
+                Arc::clone(n),
+                Arc::clone(&self.connector),
+                Arc::clone(&self.overrides),
+            )
+        })
     }
 }
 
 impl ExtensionFactory for GatewayFactory {
     fn make(&self, _requester: &Requester) -> Arc<dyn SessionExtension> {
-        let lease = LaneInner::open_lane(Arc::clone(&self.connector), Arc::clone(&self.overrides));
+        let lease = LaneInner::open_lane(
+            Arc::clone(&self.connector),
+            Arc::clone(&self.overrides),
+            self.notes.clone(),
+        );
         Arc::new(GatewaySession {
             lane: Arc::clone(lease.lane()),
             lease: Mutex::new(Some(lease)),

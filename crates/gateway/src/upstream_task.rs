@@ -23,15 +23,24 @@ use crate::lane::{LaneInner, strip_related_task};
 /// its cancellation token fired); a drop for any other reason (shutdown) leaves the
 /// upstream task alone.
 struct CancelUpstream {
+    lane: Arc<LaneInner>,
     conn: Arc<Conn>,
     task_id: String,
+    /// Our task, whose note is forgotten when it is cancelled.
+    ours: Option<String>,
     cancel: CancellationToken,
     armed: bool,
 }
 
 impl Drop for CancelUpstream {
     fn drop(&mut self) {
-        if !self.armed || !self.cancel.is_cancelled() || self.conn.peer.is_closed() {
+        if !self.armed || !self.cancel.is_cancelled() {
+            return;
+        }
+        if let Some(ours) = &self.ours {
+            self.lane.forget_task(ours);
+        }
+        if self.conn.peer.is_closed() {
             return;
         }
         let conn = Arc::clone(&self.conn);
@@ -105,13 +114,58 @@ pub(crate) async fn run(
     };
     tracing::info!(task = ?cx.task_id(), upstream_task = %upstream_id, "upstream task created");
     lane.register_task(&routes, &upstream_id, cx);
+    if let Some(ours) = cx.task_id() {
+        lane.note_task(ours, &upstream_id);
+    }
     let mut guard = CancelUpstream {
+        lane: Arc::clone(lane),
         conn: Arc::clone(&conn),
         task_id: upstream_id.clone(),
+        ours: cx.task_id().map(str::to_owned),
         cancel: cx.cancellation().clone(),
         armed: true,
     };
     let out = follow(lane, conn, &upstream_id, &mut guard).await;
+    guard.armed = false;
+    if let Some(ours) = cx.task_id() {
+        lane.forget_task(ours);
+    }
+    routes.linger();
+    out
+}
+
+/// Follow an upstream task again, for a task resumed after a gateway restart.
+pub(crate) async fn resume(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    upstream_id: &str,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
+    let mut routes = lane.register_call(cx, false);
+    lane.register_task(&routes, upstream_id, cx);
+    let mut guard = CancelUpstream {
+        lane: Arc::clone(lane),
+        conn: Arc::clone(&conn),
+        task_id: upstream_id.to_owned(),
+        ours: cx.task_id().map(str::to_owned),
+        cancel: cx.cancellation().clone(),
+        armed: true,
+    };
+    // The upstream may have forgotten the task while the gateway was down.
+    if let Err(CallError::Upstream(e)) = conn
+        .call(methods::TASKS_GET, Some(json!({ "taskId": upstream_id })))
+        .await
+    {
+        guard.armed = false;
+        return Err(forgotten(
+            upstream_id,
+            &format!(
+                "the gateway restarted, then it answered tasks/get with: {}",
+                e.message
+            ),
+        ));
+    }
+    let out = follow(lane, conn, upstream_id, &mut guard).await;
     guard.armed = false;
     routes.linger();
     out

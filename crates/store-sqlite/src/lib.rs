@@ -347,6 +347,20 @@ impl TaskStore for SqliteStore {
             .await
     }
 
+    async fn orphans(&self, now_ms: i64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        self.read(move |c| ops::orphans(c, now_ms, limit)).await
+    }
+
+    async fn adopt(
+        &self,
+        task_id: &str,
+        executor: &str,
+        now_ms: i64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let (id, ex) = (task_id.to_owned(), executor.to_owned());
+        self.write(move |c| ops::adopt(c, &id, &ex, now_ms)).await
+    }
+
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {
         let rx = self.shared.wake.subscribe(task_id);
         if !self.shared.watching.swap(true, Ordering::SeqCst) {

@@ -268,6 +268,41 @@ pub(crate) fn fail_orphans(
     Ok((recs, ids))
 }
 
+/// Non-terminal tasks whose executor has no live lease, oldest first.
+pub(crate) fn orphans(
+    conn: &Connection,
+    now_ms: i64,
+    limit: usize,
+) -> rusqlite::Result<Vec<TaskRecord>> {
+    conn.prepare_cached(&format!(
+        "SELECT {COLS} FROM tasks WHERE status IN {ACTIVE} AND (executor IS NULL OR executor \
+         NOT IN (SELECT instance FROM executors WHERE lease_until >= ?1)) ORDER BY seq LIMIT ?2"
+    ))?
+    .query_map(
+        params![now_ms, i64::try_from(limit).unwrap_or(i64::MAX)],
+        read_record,
+    )?
+    .collect()
+}
+
+/// Take over an orphaned task: one compare-and-swap on its executor.
+pub(crate) fn adopt(
+    conn: &Connection,
+    task_id: &str,
+    executor: &str,
+    now_ms: i64,
+) -> OpResult<Option<TaskRecord>> {
+    let rec = conn
+        .prepare_cached(&format!(
+            "UPDATE tasks SET executor = ?2 WHERE task_id = ?1 AND status IN {ACTIVE} AND \
+             (executor IS NULL OR executor NOT IN \
+             (SELECT instance FROM executors WHERE lease_until >= ?3)) RETURNING {COLS}"
+        ))?
+        .query_row(params![task_id, executor, now_ms], read_record)
+        .optional()?;
+    Ok((rec, Vec::new()))
+}
+
 /// One task.
 pub(crate) fn get(conn: &Connection, task_id: &str) -> rusqlite::Result<Option<TaskRecord>> {
     conn.prepare_cached(&format!("SELECT {COLS} FROM tasks WHERE task_id = ?1"))?

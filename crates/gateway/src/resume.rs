@@ -1,0 +1,220 @@
+//! Upstream tasks survive a gateway restart.
+//!
+//! When the upstream runs a call as a task of its own, the gateway writes down which
+//! upstream task backs which of its tasks, and how it spoke to the upstream (one small
+//! JSON file per task in a directory next to the task store, written atomically, removed
+//! when the task ends). After a restart the engine offers each orphaned task to the
+//! [`GatewayResumer`] before failing it: a task with such a note is adopted, and the
+//! gateway opens a connection to the upstream and follows the upstream task again. If
+//! the upstream no longer knows it (a restarted stdio server forgets its tasks), the task
+//! fails with a message that says so.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use mcp_tasks_core::engine::TaskRun;
+use mcp_tasks_core::{RequestorChannel, Resumed, Resumer, TaskRecord};
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::{TaskSupport, progress_token};
+use mcp_tasks_server::ToolContext;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::connect::Connector;
+use crate::error::unavailable;
+use crate::lane::{FIRST_START_WAIT, LaneInner};
+
+/// What the gateway notes about a task backed by an upstream task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Note {
+    /// The upstream's task id.
+    pub upstream_task_id: String,
+    /// Which upstream ([`Connector::describe`]): only the same upstream resumes it.
+    pub upstream: String,
+    /// The `initialize` params the upstream connection was opened with (the client's
+    /// capabilities; a new connection is opened with the same).
+    pub init_params: Value,
+}
+
+/// The directory of notes.
+#[derive(Debug)]
+pub struct Notes {
+    dir: PathBuf,
+}
+
+fn valid_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 128 && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+}
+
+impl Notes {
+    /// Notes kept in `dir` (created if missing).
+    ///
+    /// # Errors
+    /// When the directory cannot be created.
+    pub fn open(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
+        let dir = dir.into();
+        std::fs::create_dir_all(&dir)?;
+        Ok(Self { dir })
+    }
+
+    /// Where the notes are.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path(&self, task_id: &str) -> Option<PathBuf> {
+        valid_id(task_id).then(|| self.dir.join(format!("{task_id}.json")))
+    }
+
+    /// Write the note of `task_id` (atomically: a temporary file renamed over it).
+    pub fn put(&self, task_id: &str, note: &Note) {
+        let Some(path) = self.path(task_id) else {
+            return;
+        };
+        let tmp = path.with_extension("json.tmp");
+        let r = serde_json::to_vec(note)
+            .map_err(std::io::Error::other)
+            .and_then(|bytes| std::fs::write(&tmp, bytes))
+            .and_then(|()| std::fs::rename(&tmp, &path));
+        if let Err(e) = r {
+            tracing::warn!(task_id, error = %e, "could not note the upstream task; it will not survive a restart");
+        }
+    }
+
+    /// The note of `task_id`, if any.
+    pub fn get(&self, task_id: &str) -> Option<Note> {
+        let bytes = std::fs::read(self.path(task_id)?).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+
+    /// Forget `task_id`.
+    pub fn remove(&self, task_id: &str) {
+        if let Some(path) = self.path(task_id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// Status notifications of a resumed task have nowhere to go: its connection is gone.
+struct Nowhere;
+
+#[async_trait::async_trait]
+impl RequestorChannel for Nowhere {
+    async fn request(&self, method: &str, _params: Value) -> Result<Value, ErrorObject> {
+        Err(unavailable(format!("no client connection for `{method}`")))
+    }
+    async fn notify(&self, _method: &str, _params: Value) {}
+}
+
+/// Resumes the tasks this gateway noted, after a restart.
+pub struct GatewayResumer {
+    notes: Arc<Notes>,
+    connector: Arc<dyn Connector>,
+    overrides: Arc<BTreeMap<String, TaskSupport>>,
+}
+
+impl std::fmt::Debug for GatewayResumer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayResumer")
+            .field("notes", &self.notes.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl GatewayResumer {
+    /// A resumer of the notes in `notes`, for the upstream of `connector`.
+    pub fn new(
+        notes: Arc<Notes>,
+        connector: Arc<dyn Connector>,
+        overrides: Arc<BTreeMap<String, TaskSupport>>,
+    ) -> Self {
+        Self {
+            notes,
+            connector,
+            overrides,
+        }
+    }
+}
+
+impl Resumer for GatewayResumer {
+    fn resume(&self, rec: &TaskRecord) -> Option<Resumed> {
+        let note = self.notes.get(&rec.task_id)?;
+        if note.upstream != self.connector.describe() {
+            return None;
+        }
+        let request: Value = serde_json::from_str(&rec.request).unwrap_or_else(|_| json!({}));
+        let notes = Arc::clone(&self.notes);
+        let connector = Arc::clone(&self.connector);
+        let overrides = Arc::clone(&self.overrides);
+        let runner = Box::new(move |run: TaskRun| {
+            Box::pin(async move {
+                let task_id = run.task_id.clone();
+                let out = follow_again(run, note, request, connector, overrides).await;
+                notes.remove(&task_id);
+                out
+            }) as futures::future::BoxFuture<'static, _>
+        });
+        Some(Resumed {
+            origin: Arc::new(Nowhere),
+            classify: mcp_tasks_server::handlers::tools_call::classify,
+            runner,
+        })
+    }
+}
+
+async fn follow_again(
+    run: TaskRun,
+    note: Note,
+    request: Value,
+    connector: Arc<dyn Connector>,
+    overrides: Arc<BTreeMap<String, TaskSupport>>,
+) -> Result<Value, ErrorObject> {
+    tracing::info!(task_id = %run.task_id, upstream_task = %note.upstream_task_id, "following the upstream task again after a restart");
+    let lease = LaneInner::open_lane(connector, overrides, None);
+    let lane = Arc::clone(lease.lane());
+    lane.start(note.init_params.clone(), FIRST_START_WAIT).await;
+    let caps = note
+        .init_params
+        .get("capabilities")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
+    let cx = ToolContext::new(
+        run.channel,
+        progress_token(Some(&request)),
+        run.cancel.clone(),
+        Arc::new(caps),
+        Some(run.task_id.clone()),
+    )
+    .with_request_params(request);
+    let Some(conn) = lane.next_conn(0).await else {
+        return Err(lane.unavailable_now());
+    };
+    let out = crate::upstream_task::resume(&lane, conn, &note.upstream_task_id, &cx).await;
+    drop(lease);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn notes_round_trip_and_refuse_odd_ids() {
+        let dir = std::env::temp_dir().join(format!("gw-notes-{}", std::process::id()));
+        let notes = Notes::open(&dir).unwrap();
+        let n = Note {
+            upstream_task_id: "u-1".into(),
+            upstream: "stdio `x`".into(),
+            init_params: json!({"capabilities": {}}),
+        };
+        notes.put("0f2c-ab", &n);
+        assert_eq!(notes.get("0f2c-ab"), Some(n.clone()));
+        notes.remove("0f2c-ab");
+        assert_eq!(notes.get("0f2c-ab"), None);
+        notes.put("../escape", &n);
+        assert!(!dir.join("../escape.json").exists());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

@@ -2,10 +2,16 @@
 //! requestor commands share (connection flags, answers to the server, output, exit codes).
 //!
 //! Output: status changes and progress on stderr, the result on stdout; `--json` prints
-//! one final object `{task?, result | error}` on stdout instead.
+//! one final object `{task?, result | error}` on stdout instead. On a terminal (stderr is
+//! a TTY) status and progress are one live line instead of a line per change, and
+//! elicitation and sampling are answered at prompts (stdin is a TTY); see [`crate::term`].
+//!
+//! Ctrl-C while a task runs cancels it (`tasks/cancel`), waits for `cancelled` and exits
+//! 130; a second Ctrl-C leaves at once, the task left running (its id printed to resume).
 
 use std::io::IsTerminal;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
 use async_trait::async_trait;
@@ -13,11 +19,15 @@ use clap::Args;
 use futures::{FutureExt, StreamExt};
 use mcp_tasks_client::{
     CallOptions, CallToolResult, Client, ClientConfig, ClientError, ElicitationHandler,
-    HttpClientConfig, SamplingHandler, ServerRequest, Task, TaskHandle, TaskStatus, TaskSupport,
-    elicit, sampling, sampling_refused, task_support,
+    HttpClientConfig, SamplingHandler, ServerRequest, Task, TaskHandle, TaskReceiver, TaskStatus,
+    TaskSupport, elicit, sampling, sampling_refused, task_support,
 };
 use mcp_tasks_proto::{ErrorObject, codes, methods};
 use serde_json::{Map, Value, json};
+
+use crate::term::interrupt::Interrupts;
+use crate::term::live::{Live, Progress};
+use crate::term::{self, Screen, prompt};
 
 /// Exit codes of the requestor commands.
 pub(crate) mod exit {
@@ -79,6 +89,16 @@ pub(crate) struct ConnectArgs {
     /// The server to spawn and speak to on stdio, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
+}
+
+impl ConnectArgs {
+    /// The server, as the user named it (for display).
+    pub(crate) fn target(&self) -> String {
+        match &self.url {
+            Some(u) => u.clone(),
+            None => self.command.join(" "),
+        }
+    }
 }
 
 /// How to answer what the server asks.
@@ -220,12 +240,17 @@ impl Out {
     /// The interruption notice; exit 130.
     pub(crate) fn interrupted(&self, task: Option<&Task>) -> u8 {
         match task {
-            Some(t) if !t.status.is_terminal() => eprintln!(
+            Some(t) if !t.status.is_terminal() => Screen::get().line(&format!(
                 "mcp-tasks: interrupted; task {} was left running (`mcp-tasks tasks result {}` picks it up again)",
                 t.task_id, t.task_id
-            ),
-            _ => eprintln!("mcp-tasks: interrupted"),
+            )),
+            _ => Screen::get().line("mcp-tasks: interrupted"),
         }
+        self.interrupted_json(task)
+    }
+
+    /// The `--json` object of an interruption (nothing else); exit 130.
+    pub(crate) fn interrupted_json(&self, task: Option<&Task>) -> u8 {
         if self.json {
             let mut obj =
                 json!({ "error": { "code": codes::INTERNAL_ERROR, "message": "interrupted" } });
@@ -260,7 +285,7 @@ fn print_content(r: &CallToolResult) {
 }
 
 /// Milliseconds, a duration, or `0` for none.
-fn parse_timeout(s: &str) -> anyhow::Result<Option<Duration>> {
+pub(crate) fn parse_timeout(s: &str) -> anyhow::Result<Option<Duration>> {
     let d = match s.parse::<u64>() {
         Ok(ms) => Duration::from_millis(ms),
         Err(_) => humantime::parse_duration(s)
@@ -269,62 +294,65 @@ fn parse_timeout(s: &str) -> anyhow::Result<Option<Duration>> {
     Ok((!d.is_zero()).then_some(d))
 }
 
-/// Answers elicitations from `--elicit-reply`, or declines (saying so).
+/// Where a request from the server comes from, for the messages about it.
+fn origin(request: &ServerRequest) -> String {
+    match (&request.task_id, &request.related_task) {
+        (Some(t), _) => format!(" (run as task {t} of this client)"),
+        (None, Some(t)) => format!(" (task {t})"),
+        (None, None) => String::new(),
+    }
+}
+
+/// Answers elicitations from `--elicit-reply`, at a prompt on a terminal, or declines
+/// (saying so).
 struct CliElicitation {
     reply: Option<Value>,
+    interactive: bool,
 }
 
 #[async_trait]
 impl ElicitationHandler for CliElicitation {
     async fn elicit(&self, request: ServerRequest) -> Result<Value, ErrorObject> {
-        let task = request
-            .related_task
-            .as_deref()
-            .map(|t| format!(" (task {t})"))
-            .unwrap_or_default();
+        let origin = origin(&request);
         if let Some(reply) = &self.reply {
-            eprintln!(
-                "elicitation{task}: {} -> answered from --elicit-reply",
+            Screen::get().line(&format!(
+                "elicitation{origin}: {} -> answered from --elicit-reply",
                 request.message()
-            );
+            ));
             return Ok(reply.clone());
         }
-        let why = if std::io::stdin().is_terminal() {
-            "interactive answers are not available yet"
-        } else {
-            "not on a terminal"
-        };
-        eprintln!(
-            "elicitation{task}: {} -> declined ({why}; pass --elicit-reply JSON|decline)",
+        if self.interactive {
+            return Ok(prompt::elicit(&request).await);
+        }
+        Screen::get().line(&format!(
+            "elicitation{origin}: {} -> declined (not on a terminal; pass --elicit-reply JSON|decline)",
             request.message()
-        );
+        ));
         Ok(elicit::decline())
     }
 }
 
-/// Answers sampling requests from `--sample-reply`, or refuses (saying so).
+/// Answers sampling requests from `--sample-reply`, at a prompt on a terminal, or refuses
+/// (saying so).
 struct CliSampling {
     reply: Option<String>,
+    interactive: bool,
 }
 
 #[async_trait]
 impl SamplingHandler for CliSampling {
     async fn create_message(&self, request: ServerRequest) -> Result<Value, ErrorObject> {
-        let task = request
-            .related_task
-            .as_deref()
-            .map(|t| format!(" (task {t})"))
-            .unwrap_or_default();
+        let origin = origin(&request);
         if let Some(text) = &self.reply {
-            eprintln!("sampling{task}: answered from --sample-reply");
+            Screen::get().line(&format!("sampling{origin}: answered from --sample-reply"));
             return Ok(sampling::text("mcp-tasks-cli", text));
         }
-        let why = if std::io::stdin().is_terminal() {
-            "interactive answers are not available yet"
-        } else {
-            "not on a terminal"
-        };
-        eprintln!("sampling{task}: declined ({why}; pass --sample-reply TEXT)");
+        if self.interactive {
+            return prompt::sample(&request).await;
+        }
+        Screen::get().line(&format!(
+            "sampling{origin}: declined (not on a terminal; pass --sample-reply TEXT)"
+        ));
         Err(sampling_refused("no --sample-reply given"))
     }
 }
@@ -351,15 +379,20 @@ pub(crate) fn client_config(
         .and_then(|a| a.elicit_reply.as_deref())
         .map(elicit_reply)
         .transpose()?;
+    // Prompts need someone at the keyboard.
+    let interactive = std::io::stdin().is_terminal();
     let mut config = ClientConfig {
         name: "mcp-tasks-cli".into(),
         ..ClientConfig::default()
     }
     .with_request_timeout(timeout)
-    .with_elicitation(CliElicitation { reply })
+    .with_elicitation(CliElicitation { reply, interactive })
     .with_sampling(CliSampling {
         reply: answers.and_then(|a| a.sample_reply.clone()),
-    });
+        interactive,
+    })
+    // A server may task-augment what it asks: the answers then run as tasks of the CLI.
+    .with_task_receiver(TaskReceiver::new());
     config.call_timeout = None;
     Ok(config)
 }
@@ -380,6 +413,18 @@ pub(crate) async fn connect(
         (None, Some((program, args))) => {
             let mut cmd = tokio::process::Command::new(program);
             cmd.args(args);
+            if Screen::get().is_tty() {
+                // The server's stderr (its logs) goes above the live line, not through it.
+                let (reader, writer) = std::io::pipe().context("cannot make a pipe")?;
+                cmd.stderr(writer);
+                std::thread::spawn(move || {
+                    use std::io::BufRead;
+                    for line in std::io::BufReader::new(reader).lines() {
+                        let Ok(line) = line else { return };
+                        Screen::get().line(&line);
+                    }
+                });
+            }
             Ok(Client::connect_stdio(cmd, config).await)
         }
     }
@@ -387,39 +432,201 @@ pub(crate) async fn connect(
 
 /// Run `fut` unless Ctrl-C comes first.
 pub(crate) async fn or_interrupt<T>(fut: impl std::future::Future<Output = T>) -> Option<T> {
+    let mut interrupts = Interrupts::new();
     tokio::select! {
         r = fut => Some(r),
-        _ = tokio::signal::ctrl_c() => None,
+        () = interrupts.next() => None,
     }
 }
 
-/// Follow `task` to its result, printing status changes; returns the exit code.
-pub(crate) async fn follow(task: &TaskHandle, out: &Out) -> u8 {
-    out.status(&task.task());
+/// How a call's status and progress are shown: a line per change (not a terminal), or
+/// the live line.
+pub(crate) struct Report {
+    live: Option<Live>,
+    started: Instant,
+}
+
+impl Report {
+    /// For a call of `what`.
+    pub(crate) fn new(what: &str) -> Self {
+        Self {
+            live: Screen::get().is_tty().then(|| Live::start(what)),
+            started: Instant::now(),
+        }
+    }
+
+    /// The task changed (or was first seen).
+    pub(crate) fn status(&self, out: &Out, t: &Task) {
+        match &self.live {
+            Some(live) => live.task(t),
+            None => out.status(t),
+        }
+    }
+
+    /// A progress notification.
+    fn progress(&self, p: Progress) {
+        match &self.live {
+            Some(live) => live.progress(p),
+            None => {
+                let mut line = format!("progress {}", json!(p.progress));
+                if let Some(total) = p.total {
+                    line.push_str(&format!("/{}", json!(total)));
+                }
+                if let Some(m) = &p.message {
+                    line.push_str(&format!(" {m}"));
+                }
+                eprintln!("{line}");
+            }
+        }
+    }
+
+    /// A line above the live line (plain on stderr elsewhere).
+    pub(crate) fn line(&self, text: &str) {
+        Screen::get().line(text);
+    }
+
+    /// Whether the live line is on.
+    pub(crate) fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Take the live line away.
+    pub(crate) fn finish(&self) {
+        if let Some(live) = &self.live {
+            live.finish();
+        }
+    }
+}
+
+impl Drop for Report {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// Follow `task` to its result, showing its changes; returns the exit code.
+///
+/// Ctrl-C (counted by `interrupts`) cancels the task: "mcp-tasks: interrupted: cancelling
+/// task ...", `tasks/cancel`, "task ... cancelled", exit 130. A second Ctrl-C while that
+/// goes on leaves at once, printing the id to resume with.
+pub(crate) async fn follow(
+    task: &TaskHandle,
+    out: &Out,
+    report: &Report,
+    interrupts: &mut Interrupts,
+) -> u8 {
+    if report.is_live() {
+        report.line(&format!("task {} created (Ctrl-C cancels it)", task.id()));
+    }
+    report.status(out, &task.task());
     let mut updates = Box::pin(task.updates());
-    let outcome = or_interrupt(async {
+    let outcome = {
         let result = task.result();
         tokio::pin!(result);
         loop {
             tokio::select! {
-                r = &mut result => break r,
-                Some(t) = updates.next() => out.status(&t),
+                r = &mut result => break Some(r),
+                Some(t) = updates.next() => report.status(out, &t),
+                () = interrupts.next() => break None,
             }
         }
-    })
-    .await;
+    };
     while let Some(Some(t)) = updates.next().now_or_never() {
-        out.status(&t);
+        report.status(out, &t);
     }
     match outcome {
-        None => out.interrupted(Some(&task.task())),
-        Some(Ok(r)) => out.result(Some(&task.task()), &r),
-        Some(Err(e)) => out.error(Some(&task.task()), &e),
+        None => cancel_interrupted(task, out, report, interrupts).await,
+        Some(Ok(r)) => {
+            report.finish();
+            let t = task.task();
+            if report.is_live() {
+                report.line(&format!(
+                    "✓ task {} {} in {}",
+                    t.task_id,
+                    t.status,
+                    term::duration(report.started.elapsed())
+                ));
+            }
+            out.result(Some(&t), &r)
+        }
+        Some(Err(e)) => {
+            report.finish();
+            out.error(Some(&task.task()), &e)
+        }
     }
 }
 
-/// Print progress notifications on stderr until the returned task is aborted.
-pub(crate) fn print_progress(client: &Client) -> tokio::task::JoinHandle<()> {
+/// The first Ctrl-C on a task: cancel it and wait for `cancelled`, unless a second
+/// Ctrl-C comes first. Exit 130 either way.
+async fn cancel_interrupted(
+    task: &TaskHandle,
+    out: &Out,
+    report: &Report,
+    interrupts: &mut Interrupts,
+) -> u8 {
+    let id = task.id().to_owned();
+    if task.status().is_terminal() {
+        report.finish();
+        return out.interrupted(Some(&task.task()));
+    }
+    report.line(&format!(
+        "mcp-tasks: interrupted: cancelling task {id} (Ctrl-C again to leave it running)"
+    ));
+    let cancelling = async {
+        match task.cancel().await {
+            Ok(t) if t.status.is_terminal() => Ok(t),
+            // "MUST transition the task to cancelled status before sending the response";
+            // a receiver that did not: wait for the end.
+            Ok(_) => task.wait().await,
+            Err(e) => Err(e),
+        }
+    };
+    let outcome = tokio::select! {
+        r = cancelling => Some(r),
+        () = interrupts.next() => None,
+    };
+    report.finish();
+    match outcome {
+        None => {
+            report.line(&format!(
+                "mcp-tasks: left task {id} running; `mcp-tasks tasks result {id}` picks it up again"
+            ));
+        }
+        Some(Ok(t)) if t.status == TaskStatus::Cancelled => {
+            report.line(&format!("mcp-tasks: task {id} cancelled"));
+        }
+        Some(Ok(t)) => {
+            report.line(&format!(
+                "mcp-tasks: task {id} ended {} before it could be cancelled",
+                t.status
+            ));
+        }
+        Some(Err(e @ ClientError::NotSupported(_))) => {
+            report.line(&format!(
+                "mcp-tasks: cannot cancel task {id} ({e}); it was left running: `mcp-tasks tasks result {id}` picks it up again"
+            ));
+        }
+        Some(Err(e)) => {
+            let now = task.task();
+            if now.status.is_terminal() {
+                report.line(&format!(
+                    "mcp-tasks: task {id} ended {} before it could be cancelled",
+                    now.status
+                ));
+            } else {
+                report.line(&format!("mcp-tasks: cancelling task {id} failed: {e}"));
+            }
+        }
+    }
+    out.interrupted_json(Some(&task.task()))
+}
+
+/// Show the progress notifications of `token` until the returned task is aborted.
+pub(crate) fn show_progress(
+    client: &Client,
+    token: Option<Value>,
+    report: Arc<Report>,
+) -> tokio::task::JoinHandle<()> {
     let mut notes = client.notifications();
     tokio::spawn(async move {
         while let Ok(n) = notes.recv().await {
@@ -427,14 +634,14 @@ pub(crate) fn print_progress(client: &Client) -> tokio::task::JoinHandle<()> {
                 continue;
             }
             let Some(p) = n.params else { continue };
-            let mut line = format!("progress {}", p.get("progress").unwrap_or(&Value::Null));
-            if let Some(total) = p.get("total") {
-                line.push_str(&format!("/{total}"));
+            if token.is_some() && p.get("progressToken") != token.as_ref() {
+                continue;
             }
-            if let Some(m) = p.get("message").and_then(Value::as_str) {
-                line.push_str(&format!(" {m}"));
-            }
-            eprintln!("{line}");
+            report.progress(Progress {
+                progress: p.get("progress").and_then(Value::as_f64).unwrap_or(0.0),
+                total: p.get("total").and_then(Value::as_f64),
+                message: p.get("message").and_then(Value::as_str).map(str::to_owned),
+            });
         }
     })
 }
@@ -537,19 +744,37 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let as_task = args.task
         || args.ttl.is_some()
         || (task_support(&tool) == TaskSupport::Required && client.server_tasks().tools_call);
+    let token = client.new_progress_token();
     let options = CallOptions {
         ttl: args.ttl,
-        progress_token: Some(client.new_progress_token()),
+        progress_token: Some(token.clone()),
     };
-    let progress = print_progress(client);
+    let report = Arc::new(Report::new(&args.tool));
+    let progress = show_progress(client, Some(token), Arc::clone(&report));
+    let mut interrupts = Interrupts::new();
     let code = if as_task {
-        match or_interrupt(client.call_tool_as_task(&args.tool, arguments, &options)).await {
-            None => out.interrupted(None),
-            Some(Err(e)) => out.error(None, &e),
-            Some(Ok(task)) => follow(&task, out).await,
+        let created = tokio::select! {
+            r = client.call_tool_as_task(&args.tool, arguments, &options) => Some(r),
+            () = interrupts.next() => None,
+        };
+        match created {
+            None => {
+                report.finish();
+                out.interrupted(None)
+            }
+            Some(Err(e)) => {
+                report.finish();
+                out.error(None, &e)
+            }
+            Some(Ok(task)) => follow(&task, out, &report, &mut interrupts).await,
         }
     } else {
-        match or_interrupt(client.call_tool_with(&args.tool, arguments, &options)).await {
+        let r = tokio::select! {
+            r = client.call_tool_with(&args.tool, arguments, &options) => Some(r),
+            () = interrupts.next() => None,
+        };
+        report.finish();
+        match r {
             None => out.interrupted(None),
             Some(Err(e)) => out.error(None, &e),
             Some(Ok(r)) => out.result(None, &r),

@@ -6,6 +6,7 @@ mod gateway;
 mod http;
 mod serve;
 mod tasks_cmd;
+mod term;
 
 use clap::{Parser, Subcommand};
 
@@ -38,7 +39,9 @@ enum Command {
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    init_logging();
+    // The requestor commands speak to a person: only warnings unless RUST_LOG says more.
+    let requestor = matches!(cli.command, Command::Call(_) | Command::Tasks(_));
+    init_logging(if requestor { "warn" } else { "info" });
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -76,10 +79,11 @@ fn main() -> std::process::ExitCode {
     }
 }
 
-/// Logs go to stderr only: stdout is the stdio transport. `RUST_LOG` is honoured.
-fn init_logging() {
+/// Logs go to stderr only: stdout is the stdio transport. `RUST_LOG` is honoured, else
+/// `default` applies.
+fn init_logging(default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)

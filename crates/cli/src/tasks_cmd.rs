@@ -1,13 +1,20 @@
-//! `mcp-tasks tasks list|get|result|cancel`: the tasks of any MCP 2025-11-25 server.
+//! `mcp-tasks tasks list|get|result|cancel|watch`: the tasks of any MCP 2025-11-25
+//! server.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Args, Subcommand};
-use mcp_tasks_client::{Client, ClientError, Task};
+use mcp_tasks_client::{Client, ClientError, Task, parse_task};
+use mcp_tasks_proto::methods;
 use serde_json::json;
 
 use crate::call::{
-    AnswerArgs, ConnectArgs, Out, client_config, connect, exit, exit_with, follow, or_interrupt,
-    task_json,
+    AnswerArgs, ConnectArgs, Out, Report, client_config, connect, exit, exit_with, follow,
+    or_interrupt, parse_timeout, task_json,
 };
+use crate::term::interrupt::Interrupts;
+use crate::term::{Screen, table};
 
 /// Options of `tasks`.
 #[derive(Args, Debug)]
@@ -47,14 +54,32 @@ enum Action {
         #[command(flatten)]
         conn: ConnectArgs,
     },
+    /// Show the tasks live, until Ctrl-C: a table on a terminal (status, age,
+    /// statusMessage), refreshed from `tasks/list`, `tasks/get` and status notifications;
+    /// elsewhere a line per change (`--json`: an object per change).
+    Watch {
+        /// Tasks to watch by id, besides those `tasks/list` shows (needed when the server
+        /// does not declare `tasks.list`, as over HTTP without authentication).
+        ids: Vec<String>,
+        /// How often to refresh (ms or a duration). Default: the shortest `pollInterval`
+        /// of the unfinished tasks (1 s when none), kept within 250 ms..5 s.
+        #[arg(long, value_name = "DURATION")]
+        interval: Option<String>,
+        /// Most rows shown on a terminal (the newest tasks).
+        #[arg(long, default_value_t = 20)]
+        rows: usize,
+        #[command(flatten)]
+        conn: ConnectArgs,
+    },
 }
 
 /// `mcp-tasks tasks ...`.
 pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
     let (conn, answers) = match &args.action {
-        Action::List { conn } | Action::Get { conn, .. } | Action::Cancel { conn, .. } => {
-            (conn, None)
-        }
+        Action::List { conn }
+        | Action::Get { conn, .. }
+        | Action::Cancel { conn, .. }
+        | Action::Watch { conn, .. } => (conn, None),
         Action::Result { conn, answers, .. } => (conn, Some(answers)),
     };
     let out = Out::new(conn);
@@ -72,10 +97,32 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
         Action::List { .. } => list(&client, &out).await,
         Action::Get { id, .. } => show(client.get_task(id), &out).await,
         Action::Cancel { id, .. } => show(client.cancel_task(id), &out).await,
-        Action::Result { id, .. } => match or_interrupt(client.task(id)).await {
-            None => out.interrupted(None),
-            Some(Err(e)) => out.error(None, &e),
-            Some(Ok(task)) => follow(&task, &out).await,
+        Action::Result { id, .. } => {
+            let mut interrupts = Interrupts::new();
+            let task = tokio::select! {
+                r = client.task(id) => Some(r),
+                () = interrupts.next() => None,
+            };
+            match task {
+                None => out.interrupted(None),
+                Some(Err(e)) => out.error(None, &e),
+                Some(Ok(task)) => {
+                    let report = Report::new(&format!("task {id}"));
+                    follow(&task, &out, &report, &mut interrupts).await
+                }
+            }
+        }
+        Action::Watch {
+            ids,
+            interval,
+            rows,
+            conn,
+        } => match interval.as_deref().map(parse_timeout).transpose() {
+            Err(e) => out.usage(&e.context("--interval")),
+            Ok(interval) => {
+                let target = conn.target();
+                watch(&client, ids, interval.flatten(), *rows, &out, &target).await
+            }
         },
     };
     client.close().await;
@@ -135,6 +182,137 @@ async fn show(fut: impl Future<Output = Result<Task, ClientError>>, out: &Out) -
                 }
             }
             exit::OK
+        }
+    }
+}
+
+/// The refresh interval when none is given: the shortest `pollInterval` of the unfinished
+/// tasks, within 250 ms..5 s; 1 s when none names one.
+fn auto_interval(tasks: &HashMap<String, Task>) -> Duration {
+    tasks
+        .values()
+        .filter(|t| !t.status.is_terminal())
+        .filter_map(|t| t.poll_interval)
+        .min()
+        .map_or(Duration::from_secs(1), Duration::from_millis)
+        .clamp(Duration::from_millis(250), Duration::from_secs(5))
+}
+
+/// Record `t`; remember it in `changed` when it is new or differs. A terminal status is
+/// final: an older view does not undo it.
+fn merge(tasks: &mut HashMap<String, Task>, changed: &mut Vec<Task>, t: Task) {
+    let old = tasks.get(&t.task_id);
+    if old == Some(&t) || old.is_some_and(|o| o.status.is_terminal() && !t.status.is_terminal()) {
+        return;
+    }
+    changed.retain(|c| c.task_id != t.task_id);
+    changed.push(t.clone());
+    tasks.insert(t.task_id.clone(), t);
+}
+
+fn by_creation(a: &Task, b: &Task) -> std::cmp::Ordering {
+    (&a.created_at, &a.task_id).cmp(&(&b.created_at, &b.task_id))
+}
+
+/// `tasks watch`: returns the exit code (0 when left with Ctrl-C).
+async fn watch(
+    client: &Client,
+    ids: &[String],
+    interval: Option<Duration>,
+    rows: usize,
+    out: &Out,
+    target: &str,
+) -> u8 {
+    let listing = client.server_tasks().list;
+    if !listing && ids.is_empty() {
+        return out.error(
+            None,
+            &ClientError::NotSupported(
+                "tasks/list (the server does not declare tasks.list: over HTTP without authentication tasks are bound to no one); name the tasks to watch: `mcp-tasks tasks watch ID...`".into(),
+            ),
+        );
+    }
+    let screen = Screen::get();
+    let live = screen.is_tty();
+    let mut notes = client.notifications();
+    let mut interrupts = Interrupts::new();
+    let mut tasks: HashMap<String, Task> = HashMap::new();
+    let mut changed: Vec<Task> = Vec::new();
+    let mut refreshed = Instant::now();
+    let mut next_refresh = Instant::now();
+    loop {
+        if Instant::now() >= next_refresh {
+            if listing {
+                match client.list_tasks().await {
+                    Ok(list) => {
+                        for t in list {
+                            merge(&mut tasks, &mut changed, t);
+                        }
+                    }
+                    Err(e) => return out.error(None, &e),
+                }
+            }
+            // tasks/get for the named tasks, and (without a list) for the unfinished ones.
+            let mut wanted: Vec<String> = ids.to_vec();
+            if !listing {
+                wanted.extend(
+                    tasks
+                        .values()
+                        .filter(|t| !t.status.is_terminal() && !ids.contains(&t.task_id))
+                        .map(|t| t.task_id.clone()),
+                );
+            }
+            for id in wanted {
+                if tasks.get(&id).is_some_and(|t| t.status.is_terminal()) {
+                    continue;
+                }
+                match client.get_task(&id).await {
+                    Ok(t) => merge(&mut tasks, &mut changed, t),
+                    // Unknown or expired: not shown.
+                    Err(ClientError::Rpc { .. }) => {}
+                    Err(e) => return out.error(None, &e),
+                }
+            }
+            refreshed = Instant::now();
+            next_refresh = refreshed + interval.unwrap_or_else(|| auto_interval(&tasks));
+        }
+        if live {
+            let mut sorted: Vec<Task> = tasks.values().cloned().collect();
+            sorted.sort_by(by_creation);
+            let footer = format!(
+                "{} task(s) · {target} · refreshed {} ago · Ctrl-C to stop",
+                sorted.len(),
+                crate::term::duration(refreshed.elapsed())
+            );
+            screen.block(&table::render(&sorted, rows, SystemTime::now(), &footer));
+            changed.clear();
+        } else {
+            changed.sort_by(by_creation);
+            for t in changed.drain(..) {
+                if out.json() {
+                    println!("{}", json!({ "task": task_json(&t) }));
+                } else {
+                    println!("{}", task_line(&t));
+                }
+            }
+        }
+        let mut wait = next_refresh.saturating_duration_since(Instant::now());
+        if live {
+            // The ages and the footer move on.
+            wait = wait.min(Duration::from_millis(500));
+        }
+        tokio::select! {
+            () = tokio::time::sleep(wait) => {}
+            n = notes.recv() => {
+                if let Ok(n) = n
+                    && n.method == methods::TASK_STATUS
+                    && let Some(t) = n.params.as_ref().and_then(|p| parse_task(p).ok())
+                    && (listing || ids.contains(&t.task_id) || tasks.contains_key(&t.task_id))
+                {
+                    merge(&mut tasks, &mut changed, t);
+                }
+            }
+            () = interrupts.next() => return exit::OK,
         }
     }
 }

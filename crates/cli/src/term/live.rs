@@ -1,0 +1,215 @@
+//! The live line of `mcp-tasks call` on a terminal: a spinner, the task's status, its
+//! `statusMessage`, the elapsed time, and a progress bar when the progress has a total.
+//!
+//! ```text
+//! ⠹ sleep · working · 3.2s · [██████░░░░░░░░░░░░░░] 3/10 · Sleeping
+//! ```
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use mcp_tasks_client::Task;
+
+use crate::term::{Screen, bold};
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+const TICK: Duration = Duration::from_millis(100);
+const BAR: usize = 20;
+
+/// A `notifications/progress` as shown.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Progress {
+    pub(crate) progress: f64,
+    pub(crate) total: Option<f64>,
+    pub(crate) message: Option<String>,
+}
+
+/// What the line shows.
+#[derive(Debug, Clone)]
+pub(crate) struct LiveState {
+    /// The tool (or what is being waited for).
+    pub(crate) what: String,
+    /// The task, once there is one.
+    pub(crate) task: Option<Task>,
+    /// The last progress.
+    pub(crate) progress: Option<Progress>,
+}
+
+/// The live line, redrawn every 100 ms until [`Live::finish`].
+pub(crate) struct Live {
+    state: Arc<Mutex<LiveState>>,
+    ticker: tokio::task::JoinHandle<()>,
+}
+
+impl Live {
+    /// Show the line for `what` (only on a terminal: elsewhere nothing is drawn).
+    pub(crate) fn start(what: &str) -> Self {
+        let state = Arc::new(Mutex::new(LiveState {
+            what: what.to_owned(),
+            task: None,
+            progress: None,
+        }));
+        let shared = Arc::clone(&state);
+        let started = Instant::now();
+        let ticker = tokio::spawn(async move {
+            let screen = Screen::get();
+            if !screen.is_tty() {
+                return;
+            }
+            let mut frame = 0usize;
+            loop {
+                let line = {
+                    let st = shared
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    render(&st, frame, started.elapsed())
+                };
+                screen.live(&line);
+                frame = frame.wrapping_add(1);
+                tokio::time::sleep(TICK).await;
+            }
+        });
+        Self { state, ticker }
+    }
+
+    fn with(&self, f: impl FnOnce(&mut LiveState)) {
+        f(&mut self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner));
+    }
+
+    /// The task as last seen.
+    pub(crate) fn task(&self, t: &Task) {
+        self.with(|s| s.task = Some(t.clone()));
+    }
+
+    /// A progress notification.
+    pub(crate) fn progress(&self, p: Progress) {
+        self.with(|s| s.progress = Some(p));
+    }
+
+    /// Stop and take the line away.
+    pub(crate) fn finish(&self) {
+        self.ticker.abort();
+        Screen::get().clear_live();
+    }
+}
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.ticker.abort();
+    }
+}
+
+fn number(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        format!("{x:.1}")
+    }
+}
+
+/// `[████░░░░] 3/10`, or `3` without a total.
+pub(crate) fn progress_text(p: &Progress) -> String {
+    match p.total {
+        Some(total) if total > 0.0 => {
+            let ratio = (p.progress / total).clamp(0.0, 1.0);
+            #[allow(
+                clippy::cast_possible_truncation,
+                clippy::cast_sign_loss,
+                clippy::cast_precision_loss
+            )]
+            let filled = ((ratio * BAR as f64).round() as usize).min(BAR);
+            format!(
+                "[{}{}] {}/{}",
+                "█".repeat(filled),
+                "░".repeat(BAR - filled),
+                number(p.progress),
+                number(total)
+            )
+        }
+        _ => format!("progress {}", number(p.progress)),
+    }
+}
+
+/// The line for `state` at spinner `frame`, `elapsed` after the start.
+pub(crate) fn render(state: &LiveState, frame: usize, elapsed: Duration) -> String {
+    let mut parts = vec![format!("{} {}", SPINNER[frame % SPINNER.len()], state.what)];
+    match &state.task {
+        Some(t) => parts.push(bold(t.status.as_str())),
+        None => parts.push(bold("running")),
+    }
+    parts.push(super::duration(elapsed));
+    if let Some(p) = &state.progress {
+        parts.push(progress_text(p));
+    }
+    let message = state
+        .task
+        .as_ref()
+        .and_then(|t| t.status_message.clone())
+        .or_else(|| state.progress.as_ref().and_then(|p| p.message.clone()));
+    if let Some(m) = message {
+        parts.push(m);
+    }
+    parts.join(" · ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tasks_client::TaskStatus;
+
+    fn task(status: TaskStatus, message: Option<&str>) -> Task {
+        Task {
+            task_id: "t".into(),
+            status,
+            status_message: message.map(str::to_owned),
+            created_at: String::new(),
+            last_updated_at: String::new(),
+            ttl: None,
+            poll_interval: None,
+        }
+    }
+
+    #[test]
+    fn the_line_shows_status_message_time_and_progress() {
+        let mut st = LiveState {
+            what: "sleep".into(),
+            task: None,
+            progress: None,
+        };
+        assert_eq!(
+            render(&st, 0, Duration::from_millis(300)),
+            "⠋ sleep · \x1b[1mrunning\x1b[0m · 300ms"
+        );
+        st.task = Some(task(TaskStatus::InputRequired, Some("Waiting for input")));
+        st.progress = Some(Progress {
+            progress: 3.0,
+            total: Some(10.0),
+            message: Some("step 3".into()),
+        });
+        assert_eq!(
+            render(&st, 1, Duration::from_millis(3250)),
+            "⠙ sleep · \x1b[1minput_required\x1b[0m · 3.2s · [██████░░░░░░░░░░░░░░] 3/10 · Waiting for input"
+        );
+        st.task = Some(task(TaskStatus::Working, None));
+        assert!(render(&st, 2, Duration::ZERO).ends_with("3/10 · step 3"));
+    }
+
+    #[test]
+    fn progress_without_a_total_has_no_bar() {
+        let p = Progress {
+            progress: 2.5,
+            total: None,
+            message: None,
+        };
+        assert_eq!(progress_text(&p), "progress 2.5");
+        let p = Progress {
+            progress: 12.0,
+            total: Some(10.0),
+            message: None,
+        };
+        assert_eq!(progress_text(&p), format!("[{}] 12/10", "█".repeat(20)));
+    }
+}

@@ -41,7 +41,7 @@ fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     // The requestor commands speak to a person: only warnings unless RUST_LOG says more.
     let requestor = matches!(cli.command, Command::Call(_) | Command::Tasks(_));
-    init_logging(if requestor { "warn" } else { "info" });
+    init_logging(if requestor { "warn" } else { "info" }, requestor);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -80,13 +80,17 @@ fn main() -> std::process::ExitCode {
 }
 
 /// Logs go to stderr only: stdout is the stdio transport. `RUST_LOG` is honoured, else
-/// `default` applies.
-fn init_logging(default: &str) {
+/// `default` applies. `above_live_line`: printed above the live line of a requestor
+/// command on a terminal (see [`term::Screen`]).
+fn init_logging(default: &str, above_live_line: bool) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    tracing_subscriber::fmt()
+    let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .init();
+        .with_ansi(false);
+    if above_live_line {
+        fmt.with_writer(term::LogWriter).init();
+    } else {
+        fmt.with_writer(std::io::stderr).init();
+    }
 }

@@ -291,3 +291,32 @@ fn a_second_ctrl_c_leaves_at_once_with_the_task_id() {
     );
     assert_eq!(r.exit, Some(130), "{}", r.transcript);
 }
+
+#[test]
+fn ctrl_c_at_a_prompt_cancels_the_task_that_asked() {
+    if !have_python() {
+        return;
+    }
+    let srv = HttpServer::start(&[]);
+    let argv = call(
+        &["ask", "--arg", "question=Really?", "--url", &srv.url],
+        &[],
+    );
+    let r = pty(
+        &refs(&argv),
+        &json!([
+            expect("? Really?"),
+            expect("[c]ancel: "),
+            ctrl_c(),
+            expect("mcp-tasks: interrupted: cancelling task "),
+            expect(" cancelled"),
+        ]),
+    );
+    assert_eq!(r.exit, Some(130), "{}", r.transcript);
+    let id = created_id(&r.transcript);
+    // The question was not answered: the task did not complete, it was cancelled.
+    let o = run(&mut cli(&[
+        "tasks", "get", &id, "--url", &srv.url, "--json",
+    ]));
+    assert_eq!(json_out(&o)["task"]["status"], "cancelled");
+}

@@ -167,6 +167,41 @@ impl Drop for Hold {
     }
 }
 
+/// Log lines (tracing) for stderr, printed above the live line.
+pub(crate) struct LogWriter;
+
+/// One log event, printed whole when dropped.
+pub(crate) struct LogLine(Vec<u8>);
+
+impl Write for LogLine {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        let text = String::from_utf8_lossy(&self.0);
+        let text = text.trim_end_matches('\n');
+        if !text.is_empty() {
+            Screen::get().line(text);
+        }
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for LogWriter {
+    type Writer = LogLine;
+
+    fn make_writer(&'a self) -> LogLine {
+        LogLine(Vec::new())
+    }
+}
+
 /// Bold text (on a terminal).
 pub(crate) fn bold(s: &str) -> String {
     format!("\x1b[1m{s}\x1b[0m")

@@ -8,8 +8,9 @@
 //! defaults are offered and taken on Enter; a bad answer is explained and asked again.
 //! First the user chooses to answer (accept), decline, or cancel.
 //!
-//! A prompt gives up (answering `cancel`) on Ctrl-C, at the end of input, or when the
-//! server withdraws the request (the request or its task is cancelled).
+//! A prompt gives up (answering `cancel`) at the end of input, or when the server
+//! withdraws the request (the request or its task is cancelled). On Ctrl-C it stops
+//! asking and leaves the question unanswered while the task that asked is cancelled.
 
 use mcp_tasks_client::{ServerRequest, elicit, sampling, sampling_refused};
 use mcp_tasks_proto::ErrorObject;
@@ -423,18 +424,26 @@ fn check_format(format: &str, s: &str) -> Result<(), String> {
 /// What came of waiting for a line.
 enum Read {
     Line(String),
-    /// Ctrl-C, end of input, or the request was withdrawn.
+    /// End of input, or the request was withdrawn.
     GaveUp(&'static str),
 }
 
 /// One line, unless the user or the server gives up first.
+///
+/// On Ctrl-C the question is left unanswered until the server withdraws it: the same
+/// Ctrl-C cancels the task that asked ([`crate::call::follow`]), and an answer sent now
+/// could let that task complete first.
 async fn read(request: &ServerRequest, interrupts: &mut Interrupts) -> Read {
     tokio::select! {
         l = Lines::get().next() => match l {
             Some(l) => Read::Line(l),
             None => Read::GaveUp("end of input"),
         },
-        () = interrupts.next() => Read::GaveUp("interrupted"),
+        () = interrupts.next() => {
+            Screen::get().line("");
+            request.cancel.cancelled().await;
+            Read::GaveUp("interrupted")
+        }
         () = request.cancel.cancelled() => Read::GaveUp("the server withdrew the request"),
     }
 }

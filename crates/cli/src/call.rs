@@ -516,7 +516,13 @@ pub(crate) async fn follow(
     interrupts: &mut Interrupts,
 ) -> u8 {
     if report.is_live() {
-        report.line(&format!("task {} created (Ctrl-C cancels it)", task.id()));
+        // A task created here knows its tool; one picked up by id does not.
+        let how = if task.tool().is_some() {
+            "created"
+        } else {
+            "resumed"
+        };
+        report.line(&format!("task {} {how} (Ctrl-C cancels it)", task.id()));
     }
     report.status(out, &task.task());
     let mut updates = Box::pin(task.updates());

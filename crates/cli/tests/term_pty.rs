@@ -320,3 +320,37 @@ fn ctrl_c_at_a_prompt_cancels_the_task_that_asked() {
     ]));
     assert_eq!(json_out(&o)["task"]["status"], "cancelled");
 }
+
+#[test]
+fn a_task_picked_up_by_id_is_followed_live_and_cancelled_with_ctrl_c() {
+    if !have_python() {
+        return;
+    }
+    let srv = HttpServer::start(&[]);
+    // Started by a process that then goes away (the task runs on).
+    let mut starter = cli(&[
+        "call", "sleep", "--arg", "ms=60000", "--task", "--url", &srv.url,
+    ])
+    .spawn()
+    .unwrap();
+    let mut line = String::new();
+    let mut err = std::io::BufReader::new(starter.stderr.take().unwrap());
+    while !line.contains(": working") {
+        line.clear();
+        assert!(std::io::BufRead::read_line(&mut err, &mut line).unwrap() > 0);
+    }
+    let _ = starter.kill();
+    let _ = starter.wait();
+    let id = line["task ".len()..line.find(": working").unwrap()].to_owned();
+
+    let r = pty(
+        &[bin(), "tasks", "result", &id, "--url", &srv.url],
+        &json!([
+            expect(&format!("task {id} resumed (Ctrl-C cancels it)")),
+            expect(" · working · "),
+            ctrl_c(),
+            expect(&format!("mcp-tasks: task {id} cancelled")),
+        ]),
+    );
+    assert_eq!(r.exit, Some(130), "{}", r.transcript);
+}

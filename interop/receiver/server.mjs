@@ -14,16 +14,18 @@
 //       `server.request(..., { task })`, then tasks/get, tasks/cancel, tasks/get and
 //       tasks/result (which must fail: the task was cancelled).
 //
-// Run by the test as `node interop/receiver/server.mjs` (the client spawns it on stdio).
+// Run by the test as `node interop/receiver/server.mjs` (the client spawns it on stdio), or
+// `node interop/receiver/server.mjs --http` (Streamable HTTP, one stateful session, on a
+// free port of 127.0.0.1; it prints `listening on URL` on stdout).
 
 import * as z from 'zod/v4';
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { createServer } from 'node:http';
+import { randomUUID } from 'node:crypto';
 import { CreateTaskResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
-const server = new McpServer({ name: 'receiver-probe', version: '1.0.0' });
-const low = server.server;
-const tasks = low.experimental.tasks;
 // Any JSON object, unchanged (the SDK's own schemas would strip what we want to see).
 const Raw = z.looseObject({});
 
@@ -42,7 +44,8 @@ function describeError(e) {
 }
 
 /** Drain one of the SDK's task streams into a report. */
-async function drain(stream) {
+async function drain(low, stream) {
+    const tasks = low.experimental.tasks;
     const report = { created: null, statuses: [], result: null, error: null };
     for await (const m of stream) {
         switch (m.type) {
@@ -78,6 +81,11 @@ async function drain(stream) {
     return report;
 }
 
+function makeServer() {
+const server = new McpServer({ name: 'receiver-probe', version: '1.0.0' });
+const low = server.server;
+const tasks = low.experimental.tasks;
+
 server.registerTool(
     'elicit_as_task',
     {
@@ -89,7 +97,7 @@ server.registerTool(
             { mode: 'form', message, requestedSchema: nameSchema },
             { task: { ttl: ttl ?? 60000 } }
         );
-        return text(await drain(stream));
+        return text(await drain(low, stream));
     }
 );
 
@@ -104,7 +112,7 @@ server.registerTool(
             { messages: [{ role: 'user', content: { type: 'text', text: prompt } }], maxTokens: 100 },
             { task: { ttl: 60000 } }
         );
-        return text(await drain(stream));
+        return text(await drain(low, stream));
     }
 );
 
@@ -141,5 +149,21 @@ server.registerTool(
     }
 );
 
-const transport = new StdioServerTransport();
-await server.connect(transport);
+return server;
+}
+
+if (process.argv.includes('--http')) {
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+    await makeServer().connect(transport);
+    const http = createServer((req, res) => {
+        transport.handleRequest(req, res).catch(e => {
+            console.error(e);
+            if (!res.headersSent) res.writeHead(500).end();
+        });
+    });
+    http.listen(0, '127.0.0.1', () => {
+        console.log(`listening on http://127.0.0.1:${http.address().port}/mcp`);
+    });
+} else {
+    await makeServer().connect(new StdioServerTransport());
+}

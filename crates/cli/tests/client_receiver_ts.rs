@@ -1,5 +1,6 @@
 //! Interop: our client as a task *receiver*, driven by a server built on the official
-//! TypeScript SDK 1.32.2 (`interop/receiver/server.mjs`, an `McpServer` on stdio). Its
+//! TypeScript SDK 1.32.2 (`interop/receiver/server.mjs`, an `McpServer` on stdio, or on
+//! Streamable HTTP with `--http`). Its
 //! tools task-augment `elicitation/create` and `sampling/createMessage` with the SDK's
 //! experimental task API (`elicitInputStream` / `createMessageStream` with `{task}`, and
 //! `server.request(..., {task})`), poll our client's tasks with `tasks/get`, fetch them
@@ -23,7 +24,7 @@ use mcp_tasks_client::{
 };
 use mcp_tasks_proto::ErrorObject;
 use serde_json::{Value, json};
-use support::{LIMIT, cli, run, stderr, stdout};
+use support::{LIMIT, cli, connect_http, run, stderr, stdout};
 
 const RELATED: &str = "io.modelcontextprotocol/related-task";
 
@@ -49,6 +50,41 @@ fn node(script: &std::path::Path) -> tokio::process::Command {
     let mut cmd = tokio::process::Command::new("node");
     cmd.arg(script);
     cmd
+}
+
+/// The script on Streamable HTTP (a free port), killed on drop.
+struct HttpScript {
+    child: std::process::Child,
+    url: String,
+}
+
+impl Drop for HttpScript {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn http_script(script: &std::path::Path) -> HttpScript {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new("node")
+        .arg(script)
+        .arg("--http")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("node must be installed to run the interop tests");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the script did not listen: {line}"))
+        .to_owned();
+    HttpScript { child, url }
 }
 
 /// Answers after a pause (so that the server's first `tasks/get` sees `working`), and
@@ -255,4 +291,23 @@ fn the_cli_answers_a_task_augmented_elicitation_as_a_task() {
     );
     // The CLI says it answered as a task of its own.
     assert!(stderr(&o).contains(id), "{}", stderr(&o));
+}
+
+#[tokio::test]
+async fn the_same_over_streamable_http() {
+    let Some(script) = script() else { return };
+    let server = http_script(&script);
+    let handler = Slow::default();
+    let config = ClientConfig::default()
+        .with_elicitation(handler.clone())
+        .with_task_receiver(TaskReceiver::new());
+    let client = connect_http(&server.url, None, config).await;
+    let r = report(&client, "elicit_as_task", json!({"message": "Your name?"})).await;
+    let tasks = handler.tasks.lock().unwrap().clone();
+    check_flow(
+        &r,
+        &json!({"action": "accept", "content": {"name": "from the handler"}}),
+        &tasks,
+    );
+    client.close().await;
 }

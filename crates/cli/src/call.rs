@@ -104,10 +104,12 @@ impl ConnectArgs {
 /// How to answer what the server asks.
 #[derive(Args, Debug)]
 pub(crate) struct AnswerArgs {
-    /// Answer sampling requests (`sampling/createMessage`) with this text.
+    /// Answer sampling requests (`sampling/createMessage`) with this text. Without it they
+    /// are asked at a prompt on a terminal, and refused elsewhere.
     #[arg(long, value_name = "TEXT")]
     sample_reply: Option<String>,
     /// Answer elicitations: a JSON object (accepted as the content), `decline` or `cancel`.
+    /// Without it they are asked at a prompt on a terminal, and declined elsewhere.
     #[arg(long, value_name = "JSON|decline")]
     elicit_reply: Option<String>,
 }

@@ -11,11 +11,14 @@ cargo build --workspace --all-targets --locked
 
 echo "== rust tests"
 if cargo nextest --version >/dev/null 2>&1; then
-  cargo nextest run --workspace --all-targets --locked --no-fail-fast
+  cargo nextest run --workspace --lib --bins --tests --examples --locked --no-fail-fast
 else
-  cargo test --workspace --all-targets --locked --no-fail-fast
+  cargo test --workspace --lib --bins --tests --examples --locked --no-fail-fast
 fi
 cargo test --workspace --doc --locked
+
+echo "== benchmarks, in test mode (each benchmark runs once)"
+cargo test --workspace --benches --locked
 
 echo "== interop (TypeScript SDK)"
 MCP_TASKS_BIN="$PWD/target/debug/mcp-tasks" interop/run.sh

@@ -284,9 +284,12 @@ impl Peer {
             };
             let handler = Arc::clone(&peer.inner.handler);
             let fut = handler.handle_request(cx, method, params);
+            // Cancellation first: a handler that notices the same cancellation and
+            // returns an error must not get that error sent as the response.
             let out = tokio::select! {
-                r = fut => Some(r),
+                biased;
                 () = token.cancelled() => None,
+                r = fut => Some(r),
             };
             lock(&peer.inner.inflight).remove(&id);
             if let Some(out) = out {

@@ -39,8 +39,11 @@ TOKEN=bench-token
 STAMP=$(date -u +%Y%m%dT%H%M%SZ)
 OUT=${OUT:-$ROOT/bench/results/$STAMP}
 
-mkdir -p "$OUT/logs"
-echo "== results in $OUT"
+# Server logs (our server logs every task at info level: megabytes per run) are kept out of
+# the results and deleted when their server stopped cleanly.
+LOGS=$(mktemp -d)
+mkdir -p "$OUT"
+echo "== results in $OUT (server logs in $LOGS while they run)"
 
 echo "== installing the TypeScript SDK (bench/ts-server)"
 (cd bench/ts-server && npm ci --no-audit --no-fund --loglevel=error)
@@ -50,12 +53,14 @@ cargo build --release -p mcp-tasks
 BIN=${CARGO_TARGET_DIR:-$ROOT/target}/release/mcp-tasks
 
 SPID=""
+SLOG=""
 URL=""
 STORE_DIR=""
 
 # start_server ours|ts NAME: a fresh server pinned to $SERVER_CPU; sets SPID and URL.
 start_server() {
-    local which=$1 name=$2 log="$OUT/logs/$2.$1.log"
+    local which=$1 name=$2 log="$LOGS/$2.$1.log"
+    SLOG=$log
     if [ "$which" = ours ]; then
         STORE_DIR=$(mktemp -d)
         XDG_DATA_HOME=$STORE_DIR MCP_TASKS_AUTH_TOKENS="$TOKEN bench" \
@@ -74,6 +79,7 @@ start_server() {
         if ! kill -0 "$SPID" 2>/dev/null; then
             echo "the $which server exited:" >&2
             cat "$log" >&2
+            SPID=""
             exit 1
         fi
         sleep 0.1
@@ -83,22 +89,25 @@ start_server() {
 }
 
 stop_server() {
-    kill "$SPID" 2>/dev/null || true
-    wait "$SPID" 2>/dev/null || true
+    if [ -n "$SPID" ]; then
+        kill "$SPID" 2>/dev/null || true
+        wait "$SPID" 2>/dev/null || true
+        rm -f "$SLOG"
+    fi
     SPID=""
     if [ -n "$STORE_DIR" ]; then
         rm -rf "$STORE_DIR"
         STORE_DIR=""
     fi
 }
-trap 'stop_server' EXIT
+trap 'stop_server; rmdir "$LOGS" 2>/dev/null || true' EXIT
 
 # bench FILE ARGS...: one run of the load generator, pinned to $LOAD_CPU, JSON to FILE.
 bench() {
     local file=$1
     shift
     if ! taskset -c "$LOAD_CPU" "$BIN" bench --url "$URL" --token "$TOKEN" \
-        --server-pid "$SPID" --json "$@" >"$file" 2>>"$OUT/logs/bench.log"; then
+        --server-pid "$SPID" --json "$@" >"$file" 2>>"$OUT/bench.log"; then
         echo "   (the run saw errors; they are counted in $file)"
     fi
 }

@@ -82,10 +82,12 @@ const pair = (server, scen, get) => {
     const second = fig(server, scen, r => { const v = get(r); return Array.isArray(v) ? v[1] : NaN; });
     return [first, second];
 };
-const mark = (server, scen) => {
+const mark = (server, scen, higher) => {
     const notes = [];
     const f = flagged(server, scen);
-    if (f) notes.push(`LG-bound in ${f}/${nruns(server, scen)}`);
+    // Only a throughput can be the load generator's limit; waits and latencies of idle
+    // servers are not (there both processes use little CPU and the flag means nothing).
+    if (f && higher) notes.push(`LG-bound in ${f}/${nruns(server, scen)}`);
     const e = errors(server, scen);
     if (e) notes.push(`${e} errors`);
     return notes.length ? ` (${notes.join(', ')})` : '';
@@ -105,7 +107,7 @@ for (const [label, scen, get, higher] of rows) {
         const r = higher ? o[0] / t[0] : t[0] / o[0];
         ratio = `${fmt(r, r >= 10 ? 0 : 1)}x ${higher ? 'more' : 'less'}`;
     }
-    table.push(`| ${label} | ${show(o)}${mark('ours', scen)} | ${show(t)}${mark('ts', scen)} | ${ratio} |`);
+    table.push(`| ${label} | ${show(o)}${mark('ours', scen, higher)} | ${show(t)}${mark('ts', scen, higher)} | ${ratio} |`);
 }
 
 // Targets (issue #7).
@@ -144,6 +146,7 @@ const cpuModel = (() => {
     }
 })();
 const rev = (() => {
+    if (process.env.BENCH_REV) return process.env.BENCH_REV;
     try {
         return execSync('git rev-parse --short HEAD', { cwd: root }).toString().trim();
     } catch {
@@ -175,8 +178,9 @@ lines.push(`Raw JSON of every run: \`${rel}/\`.`);
 lines.push('');
 lines.push(...table);
 lines.push('');
-lines.push('"LG-bound": the load generator used more than half the server\'s CPU in that many runs (the figure');
-lines.push('may then be the generator\'s limit). The TS SDK lists 10 tasks per page, ours 100.');
+lines.push('"LG-bound" (throughputs only): the load generator used more than half the server\'s CPU in that many');
+lines.push('runs, so the figure may be the generator\'s limit. Errors of any kind are shown the same way (none means none).');
+lines.push('The TS SDK lists 10 tasks per page, ours 100.');
 if (createBig) {
     const c = createBig.ops?.['tools/call'];
     lines.push(`Creating the ${big} tasks for the last list row (32 clients, growing store): ${fmt(c?.per_s, 0)}/s, p99 ${fmt(c?.p99_ms)} ms, ${createBig.errors?.total ?? '?'} errors; server peak RSS ${fmt((createBig.server_memory?.peak_rss_kib ?? NaN) / 1024, 1)} MiB.`);

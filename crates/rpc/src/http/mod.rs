@@ -284,6 +284,15 @@ impl HttpServer {
             })
         };
         let stop = shared.shutdown.clone();
+        // Small writes (an SSE event with a task's result, a JSON reply) go out at once:
+        // with Nagle's algorithm on, a response written in two pieces waited for the
+        // client's delayed ACK, ~40 ms per result (measured by `mcp-tasks bench`
+        // result-wait, docs/performance.md).
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::debug!(error = %e, "could not set TCP_NODELAY");
+            }
+        });
         let result = axum::serve(listener, self.router())
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await;

@@ -89,6 +89,20 @@ fn bad_gateway_flags_are_refused() {
         vec!["--upstream-cmd", "node 'unbalanced"],
         vec!["--upstream-cmd", "x", "--tool-task-support", "x=sometimes"],
         vec!["--upstream-cmd", "x", "--upstream-env", "NOEQUALS"],
+        vec!["--upstream-url", "ftp://127.0.0.1/mcp"],
+        vec![
+            "--upstream-url",
+            "http://127.0.0.1:9/mcp",
+            "--upstream-header",
+            "NOCOLON",
+        ],
+        // The transport owns the session header.
+        vec![
+            "--upstream-url",
+            "http://127.0.0.1:9/mcp",
+            "--upstream-header",
+            "Mcp-Session-Id: x",
+        ],
     ] {
         let out = std::process::Command::new(common::bin())
             .args(["serve", "--stdio", "--store", "memory"])

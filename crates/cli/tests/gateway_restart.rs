@@ -49,6 +49,13 @@ fn an_http_upstream_task_is_followed_again_after_the_gateway_is_killed() {
     wait_file(&note, true);
     let noted: serde_json::Value = serde_json::from_slice(&std::fs::read(&note).unwrap()).unwrap();
     assert!(noted["upstreamTaskId"].is_string(), "{noted}");
+    // The upstream session is noted with the task ...
+    let session = noted["upstreamSession"]["sessionId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no upstream session in {noted}"))
+        .to_owned();
+    assert_eq!(*up.sessions.lock().unwrap(), vec![session.clone()]);
+    assert_eq!(noted["upstreamSession"]["protocolVersion"], "2025-11-25");
     a.child.kill().unwrap();
     let _ = a.child.wait();
     drop(a);
@@ -59,6 +66,11 @@ fn an_http_upstream_task_is_followed_again_after_the_gateway_is_killed() {
     assert_eq!(t["status"], "completed", "{t}");
     assert_eq!(text_of(&task_result(&mut b, &id)["result"]), "slept 4000");
     wait_file(&note, false);
+    // ... and taken up again: the restarted gateway opened one new upstream session, for
+    // its own client, and followed the task in the session that created it.
+    let sessions = up.sessions.lock().unwrap().clone();
+    assert_eq!(sessions.len(), 2, "{sessions:?}");
+    assert_eq!(sessions[0], session);
 }
 
 #[test]

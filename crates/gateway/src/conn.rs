@@ -15,6 +15,7 @@ use mcp_tasks_rpc::{Handler, Peer, RequestContext, Route};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 
+use crate::connect::{SessionProbe, UpstreamSession};
 use crate::error::unavailable;
 use crate::lane::LaneInner;
 
@@ -59,6 +60,7 @@ pub struct Conn {
     init: OnceLock<Value>,
     /// Which connection of the lane this is (1, 2, ... across restarts).
     pub generation: u64,
+    session: Option<SessionProbe>,
     _guard: Box<dyn Send + Sync>,
 }
 
@@ -117,14 +119,27 @@ impl Conn {
         shared: Arc<ConnShared>,
         generation: u64,
         guard: Box<dyn Send + Sync>,
+        session: Option<SessionProbe>,
     ) -> Self {
         Self {
             peer,
             shared,
             init: OnceLock::new(),
             generation,
+            session,
             _guard: guard,
         }
+    }
+
+    /// The upstream session this connection speaks in now, if it has one a later
+    /// connection can take up.
+    pub fn upstream_session(&self) -> Option<UpstreamSession> {
+        let (id, protocol_version) = (self.session.as_ref()?)();
+        Some(UpstreamSession {
+            session_id: id?,
+            protocol_version,
+            init_result: self.init_result().clone(),
+        })
     }
 
     /// The upstream's `initialize` result.

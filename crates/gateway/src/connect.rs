@@ -5,10 +5,32 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_rpc::{Handler, Peer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::config::UpstreamSpec;
 use crate::error::GatewayError;
+
+/// The upstream session a connection speaks in, where a later connection can take it up
+/// again (Streamable HTTP: the `Mcp-Session-Id`; a stdio session is its process and ends
+/// with it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamSession {
+    /// The session id the upstream assigned.
+    pub session_id: String,
+    /// The protocol version negotiated in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The upstream's `initialize` result in that session.
+    #[serde(default)]
+    pub init_result: Value,
+}
+
+/// Reads a connection's current session id and protocol version (an HTTP session is
+/// replaced when the upstream answers 404).
+pub type SessionProbe = Box<dyn Fn() -> (Option<String>, Option<String>) + Send + Sync>;
 
 /// One open connection.
 pub struct Connected {
@@ -24,6 +46,8 @@ pub struct Connected {
     /// session opens its standalone stream, without which the upstream's messages outside
     /// any request would be lost).
     pub settled: Option<futures::future::BoxFuture<'static, ()>>,
+    /// The session the connection speaks in, for connections that have one.
+    pub session: Option<SessionProbe>,
 }
 
 impl std::fmt::Debug for Connected {
@@ -42,6 +66,22 @@ pub trait Connector: Send + Sync + 'static {
     /// # Errors
     /// When the upstream cannot be started or reached.
     async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError>;
+
+    /// Open a connection that takes up `session` again, already initialized (with
+    /// `init_params`, replayed should the upstream have ended the session). `None` when
+    /// this kind of upstream has no sessions to take up.
+    ///
+    /// # Errors
+    /// When the upstream cannot be reached.
+    async fn reattach(
+        &self,
+        handler: Arc<dyn Handler>,
+        session: &UpstreamSession,
+        init_params: &Value,
+    ) -> Result<Option<Connected>, GatewayError> {
+        let _ = (handler, session, init_params);
+        Ok(None)
+    }
 
     /// For logs and error messages.
     fn describe(&self) -> String;

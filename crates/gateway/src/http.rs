@@ -8,60 +8,62 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport, StandaloneState};
+use mcp_tasks_rpc::http_client::{
+    HttpClientConfig, HttpClientTransport, ResumeSession, StandaloneState,
+};
 use mcp_tasks_rpc::{Handler, Peer};
+use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::config::UpstreamSpec;
-use crate::connect::{Connected, Connector};
+use crate::connect::{Connected, Connector, UpstreamSession};
 use crate::error::GatewayError;
 
 /// Opens MCP sessions on one endpoint.
 pub struct HttpConnector {
     url: String,
-    bearer: Option<String>,
+    headers: Vec<(String, String)>,
     max_message_bytes: usize,
 }
 
 impl HttpConnector {
-    /// A connector for a [`UpstreamSpec::Http`]. The transport sends one header of its
-    /// own choosing: `Authorization: Bearer TOKEN`.
+    /// A connector for a [`UpstreamSpec::Http`], sending its headers
+    /// (`--upstream-header`) on every request.
     ///
     /// # Errors
-    /// A header other than `Authorization: Bearer ...`.
+    /// A header that cannot be sent: a malformed name or value, or one the transport
+    /// manages itself (`Mcp-Session-Id`, `MCP-Protocol-Version`, `Accept`, ...).
     pub fn new(spec: &UpstreamSpec, max_message_bytes: usize) -> Result<Self, GatewayError> {
         let UpstreamSpec::Http { url, headers } = spec else {
             return Err(GatewayError::Config("not an HTTP upstream".into()));
         };
-        let mut bearer = None;
-        for (k, v) in headers {
-            match (k.eq_ignore_ascii_case("authorization"), v.split_once(' ')) {
-                (true, Some((scheme, token))) if scheme.eq_ignore_ascii_case("bearer") => {
-                    bearer = Some(token.trim().to_owned());
-                }
-                _ => {
-                    return Err(GatewayError::Config(format!(
-                        "--upstream-header {k}: only `Authorization: Bearer TOKEN` can be sent to an HTTP upstream"
-                    )));
-                }
-            }
-        }
-        Ok(Self {
+        let this = Self {
             url: url.clone(),
-            bearer,
+            headers: headers.clone(),
             max_message_bytes,
-        })
+        };
+        // Check the URL and headers now rather than at the first connection.
+        this.config(None)
+            .check()
+            .map_err(|e| GatewayError::Config(format!("--upstream-url/--upstream-header: {e}")))?;
+        Ok(this)
     }
-}
 
-#[async_trait]
-impl Connector for HttpConnector {
-    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
-        let (peer, outbound) = Peer::new(handler);
+    fn config(&self, resume: Option<ResumeSession>) -> HttpClientConfig {
         let mut config = HttpClientConfig::new(self.url.clone());
-        config.bearer_token.clone_from(&self.bearer);
+        config.headers.clone_from(&self.headers);
         config.max_message_bytes = self.max_message_bytes;
-        let transport = HttpClientTransport::start(peer.clone(), outbound, config)
+        config.resume = resume;
+        config
+    }
+
+    fn open(
+        &self,
+        handler: Arc<dyn Handler>,
+        resume: Option<ResumeSession>,
+    ) -> Result<Connected, GatewayError> {
+        let (peer, outbound) = Peer::new(handler);
+        let transport = HttpClientTransport::start(peer.clone(), outbound, self.config(resume))
             .map_err(|e| GatewayError::Connect(e.to_string()))?;
         let (tx, ended) = oneshot::channel();
         let closed = peer.closed();
@@ -74,12 +76,37 @@ impl Connector for HttpConnector {
             let wait = standalone.wait_for(|s| !matches!(s, StandaloneState::Pending));
             let _ = tokio::time::timeout(std::time::Duration::from_secs(5), wait).await;
         });
+        let probe = transport.session_probe();
         Ok(Connected {
             peer,
             ended,
             guard: Box::new(transport),
             settled: Some(settled),
+            session: Some(Box::new(probe)),
         })
+    }
+}
+
+#[async_trait]
+impl Connector for HttpConnector {
+    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
+        self.open(handler, None)
+    }
+
+    /// The HTTP session is taken up again with its `Mcp-Session-Id`: an upstream that binds
+    /// tasks to the session that created them still recognizes the gateway's.
+    async fn reattach(
+        &self,
+        handler: Arc<dyn Handler>,
+        session: &UpstreamSession,
+        init_params: &Value,
+    ) -> Result<Option<Connected>, GatewayError> {
+        let resume = ResumeSession {
+            session_id: session.session_id.clone(),
+            protocol_version: session.protocol_version.clone(),
+            init_params: init_params.clone(),
+        };
+        self.open(handler, Some(resume)).map(Some)
     }
 
     fn describe(&self) -> String {

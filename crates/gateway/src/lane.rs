@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::backoff;
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
-use crate::connect::Connector;
+use crate::connect::{Connector, UpstreamSession};
 use crate::error::unavailable;
 use crate::resume::{Note, Notes};
 use crate::tools::ToolSet;
@@ -70,6 +70,9 @@ pub struct LaneInner {
     overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
     notes: Option<Arc<Notes>>,
     init_params: Mutex<Value>,
+    /// A session of the upstream to take up again with the first connection (a task
+    /// resumed after a restart).
+    reattach: Mutex<Option<UpstreamSession>>,
     link: watch::Sender<Link>,
     downstream: watch::Sender<Option<Peer>>,
     tools: RwLock<Arc<ToolSet>>,
@@ -199,6 +202,7 @@ impl LaneInner {
             overrides,
             notes,
             init_params: Mutex::new(Value::Null),
+            reattach: Mutex::new(None),
             link: watch::channel(Link::Starting).0,
             downstream: watch::channel(None).0,
             tools: RwLock::new(Arc::new(ToolSet::default())),
@@ -319,6 +323,12 @@ impl LaneInner {
         )
     }
 
+    /// Make the first connection take up `session` again instead of starting a new one
+    /// (where the upstream has sessions that can be; else a new one is started).
+    pub fn reattach_first(&self, session: Option<UpstreamSession>) {
+        *lock(&self.reattach) = session;
+    }
+
     /// Set what `initialize` sends upstream, start the supervisor (once), and wait for the
     /// first start to succeed or fail (at most `wait`).
     pub async fn start(&self, init_params: Value, wait: Duration) {
@@ -396,9 +406,9 @@ impl LaneInner {
         })
     }
 
-    /// Note durably that our task `task_id` is backed by `upstream_task_id`, so that a
-    /// restarted gateway follows it again.
-    pub(crate) fn note_task(&self, task_id: &str, upstream_task_id: &str) {
+    /// Note durably that our task `task_id` is backed by `upstream_task_id`, created on
+    /// `conn` (whose session is noted too), so that a restarted gateway follows it again.
+    pub(crate) fn note_task(&self, task_id: &str, upstream_task_id: &str, conn: &Conn) {
         if let Some(notes) = &self.notes {
             notes.put(
                 task_id,
@@ -406,6 +416,7 @@ impl LaneInner {
                     upstream_task_id: upstream_task_id.to_owned(),
                     upstream: self.describe(),
                     init_params: lock(&self.init_params).clone(),
+                    upstream_session: conn.upstream_session(),
                 },
             );
         }
@@ -608,7 +619,41 @@ impl LaneInner {
         }
     }
 
+    /// A connection that takes up the session noted by [`Self::reattach_first`], if there
+    /// is one and the upstream can.
+    async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
+        let session = lock(&self.reattach).take()?;
+        let shared = ConnShared::new(self.me.clone());
+        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let params = lock(&self.init_params).clone();
+        let connected = match self.connector.reattach(handler, &session, &params).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not take up the upstream session again; starting a new one");
+                return None;
+            }
+        };
+        tracing::info!(upstream = %self.describe(), session = %session.session_id, "taking up the upstream session again");
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let conn = Arc::new(Conn::new(
+            connected.peer,
+            shared,
+            generation,
+            connected.guard,
+            connected.session,
+        ));
+        conn.set_init_result(session.init_result);
+        if let Some(settled) = connected.settled {
+            settled.await;
+        }
+        Some((conn, connected.ended))
+    }
+
     async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
+        if let Some(reattached) = self.open_reattached().await {
+            return Ok(reattached);
+        }
         let shared = ConnShared::new(self.me.clone());
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let connected = self
@@ -622,6 +667,7 @@ impl LaneInner {
             shared,
             generation,
             connected.guard,
+            connected.session,
         ));
         let params = lock(&self.init_params).clone();
         let init = tokio::time::timeout(INIT_TIMEOUT, conn.call(methods::INITIALIZE, Some(params)))

@@ -21,7 +21,7 @@ use mcp_tasks_server::ToolContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::connect::Connector;
+use crate::connect::{Connector, UpstreamSession};
 use crate::error::unavailable;
 use crate::lane::{FIRST_START_WAIT, LaneInner};
 
@@ -36,6 +36,10 @@ pub struct Note {
     /// The `initialize` params the upstream connection was opened with (the client's
     /// capabilities; a new connection is opened with the same).
     pub init_params: Value,
+    /// The upstream session the task was created in (Streamable HTTP), taken up again
+    /// after a restart: an upstream that binds tasks to their session still knows ours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream_session: Option<UpstreamSession>,
 }
 
 /// The directory of notes.
@@ -174,6 +178,7 @@ async fn follow_again(
     tracing::info!(task_id = %run.task_id, upstream_task = %note.upstream_task_id, "following the upstream task again after a restart");
     let lease = LaneInner::open_lane(connector, overrides, None);
     let lane = Arc::clone(lease.lane());
+    lane.reattach_first(note.upstream_session.clone());
     lane.start(note.init_params.clone(), FIRST_START_WAIT).await;
     let caps = note
         .init_params
@@ -208,6 +213,11 @@ mod tests {
             upstream_task_id: "u-1".into(),
             upstream: "stdio `x`".into(),
             init_params: json!({"capabilities": {}}),
+            upstream_session: Some(UpstreamSession {
+                session_id: "s-1".into(),
+                protocol_version: Some("2025-11-25".into()),
+                init_result: json!({"capabilities": {"tasks": {}}}),
+            }),
         };
         notes.put("0f2c-ab", &n);
         assert_eq!(notes.get("0f2c-ab"), Some(n.clone()));

@@ -150,6 +150,7 @@ impl Connector for StdioConnector {
             peer,
             ended,
             guard: Box::new(guard),
+            session: None,
             settled: None,
         })
     }

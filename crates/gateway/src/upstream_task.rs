@@ -115,7 +115,7 @@ pub(crate) async fn run(
     tracing::info!(task = ?cx.task_id(), upstream_task = %upstream_id, "upstream task created");
     lane.register_task(&routes, &upstream_id, cx);
     if let Some(ours) = cx.task_id() {
-        lane.note_task(ours, &upstream_id);
+        lane.note_task(ours, &upstream_id, &conn);
     }
     let mut guard = CancelUpstream {
         lane: Arc::clone(lane),

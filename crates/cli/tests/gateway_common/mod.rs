@@ -124,6 +124,10 @@ pub fn everything() -> Option<String> {
             "skipped: {} is missing (run `npm ci --prefix interop`)",
             js.display()
         );
+        assert!(
+            std::env::var_os("MCP_TASKS_REQUIRE_INTEROP").is_none(),
+            "the npm packages of interop/ are required (MCP_TASKS_REQUIRE_INTEROP is set)"
+        );
         None
     }
 }
@@ -173,6 +177,8 @@ pub fn until_terminal(s: &mut Stdio, id: &str) -> Value {
 pub struct HttpUpstream {
     pub child: std::process::Child,
     pub url: String,
+    /// The ids of the sessions it started, in order (from its log).
+    pub sessions: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl HttpUpstream {
@@ -187,7 +193,7 @@ impl HttpUpstream {
         let mut child = std::process::Command::new(crate::common::bin())
             .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("RUST_LOG", "warn,mcp_tasks_rpc::http::handlers=info")
             .env("MCP_TASKS_AUTH_TOKENS", tokens)
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
@@ -196,11 +202,21 @@ impl HttpUpstream {
             .expect("spawn the HTTP upstream");
         let stderr = child.stderr.take().unwrap();
         let (tx, rx) = std::sync::mpsc::channel();
+        let sessions = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let started = std::sync::Arc::clone(&sessions);
         std::thread::spawn(move || {
             for line in std::io::BufReader::new(stderr).lines() {
                 let Ok(line) = line else { return };
                 if let Some(url) = line.strip_prefix("listening on ") {
                     let _ = tx.send(url.trim().to_owned());
+                }
+                if line.contains("session started")
+                    && let Some(id) = line
+                        .split("session=")
+                        .nth(1)
+                        .and_then(|rest| rest.split_whitespace().next())
+                {
+                    started.lock().unwrap().push(id.to_owned());
                 }
                 eprintln!("[upstream] {line}");
             }
@@ -208,7 +224,11 @@ impl HttpUpstream {
         let url = rx
             .recv_timeout(TIMEOUT)
             .expect("the HTTP upstream printed its address");
-        Self { child, url }
+        Self {
+            child,
+            url,
+            sessions,
+        }
     }
 }
 

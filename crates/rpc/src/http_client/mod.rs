@@ -21,7 +21,11 @@
 //!   start a new session by sending a new `InitializeRequest` without a session ID
 //!   attached"), replaying the `initialize` the peer sent first, then retries the message
 //!   once;
-//! * `Authorization: Bearer` when a token is configured.
+//! * `Authorization: Bearer` when a token is configured, and any other headers the
+//!   configuration names (for servers behind a gateway that wants its own API key);
+//! * a session opened earlier (by another process, say) can be taken up again without a
+//!   new `initialize` ([`ResumeSession`]); should the server have ended it, the 404 starts
+//!   a new one as above.
 //!
 //! A request the transport could not get answered is answered locally with an error
 //! carrying [`TRANSPORT_ERROR_DATA`] in its `data` (see [`is_transport_error`]), so that the
@@ -86,6 +90,13 @@ pub struct HttpClientConfig {
     pub url: String,
     /// Sent as `Authorization: Bearer TOKEN` on every request.
     pub bearer_token: Option<String>,
+    /// More headers sent on every request (`(name, value)`), e.g. an API key. The headers
+    /// the transport manages itself (`Mcp-Session-Id`, `MCP-Protocol-Version`,
+    /// `Last-Event-ID`, `Accept`, `Content-Type`, `Content-Length`, `Host`) are refused by
+    /// [`HttpClientTransport::start`].
+    pub headers: Vec<(String, String)>,
+    /// Take up this existing session instead of starting with `initialize`.
+    pub resume: Option<ResumeSession>,
     /// Bound on establishing a TCP connection.
     pub connect_timeout: Duration,
     /// Open the standalone GET stream after `notifications/initialized`.
@@ -104,6 +115,8 @@ impl HttpClientConfig {
         Self {
             url: url.into(),
             bearer_token: None,
+            headers: Vec::new(),
+            resume: None,
             connect_timeout: Duration::from_secs(10),
             standalone_stream: true,
             default_retry: Duration::from_secs(1),
@@ -111,6 +124,82 @@ impl HttpClientConfig {
             max_message_bytes: 16 * 1024 * 1024,
         }
     }
+}
+
+impl HttpClientConfig {
+    /// Whether [`HttpClientTransport::start`] would accept this configuration (the URL and
+    /// the headers), without starting anything.
+    ///
+    /// # Errors
+    /// What `start` would refuse.
+    pub fn check(&self) -> Result<(), HttpClientError> {
+        self.validate().map(|_| ())
+    }
+
+    fn validate(&self) -> Result<(reqwest::Url, HeaderMap), HttpClientError> {
+        let url = reqwest::Url::parse(&self.url).map_err(|e| HttpClientError::InvalidUrl {
+            url: self.url.clone(),
+            reason: e.to_string(),
+        })?;
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(HttpClientError::InvalidUrl {
+                url: self.url.clone(),
+                reason: "the scheme must be http or https".into(),
+            });
+        }
+        if url.scheme() == "https" && !cfg!(feature = "http-client-tls") {
+            return Err(HttpClientError::InvalidUrl {
+            url: self.url.clone(),
+            reason: "https needs a build with TLS (feature `http-client-tls` of mcp-tasks-rpc, `tls` of mcp-tasks-client)".into(),
+        });
+        }
+        let extra = extra_headers(self)?;
+        Ok((url, extra))
+    }
+}
+
+/// A session to take up again: the transport starts in it, already initialized, opens
+/// its standalone stream at once, and replays `init_params` as its `initialize` if the
+/// server answers 404 (the session is gone).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResumeSession {
+    /// The `Mcp-Session-Id` the server assigned.
+    pub session_id: String,
+    /// The negotiated protocol version, sent as `MCP-Protocol-Version`.
+    pub protocol_version: Option<String>,
+    /// The params of the session's original `initialize`.
+    pub init_params: Value,
+}
+
+/// Headers the transport sets itself; configuring them is an error.
+const MANAGED_HEADERS: [&str; 7] = [
+    MCP_SESSION_ID,
+    MCP_PROTOCOL_VERSION,
+    LAST_EVENT_ID,
+    "accept",
+    "content-type",
+    "content-length",
+    "host",
+];
+
+fn extra_headers(config: &HttpClientConfig) -> Result<HeaderMap, HttpClientError> {
+    let mut map = HeaderMap::new();
+    for (name, value) in &config.headers {
+        let bad = |reason: &str| HttpClientError::InvalidHeader {
+            name: name.clone(),
+            reason: reason.to_owned(),
+        };
+        let n = header::HeaderName::from_bytes(name.trim().as_bytes())
+            .map_err(|_| bad("not a valid header name"))?;
+        if MANAGED_HEADERS.contains(&n.as_str()) {
+            return Err(bad("the transport sets this header itself"));
+        }
+        let mut v =
+            HeaderValue::from_str(value.trim()).map_err(|_| bad("not a valid header value"))?;
+        v.set_sensitive(true);
+        map.append(n, v);
+    }
+    Ok(map)
 }
 
 /// Why the transport could not start.
@@ -127,6 +216,14 @@ pub enum HttpClientError {
     /// The HTTP client could not be built.
     #[error("cannot build the HTTP client: {0}")]
     Client(String),
+    /// A configured header cannot be sent.
+    #[error("header `{name}`: {reason}")]
+    InvalidHeader {
+        /// The header's name as configured.
+        name: String,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 /// State of the standalone GET stream.
@@ -158,6 +255,8 @@ struct State {
     http: reqwest::Client,
     url: reqwest::Url,
     config: HttpClientConfig,
+    /// [`HttpClientConfig::headers`], checked.
+    extra: HeaderMap,
     peer: Peer,
     session: Mutex<SessionState>,
     reinit: tokio::sync::Mutex<()>,
@@ -200,22 +299,7 @@ impl HttpClientTransport {
         outbound: mpsc::Receiver<Outbound>,
         config: HttpClientConfig,
     ) -> Result<Self, HttpClientError> {
-        let url = reqwest::Url::parse(&config.url).map_err(|e| HttpClientError::InvalidUrl {
-            url: config.url.clone(),
-            reason: e.to_string(),
-        })?;
-        if !matches!(url.scheme(), "http" | "https") {
-            return Err(HttpClientError::InvalidUrl {
-                url: config.url.clone(),
-                reason: "the scheme must be http or https".into(),
-            });
-        }
-        if url.scheme() == "https" && !cfg!(feature = "http-client-tls") {
-            return Err(HttpClientError::InvalidUrl {
-                url: config.url.clone(),
-                reason: "https needs a build with TLS (feature `http-client-tls` of mcp-tasks-rpc, `tls` of mcp-tasks-client)".into(),
-            });
-        }
+        let (url, extra) = config.validate()?;
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .build()
@@ -225,12 +309,23 @@ impl HttpClientTransport {
         } else {
             StandaloneState::Unavailable
         });
+        let session = match &config.resume {
+            Some(r) => SessionState {
+                id: Some(r.session_id.clone()),
+                protocol_version: r.protocol_version.clone(),
+                init_params: Some(r.init_params.clone()),
+                initialized: true,
+            },
+            None => SessionState::default(),
+        };
+        let resuming = config.resume.is_some();
         let state = Arc::new(State {
             http,
             url,
             config,
+            extra,
             peer,
-            session: Mutex::new(SessionState::default()),
+            session: Mutex::new(session),
             reinit: tokio::sync::Mutex::new(()),
             standalone: Mutex::new(None),
             standalone_state,
@@ -239,6 +334,9 @@ impl HttpClientTransport {
             resumptions: AtomicU64::new(0),
             next_internal_id: AtomicU64::new(1),
         });
+        if resuming {
+            state.start_standalone();
+        }
         let driver = tokio::spawn(drive(Arc::clone(&state), outbound));
         Ok(Self {
             state,
@@ -254,6 +352,20 @@ impl HttpClientTransport {
     /// The protocol version sent in `MCP-Protocol-Version` (from the `initialize` result).
     pub fn protocol_version(&self) -> Option<String> {
         lock(&self.state.session).protocol_version.clone()
+    }
+
+    /// A way to read the current session id and protocol version later, without keeping
+    /// the transport alive (both `None` once it has stopped).
+    pub fn session_probe(
+        &self,
+    ) -> impl Fn() -> (Option<String>, Option<String>) + Send + Sync + 'static {
+        let state = Arc::downgrade(&self.state);
+        move || {
+            state.upgrade().map_or((None, None), |s| {
+                let s = lock(&s.session);
+                (s.id.clone(), s.protocol_version.clone())
+            })
+        }
     }
 
     /// How many times a new session was started after a 404.
@@ -330,7 +442,10 @@ impl State {
     }
 
     fn request(&self, method: reqwest::Method) -> reqwest::RequestBuilder {
-        let mut r = self.http.request(method, self.url.clone());
+        let mut r = self
+            .http
+            .request(method, self.url.clone())
+            .headers(self.extra.clone());
         if let Some(t) = &self.config.bearer_token {
             r = r.bearer_auth(t);
         }

@@ -313,3 +313,97 @@ async fn http_errors_carry_their_status_and_message() {
         json!(500)
     );
 }
+
+#[tokio::test]
+async fn configured_headers_go_on_every_request_and_managed_ones_are_refused() {
+    let (url, seen) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
+        Some("initialize") => json_reply(Some("s1"), &result_for(s, &init_result())),
+        Some("notifications/initialized") => ACCEPTED.as_bytes().to_vec(),
+        Some("ping") => json_reply(None, &result_for(s, &json!({}))),
+        _ => status(400, "Bad Request", "{}"),
+    }))
+    .await;
+    let (peer, rx) = Peer::new(Arc::new(Quiet));
+    let mut config = HttpClientConfig::new(&url);
+    config.standalone_stream = false;
+    config.headers = vec![("X-Api-Key".into(), " k-123 ".into())];
+    let _t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
+    initialize(&peer).await;
+    peer.request("ping", None, crate::Route::Standalone)
+        .await
+        .unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3);
+    for s in &seen {
+        assert_eq!(s.header("x-api-key"), Some("k-123"), "{:?}", s.rpc_method());
+    }
+
+    for (name, value) in [
+        ("Mcp-Session-Id", "x"),
+        ("accept", "text/plain"),
+        ("bad name", "x"),
+        ("X-Ok", "line\nbreak"),
+    ] {
+        let (peer, rx) = Peer::new(Arc::new(Quiet));
+        let mut config = HttpClientConfig::new(&url);
+        config.headers = vec![(name.into(), value.into())];
+        let err = HttpClientTransport::start(peer, rx, config).unwrap_err();
+        assert!(
+            matches!(&err, HttpClientError::InvalidHeader { name: n, .. } if n == name),
+            "{name}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_resumed_session_is_used_without_initialize_and_replaced_when_gone() {
+    let (url, seen) = fake(Arc::new(|s: &Seen, _| {
+        let sid = s.header("mcp-session-id").map(str::to_owned);
+        match (s.rpc_method(), sid.as_deref()) {
+            (Some("initialize"), None) => json_reply(Some("s2"), &result_for(s, &init_result())),
+            (Some("notifications/initialized"), Some("s2")) => ACCEPTED.as_bytes().to_vec(),
+            (Some("tasks/get"), Some("old")) => {
+                json_reply(None, &result_for(s, &json!({"session": "old"})))
+            }
+            (Some("work"), Some("old")) => status(404, "Not Found", "{}"),
+            (Some("work"), Some("s2")) => json_reply(None, &result_for(s, &json!({"ok": true}))),
+            _ => status(400, "Bad Request", "{}"),
+        }
+    }))
+    .await;
+    let (peer, rx) = Peer::new(Arc::new(Quiet));
+    let mut config = HttpClientConfig::new(&url);
+    config.standalone_stream = false;
+    let init_params = json!({"protocolVersion": "2025-06-18", "capabilities": {"x": {}}, "clientInfo": {"name": "t", "version": "0"}});
+    config.resume = Some(ResumeSession {
+        session_id: "old".into(),
+        protocol_version: Some("2025-06-18".into()),
+        init_params: init_params.clone(),
+    });
+    let t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
+    assert_eq!(t.session_id().as_deref(), Some("old"));
+    let r = peer
+        .request("tasks/get", None, crate::Route::Standalone)
+        .await
+        .unwrap();
+    assert_eq!(r, json!({"session": "old"}));
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1, "no initialize before the first request");
+        assert_eq!(seen[0].header("mcp-protocol-version"), Some("2025-06-18"));
+    }
+    // The server has forgotten the session: a new one, initialized with the same params.
+    let r = peer
+        .request("work", None, crate::Route::Standalone)
+        .await
+        .unwrap();
+    assert_eq!(r, json!({"ok": true}));
+    assert_eq!(t.session_id().as_deref(), Some("s2"));
+    assert_eq!(t.reinitializations(), 1);
+    let seen = seen.lock().unwrap().clone();
+    let init = seen
+        .iter()
+        .find(|s| s.rpc_method() == Some("initialize"))
+        .unwrap();
+    assert_eq!(init.body["params"], init_params);
+}

@@ -6,6 +6,16 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
+echo "== npm packages of the interop tests (pinned by their package-lock.json)"
+# The Rust tests drive the official TypeScript SDK, server-everything and the Inspector
+# too; with the packages in place, a missing one fails those tests instead of skipping them.
+for dir in interop interop/inspector; do
+  if [ ! -d "$dir/node_modules" ]; then
+    npm ci --prefix "$dir" --no-audit --no-fund
+  fi
+done
+export MCP_TASKS_REQUIRE_INTEROP=1
+
 echo "== build"
 cargo build --workspace --all-targets --locked
 

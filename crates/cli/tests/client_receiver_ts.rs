@@ -35,6 +35,10 @@ fn script() -> Option<PathBuf> {
             "SKIPPED: {} is absent; run `npm ci --prefix interop` to test against the TypeScript SDK",
             interop.join("node_modules").display()
         );
+        assert!(
+            std::env::var_os("MCP_TASKS_REQUIRE_INTEROP").is_none(),
+            "the npm packages of interop/ are required (MCP_TASKS_REQUIRE_INTEROP is set)"
+        );
         return None;
     }
     assert!(

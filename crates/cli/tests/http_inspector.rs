@@ -24,6 +24,10 @@ async fn inspector_cli_calls_sleep_as_a_task() {
         eprintln!(
             "SKIPPED: interop/inspector/node_modules missing (run `npm ci --prefix interop/inspector`)"
         );
+        assert!(
+            std::env::var_os("MCP_TASKS_REQUIRE_INTEROP").is_none(),
+            "the npm packages of interop/ are required (MCP_TASKS_REQUIRE_INTEROP is set)"
+        );
         return;
     };
     let tokens =

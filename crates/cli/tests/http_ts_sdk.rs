@@ -113,6 +113,10 @@ fn run(extra_env: &[(&str, &str)], token: Option<&str>) {
             "SKIPPED: the TypeScript SDK is not installed ({} missing; run `npm ci --prefix interop`)",
             sdk.display()
         );
+        assert!(
+            std::env::var_os("MCP_TASKS_REQUIRE_INTEROP").is_none(),
+            "the npm packages of interop/ are required (MCP_TASKS_REQUIRE_INTEROP is set)"
+        );
         return;
     }
     let server = Server::start_env(&["--sse-hold", "1s", "--sse-retry", "200ms"], extra_env);

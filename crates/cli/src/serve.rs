@@ -42,7 +42,8 @@ pub(crate) struct ServeArgs {
     /// restarted, fails those tasks once the lease has run out.
     #[arg(long, default_value = "15s")]
     executor_lease: String,
-    /// Largest incoming stdio message, in bytes.
+    /// Largest incoming message, in bytes: a stdio line, an HTTP request body (413 above
+    /// it), and a message from a gateway's upstream.
     #[arg(long, default_value_t = mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE)]
     max_message_bytes: usize,
     #[command(flatten)]

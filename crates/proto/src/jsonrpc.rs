@@ -58,6 +58,48 @@ impl RequestId {
     }
 }
 
+const JSONRPC: &str = "2.0";
+
+#[derive(Serialize)]
+struct WireRequest<'a> {
+    id: &'a RequestId,
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct WireNotification<'a> {
+    jsonrpc: &'static str,
+    method: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    params: Option<&'a Value>,
+}
+
+#[derive(Serialize)]
+struct WireResponse<'a> {
+    id: &'a RequestId,
+    jsonrpc: &'static str,
+    result: &'a Value,
+}
+
+#[derive(Serialize)]
+struct WireError<'a> {
+    error: WireErrorObject<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    jsonrpc: &'static str,
+}
+
+#[derive(Serialize)]
+struct WireErrorObject<'a> {
+    code: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    data: Option<&'a Value>,
+    message: &'a str,
+}
+
 /// A request: expects a response with the same id.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
@@ -248,7 +290,38 @@ impl Message {
 
     /// The message serialized as one line of JSON (no trailing newline).
     pub fn to_json(&self) -> String {
-        self.to_value().to_string()
+        // Written from borrowed fields: no intermediate tree is built (the params or result
+        // of a response can be large). Keys in the order `to_value` gives them (sorted), so
+        // both forms are the same bytes.
+        let out = match self {
+            Self::Request(r) => serde_json::to_string(&WireRequest {
+                id: &r.id,
+                jsonrpc: JSONRPC,
+                method: &r.method,
+                params: r.params.as_ref(),
+            }),
+            Self::Notification(n) => serde_json::to_string(&WireNotification {
+                jsonrpc: JSONRPC,
+                method: &n.method,
+                params: n.params.as_ref(),
+            }),
+            Self::Response(r) => serde_json::to_string(&WireResponse {
+                id: &r.id,
+                jsonrpc: JSONRPC,
+                result: &r.result,
+            }),
+            Self::Error(e) => serde_json::to_string(&WireError {
+                error: WireErrorObject {
+                    code: e.error.code,
+                    data: e.error.data.as_ref(),
+                    message: &e.error.message,
+                },
+                id: e.id.as_ref(),
+                jsonrpc: JSONRPC,
+            }),
+        };
+        // Serializing `Value`s and strings into a `String` cannot fail.
+        out.unwrap_or_else(|_| self.to_value().to_string())
     }
 
     /// Shorthand for a request.
@@ -349,5 +422,24 @@ mod tests {
         let back: Value = serde_json::from_str(&m.to_json()).unwrap();
         let orig: Value = serde_json::from_str(text).unwrap();
         assert_eq!(back, orig);
+    }
+
+    #[test]
+    fn to_json_writes_what_to_value_holds_byte_for_byte() {
+        let big = json!({"content": [{"type": "text", "text": "a\"b\n\u{e9}"}], "_meta": {"z": 1, "a": [null, 1.5, -2]}});
+        let err = ErrorObject::new(-32602, "Task not found").with_data(json!({"taskId": "x"}));
+        for m in [
+            Message::request(RequestId::Number(7), "tools/call", Some(big.clone())),
+            Message::request(RequestId::String("s-1".into()), "ping", None),
+            Message::notification("notifications/progress", Some(big.clone())),
+            Message::notification("notifications/initialized", None),
+            Message::reply(RequestId::Number(-3), Ok(big)),
+            Message::reply(RequestId::String("r".into()), Err(err.clone())),
+            Message::reply(RequestId::Number(1), Err(ErrorObject::new(-32603, "x"))),
+            Message::reply_null(err),
+        ] {
+            assert_eq!(m.to_json(), m.to_value().to_string());
+            assert_eq!(Message::parse(m.to_json().as_bytes()).unwrap(), m);
+        }
     }
 }

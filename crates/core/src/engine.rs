@@ -494,7 +494,7 @@ impl TaskEngine {
         };
         let limit = Some(self.inner.policy.max_active_per_requester);
         let rec = self.inner.store.create(new, limit).await?;
-        tracing::info!(task_id = %task_id, method = %spec.method, owner = ?spec.requester.principal, ttl = ?ttl, "task created");
+        tracing::debug!(task_id = %task_id, method = %spec.method, owner = ?spec.requester.principal, ttl = ?ttl, "task created");
         self.launch(task_id, spec.origin, spec.classify, runner);
         Ok(rec)
     }
@@ -571,7 +571,7 @@ impl TaskEngine {
         };
         match self.inner.store.transition(t).await {
             Ok(TransitionResult::Applied(rec)) => {
-                tracing::info!(task_id = %task_id, status = %rec.status, "task finished");
+                tracing::debug!(task_id = %task_id, status = %rec.status, "task finished");
                 self.announce(&rec).await;
             }
             Ok(TransitionResult::Rejected(rec)) => {
@@ -721,7 +721,7 @@ impl TaskEngine {
         let mut deliverer: Option<Deliverer> = None;
         loop {
             if rec.status.is_terminal() {
-                tracing::info!(task_id = %task_id, status = %rec.status, "task result retrieved");
+                tracing::debug!(task_id = %task_id, status = %rec.status, "task result retrieved");
                 let Some(outcome) = &rec.outcome else {
                     return Err(EngineError::Store(crate::StoreError::Corrupt(format!(
                         "terminal task {task_id} has no outcome"

@@ -77,21 +77,7 @@ impl TaskStore for MemoryStore {
                 return Err(StoreError::LimitExceeded { limit });
             }
             g.next_seq += 1;
-            let rec = TaskRecord {
-                task_id: t.task_id,
-                owner: t.owner,
-                seq: g.next_seq,
-                status: TaskStatus::Working,
-                status_message: t.status_message,
-                created_at_ms: t.created_at_ms,
-                last_updated_at_ms: t.created_at_ms,
-                ttl_ms: t.ttl_ms,
-                poll_interval_ms: t.poll_interval_ms,
-                method: t.method,
-                request: t.request,
-                outcome: None,
-                executor: t.executor,
-            };
+            let rec = t.into_record(g.next_seq);
             *g.active.entry(rec.owner.clone()).or_insert(0) += 1;
             g.by_seq.insert(rec.seq, rec.task_id.clone());
             g.tasks.insert(rec.task_id.clone(), rec.clone());

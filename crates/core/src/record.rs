@@ -156,3 +156,25 @@ pub struct NewTask {
     /// Initial status message.
     pub status_message: Option<String>,
 }
+
+impl NewTask {
+    /// The record a store holds once it has inserted this task as insertion number `seq`:
+    /// `working`, last updated at creation, no outcome yet.
+    pub fn into_record(self, seq: i64) -> TaskRecord {
+        TaskRecord {
+            task_id: self.task_id,
+            owner: self.owner,
+            seq,
+            status: TaskStatus::Working,
+            status_message: self.status_message,
+            created_at_ms: self.created_at_ms,
+            last_updated_at_ms: self.created_at_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            method: self.method,
+            request: self.request,
+            outcome: None,
+            executor: self.executor,
+        }
+    }
+}

@@ -293,7 +293,7 @@ impl TaskStore for SqliteStore {
         task: NewTask,
         max_active: Option<u32>,
     ) -> Result<TaskRecord, StoreError> {
-        self.write(move |c| ops::create(c, &task, max_active)).await
+        self.write(move |c| ops::create(c, task, max_active)).await
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {

@@ -230,3 +230,72 @@ fn cancelling_trigger_long_running_operation_reaches_the_upstream() {
     );
     assert_eq!(e.s.get_task(&id)["status"], "cancelled");
 }
+
+/// `mcp-tasks call` (our CLI, as a requestor) through the gateway in front of
+/// server-everything, the gateway spawned by the CLI itself (`-- COMMAND`): `--json` output.
+fn cli_through_gateway(test: &str, call: &[&str]) -> Value {
+    let cmd = gateway_common::everything().expect("server-everything");
+    let log = scratch(test).join("upstream-in.log");
+    let upstream = tapped(&log, &cmd);
+    let out = std::process::Command::new(common::bin())
+        .arg("call")
+        .args(call)
+        .args(["--json", "--", common::bin(), "serve", "--stdio", "--store"])
+        .args(["memory", "--upstream-cmd", &upstream])
+        .args(["--tool-task-support", "get-sum=optional"])
+        .args([
+            "--tool-task-support",
+            "trigger-elicitation-request=optional",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn our_cli_calls_server_everything_tools_as_tasks_through_the_gateway() {
+    if gateway_common::everything().is_none() {
+        return;
+    }
+    // A plain upstream tool made a task by the gateway.
+    let sum = cli_through_gateway(
+        "ev-cli-sum",
+        &["get-sum", "--task", "--arg", "a=2", "--arg", "b=40"],
+    );
+    assert_eq!(sum["task"]["status"], "completed", "{sum}");
+    assert!(text_of(&sum["result"]).contains("42"), "{sum}");
+    // The upstream's own task tool (taskSupport required: always a task).
+    let research = cli_through_gateway(
+        "ev-cli-research",
+        &["simulate-research-query", "--arg", "topic=tides"],
+    );
+    assert_eq!(research["task"]["status"], "completed", "{research}");
+    assert!(
+        text_of(&research["result"]).contains("Research Report: tides"),
+        "{research}"
+    );
+    // An upstream elicitation, relayed through tasks/result and answered by the CLI.
+    let elicit = cli_through_gateway(
+        "ev-cli-elicit",
+        &[
+            "trigger-elicitation-request",
+            "--task",
+            "--elicit-reply",
+            r#"{"name":"Ada Lovelace","check":true,"integer":7}"#,
+        ],
+    );
+    assert_eq!(elicit["task"]["status"], "completed", "{elicit}");
+    let all: String = elicit["result"]["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect();
+    assert!(all.contains("Ada Lovelace"), "{elicit}");
+}

@@ -237,25 +237,16 @@ fn cli_through_gateway(test: &str, call: &[&str]) -> Value {
     let cmd = gateway_common::everything().expect("server-everything");
     let log = scratch(test).join("upstream-in.log");
     let upstream = tapped(&log, &cmd);
-    let out = std::process::Command::new(common::bin())
-        .arg("call")
-        .args(call)
-        .args(["--json", "--", common::bin(), "serve", "--stdio", "--store"])
-        .args(["memory", "--upstream-cmd", &upstream])
-        .args(["--tool-task-support", "get-sum=optional"])
-        .args([
-            "--tool-task-support",
-            "trigger-elicitation-request=optional",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    let mut args = vec!["call"];
+    args.extend_from_slice(call);
+    args.extend_from_slice(&["--json", "--", common::bin(), "serve", "--stdio", "--store"]);
+    args.extend_from_slice(&["memory", "--upstream-cmd", &upstream]);
+    args.extend_from_slice(&["--tool-task-support", "get-sum=optional"]);
+    args.extend_from_slice(&[
+        "--tool-task-support",
+        "trigger-elicitation-request=optional",
+    ]);
+    gateway_common::cli_json(&args)
 }
 
 #[test]

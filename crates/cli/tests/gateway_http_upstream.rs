@@ -91,24 +91,15 @@ fn progress_of_an_http_upstream_task_keeps_the_original_token() {
 }
 
 fn upstream_tasks(up: &HttpUpstream) -> serde_json::Value {
-    let out = std::process::Command::new(common::bin())
-        .args([
-            "tasks",
-            "list",
-            "--url",
-            up.url.as_str(),
-            "--auth-token",
-            "tok-gw",
-            "--json",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    gateway_common::cli_json(&[
+        "tasks",
+        "list",
+        "--url",
+        up.url.as_str(),
+        "--auth-token",
+        "tok-gw",
+        "--json",
+    ])
 }
 
 #[test]

@@ -15,26 +15,18 @@ fn call_ask(url: &str, question: &str, answer: &str) -> std::thread::JoinHandle<
         format!("{{\"answer\":\"{answer}\"}}"),
     );
     std::thread::spawn(move || {
-        let out = std::process::Command::new(common::bin())
-            .args([
-                "call",
-                "ask",
-                "--task",
-                "--arg",
-                &question,
-                "--elicit-reply",
-                &reply,
-            ])
-            .args(["--url", &url, "--json"])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}\n{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
+        gateway_common::cli_json(&[
+            "call",
+            "ask",
+            "--task",
+            "--arg",
+            &question,
+            "--elicit-reply",
+            &reply,
+            "--url",
+            &url,
+            "--json",
+        ])
     })
 }
 

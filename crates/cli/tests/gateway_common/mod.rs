@@ -132,6 +132,23 @@ pub fn everything() -> Option<String> {
     }
 }
 
+/// Run `mcp-tasks ARGS...` (the CLI, e.g. `call ... --json`), require exit status 0 and
+/// return its stdout as JSON.
+pub fn cli_json(args: &[&str]) -> Value {
+    let out = std::process::Command::new(crate::common::bin())
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "mcp-tasks {args:?}: {}\n{}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 /// The fixture that logs one side of a stdio upstream's traffic and runs the real one.
 pub fn tapped(log: &Path, command: &str) -> String {
     format!(

@@ -38,6 +38,16 @@ fn everything(test: &str, extra: &[&str]) -> Option<Everything> {
     Some(Everything { s, log })
 }
 
+/// Every text item of a `CallToolResult`'s content, joined.
+fn all_text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["text"].as_str())
+        .collect()
+}
+
 fn upstream_received(e: &Everything, pred: impl Fn(&Value) -> bool) -> Option<Value> {
     read_log(&e.log).into_iter().find(|m| pred(m))
 }
@@ -161,13 +171,7 @@ fn trigger_elicitation_request_is_answered_through_tasks_result() {
     assert!(req["params"]["requestedSchema"]["properties"]["name"].is_object());
     e.s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"name": "Ada Lovelace", "check": true, "integer": 7}}}));
     let r = e.s.response_to(&rid);
-    let all: String = r["result"]["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["text"].as_str())
-        .collect();
-    assert!(all.contains("Ada Lovelace"), "{r}");
+    assert!(all_text(&r["result"]).contains("Ada Lovelace"), "{r}");
     assert_eq!(until_terminal(&mut e.s, &id)["status"], "completed");
 }
 
@@ -282,11 +286,8 @@ fn our_cli_calls_server_everything_tools_as_tasks_through_the_gateway() {
         ],
     );
     assert_eq!(elicit["task"]["status"], "completed", "{elicit}");
-    let all: String = elicit["result"]["content"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|c| c["text"].as_str())
-        .collect();
-    assert!(all.contains("Ada Lovelace"), "{elicit}");
+    assert!(
+        all_text(&elicit["result"]).contains("Ada Lovelace"),
+        "{elicit}"
+    );
 }

@@ -262,7 +262,14 @@ impl Stdio {
 }
 
 impl Drop for Stdio {
+    /// End of input first, as a host closing the server would (the server exits and stops
+    /// what it started, a gateway's upstream included); killed if it has not left in 3 s.
     fn drop(&mut self) {
+        self.stdin.take();
+        let deadline = Instant::now() + Duration::from_secs(3);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }

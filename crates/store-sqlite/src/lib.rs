@@ -90,6 +90,48 @@ impl Shared {
             .clear();
     }
 
+    /// Run `f` at once on the calling thread if an idle read connection is at hand and
+    /// SQLite can answer without waiting for a lock; `None` when it cannot (no idle
+    /// connection, or `SQLITE_BUSY`): then the caller reads on a blocking thread, where the
+    /// busy timeout may be waited out. `f` must be a short point read: it runs on an async
+    /// worker thread (in WAL mode a reader meets a lock only during recovery or when another
+    /// process holds the file exclusively; a page not in the OS cache is one disk read).
+    fn try_read_now<T>(
+        &self,
+        f: &impl Fn(&Connection) -> rusqlite::Result<T>,
+    ) -> Option<Result<T, StoreError>> {
+        let conn = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .pop()?;
+        if conn.busy_timeout(std::time::Duration::ZERO).is_err() {
+            return None;
+        }
+        let result = f(&conn);
+        let restored = conn.busy_timeout(self.opts.busy_timeout).is_ok();
+        let busy = matches!(
+            result
+                .as_ref()
+                .err()
+                .and_then(rusqlite::Error::sqlite_error_code),
+            Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+        );
+        if restored && !result.as_ref().is_err_and(schema::needs_reopen) {
+            let mut idle = self
+                .readers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if idle.len() < self.opts.read_pool {
+                idle.push(conn);
+            }
+        }
+        if busy {
+            return None;
+        }
+        Some(result.map_err(|e| schema::map_err(&self.path, &e)))
+    }
+
     /// Run `f` on an idle read connection (or a new one).
     fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
         let idle = self
@@ -297,6 +339,11 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        // The most frequent call (polling requestors): one indexed row, read in place when
+        // it can be, saving the hop to a blocking thread and back.
+        if let Some(r) = self.shared.try_read_now(&|c| ops::get(c, task_id)) {
+            return r;
+        }
         let id = task_id.to_owned();
         self.read(move |c| ops::get(c, &id)).await
     }
@@ -368,5 +415,63 @@ impl TaskStore for SqliteStore {
             let _ = self.send(Msg::Watch);
         }
         rx
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn pooled_busy_timeout(shared: &Shared) -> Vec<i64> {
+        shared
+            .readers
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))
+                    .unwrap()
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn reads_in_place_only_with_an_idle_connection_and_never_wait_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = SqliteOptions {
+            busy_timeout: Duration::from_millis(1234),
+            ..SqliteOptions::default()
+        };
+        let store = SqliteStore::open(&dir.path().join("t.db"), opts).unwrap();
+        let shared = &store.shared;
+        // No idle connection yet: not in place (the caller goes to a blocking thread).
+        shared.drop_idle_readers();
+        assert!(shared.try_read_now(&|_| Ok(())).is_none());
+        // A blocking read leaves its connection in the pool; then reads happen in place,
+        // with no busy wait while they run, and the connection goes back with its timeout.
+        store.get("nope").await.unwrap();
+        assert_eq!(pooled_busy_timeout(shared), [1234]);
+        let in_place = shared
+            .try_read_now(&|c| c.query_row("PRAGMA busy_timeout", [], |r| r.get::<_, i64>(0)));
+        assert_eq!(in_place.unwrap().unwrap(), 0);
+        assert_eq!(pooled_busy_timeout(shared), [1234]);
+        // SQLITE_BUSY in place: `None` (the caller retries where it may wait), and the
+        // connection is kept, timeout restored.
+        let busy = shared.try_read_now(&|_| -> rusqlite::Result<()> {
+            Err(rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+                None,
+            ))
+        });
+        assert!(busy.is_none());
+        assert_eq!(pooled_busy_timeout(shared), [1234]);
+        // Any other error is the answer.
+        let other = shared.try_read_now(&|c| c.query_row("SELECT * FROM nothing", [], |_| Ok(())));
+        assert!(
+            matches!(other, Some(Err(StoreError::Unavailable(_)))),
+            "{other:?}"
+        );
     }
 }

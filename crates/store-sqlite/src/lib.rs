@@ -95,7 +95,8 @@ impl Shared {
     /// connection, or `SQLITE_BUSY`): then the caller reads on a blocking thread, where the
     /// busy timeout may be waited out. `f` must be a short point read: it runs on an async
     /// worker thread (in WAL mode a reader meets a lock only during recovery or when another
-    /// process holds the file exclusively; a page not in the OS cache is one disk read).
+    /// process holds the file exclusively; pages not in the OS page cache are read from disk
+    /// while the worker waits: see BENCHMARKS.md, cold cache).
     fn try_read_now<T>(
         &self,
         f: &impl Fn(&Connection) -> rusqlite::Result<T>,

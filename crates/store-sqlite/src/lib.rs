@@ -118,14 +118,8 @@ impl Shared {
                 .and_then(rusqlite::Error::sqlite_error_code),
             Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
         );
-        if restored && !result.as_ref().is_err_and(schema::needs_reopen) {
-            let mut idle = self
-                .readers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < self.opts.read_pool {
-                idle.push(conn);
-            }
+        if restored {
+            self.give_back(conn, &result);
         }
         if busy {
             return None;
@@ -145,16 +139,23 @@ impl Shared {
             None => schema::open_reader(&self.path, &self.opts)?,
         };
         let result = f(&conn);
-        if !result.as_ref().is_err_and(schema::needs_reopen) {
-            let mut idle = self
-                .readers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            if idle.len() < self.opts.read_pool {
-                idle.push(conn);
-            }
-        }
+        self.give_back(conn, &result);
         result.map_err(|e| schema::map_err(&self.path, &e))
+    }
+
+    /// Return a read connection to the pool after a read that gave `result`, unless that
+    /// says the connection must be reopened or the pool is full.
+    fn give_back<T>(&self, conn: Connection, result: &rusqlite::Result<T>) {
+        if result.as_ref().is_err_and(schema::needs_reopen) {
+            return;
+        }
+        let mut idle = self
+            .readers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if idle.len() < self.opts.read_pool {
+            idle.push(conn);
+        }
     }
 }
 

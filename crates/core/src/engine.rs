@@ -33,6 +33,10 @@ pub struct Requester {
     pub principal: Option<String>,
     /// Whether this requester may see every task (stdio: the local peer owns the store).
     pub sees_all: bool,
+    /// An opaque id of the session (connection) the request came on, unique per session
+    /// and unguessable. Without a principal it is what a session's own state is bound to:
+    /// its answers to relayed requests and (HTTP without auth) its task quota.
+    pub session: Option<String>,
 }
 
 impl Requester {
@@ -41,6 +45,7 @@ impl Requester {
         Self {
             principal: None,
             sees_all: true,
+            session: None,
         }
     }
 

@@ -52,6 +52,47 @@ pub(crate) struct HttpArgs {
     /// The reconnection delay sent in that `retry` field.
     #[arg(long, value_name = "DURATION", default_value = "2s")]
     sse_retry: String,
+    /// End a session whose client never completed initialization (no request naming the
+    /// session after `initialize`, not even `notifications/initialized`) after this long.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    session_init_idle: String,
+    /// Most sessions in total. A new one beyond it replaces the idlest session without an
+    /// open stream or a request in flight (never-initialized ones first); if every session
+    /// is in use, `initialize` gets 503 with a JSON-RPC error.
+    #[arg(long, value_name = "N", default_value_t = 10_000)]
+    max_sessions: usize,
+    /// Most sessions per principal; without authentication, per client IP address (all
+    /// anonymous clients of one address count as one principal). Beyond it the
+    /// principal's idlest session is replaced, as with --max-sessions.
+    #[arg(long, value_name = "N", default_value_t = 100)]
+    max_sessions_per_principal: usize,
+    /// Most bytes the SSE streams of one session keep (for delivery and for replay after
+    /// a reconnect), all its streams together. Delivered events go first when it is
+    /// exceeded; a larger event is delivered but not replayable.
+    #[arg(long, value_name = "BYTES", default_value_t = 4 << 20)]
+    sse_replay_bytes: usize,
+    /// Most bytes the SSE streams of all sessions keep together.
+    #[arg(long, value_name = "BYTES", default_value_t = 128 << 20)]
+    sse_replay_total_bytes: usize,
+    /// Keep an SSE response stream read to its end (response delivered) for replay this
+    /// long, unless the client's next request on the session acknowledges it sooner.
+    #[arg(long, value_name = "DURATION", default_value = "5s")]
+    sse_replay_ack: String,
+    /// Most open connections; further clients wait (in the listen backlog) until one
+    /// closes. Keep it below the file descriptor limit (`ulimit -n`).
+    #[arg(long, value_name = "N", default_value_t = 512)]
+    max_connections: usize,
+    /// Most open connections from one IP address; more get 503 and are closed.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    max_connections_per_ip: usize,
+    /// Time a client has to send a request's headers (from the connection's start or the
+    /// end of the previous response, so it is also the keep-alive idle timeout); then the
+    /// connection is closed.
+    #[arg(long, value_name = "DURATION", default_value = "10s")]
+    header_read_timeout: String,
+    /// Time a client has to send a request's body; then 408 and the connection closes.
+    #[arg(long, value_name = "DURATION", default_value = "30s")]
+    body_read_timeout: String,
 }
 
 /// `1500` (milliseconds), `1.5s`, `1h`.
@@ -61,6 +102,22 @@ fn duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
     }
     humantime::parse_duration(s)
         .with_context(|| format!("{flag}: `{s}` is not milliseconds or a duration like `10s`"))
+}
+
+/// A bound that must be at least 1.
+fn at_least_one(flag: &str, n: usize) -> anyhow::Result<usize> {
+    if n == 0 {
+        bail!("{flag}: must be at least 1");
+    }
+    Ok(n)
+}
+
+/// A timeout that must not be zero.
+fn positive(flag: &str, d: Duration) -> anyhow::Result<Duration> {
+    if d.is_zero() {
+        bail!("{flag}: must be longer than 0");
+    }
+    Ok(d)
 }
 
 /// Add the `TOKEN PRINCIPAL` entries of `text` (split at any of `separators`).
@@ -153,6 +210,28 @@ pub(crate) async fn run(args: &HttpArgs, server: &Server, max_body: usize) -> an
         session_idle: duration("--session-idle", &args.session_idle)?,
         sse_hold: duration("--sse-hold", &args.sse_hold)?,
         sse_retry: duration("--sse-retry", &args.sse_retry)?,
+        session_init_idle: duration("--session-init-idle", &args.session_init_idle)?,
+        max_sessions: at_least_one("--max-sessions", args.max_sessions)?,
+        max_sessions_per_principal: at_least_one(
+            "--max-sessions-per-principal",
+            args.max_sessions_per_principal,
+        )?,
+        replay_bytes: at_least_one("--sse-replay-bytes", args.sse_replay_bytes)?,
+        replay_total_bytes: at_least_one("--sse-replay-total-bytes", args.sse_replay_total_bytes)?,
+        replay_ack: duration("--sse-replay-ack", &args.sse_replay_ack)?,
+        max_connections: at_least_one("--max-connections", args.max_connections)?,
+        max_connections_per_ip: at_least_one(
+            "--max-connections-per-ip",
+            args.max_connections_per_ip,
+        )?,
+        header_read_timeout: positive(
+            "--header-read-timeout",
+            duration("--header-read-timeout", &args.header_read_timeout)?,
+        )?,
+        body_read_timeout: positive(
+            "--body-read-timeout",
+            duration("--body-read-timeout", &args.body_read_timeout)?,
+        )?,
         reply_policy: Arc::new(reply_mode),
         ..HttpConfig::default()
     };

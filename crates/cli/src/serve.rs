@@ -47,7 +47,7 @@ pub(crate) struct ServeArgs {
     #[arg(long, default_value_t = mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE)]
     max_message_bytes: usize,
     #[command(flatten)]
-    http: crate::http::HttpArgs,
+    http: Box<crate::http::HttpArgs>,
     #[command(flatten)]
     gateway: Box<crate::gateway::GatewayArgs>,
 }

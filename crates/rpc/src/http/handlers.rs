@@ -17,7 +17,7 @@ use tokio::sync::oneshot;
 
 use super::session::{Connect, First, HttpSession, Pending, Reader, new_session_id};
 use super::stream::{EventId, STANDALONE};
-use super::{ReplyMode, Shared};
+use super::{ClientAddr, Refused, ReplyMode, Shared};
 use crate::peer::Peer;
 
 const MCP_SESSION_ID: &str = "mcp-session-id";
@@ -68,6 +68,11 @@ fn empty(status: StatusCode) -> Response {
 }
 
 async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    handle(shared, req).await
+}
+
+/// Serve one HTTP request on the endpoint (or 404 elsewhere).
+pub(crate) async fn handle(shared: Arc<Shared>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
     let origin = header_str(&parts.headers, header::ORIGIN).map(str::to_owned);
     if let Some(o) = &origin
@@ -219,6 +224,9 @@ fn find_session(
     match shared.session(id.trim()) {
         Some(s) if s.principal.as_ref() == principal => {
             s.touch();
+            // Any request naming the session shows the client has its id: initialization
+            // completed (see `HttpConfig::session_init_idle`).
+            s.set_initialized();
             Ok(s)
         }
         _ => Err(Box::new(http_error(
@@ -296,7 +304,23 @@ async fn read_body(
     if declared.is_some_and(|n| n > max as u64) {
         return Err(Box::new(too_large()));
     }
-    match Limited::new(body, max).collect().await {
+    // A client that sends its body slower than this holds a connection and a task for
+    // nothing (slowloris): 408, and the connection closes.
+    let limit = shared.config.body_read_timeout;
+    let Ok(read) = tokio::time::timeout(limit, Limited::new(body, max).collect()).await else {
+        let mut r = http_error(
+            StatusCode::REQUEST_TIMEOUT,
+            codes::INVALID_REQUEST,
+            format!(
+                "Request Timeout: the body was not received within {} ms (--body-read-timeout)",
+                limit.as_millis()
+            ),
+        );
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return Err(Box::new(r));
+    };
+    match read {
         Ok(c) => Ok(c.to_bytes()),
         Err(e) if e.is::<LengthLimitError>() => Err(Box::new(too_large())),
         Err(e) => Err(Box::new(bad_request(format!(
@@ -336,14 +360,15 @@ async fn post(
         }
     };
     let has_session = parts.headers.contains_key(MCP_SESSION_ID);
+    let client = parts.extensions.get::<ClientAddr>().map(|c| c.0.ip());
     match message {
         Message::Request(req) if !has_session => {
             if req.method == methods::INITIALIZE {
-                initialize(shared, req, principal, acc, true).await
+                initialize(shared, req, principal, client, acc, true).await
             } else if req.method == methods::SERVER_DISCOVER {
                 // Answered by a throwaway session's handler (-32601), so that a newer
                 // client falls back to initialize.
-                initialize(shared, req, principal, acc, false).await
+                initialize(shared, req, principal, client, acc, false).await
             } else {
                 bad_request(format!(
                     "Bad Request: the Mcp-Session-Id header is required for `{}` (send initialize first)",
@@ -418,9 +443,11 @@ async fn initialize(
     shared: &Arc<Shared>,
     req: mcp_tasks_proto::Request,
     principal: Option<String>,
+    client: Option<std::net::IpAddr>,
     acc: Accept,
     keep: bool,
 ) -> Response {
+    let owner = super::owner_key(principal.as_deref(), client);
     let handler = shared.factory.create(principal.as_deref());
     let (peer, outbound) = Peer::new(handler);
     let session = HttpSession::start(
@@ -429,8 +456,10 @@ async fn initialize(
         peer,
         outbound,
         shared.config.limits(),
+        Arc::clone(&shared.replay_bytes),
     );
     let mut guard = EndUnlessKept(Some(Arc::clone(&session)));
+    let id = req.id.clone();
     let mode = mode_for(shared, &req, acc);
     let answer = answer(shared, &session, req, mode).await;
     let ok = match &answer {
@@ -438,8 +467,13 @@ async fn initialize(
         Answer::Stream(_) => true,
         Answer::Gone | Answer::Busy(_) => false,
     };
+    if keep
+        && ok
+        && let Err(why) = shared.admit(&session, &owner)
+    {
+        return session_refused(&id, &why);
+    }
     if keep && ok {
-        shared.insert(Arc::clone(&session));
         guard.0 = None;
         tracing::info!(session = %session.id, principal = ?session.principal, "session started");
         let mut r = answer.into_response(&session);
@@ -463,6 +497,23 @@ async fn initialize(
         drop(guard);
         r
     }
+}
+
+/// 503 for an `initialize` beyond the session bounds, every session being in use.
+fn session_refused(id: &RequestId, why: &Refused) -> Response {
+    let message = match why {
+        Refused::Total(n) => format!(
+            "Service Unavailable: the server holds its maximum of {n} sessions (--max-sessions), all in use; try again later"
+        ),
+        Refused::Owner(n) => format!(
+            "Service Unavailable: this principal (or, without authentication, this client address) holds its maximum of {n} sessions (--max-sessions-per-principal), all in use; end one with DELETE or try again later"
+        ),
+    };
+    let err = ErrorObject::new(codes::INTERNAL_ERROR, message);
+    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, error_body(Some(id), &err));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
 }
 
 /// How a request got answered.
@@ -493,7 +544,18 @@ impl Answer {
     }
 }
 
-/// Removes a still-waiting pending entry when the POST goes away first.
+/// Removes a still-waiting pending entry when the POST goes away first, and cancels its
+/// request.
+///
+/// A POST whose answer is still to come as one JSON object (not yet upgraded to an SSE
+/// stream) goes away when its client's connection closes. That answer can never be
+/// delivered: a JSON response, unlike an SSE stream, has no event id to resume from. So
+/// the request is cancelled, as if the client had sent `notifications/cancelled`: the
+/// handler stops and the request id is free again. (The transports page says, of SSE
+/// streams only: "Disconnection MAY occur at any time (e.g., due to network conditions).
+/// Therefore: Disconnection SHOULD NOT be interpreted as the client cancelling its
+/// request." An SSE stream left by its client is kept for resumption instead, and its
+/// request cancelled only when the stream is dropped unread.)
 struct WaitGuard<'a> {
     session: &'a HttpSession,
     id: &'a RequestId,
@@ -503,9 +565,16 @@ struct WaitGuard<'a> {
 impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let mut st = self.session.lock();
-            if matches!(st.pending.get(self.id), Some(Pending::Waiting { .. })) {
-                st.pending.remove(self.id);
+            let abandoned = {
+                let mut st = self.session.lock();
+                matches!(st.pending.get(self.id), Some(Pending::Waiting { .. }))
+                    && st.pending.remove(self.id).is_some()
+            };
+            if abandoned {
+                self.session.cancel_requests(
+                    vec![self.id.clone()],
+                    "the client closed the connection awaiting the JSON response",
+                );
             }
         }
     }
@@ -524,6 +593,7 @@ async fn answer(
 ) -> Answer {
     let id = req.id.clone();
     let (tx, mut rx) = oneshot::channel();
+    session.ack_completed();
     let stream = {
         let mut st = session.lock();
         if st.pending.contains_key(&id) {
@@ -631,8 +701,11 @@ fn get(shared: &Arc<Shared>, parts: &Parts, principal: Option<&String>) -> Respo
         return r;
     }
     let (stream, from) = match header_str(&parts.headers, LAST_EVENT_ID) {
+        // The event after `seq`, saturating: for the largest sequence number it used to
+        // wrap to 0 and replay the whole stream (or panic in a debug build). A cursor past
+        // the newest event is answered as "nothing after it" (`HttpSession::connect`).
         Some(v) => match EventId::parse(v) {
-            Some(e) => (e.stream, Some(e.seq + 1)),
+            Some(e) => (e.stream, Some(e.seq.saturating_add(1))),
             None => return bad_request(format!("Bad Request: malformed Last-Event-ID `{v}`")),
         },
         None => (STANDALONE, None),

@@ -19,14 +19,23 @@
 //! standalone stream, where it waits in a bounded buffer until a GET reads it. Each stream
 //! keeps its events in a bounded replay buffer; a connection is only a cursor into it, so
 //! a reconnect with `Last-Event-ID` replays exactly what followed on *that* stream.
+//!
+//! Resource bounds (one client must not exhaust the server): replay bytes per session
+//! and in total ([`HttpConfig::replay_bytes`], [`HttpConfig::replay_total_bytes`]),
+//! sessions in total and per principal ([`HttpConfig::max_sessions`],
+//! [`HttpConfig::max_sessions_per_principal`]), connections in total and per IP address,
+//! and header and body read timeouts ([`HttpConfig::max_connections`] and the fields after
+//! it).
 
 mod auth;
 mod handlers;
 mod session;
 mod stream;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::Request;
@@ -83,6 +92,18 @@ pub struct HttpConfig {
     pub origins: OriginPolicy,
     /// A session with no request and no open stream for this long ends.
     pub session_idle: Duration,
+    /// A session whose client never completed initialization (no request naming the
+    /// session after `initialize`, not even `notifications/initialized`) ends after this
+    /// long without one.
+    pub session_init_idle: Duration,
+    /// Most sessions. A new session beyond it replaces the idlest session (one whose
+    /// client never completed initialization first) that has no open stream and no
+    /// request in flight; when every session is in use, `initialize` is refused with 503.
+    pub max_sessions: usize,
+    /// Most sessions of one principal; without authentication, of one client IP address
+    /// (every anonymous client of an address counts as one principal). Beyond it the
+    /// principal's idlest session is replaced as with [`Self::max_sessions`].
+    pub max_sessions_per_principal: usize,
     /// How long an SSE connection is held while it waits before it is closed with a
     /// `retry` field (the stream stays resumable).
     pub sse_hold: Duration,
@@ -90,16 +111,36 @@ pub struct HttpConfig {
     pub sse_retry: Duration,
     /// Most events kept per stream for replay.
     pub replay_events: usize,
-    /// Most bytes kept per stream for replay.
+    /// Most bytes the SSE streams of one session hold, all its streams together (the
+    /// standalone stream at most half of it). Events already delivered go first when it is
+    /// exceeded; an event larger than it is delivered but never kept for replay.
     pub replay_bytes: usize,
+    /// Most bytes the SSE streams of all sessions hold together.
+    pub replay_total_bytes: usize,
     /// How long a stream nobody reads is kept for replay.
     pub replay_keep: Duration,
+    /// How long a stream read to its end (response delivered) is kept for replay, unless a
+    /// new request on its session acknowledges it first.
+    pub replay_ack: Duration,
     /// How long [`ReplyMode::Auto`] waits for the response before choosing SSE.
     pub peek: Duration,
     /// Picks the reply mode of each request.
     pub reply_policy: ReplyPolicy,
     /// Accepted `MCP-Protocol-Version` header values.
     pub protocol_versions: Vec<String>,
+    /// Most open connections; beyond it the server accepts no more until one closes
+    /// (further clients wait in the listen backlog).
+    pub max_connections: usize,
+    /// Most open connections from one IP address; beyond it a new connection gets 503
+    /// and is closed.
+    pub max_connections_per_ip: usize,
+    /// Time a client has to send a request's headers, counted from the connection's
+    /// start or from the end of the previous response on it: it is also the keep-alive
+    /// idle timeout (hyper's `header_read_timeout` runs while a connection waits for a
+    /// request). A connection that exceeds it is closed.
+    pub header_read_timeout: Duration,
+    /// Time a client has to send a request's body; then 408 and the connection closes.
+    pub body_read_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -112,6 +153,8 @@ impl std::fmt::Debug for HttpConfig {
             .field("session_idle", &self.session_idle)
             .field("sse_hold", &self.sse_hold)
             .field("sse_retry", &self.sse_retry)
+            .field("max_sessions", &self.max_sessions)
+            .field("max_connections", &self.max_connections)
             .finish_non_exhaustive()
     }
 }
@@ -127,17 +170,26 @@ impl Default for HttpConfig {
             tokens: BearerTokens::new(),
             origins: OriginPolicy::default(),
             session_idle: Duration::from_secs(3600),
+            session_init_idle: Duration::from_secs(30),
+            max_sessions: 10_000,
+            max_sessions_per_principal: 100,
             sse_hold: Duration::from_secs(60),
             sse_retry: Duration::from_secs(2),
             replay_events: 1000,
-            replay_bytes: 1 << 20,
+            replay_bytes: 4 << 20,
+            replay_total_bytes: 128 << 20,
             replay_keep: Duration::from_secs(300),
+            replay_ack: Duration::from_secs(5),
             peek: Duration::from_millis(100),
             reply_policy: Arc::new(|_| ReplyMode::Auto),
             protocol_versions: SUPPORTED_PROTOCOL_VERSIONS
                 .iter()
                 .map(|v| (*v).to_owned())
                 .collect(),
+            max_connections: 512,
+            max_connections_per_ip: 256,
+            header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -149,58 +201,148 @@ impl HttpConfig {
                 events: self.replay_events.max(1),
                 bytes: self.replay_bytes.max(1),
             },
+            total_bytes: self.replay_total_bytes.max(1),
             keep: self.replay_keep,
+            ack: self.replay_ack,
             hold: self.sse_hold,
             retry: self.sse_retry,
         }
     }
 }
 
+/// Whose sessions count together against [`HttpConfig::max_sessions_per_principal`]:
+/// the principal with authentication, the client IP address without.
+fn owner_key(principal: Option<&str>, client: Option<IpAddr>) -> String {
+    match (principal, client) {
+        (Some(p), _) => format!("principal:{p}"),
+        (None, Some(ip)) => format!("ip:{ip}"),
+        (None, None) => "anonymous".to_owned(),
+    }
+}
+
+/// The live sessions, indexed by owner.
+#[derive(Default)]
+struct Sessions {
+    by_id: HashMap<String, (Arc<HttpSession>, Arc<str>)>,
+    by_owner: HashMap<Arc<str>, HashSet<String>>,
+}
+
+impl Sessions {
+    fn remove(&mut self, id: &str) -> Option<Arc<HttpSession>> {
+        let (s, owner) = self.by_id.remove(id)?;
+        if let Some(set) = self.by_owner.get_mut(&owner) {
+            set.remove(id);
+            if set.is_empty() {
+                self.by_owner.remove(&owner);
+            }
+        }
+        Some(s)
+    }
+
+    /// The session to replace among `candidates`: one with no open stream and no request
+    /// in flight, preferring those whose client never completed initialization, then the
+    /// longest idle.
+    fn victim<'a>(&self, candidates: impl Iterator<Item = &'a String>) -> Option<String> {
+        candidates
+            .filter_map(|id| self.by_id.get(id).map(|(s, _)| s))
+            .filter(|s| !s.is_busy())
+            .min_by_key(|s| (s.is_initialized(), s.last_seen()))
+            .map(|s| s.id.clone())
+    }
+}
+
+/// Why a new session was refused.
+pub(crate) enum Refused {
+    /// [`HttpConfig::max_sessions`] sessions, all in use.
+    Total(usize),
+    /// [`HttpConfig::max_sessions_per_principal`] sessions of this owner, all in use.
+    Owner(usize),
+}
+
 pub(crate) struct Shared {
     config: HttpConfig,
     factory: Box<dyn SessionFactory>,
-    sessions: Mutex<HashMap<String, Arc<HttpSession>>>,
+    sessions: Mutex<Sessions>,
+    /// Bytes held by every session's SSE replay buffers.
+    replay_bytes: Arc<AtomicUsize>,
     shutdown: CancellationToken,
 }
 
 impl Shared {
-    fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(id)
-            .cloned()
+    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
+        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn insert(&self, s: Arc<HttpSession>) {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .insert(s.id.clone(), s);
+    fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        self.lock().by_id.get(id).map(|(s, _)| Arc::clone(s))
+    }
+
+    /// Register new session `s` of `owner`, within the session bounds: beyond a bound the
+    /// idlest unused session of the owner (per-owner bound) or of anyone (total bound) is
+    /// ended to make room; when none is unused, `s` is refused.
+    fn admit(&self, s: &Arc<HttpSession>, owner: &str) -> Result<(), Refused> {
+        let per_owner = self.config.max_sessions_per_principal.max(1);
+        let total = self.config.max_sessions.max(1);
+        let mut evicted = Vec::new();
+        let result = {
+            let mut g = self.lock();
+            let owner: Arc<str> = g
+                .by_owner
+                .get_key_value(owner)
+                .map_or_else(|| Arc::from(owner), |(k, _)| Arc::clone(k));
+            let mut result = Ok(());
+            if g.by_owner.get(&owner).map_or(0, HashSet::len) >= per_owner {
+                let victim = g.victim(g.by_owner.get(&owner).into_iter().flatten());
+                match victim.and_then(|v| g.remove(&v)) {
+                    Some(v) => evicted.push((v, "the principal's session bound")),
+                    None => result = Err(Refused::Owner(per_owner)),
+                }
+            }
+            if result.is_ok() && g.by_id.len() >= total {
+                let victim = g.victim(g.by_id.keys());
+                match victim.and_then(|v| g.remove(&v)) {
+                    Some(v) => evicted.push((v, "the server's session bound")),
+                    None => result = Err(Refused::Total(total)),
+                }
+            }
+            if result.is_ok() {
+                g.by_id
+                    .insert(s.id.clone(), (Arc::clone(s), Arc::clone(&owner)));
+                g.by_owner.entry(owner).or_default().insert(s.id.clone());
+            }
+            result
+        };
+        for (v, why) in evicted {
+            tracing::info!(session = %v.id, principal = ?v.principal, initialized = v.is_initialized(), "session ended to make room for a new one ({why})");
+            v.end();
+        }
+        result
     }
 
     fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(id)
+        self.lock().remove(id)
     }
 
     fn all(&self) -> Vec<Arc<HttpSession>> {
-        self.sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.lock()
+            .by_id
             .values()
-            .cloned()
+            .map(|(s, _)| Arc::clone(s))
             .collect()
     }
 
-    /// End idle sessions; drop streams nobody read for the replay period.
+    /// End idle sessions (sooner when their client never completed initialization); drop
+    /// streams nobody read for the replay period.
     fn sweep(&self) {
         let now = Instant::now();
         for s in self.all() {
-            if s.is_idle(self.config.session_idle, now) {
-                tracing::info!(session = %s.id, "session expired after being idle");
+            let idle = if s.is_initialized() {
+                self.config.session_idle
+            } else {
+                self.config.session_init_idle.min(self.config.session_idle)
+            };
+            if s.is_idle(idle, now) {
+                tracing::info!(session = %s.id, initialized = s.is_initialized(), "session expired after being idle");
                 self.remove(&s.id);
                 s.end();
             } else {
@@ -231,7 +373,8 @@ impl HttpServer {
             shared: Arc::new(Shared {
                 config,
                 factory: Box::new(factory),
-                sessions: Mutex::new(HashMap::new()),
+                sessions: Mutex::new(Sessions::default()),
+                replay_bytes: Arc::default(),
                 shutdown: CancellationToken::new(),
             }),
         }
@@ -244,11 +387,14 @@ impl HttpServer {
 
     /// Number of live sessions.
     pub fn session_count(&self) -> usize {
+        self.shared.lock().by_id.len()
+    }
+
+    /// Bytes held by the SSE replay buffers of all sessions.
+    pub fn replay_bytes(&self) -> usize {
         self.shared
-            .sessions
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+            .replay_bytes
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Begin shutting down: stop accepting connections, close every SSE connection after
@@ -260,12 +406,22 @@ impl HttpServer {
     /// Serve on `listener` until [`Self::shutdown`] and the end of the open connections;
     /// then end every session.
     ///
+    /// A hand-written accept loop (rather than `axum::serve`) so that the connection
+    /// bounds hold: at most [`HttpConfig::max_connections`] open connections (the loop
+    /// takes a permit before it accepts, so further clients wait in the kernel's listen
+    /// backlog and cost no file descriptor here), at most
+    /// [`HttpConfig::max_connections_per_ip`] from one address (more get 503), and
+    /// HTTP/1.1 with [`HttpConfig::header_read_timeout`] (which also closes idle
+    /// keep-alive connections).
+    ///
     /// # Errors
     /// I/O errors of the listener.
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
         let every = (shared.config.session_idle / 4)
+            .min(shared.config.session_init_idle / 4)
             .min(shared.config.replay_keep / 4)
+            .min(shared.config.replay_ack / 2)
             .clamp(Duration::from_millis(100), Duration::from_secs(5));
         let sweeper = {
             let weak = Arc::downgrade(&shared);
@@ -283,19 +439,7 @@ impl HttpServer {
                 }
             })
         };
-        let stop = shared.shutdown.clone();
-        // Small writes (an SSE event with a task's result, a JSON reply) go out at once:
-        // with Nagle's algorithm on, a response written in two pieces waited for the
-        // client's delayed ACK, ~40 ms per result (measured by `mcp-tasks bench`
-        // result-wait, docs/performance.md).
-        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::debug!(error = %e, "could not set TCP_NODELAY");
-            }
-        });
-        let result = axum::serve(listener, self.router())
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await;
+        let result = accept_loop(&shared, listener).await;
         sweeper.abort();
         for s in shared.all() {
             shared.remove(&s.id);
@@ -303,4 +447,151 @@ impl HttpServer {
         }
         result
     }
+}
+
+/// The client's address, put in every request's extensions by [`HttpServer::serve`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub(crate) SocketAddr);
+
+/// Open connections per client IP address.
+#[derive(Default)]
+struct PerIp(Mutex<HashMap<IpAddr, usize>>);
+
+/// One connection's place in [`PerIp`], given back on drop.
+struct IpSlot(Arc<PerIp>, IpAddr);
+
+impl PerIp {
+    fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<IpSlot> {
+        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let n = m.entry(ip).or_insert(0);
+        if *n >= max {
+            return None;
+        }
+        *n += 1;
+        Some(IpSlot(Arc::clone(self), ip))
+    }
+}
+
+impl Drop for IpSlot {
+    fn drop(&mut self) {
+        let mut m = (self.0).0.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(n) = m.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                m.remove(&self.1);
+            }
+        }
+    }
+}
+
+/// Whether an accept error concerns only the one connection (the next accept may work).
+fn is_connection_error(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(
+        e.kind(),
+        ErrorKind::ConnectionRefused | ErrorKind::ConnectionAborted | ErrorKind::ConnectionReset
+    )
+}
+
+/// Accept and serve connections until shutdown; then wait for the open ones to finish.
+async fn accept_loop(
+    shared: &Arc<Shared>,
+    listener: tokio::net::TcpListener,
+) -> std::io::Result<()> {
+    let config = &shared.config;
+    let stop = shared.shutdown.clone();
+    let permits = Arc::new(tokio::sync::Semaphore::new(config.max_connections.max(1)));
+    let per_ip = Arc::new(PerIp::default());
+    // Every connection task holds a receiver; `closed()` fires when all are gone.
+    let (open_tx, open_rx) = tokio::sync::watch::channel(());
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(config.header_read_timeout)
+        .keep_alive(true);
+    loop {
+        let permit = tokio::select! {
+            p = Arc::clone(&permits).acquire_owned() => match p {
+                Ok(p) => p,
+                Err(_) => break,
+            },
+            () = stop.cancelled() => break,
+        };
+        let (tcp, addr) = tokio::select! {
+            r = listener.accept() => match r {
+                Ok(c) => c,
+                Err(e) if is_connection_error(&e) => continue,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, do not spin.
+                    tracing::warn!(error = %e, "accept failed; retrying in 1 s");
+                    tokio::select! {
+                        () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                        () = stop.cancelled() => break,
+                    }
+                    continue;
+                }
+            },
+            () = stop.cancelled() => break,
+        };
+        let Some(slot) = per_ip.take(addr.ip(), config.max_connections_per_ip.max(1)) else {
+            tracing::debug!(client = %addr, "connection refused: too many from this address");
+            refuse(&tcp, config.max_connections_per_ip);
+            continue;
+        };
+        // Small writes (an SSE event with a task's result, a JSON reply) go out at once:
+        // with Nagle's algorithm on, a response written in two pieces waited for the
+        // client's delayed ACK, ~40 ms per result (measured by `mcp-tasks bench`
+        // result-wait, docs/performance.md).
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "could not set TCP_NODELAY");
+        }
+        let shared = Arc::clone(shared);
+        let stop = stop.clone();
+        let open = open_rx.clone();
+        let http1 = http1.clone();
+        tokio::spawn(async move {
+            let _held = (permit, slot, open);
+            let service =
+                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                    let shared = Arc::clone(&shared);
+                    async move {
+                        let mut req = req.map(axum::body::Body::new);
+                        req.extensions_mut().insert(ClientAddr(addr));
+                        Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await)
+                    }
+                });
+            let conn = http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
+            let mut conn = std::pin::pin!(conn);
+            tokio::select! {
+                r = conn.as_mut() => {
+                    if let Err(e) = r {
+                        tracing::debug!(client = %addr, error = %e, "connection ended with an error");
+                    }
+                    return;
+                }
+                () = stop.cancelled() => {}
+            }
+            conn.as_mut().graceful_shutdown();
+            if let Err(e) = conn.await {
+                tracing::debug!(client = %addr, error = %e, "connection ended with an error");
+            }
+        });
+    }
+    // No new connections while the open ones finish.
+    drop(listener);
+    drop(open_rx);
+    open_tx.closed().await;
+    Ok(())
+}
+
+/// Best effort: tell a refused connection why (one non-blocking write), then close it.
+fn refuse(tcp: &tokio::net::TcpStream, max: usize) {
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","error":{{"code":-32603,"message":"Service Unavailable: at most {max} connections per client address (--max-connections-per-ip)"}}}}"#
+    );
+    let head = format!(
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\nConnection: close\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    let _ = tcp.try_write(format!("{head}{body}").as_bytes());
 }

@@ -2,7 +2,7 @@
 //! router that puts every outgoing message on exactly one of them.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -11,11 +11,16 @@ use mcp_tasks_proto::{Message, RequestId};
 use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::stream::{BufferLimits, Next, STANDALONE, StreamBuf, retry_frame};
+use super::stream::{BufferLimits, Meter, Next, STANDALONE, StreamBuf, retry_frame};
 use crate::peer::{Outbound, Peer, Route};
 
 /// Largest chunk one connection write carries.
 const MAX_CHUNK: usize = 256 * 1024;
+
+/// How long a stream must have had no reader before a session over its replay bound may
+/// drop it. A stream answering a POST has no reader for the moment between its creation
+/// and the POST handler's connecting to it; this grace keeps it safe meanwhile.
+const UNREAD_GRACE: Duration = Duration::from_secs(1);
 
 /// How the answer to one POSTed request is on its way.
 pub(crate) enum Pending {
@@ -43,18 +48,37 @@ pub(crate) struct State {
     pub(crate) pending: HashMap<RequestId, Pending>,
     pub(crate) streams: HashMap<u64, StreamBuf>,
     next_stream: u64,
+    /// Counts the bytes of `streams`.
+    meter: Arc<Meter>,
 }
 
 /// Timing and bounds shared by the sessions of a server.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct SessionLimits {
+    /// Events per stream; bytes per session (all its streams together).
     pub(crate) buffer: BufferLimits,
+    /// Bytes of every session's streams together.
+    pub(crate) total_bytes: usize,
     /// How long a stream nobody reads is kept for replay.
     pub(crate) keep: Duration,
+    /// How long a stream read to its end (response included) is kept for replay when no
+    /// new request on the session acknowledges it first.
+    pub(crate) ack: Duration,
     /// How long one SSE connection is held before it is closed with a `retry` field.
     pub(crate) hold: Duration,
     /// The `retry` interval sent when a connection is closed before its stream ends.
     pub(crate) retry: Duration,
+}
+
+impl SessionLimits {
+    /// Bounds of the standalone stream: half the session's bytes, so that a client that
+    /// never opens its GET stream still leaves room for replay on its request streams.
+    pub(crate) fn standalone(&self) -> BufferLimits {
+        BufferLimits {
+            events: self.buffer.events,
+            bytes: (self.buffer.bytes / 2).max(1),
+        }
+    }
 }
 
 /// One session.
@@ -65,6 +89,9 @@ pub(crate) struct HttpSession {
     pub(crate) limits: SessionLimits,
     state: Mutex<State>,
     last_seen: Mutex<Instant>,
+    /// The client completed initialization (sent `notifications/initialized` or any
+    /// request after `initialize`).
+    initialized: AtomicBool,
     /// Open SSE connections.
     connections: AtomicUsize,
     /// Fires when the session ends (DELETE, idle expiry, server exit).
@@ -109,10 +136,12 @@ impl HttpSession {
         peer: Peer,
         outbound: mpsc::Receiver<Outbound>,
         limits: SessionLimits,
+        global_bytes: Arc<AtomicUsize>,
     ) -> Arc<Self> {
         let now = Instant::now();
+        let meter = Meter::new(global_bytes);
         let mut streams = HashMap::new();
-        streams.insert(STANDALONE, StreamBuf::new(STANDALONE, None, now));
+        streams.insert(STANDALONE, StreamBuf::new(STANDALONE, None, now, &meter));
         let session = Arc::new(Self {
             id,
             principal,
@@ -122,8 +151,10 @@ impl HttpSession {
                 pending: HashMap::new(),
                 streams,
                 next_stream: 1,
+                meter,
             }),
             last_seen: Mutex::new(now),
+            initialized: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             ended: CancellationToken::new(),
         });
@@ -145,13 +176,33 @@ impl HttpSession {
             .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
     }
 
-    /// Whether the session saw no request for `idle` and has no open connection.
-    pub(crate) fn is_idle(&self, idle: Duration, now: Instant) -> bool {
-        let seen = *self
+    /// When the session last saw a request.
+    pub(crate) fn last_seen(&self) -> Instant {
+        *self
             .last_seen
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.connections.load(Ordering::Relaxed) == 0 && now.duration_since(seen) >= idle
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether the session saw no request for `idle` and has no open connection.
+    pub(crate) fn is_idle(&self, idle: Duration, now: Instant) -> bool {
+        !self.is_busy() && now.duration_since(self.last_seen()) >= idle
+    }
+
+    /// Whether a connection reads one of its streams or a request of it is in flight.
+    pub(crate) fn is_busy(&self) -> bool {
+        self.connections.load(Ordering::Relaxed) > 0 || self.peer.inflight() > 0
+    }
+
+    /// The client completed initialization: it sent `notifications/initialized` or a
+    /// request after `initialize`.
+    pub(crate) fn set_initialized(&self) {
+        self.initialized.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the client completed initialization.
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.initialized.load(Ordering::Relaxed)
     }
 
     /// End the session: close the peer (in-flight handlers are cancelled; tasks, which
@@ -184,17 +235,27 @@ impl HttpSession {
     /// request is answered as JSON, to the standalone stream); one tied to no request goes
     /// to the standalone stream, where it waits (bounded) for a GET.
     fn route(&self, out: Outbound) {
+        let abandoned = {
+            let mut st = self.lock();
+            self.route_locked(&mut st, out);
+            self.enforce(&mut st, Instant::now())
+        };
+        self.cancel_requests(abandoned, "the replay buffers of the session are full");
+    }
+
+    fn route_locked(&self, st: &mut State, out: Outbound) {
         let limits = self.limits.buffer;
-        let mut st = self.lock();
+        let standalone = self.limits.standalone();
         let State {
             pending,
             streams,
             next_stream,
-        } = &mut *st;
+            meter,
+        } = st;
         let Outbound { message, route } = out;
         let id = match route {
             Route::Standalone => {
-                push_standalone(streams, &message, limits);
+                push_standalone(streams, &message, standalone);
                 return;
             }
             Route::Request(id) => id,
@@ -207,7 +268,7 @@ impl HttpSession {
                 } else if upgrade {
                     let n = *next_stream;
                     *next_stream += 1;
-                    let mut s = StreamBuf::new(n, Some(id.clone()), Instant::now());
+                    let mut s = StreamBuf::new(n, Some(id.clone()), Instant::now(), meter);
                     s.push(&message, limits);
                     streams.insert(n, s);
                     pending.insert(id, Pending::Stream(n));
@@ -215,7 +276,7 @@ impl HttpSession {
                     let _ = tx.send(First::Upgraded(n));
                 } else {
                     pending.insert(id, Pending::Waiting { tx, upgrade });
-                    push_standalone(streams, &message, limits);
+                    push_standalone(streams, &message, standalone);
                 }
             }
             Some(Pending::Stream(n)) => match streams.get_mut(&n) {
@@ -228,12 +289,12 @@ impl HttpSession {
                     }
                 }
                 None if reply => {}
-                None => push_standalone(streams, &message, limits),
+                None => push_standalone(streams, &message, standalone),
             },
             None if reply => {
                 tracing::debug!(id = %id, "response to a request nobody waits for dropped");
             }
-            None => push_standalone(streams, &message, limits),
+            None => push_standalone(streams, &message, standalone),
         }
     }
 
@@ -241,8 +302,8 @@ impl HttpSession {
     pub(crate) fn new_request_stream(st: &mut State, id: RequestId) -> u64 {
         let n = st.next_stream;
         st.next_stream += 1;
-        st.streams
-            .insert(n, StreamBuf::new(n, Some(id.clone()), Instant::now()));
+        let s = StreamBuf::new(n, Some(id.clone()), Instant::now(), &st.meter);
+        st.streams.insert(n, s);
         st.pending.insert(id, Pending::Stream(n));
         n
     }
@@ -261,10 +322,94 @@ impl HttpSession {
         }
     }
 
-    /// Drop streams nobody read for `keep`; a request whose stream is dropped before its
-    /// response is cancelled (nobody can receive the answer any more).
+    /// Keep the session's replay buffers within their bounds: the session's own
+    /// ([`SessionLimits::buffer`]`.bytes`) and the server's
+    /// ([`SessionLimits::total_bytes`]). Returns the requests whose stream was dropped
+    /// before their response (the caller cancels them, unlocked).
+    ///
+    /// What goes first, until the counts are back under the bounds:
+    /// 1. events already handed to a connection (kept only so that a reconnect can replay
+    ///    them), oldest stream first. An event larger than the bound therefore never
+    ///    stays once delivered: it is simply not replayable;
+    /// 2. whole streams no connection has read for [`UNREAD_GRACE`], oldest first (their
+    ///    client left; a resumption gets 400, and an unanswered request is cancelled).
+    ///
+    /// Events not yet delivered on a stream that is being read stay: they are the
+    /// client's messages, not replay copies (each stream keeps at most its byte bound of
+    /// them, and the newest whatever its size). The server-wide bound is enforced by
+    /// whichever session adds bytes while it is exceeded, and by the sweeper for all.
+    pub(crate) fn enforce(&self, st: &mut State, now: Instant) -> Vec<RequestId> {
+        let limits = self.limits;
+        let over = |m: &Meter| m.session() > limits.buffer.bytes || m.global() > limits.total_bytes;
+        if !over(&st.meter) {
+            return Vec::new();
+        }
+        let mut ids: Vec<u64> = st.streams.keys().copied().collect();
+        ids.sort_unstable();
+        for n in &ids {
+            if let Some(s) = st.streams.get_mut(n) {
+                s.drop_delivered();
+            }
+            if !over(&st.meter) {
+                return Vec::new();
+            }
+        }
+        let mut abandoned = Vec::new();
+        for n in ids {
+            if n == STANDALONE || !over(&st.meter) {
+                continue;
+            }
+            let unread = st.streams.get(&n).and_then(StreamBuf::idle_since);
+            if unread.is_none_or(|t| now.duration_since(t) < UNREAD_GRACE) {
+                continue;
+            }
+            if let Some(s) = st.streams.remove(&n) {
+                tracing::debug!(session = %self.id, stream = n, bytes = s.bytes(), "replay bound reached: unread stream dropped");
+                if !s.is_finished()
+                    && let Some(id) = s.request()
+                {
+                    st.pending.remove(id);
+                    abandoned.push(id.clone());
+                }
+            }
+        }
+        abandoned
+    }
+
+    /// A new request on the session acknowledges the streams read to their end: the
+    /// client has their responses, so their replay buffers go.
+    pub(crate) fn ack_completed(&self) {
+        self.lock()
+            .streams
+            .retain(|_, s| s.completed_at().is_none());
+    }
+
+    /// Cancel requests `ids` (nobody can receive their answer any more): their handlers
+    /// stop as if the client had sent `notifications/cancelled`.
+    pub(crate) fn cancel_requests(&self, ids: Vec<RequestId>, reason: &'static str) {
+        for id in ids {
+            tracing::debug!(session = %self.id, id = %id, reason, "request cancelled");
+            let peer = self.peer.clone();
+            tokio::spawn(async move {
+                let params = serde_json::json!({
+                    "requestId": id.to_value(),
+                    "reason": reason,
+                });
+                peer.receive(Message::notification(
+                    mcp_tasks_proto::methods::CANCELLED,
+                    Some(params),
+                ))
+                .await;
+            });
+        }
+    }
+
+    /// Drop streams nobody read for `keep`, and streams read to their end `ack` ago; a
+    /// request whose stream is dropped before its response is cancelled (nobody can
+    /// receive the answer any more). Then enforce the replay bounds.
     pub(crate) fn sweep_streams(&self, now: Instant) {
         let keep = self.limits.keep;
+        let ack = self.limits.ack;
         let mut abandoned = Vec::new();
         {
             let mut st = self.lock();
@@ -272,6 +417,11 @@ impl HttpSession {
                 pending, streams, ..
             } = &mut *st;
             streams.retain(|n, s| {
+                if s.completed_at()
+                    .is_some_and(|t| now.duration_since(t) >= ack)
+                {
+                    return false;
+                }
                 let Some(since) = s.idle_since() else {
                     return true;
                 };
@@ -290,22 +440,10 @@ impl HttpSession {
                 }
                 false
             });
+            let over = self.enforce(&mut st, now);
+            abandoned.extend(over);
         }
-        for id in abandoned {
-            tracing::debug!(session = %self.id, id = %id, "stream abandoned; its request is cancelled");
-            let peer = self.peer.clone();
-            tokio::spawn(async move {
-                let params = serde_json::json!({
-                    "requestId": id.to_value(),
-                    "reason": "the client left the stream of this request",
-                });
-                peer.receive(Message::notification(
-                    mcp_tasks_proto::methods::CANCELLED,
-                    Some(params),
-                ))
-                .await;
-            });
-        }
+        self.cancel_requests(abandoned, "the client left the stream of this request");
     }
 
     /// Open a connection reading stream `stream` from sequence `from`.
@@ -324,7 +462,9 @@ impl HttpSession {
             return Connect::Complete;
         }
         let from = match from {
-            Some(f) => f,
+            // A cursor past the newest event (an id this stream never sent, or one whose
+            // successor overflows): nothing in the buffer follows it.
+            Some(f) => f.min(s.next_seq()),
             // A fresh GET gets what no connection took yet.
             None if stream == STANDALONE => s.delivered(),
             None => 0,
@@ -408,9 +548,17 @@ impl Reader {
                 match s.next(self.from, MAX_CHUNK) {
                     Next::Events(bytes, cursor) => {
                         self.from = cursor;
+                        // What was just handed out is a replay copy now: within bounds?
+                        let abandoned = self.session.enforce(&mut st, Instant::now());
+                        drop(st);
+                        self.session.cancel_requests(
+                            abandoned,
+                            "the replay buffers of the session are full",
+                        );
                         return Some(bytes);
                     }
                     Next::End => {
+                        s.mark_completed(Instant::now());
                         self.done = true;
                         return None;
                     }
@@ -485,14 +633,16 @@ mod tests {
             events: 100,
             bytes: 1 << 20,
         },
+        total_bytes: 1 << 30,
         keep: Duration::from_secs(60),
+        ack: Duration::from_secs(5),
         hold: Duration::from_secs(60),
         retry: Duration::from_secs(1),
     };
 
     fn session() -> Arc<HttpSession> {
         let (peer, outbound) = Peer::new(Arc::new(Chatty));
-        HttpSession::start("s".into(), None, peer, outbound, LIMITS)
+        HttpSession::start("s".into(), None, peer, outbound, LIMITS, Arc::default())
     }
 
     fn text(session: &HttpSession, stream: u64) -> String {

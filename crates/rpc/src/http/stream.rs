@@ -8,8 +8,15 @@
 //!
 //! The buffer is the single source of what a connection writes: a connection is just a
 //! cursor into it, so live delivery and replay after a reconnect are the same code.
+//!
+//! Every byte a buffer holds is counted twice in a [`Meter`]: for its session and for the
+//! whole server. The session enforces its bounds on these counts (see
+//! `session::enforce`); a buffer returns its bytes when events leave it and when it is
+//! dropped, so the counts are exact whatever path removes a stream.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 use bytes::Bytes;
@@ -24,8 +31,45 @@ pub(crate) const STANDALONE: u64 = 0;
 pub(crate) struct BufferLimits {
     /// Most events kept.
     pub(crate) events: usize,
-    /// Most bytes kept.
+    /// Most bytes kept (the newest event is kept for delivery whatever its size).
     pub(crate) bytes: usize,
+}
+
+/// Bytes held by the replay buffers of one session, and of the whole server.
+#[derive(Debug, Default)]
+pub(crate) struct Meter {
+    session: AtomicUsize,
+    global: Arc<AtomicUsize>,
+}
+
+impl Meter {
+    /// A meter for a new session, adding to the server-wide count `global`.
+    pub(crate) fn new(global: Arc<AtomicUsize>) -> Arc<Self> {
+        Arc::new(Self {
+            session: AtomicUsize::new(0),
+            global,
+        })
+    }
+
+    /// Bytes held by the session's buffers.
+    pub(crate) fn session(&self) -> usize {
+        self.session.load(Ordering::Relaxed)
+    }
+
+    /// Bytes held by every session's buffers.
+    pub(crate) fn global(&self) -> usize {
+        self.global.load(Ordering::Relaxed)
+    }
+
+    fn add(&self, n: usize) {
+        self.session.fetch_add(n, Ordering::Relaxed);
+        self.global.fetch_add(n, Ordering::Relaxed);
+    }
+
+    fn sub(&self, n: usize) {
+        self.session.fetch_sub(n, Ordering::Relaxed);
+        self.global.fetch_sub(n, Ordering::Relaxed);
+    }
 }
 
 /// An SSE event id: stream and sequence number.
@@ -57,6 +101,9 @@ pub(crate) struct StreamBuf {
     id: u64,
     events: VecDeque<(u64, Bytes)>,
     bytes: usize,
+    meter: Arc<Meter>,
+    /// When a connection read the whole stream, response included, to its end.
+    completed_at: Option<Instant>,
     next_seq: u64,
     /// One past the highest sequence number handed to a connection.
     delivered: u64,
@@ -121,11 +168,18 @@ impl StreamBuf {
     /// Spec: "The server SHOULD immediately send an SSE event consisting of an event ID and
     /// an empty `data` field in order to prime the client to reconnect (using that event
     /// ID as `Last-Event-ID`)."
-    pub(crate) fn new(id: u64, request: Option<RequestId>, now: Instant) -> Self {
+    pub(crate) fn new(
+        id: u64,
+        request: Option<RequestId>,
+        now: Instant,
+        meter: &Arc<Meter>,
+    ) -> Self {
         let mut s = Self {
             id,
             events: VecDeque::new(),
             bytes: 0,
+            meter: Arc::clone(meter),
+            completed_at: None,
             next_seq: 0,
             delivered: 0,
             finished: false,
@@ -150,9 +204,23 @@ impl StreamBuf {
             },
             "",
         );
+        self.hold(f);
+    }
+
+    /// Append frame `f` as event `next_seq`, counting its bytes.
+    fn hold(&mut self, f: Bytes) {
         self.bytes += f.len();
+        self.meter.add(f.len());
         self.events.push_back((self.next_seq, f));
         self.next_seq += 1;
+    }
+
+    /// Remove the oldest event, returning its bytes to the meter.
+    fn pop_front(&mut self) -> Option<u64> {
+        let (seq, f) = self.events.pop_front()?;
+        self.bytes -= f.len();
+        self.meter.sub(f.len());
+        Some(seq)
     }
 
     /// Append an empty event so that a connection with nothing to deliver yet still starts
@@ -171,21 +239,21 @@ impl StreamBuf {
             },
             &message.to_json(),
         );
-        self.bytes += f.len();
-        self.events.push_back((self.next_seq, f));
-        self.next_seq += 1;
+        self.hold(f);
         self.trim(limits);
         self.wake.send_modify(|()| {});
     }
 
     fn trim(&mut self, limits: BufferLimits) {
-        // Keep at least the newest event, however large.
+        // Keep at least the newest event, however large: it is still to be delivered (once
+        // delivered, the session's bound drops it, see `session::enforce`).
         while self.events.len() > 1
             && (self.events.len() > limits.events || self.bytes > limits.bytes)
         {
-            if let Some((seq, f)) = self.events.pop_front() {
-                self.bytes -= f.len();
-                if seq >= self.delivered {
+            if let Some(seq) = self.pop_front()
+                && seq >= self.delivered
+            {
+                {
                     self.dropped += 1;
                     // Once per stream at warn level (a session that never opens its GET
                     // stream would otherwise flood the log), then at debug level.
@@ -231,6 +299,28 @@ impl StreamBuf {
     /// Whether an event with sequence number `from` or later exists.
     pub(crate) fn has_events_from(&self, from: u64) -> bool {
         self.next_seq > from
+    }
+
+    /// The sequence number the next event gets.
+    pub(crate) fn next_seq(&self) -> u64 {
+        self.next_seq
+    }
+
+    /// Bytes held.
+    pub(crate) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// A connection read the stream to its end (the response included) at `now`.
+    pub(crate) fn mark_completed(&mut self, now: Instant) {
+        if self.finished && self.completed_at.is_none() {
+            self.completed_at = Some(now);
+        }
+    }
+
+    /// When a connection read the whole stream, response included.
+    pub(crate) fn completed_at(&self) -> Option<Instant> {
+        self.completed_at
     }
 
     /// Let a new connection read (taking over from any older one). Returns its generation
@@ -282,15 +372,21 @@ impl StreamBuf {
         if self.finished { Next::End } else { Next::Wait }
     }
 
-    /// Forget delivered events (the standalone stream, long after its last reader left).
+    /// Forget delivered events (they are no longer replayable).
     pub(crate) fn drop_delivered(&mut self) {
-        while let Some((seq, f)) = self.events.front() {
-            if *seq >= self.delivered {
-                break;
-            }
-            self.bytes -= f.len();
-            self.events.pop_front();
+        while self
+            .events
+            .front()
+            .is_some_and(|(seq, _)| *seq < self.delivered)
+        {
+            self.pop_front();
         }
+    }
+}
+
+impl Drop for StreamBuf {
+    fn drop(&mut self) {
+        self.meter.sub(self.bytes);
     }
 }
 
@@ -304,13 +400,17 @@ mod tests {
         bytes: 1 << 20,
     };
 
+    fn meter() -> Arc<Meter> {
+        Meter::new(Arc::default())
+    }
+
     fn text(b: &Bytes) -> String {
         String::from_utf8(b.to_vec()).unwrap()
     }
 
     #[test]
     fn request_stream_primes_then_replays_from_any_cursor() {
-        let mut s = StreamBuf::new(4, Some(7.into()), Instant::now());
+        let mut s = StreamBuf::new(4, Some(7.into()), Instant::now(), &meter());
         s.push(&Message::notification("a", None), LIMITS);
         let Next::Events(b, cur) = s.next(0, 1 << 20) else {
             panic!()
@@ -333,7 +433,7 @@ mod tests {
 
     #[test]
     fn buffer_is_bounded() {
-        let mut s = StreamBuf::new(STANDALONE, None, Instant::now());
+        let mut s = StreamBuf::new(STANDALONE, None, Instant::now(), &meter());
         for i in 0..10 {
             s.push(&Message::notification(format!("m{i}"), None), LIMITS);
         }

@@ -153,3 +153,55 @@ async fn bad_or_unknown_last_event_ids_are_refused() {
     assert_eq!(c.get(Some("garbage")).await.status, 400);
     assert_eq!(c.get(Some("987-3")).await.status, 400);
 }
+
+/// Issue 15, item 15: `Last-Event-ID: n-18446744073709551615` used to wrap the cursor to 0
+/// and replay the whole stream (a debug build, like this test's, panicked). An id at or
+/// past the stream's end has nothing after it: a finished stream answers 204, an open one
+/// delivers only what comes next.
+#[tokio::test]
+async fn an_overflowing_last_event_id_replays_nothing() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    // A finished request stream: two progress notifications, then the response.
+    let (_, resp) = c
+        .request(
+            "tools/call",
+            json!({"name": "progress", "arguments": {"steps": 2, "ms": 150},
+                   "_meta": {"progressToken": "p"}}),
+        )
+        .await;
+    let events = resp.sse().rest().await;
+    assert!(events.len() >= 4, "{events:?}");
+    let stream = events[0].stream().to_owned();
+    for seq in ["18446744073709551615", "18446744073709551614", "99999"] {
+        let r = c.get(Some(&format!("{stream}-{seq}"))).await;
+        assert_eq!(r.status, 204, "{stream}-{seq}: {r:?}");
+    }
+    assert_eq!(c.get(Some("18446744073709551616-0")).await.status, 400);
+
+    // Notifications of a JSON-answered call wait on the standalone stream (0).
+    let msg = c
+        .post_with(
+            &[("Accept", "application/json")],
+            json!({"jsonrpc": "2.0", "id": 90, "method": "tools/call",
+                   "params": {"name": "progress", "arguments": {"steps": 2, "ms": 10},
+                              "_meta": {"progressToken": "q"}}})
+            .to_string()
+            .as_bytes(),
+        )
+        .await
+        .json()
+        .await;
+    assert_eq!(msg["id"], 90);
+    let mut sse = c.get(Some("0-18446744073709551615")).await.sse();
+    let first = sse.next().await.expect("a priming event");
+    assert!(first.is_priming(), "{first:?}");
+    assert_eq!(
+        sse.next_within(Duration::from_millis(400)).await,
+        Err(()),
+        "nothing is replayed"
+    );
+    // The server is still serving.
+    c.rpc("ping", json!({})).await;
+}

@@ -209,3 +209,53 @@ async fn a_request_id_in_flight_cannot_be_reused() {
     assert_eq!(msg["id"], 777);
     assert_eq!(msg["error"]["code"], -32600);
 }
+
+/// Issue 15, item 13: a plain call answered as JSON whose client closes the connection is
+/// cancelled (a JSON answer cannot be resumed): its handler stops, so its request id is
+/// free again at once instead of "in use" until the handler's end (here 60 s).
+#[tokio::test]
+async fn a_json_call_whose_client_leaves_is_cancelled() {
+    use tokio::io::AsyncWriteExt;
+
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let call = |name: &str, args: serde_json::Value| {
+        json!({"jsonrpc": "2.0", "id": 555, "method": "tools/call",
+               "params": {"name": name, "arguments": args}})
+        .to_string()
+    };
+    let body = call("sleep", json!({"ms": 60_000}));
+    let mut head = format!("POST /mcp HTTP/1.1\r\nHost: {}\r\n", server.addr);
+    for (k, v) in c.headers() {
+        let v = if k == "Accept" {
+            "application/json".into()
+        } else {
+            v
+        };
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    head.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+    let mut tcp = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    // While the call runs, its id is in use.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let echo = call("echo", json!({"text": "again"}));
+    let json_only = [("Accept", "application/json")];
+    let busy = c.post_with(&json_only, echo.as_bytes()).await.json().await;
+    assert_eq!(busy["error"]["code"], -32600, "{busy}");
+    drop(tcp);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let m = c.post_with(&json_only, echo.as_bytes()).await.json().await;
+        if m["result"]["content"][0]["text"] == "again" {
+            break;
+        }
+        assert_eq!(m["error"]["code"], -32600, "{m}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the abandoned call still holds its id: {m}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

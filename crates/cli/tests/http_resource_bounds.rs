@@ -79,7 +79,10 @@ async fn sse_replay_memory_stays_bounded_under_large_calls() {
         let events = resp.sse().until_response().await;
         let m = events.last().and_then(http_common::Event::message).unwrap();
         assert_eq!(m["id"], id);
-        assert_eq!(m["result"]["content"][0]["text"].as_str().map(str::len), Some(TEXT));
+        assert_eq!(
+            m["result"]["content"][0]["text"].as_str().map(str::len),
+            Some(TEXT)
+        );
     };
     for _ in 0..10 {
         call(&mut c).await;

@@ -31,7 +31,19 @@ async fn rpc(conn: &mut Conn, c: &Client, id: u64, method: &str, params: Value) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_result_streams_and_ten_thousand_tasks() {
-    let server = Server::start_env(&["--max-active-tasks", "5000"], &[(TOKENS_ENV, "tok p")]);
+    // 1,000 streams on 1,000 connections from one address: above the default connection
+    // bounds (512 in total, 256 per address), so raised here.
+    let server = Server::start_env(
+        &[
+            "--max-active-tasks",
+            "5000",
+            "--max-connections",
+            "1100",
+            "--max-connections-per-ip",
+            "1100",
+        ],
+        &[(TOKENS_ENV, "tok p")],
+    );
     let mut c = Client::new(&server).with_token("tok");
     c.initialize().await;
     let mut conn = Conn::open(server.addr).await;

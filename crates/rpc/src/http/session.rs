@@ -714,6 +714,116 @@ mod tests {
         assert_eq!(s.lock().streams.len(), 1);
     }
 
+    /// The replay accounting: every held byte counted for the session and the server;
+    /// delivered events go when the session's bound is exceeded; an event larger than the
+    /// bound is delivered once and never kept; a stream read to its end goes at the next
+    /// request; ending the session gives every byte back.
+    #[tokio::test]
+    async fn replay_bytes_are_counted_and_bounded() {
+        const BOUND: usize = 8 * 1024;
+        let limits = SessionLimits {
+            buffer: BufferLimits {
+                events: 100,
+                bytes: BOUND,
+            },
+            ..LIMITS
+        };
+        let global = Arc::new(AtomicUsize::new(0));
+        let (peer, outbound) = Peer::new(Arc::new(Chatty));
+        let s = HttpSession::start(
+            "s".into(),
+            None,
+            peer,
+            outbound,
+            limits,
+            Arc::clone(&global),
+        );
+        let meter = Arc::clone(&s.lock().meter);
+        let held =
+            |s: &HttpSession| -> usize { s.lock().streams.values().map(StreamBuf::bytes).sum() };
+        let base = meter.session();
+        assert_eq!(base, held(&s));
+        assert_eq!(global.load(Ordering::Relaxed), base);
+
+        // Three 2.5 KiB events on one request stream, 1 KiB on the standalone one.
+        let n = {
+            let mut st = s.lock();
+            HttpSession::new_request_stream(&mut st, 1.into())
+        };
+        let big = |k: usize| Message::notification("n", Some(json!({ "pad": "x".repeat(k) })));
+        for _ in 0..3 {
+            s.route(Outbound {
+                message: big(2560),
+                route: Route::Request(1.into()),
+            });
+        }
+        s.route(Outbound {
+            message: big(1024),
+            route: Route::Standalone,
+        });
+        // Not yet delivered: kept although over the bound (they are the client's).
+        assert!(meter.session() > BOUND);
+        assert_eq!(meter.session(), held(&s));
+        let Connect::Reader(mut r) = s.connect(n, None, CancellationToken::new()) else {
+            panic!("stream exists")
+        };
+        let bytes = r.next_chunk().await.unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&bytes).matches("\"pad\"").count(),
+            3
+        );
+        // Delivered: replay copies, cut back to the bound.
+        assert!(meter.session() <= BOUND, "{}", meter.session());
+        assert_eq!(meter.session(), held(&s));
+        assert_eq!(global.load(Ordering::Relaxed), meter.session());
+
+        // An event larger than the bound: delivered, then not kept.
+        s.route(Outbound {
+            message: big(4 * BOUND),
+            route: Route::Request(1.into()),
+        });
+        assert!(meter.session() > 4 * BOUND);
+        let bytes = r.next_chunk().await.unwrap();
+        assert!(bytes.len() > 4 * BOUND);
+        assert!(meter.session() <= BOUND, "{}", meter.session());
+
+        // The response ends the stream; read to its end, it goes at the next request.
+        s.route(Outbound {
+            message: Message::reply(1.into(), Ok(json!({}))),
+            route: Route::Request(1.into()),
+        });
+        assert!(r.next_chunk().await.is_some());
+        assert!(r.next_chunk().await.is_none());
+        drop(r);
+        assert!(s.lock().streams.contains_key(&n));
+        s.ack_completed();
+        assert!(!s.lock().streams.contains_key(&n));
+        assert_eq!(meter.session(), held(&s));
+
+        // The server-wide bound applies too: with another session's bytes filling it, a
+        // delivered event is not kept.
+        global.fetch_add(LIMITS.total_bytes, Ordering::Relaxed);
+        let m = {
+            let mut st = s.lock();
+            HttpSession::new_request_stream(&mut st, 2.into())
+        };
+        s.route(Outbound {
+            message: big(1024),
+            route: Route::Request(2.into()),
+        });
+        let Connect::Reader(mut r) = s.connect(m, None, CancellationToken::new()) else {
+            panic!("stream exists")
+        };
+        assert!(r.next_chunk().await.is_some());
+        assert_eq!(s.lock().streams[&m].bytes(), 0);
+        drop(r);
+        global.fetch_sub(LIMITS.total_bytes, Ordering::Relaxed);
+
+        s.end();
+        assert_eq!(meter.session(), 0);
+        assert_eq!(global.load(Ordering::Relaxed), 0);
+    }
+
     #[tokio::test]
     async fn ending_a_session_drops_its_streams_and_waiters() {
         let s = session();

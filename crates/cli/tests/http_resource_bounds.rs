@@ -130,10 +130,19 @@ async fn sessions_are_bounded_per_principal_and_in_total() {
     assert_eq!(body["id"], 1, "{body}");
     let msg = body["error"]["message"].as_str().unwrap();
     assert!(msg.contains("--max-sessions-per-principal"), "{msg}");
-    // Once one is idle (its stream closed), a new session replaces it.
+    // Once one is idle (its stream closed, which the server notices), a new session
+    // replaces it.
     drop(held.remove(0));
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let newest = raw_initialize(addr).await.expect("admitted");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let newest = loop {
+        match raw_initialize(addr).await {
+            Ok(sid) => break sid,
+            Err((503, _)) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            Err(e) => panic!("not admitted: {e:?}"),
+        }
+    };
     assert_eq!(ping(addr, clients[0].session.as_ref().unwrap()).await, 404);
     for c in &clients[1..] {
         assert_eq!(ping(addr, c.session.as_ref().unwrap()).await, 200);
@@ -218,6 +227,22 @@ async fn half_open_connections_are_capped_and_timed_out() {
     assert!(
         matches!(closed, Ok(Ok(_) | Err(_))),
         "closed after the header timeout"
+    );
+    // An idle keep-alive connection is closed after the same timeout: a complete request,
+    // its response, then nothing; the server closes the connection.
+    let mut keep = TcpStream::connect(addr).await.unwrap();
+    keep.write_all(b"GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n")
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(8), keep.read_to_end(&mut got))
+        .await
+        .expect("the idle keep-alive connection is closed")
+        .unwrap();
+    assert!(
+        got.starts_with(b"HTTP/1.1 404"),
+        "{}",
+        String::from_utf8_lossy(&got)
     );
     // A normal client is answered once the half-open ones have timed out.
     let t0 = Instant::now();

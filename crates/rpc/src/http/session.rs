@@ -184,7 +184,9 @@ impl HttpSession {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether the session saw no request for `idle` and has no open connection.
+    /// Whether the session saw no request for `idle`, has no open SSE connection and no
+    /// request in flight (a plain call still running is not idleness: its POST is open, or
+    /// its stream is kept for resumption and the call cancelled when that stream goes).
     pub(crate) fn is_idle(&self, idle: Duration, now: Instant) -> bool {
         !self.is_busy() && now.duration_since(self.last_seen()) >= idle
     }

@@ -350,3 +350,35 @@ fn upstream_calls_time_out_and_are_cancelled_upstream() {
     );
     assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
 }
+
+/// Issue 15, item 11 over Streamable HTTP: a gateway in front of an HTTP upstream (here
+/// another gateway, in front of the fake) fails a call whose answer is over its
+/// `--max-message-bytes` instead of asking again for ever.
+#[test]
+fn an_http_upstream_reply_too_large_fails_its_call() {
+    let fake = Fake::new("too-large-http", true);
+    let args = fake.args();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let upstream = gateway_common::HttpUpstream::start(&args);
+    let mut s = common::Stdio::spawn(&[
+        "--upstream-url",
+        &upstream.url,
+        "--max-message-bytes",
+        "65536",
+    ]);
+    s.initialize();
+    let answer = s.call(
+        "tools/call",
+        json!({"name": "big", "arguments": {"bytes": 200_000}}),
+    );
+    let msg = error_message(&answer);
+    assert!(
+        msg.starts_with("upstream reply too large: exceeds 65536 bytes"),
+        "{msg}"
+    );
+    let task = s.create_task("job", json!({"ms": 10, "pad": 200_000}));
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let msg = error_message(&task_result(&mut s, &id));
+    assert!(msg.starts_with("upstream reply too large"), "{msg}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
+}

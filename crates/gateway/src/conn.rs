@@ -239,6 +239,21 @@ impl Conn {
         guard.disarm();
         match out {
             Some(Ok(v)) => Ok(v),
+            // Made up by the HTTP transport: an answer over the bound, which asking again
+            // would not mend.
+            Some(Err(e))
+                if mcp_tasks_rpc::http_client::is_transport_error(&e)
+                    && e.message.starts_with("the reply exceeds ") =>
+            {
+                tracing::warn!(method, error = %e, "upstream reply too large");
+                Err(CallError::Failed(ErrorObject::new(
+                    mcp_tasks_proto::codes::INTERNAL_ERROR,
+                    format!(
+                        "upstream reply too large: {} (the answer to `{method}` is over --max-message-bytes)",
+                        e.message.trim_start_matches("the reply ")
+                    ),
+                )))
+            }
             // Made up by the HTTP transport: the request or its answer was lost.
             Some(Err(e)) if mcp_tasks_rpc::http_client::is_transport_error(&e) => {
                 tracing::debug!(error = %e, "upstream transport error");

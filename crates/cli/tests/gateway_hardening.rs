@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use common::TIMEOUT;
-use gateway_common::{Fake, task_result, until_terminal};
+use gateway_common::{Fake, failed_task_message, task_result, until_terminal};
 use http_common::{Client, Server};
 use serde_json::{Value, json};
 
@@ -190,6 +190,17 @@ async fn upstream_processes_are_bounded_and_reaped_with_their_session() {
             "{p} remains"
         );
     }
+
+    // A session that expires (idle) takes its upstream process with it too.
+    let fake = Fake::new("max-upstreams-idle", false);
+    let mut args = fake.args();
+    args.extend(["--session-idle".to_owned(), "1s".to_owned()]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let server = Server::start(&args);
+    let mut d = Client::new(&server);
+    d.initialize().await;
+    wait_children(server.pid(), 1);
+    wait_children(server.pid(), 0);
 }
 
 /// Issue 15, item 6: an upstream that floods notifications before the client has sent
@@ -279,11 +290,11 @@ fn an_upstream_reply_too_large_fails_its_call() {
     assert_too_large(&msg);
     assert_eq!(answer["error"]["code"], -32603);
     // A task of the same call fails with the same error.
-    let task = s.create_task("big", json!({"bytes": 200_000}));
-    let id = task["taskId"].as_str().unwrap().to_owned();
-    let msg = error_message(&task_result(&mut s, &id));
-    assert_too_large(&msg);
-    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
+    assert_too_large(&failed_task_message(
+        &mut s,
+        "big",
+        json!({"bytes": 200_000}),
+    ));
     // Smaller answers still pass.
     let r = s.ok(
         "tools/call",
@@ -294,12 +305,9 @@ fn an_upstream_reply_too_large_fails_its_call() {
     // The result of an upstream task.
     let tasks = Fake::new("too-large-task", true);
     let mut s = tasks.gateway(&["--max-message-bytes", "65536"]);
-    let task = s.create_task("job", json!({"ms": 10, "pad": 200_000}));
-    let id = task["taskId"].as_str().unwrap().to_owned();
-    let msg = error_message(&task_result(&mut s, &id));
+    let msg = failed_task_message(&mut s, "job", json!({"ms": 10, "pad": 200_000}));
     assert_too_large(&msg);
     assert!(msg.contains("`tasks/result`"), "{msg}");
-    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
 }
 
 /// Issue 15, item 11: `--upstream-timeout` fails a call the upstream does not answer in
@@ -324,11 +332,8 @@ fn upstream_calls_time_out_and_are_cancelled_upstream() {
     });
     assert!(cancel["params"]["reason"].is_string());
     // As a task: the task fails with the same error.
-    let task = s.create_task("slow", json!({"ms": 60_000}));
-    let id = task["taskId"].as_str().unwrap().to_owned();
-    let msg = error_message(&task_result(&mut s, &id));
+    let msg = failed_task_message(&mut s, "slow", json!({"ms": 60_000}));
     assert!(msg.contains("within 700ms"), "{msg}");
-    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
     // Answers in time pass.
     assert_eq!(
         s.ok(
@@ -376,9 +381,6 @@ fn an_http_upstream_reply_too_large_fails_its_call() {
         msg.starts_with("upstream reply too large: exceeds 65536 bytes"),
         "{msg}"
     );
-    let task = s.create_task("job", json!({"ms": 10, "pad": 200_000}));
-    let id = task["taskId"].as_str().unwrap().to_owned();
-    let msg = error_message(&task_result(&mut s, &id));
+    let msg = failed_task_message(&mut s, "job", json!({"ms": 10, "pad": 200_000}));
     assert!(msg.starts_with("upstream reply too large"), "{msg}");
-    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
 }

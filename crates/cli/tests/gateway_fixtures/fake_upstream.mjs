@@ -69,6 +69,22 @@ function task(id) {
   return { taskId: id, status: t.status, ...(t.statusMessage ? { statusMessage: t.statusMessage } : {}), createdAt: t.createdAt, lastUpdatedAt: t.createdAt, ttl: 60000, pollInterval: 100 };
 }
 
+// A task for the call `id` that `end`s after ms (unless cancelled first); `early` ends it
+// at once (see FAKE_EARLY).
+function startTask(id, params, ms, end, early) {
+  if (!params.task) return fail(id, { code: -32601, message: `${params.name} requires a task` });
+  const tid = randomUUID();
+  const t = { id: tid, status: 'working', createdAt: new Date().toISOString(), waiters: [] };
+  tasks.set(tid, t);
+  setTimeout(() => {
+    if (t.status !== 'working') return;
+    end(t);
+    for (const w of t.waiters) w();
+  }, ms);
+  if (early) t.complete = () => early(t);
+  return reply(id, { task: task(tid) });
+}
+
 async function callTool(id, params) {
   const args = params.arguments ?? {};
   const token = params._meta?.progressToken;
@@ -95,35 +111,18 @@ async function callTool(id, params) {
       return fail(id, { code: -32042, message: 'boom', data: { why: 'asked to fail' } });
     case 'big':
       return reply(id, text('x'.repeat(args.bytes)));
-    case 'failjob': {
-      if (!params.task) return fail(id, { code: -32601, message: 'failjob requires a task' });
-      const tid = randomUUID();
-      const createdAt = new Date().toISOString();
-      tasks.set(tid, { status: 'working', createdAt, waiters: [] });
-      setTimeout(() => {
-        const t = tasks.get(tid);
-        if (!t || t.status !== 'working') return;
+    case 'failjob':
+      return startTask(id, params, args.ms ?? 0, t => {
         t.status = 'failed';
         t.statusMessage = 'the job failed';
-        t.result = args.valid ? text('failed quietly') : py ? { _meta: { 'io.modelcontextprotocol/related-task': { taskId: tid } } } : { ...text('failed'), isError: true };
-        for (const w of t.waiters) w();
-      }, args.ms ?? 0);
-      return reply(id, { task: task(tid) });
-    }
+        t.result = args.valid ? text('failed quietly') : py ? { _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.id } } } : { ...text('failed'), isError: true };
+      });
     case 'job': {
-      if (!params.task) return fail(id, { code: -32601, message: 'job requires a task' });
-      const tid = randomUUID();
-      const createdAt = new Date().toISOString();
-      tasks.set(tid, { status: 'working', createdAt, waiters: [] });
-      setTimeout(() => {
-        const t = tasks.get(tid);
-        if (!t || t.status !== 'working') return;
+      const done = pad => t => {
         t.status = 'completed';
-        t.result = { ...text(`job done after ${args.ms}${'x'.repeat(args.pad ?? 0)}`), structuredContent: { ms: args.ms } };
-        for (const w of t.waiters) w();
-      }, args.ms);
-      tasks.get(tid).complete = () => { const t = tasks.get(tid); t.status = 'completed'; t.result = { ...text(`job done after ${args.ms}`), structuredContent: { ms: args.ms } }; };
-      return reply(id, { task: task(tid) });
+        t.result = { ...text(`job done after ${args.ms}${'x'.repeat(pad)}`), structuredContent: { ms: args.ms } };
+      };
+      return startTask(id, params, args.ms, done(args.pad ?? 0), done(0));
     }
     default:
       return fail(id, { code: -32602, message: `Unknown tool ${params.name}` });

@@ -203,18 +203,22 @@ async fn upstream_processes_are_bounded_and_reaped_with_their_session() {
     wait_children(server.pid(), 0);
 }
 
-/// Issue 15, item 6: an upstream that floods notifications before the client has sent
-/// `notifications/initialized` does not grow the gateway: at most 64 are kept (the
-/// newest), and they reach the client once it is ready.
+/// Issue 15, item 6: an upstream that floods notifications (and requests) before the
+/// client has sent `notifications/initialized` does not grow the gateway: at most 64
+/// notifications are kept (the newest), and reach the client once it is ready; at most 64
+/// requests wait, the others are answered with an error at once.
 #[test]
 fn notifications_before_the_client_is_ready_are_bounded() {
     const FLOOD: usize = 30_000; // 1 KiB each: ~30 MiB through the gateway
+    const REQUESTS: usize = 5_000;
     let fake = Fake::new("flood", false);
     let marker = fake.dir.join("flooded");
     let mut args = fake.args();
     args.extend([
         "--upstream-env".to_owned(),
         format!("FAKE_FLOOD={FLOOD}"),
+        "--upstream-env".to_owned(),
+        format!("FAKE_FLOOD_REQUESTS={REQUESTS}"),
         "--upstream-env".to_owned(),
         format!("FAKE_FLOODED={}", marker.display()),
     ]);
@@ -236,19 +240,39 @@ fn notifications_before_the_client_is_ready_are_bounded() {
     // The gateway has read all but what the pipe holds; let it read that too.
     std::thread::sleep(Duration::from_millis(300));
     let rss = rss_kib_of(s.child.id());
-    // Measured: ~13 MiB with the bounded buffer; 92 MiB for 30,000 notifications when
-    // each waited in a task of its own.
-    eprintln!("gateway RSS after {FLOOD} early notifications: {rss} KiB");
+    // Measured: ~13 MiB with the bounded buffer; 92 MiB for 30,000 notifications alone
+    // when each waited in a task of its own.
+    eprintln!("gateway RSS after {FLOOD} early notifications and {REQUESTS} requests: {rss} KiB");
     assert!(
         rss < 40 * 1024,
-        "the gateway grew to {rss} KiB holding {FLOOD} early notifications"
+        "the gateway grew to {rss} KiB holding {FLOOD} early notifications and {REQUESTS} requests"
     );
+    let refused = || {
+        fake.received()
+            .iter()
+            .filter(|m| {
+                m["id"].as_str().is_some_and(|i| i.starts_with("flood-"))
+                    && m["error"]["message"]
+                        .as_str()
+                        .is_some_and(|e| e.contains("not ready for requests yet"))
+            })
+            .count()
+    };
+    let deadline = Instant::now() + TIMEOUT;
+    while refused() < REQUESTS - 64 {
+        assert!(Instant::now() < deadline, "{} refused", refused());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(refused(), REQUESTS - 64);
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-    let got: Vec<Value> = s
-        .drain_for(Duration::from_millis(800))
-        .into_iter()
+    let all = s.drain_for(Duration::from_millis(800));
+    let got: Vec<&Value> = all
+        .iter()
         .filter(|m| m["method"] == "notifications/message")
         .collect();
+    // The 64 requests that waited reach the client.
+    let asked = all.iter().filter(|m| m["method"] == "roots/list").count();
+    assert_eq!(asked, 64);
     assert!(!got.is_empty() && got.len() <= 64, "{} kept", got.len());
     assert_eq!(
         got.last().unwrap()["params"]["data"],

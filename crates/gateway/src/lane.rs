@@ -38,6 +38,22 @@ const MAX_TOOL_PAGES: usize = 100;
 pub const EARLY_NOTIFICATIONS: usize = 64;
 /// How many bytes (as JSON) of such notifications are kept at most.
 pub const EARLY_NOTIFICATION_BYTES: usize = 1024 * 1024;
+/// How many requests from the upstream may wait for the downstream session to be ready;
+/// beyond it they are answered with an error at once.
+pub const EARLY_REQUESTS: usize = 64;
+
+/// Takes one back from `n` when dropped.
+struct Decrement<'a>(&'a AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+fn scopeguard(n: &AtomicUsize) -> Decrement<'_> {
+    Decrement(n)
+}
 
 /// The bounds shared by all the lanes of a gateway.
 #[derive(Debug)]
@@ -148,6 +164,8 @@ pub struct LaneInner {
     /// A `tools/list_changed` is being handled (`false`), and another came meanwhile
     /// (`true`): one refresh at a time, whatever the upstream sends.
     refreshing: Mutex<Option<bool>>,
+    /// Requests from the upstream waiting for the downstream to be ready.
+    early_requests: AtomicUsize,
     tools: RwLock<Arc<ToolSet>>,
     routes: Mutex<Routes>,
     users: AtomicUsize,
@@ -285,6 +303,7 @@ impl LaneInner {
                 ..Early::default()
             }),
             refreshing: Mutex::new(None),
+            early_requests: AtomicUsize::new(0),
             tools: RwLock::new(Arc::new(ToolSet::default())),
             routes: Mutex::new(Routes::default()),
             users: AtomicUsize::new(1),
@@ -646,8 +665,24 @@ impl LaneInner {
         {
             strip_related_task(p);
         }
-        let Some(peer) = self.downstream(Duration::from_secs(30)).await else {
-            return Err(unavailable("no client is connected to the gateway session"));
+        let ready = self.downstream.borrow().clone();
+        let peer = match ready {
+            Some(peer) => peer,
+            None => {
+                // Wait for the client to be ready, but only so many requests at once.
+                let waiting = self.early_requests.fetch_add(1, Ordering::AcqRel);
+                let _waiting = scopeguard(&self.early_requests);
+                if waiting >= EARLY_REQUESTS {
+                    tracing::warn!(method = %method, "an upstream request before the client is ready refused: {EARLY_REQUESTS} already wait");
+                    return Err(unavailable(format!(
+                        "the client is not ready for requests yet and {EARLY_REQUESTS} already wait"
+                    )));
+                }
+                let Some(peer) = self.downstream(Duration::from_secs(30)).await else {
+                    return Err(unavailable("no client is connected to the gateway session"));
+                };
+                peer
+            }
         };
         peer.request(&method, params, Route::Standalone).await
     }

@@ -8,6 +8,8 @@
 //   FAKE_ENV_DUMP   file to write this process's environment to (JSON), at start
 //   FAKE_FLOOD=N    on notifications/initialized, send N notifications/message (1 KiB
 //                   each) at once, then write the file $FAKE_FLOODED
+//   FAKE_FLOOD_REQUESTS=N  ... and as many roots/list requests first (their answers are
+//                   only logged)
 //   FAKE_EARLY=1    tasks/result of a task still running answers at once with -32602
 //                   "Task not completed yet" (FastMCP 3.4.11), and the task completes
 //                   right after that answer
@@ -188,6 +190,7 @@ createInterface({ input: process.stdin }).on('line', line => {
   } else if (m.method === 'notifications/initialized' && process.env.FAKE_FLOOD) {
     const n = Number(process.env.FAKE_FLOOD);
     const data = 'y'.repeat(1024);
+    for (let i = 1; i <= Number(process.env.FAKE_FLOOD_REQUESTS ?? 0); i++) send({ id: `flood-${i}`, method: 'roots/list', params: { _meta: { i } } });
     for (let i = 1; i < n; i++) send({ method: 'notifications/message', params: { level: 'info', data: `${i} ${data}` } });
     process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `${n} last` } }) + '\n',
       () => writeFileSync(process.env.FAKE_FLOODED, 'done'));

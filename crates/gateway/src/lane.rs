@@ -51,10 +51,6 @@ impl Drop for Decrement<'_> {
     }
 }
 
-fn scopeguard(n: &AtomicUsize) -> Decrement<'_> {
-    Decrement(n)
-}
-
 /// The bounds shared by all the lanes of a gateway.
 #[derive(Debug)]
 pub struct Limits {
@@ -671,7 +667,7 @@ impl LaneInner {
             None => {
                 // Wait for the client to be ready, but only so many requests at once.
                 let waiting = self.early_requests.fetch_add(1, Ordering::AcqRel);
-                let _waiting = scopeguard(&self.early_requests);
+                let _waiting = Decrement(&self.early_requests);
                 if waiting >= EARLY_REQUESTS {
                     tracing::warn!(method = %method, "an upstream request before the client is ready refused: {EARLY_REQUESTS} already wait");
                     return Err(unavailable(format!(

@@ -24,6 +24,24 @@ pub(crate) struct GatewayArgs {
     /// Working directory of the upstream command.
     #[arg(long, value_name = "DIR", requires = "upstream_cmd")]
     upstream_cwd: Option<PathBuf>,
+    /// Let the upstream command inherit the whole environment of `serve`, except its
+    /// `MCP_TASKS_*` variables (never passed on: some carry secrets). Without it the
+    /// command gets only `--upstream-env` and a pass-through list (PATH, HOME, USER,
+    /// LOGNAME, SHELL, LANG, LANGUAGE, LC_*, TERM, TZ, TMPDIR, XDG_*_HOME/XDG_RUNTIME_DIR,
+    /// SSL_CERT_FILE, SSL_CERT_DIR, NODE_EXTRA_CA_CERTS, and Windows' equivalents).
+    #[arg(long)]
+    upstream_inherit_env: bool,
+    /// Most upstream connections (for a command: processes) at once; each downstream
+    /// session has its own, and an `initialize` beyond the bound is refused with a
+    /// JSON-RPC error until a session ends.
+    #[arg(long, value_name = "N", default_value_t = mcp_tasks_gateway::config::DEFAULT_MAX_UPSTREAMS)]
+    max_upstreams: usize,
+    /// How long one call to the upstream may take (ms, or a duration like `30s`); past it
+    /// the call fails with an error saying so and `notifications/cancelled` goes upstream.
+    /// A `tasks/result` that outlasts it is followed with `tasks/get` instead. Default:
+    /// no bound.
+    #[arg(long, value_name = "DURATION")]
+    upstream_timeout: Option<String>,
     /// Put tasks in front of this Streamable HTTP MCP server.
     #[arg(long, value_name = "URL")]
     upstream_url: Option<String>,
@@ -82,6 +100,7 @@ impl GatewayArgs {
                 .context("--upstream-env")?;
             UpstreamSpec::stdio_from_command_line(cmd, env, self.upstream_cwd.clone())
                 .context("--upstream-cmd")?
+                .with_inherit_env(self.upstream_inherit_env)
         } else if let Some(url) = &self.upstream_url {
             let headers = self
                 .upstream_header
@@ -95,6 +114,7 @@ impl GatewayArgs {
             }
         } else {
             match file.upstream()? {
+                Some(u) if self.upstream_inherit_env => u.with_inherit_env(true),
                 Some(u) => u,
                 None => bail!("--config: no [upstream] and no --upstream-cmd/--upstream-url"),
             }
@@ -104,10 +124,32 @@ impl GatewayArgs {
             let (name, mode) = parse_tool_task_support(s).context("--tool-task-support")?;
             tool_task_support.insert(name, mode);
         }
+        if self.max_upstreams == 0 {
+            bail!("--max-upstreams must be at least 1");
+        }
+        let upstream_timeout = match &self.upstream_timeout {
+            None => None,
+            Some(s) => {
+                let d = match s.parse::<u64>() {
+                    Ok(ms) => std::time::Duration::from_millis(ms),
+                    Err(_) => humantime::parse_duration(s).with_context(|| {
+                        format!(
+                            "--upstream-timeout: `{s}` is not milliseconds or a duration like `30s`"
+                        )
+                    })?,
+                };
+                if d.is_zero() {
+                    bail!("--upstream-timeout must be more than 0");
+                }
+                Some(d)
+            }
+        };
         Ok(GatewayConfig {
             upstream,
             tool_task_support,
             notes_dir: None,
+            max_upstreams: self.max_upstreams,
+            upstream_timeout,
         })
     }
 }

@@ -156,8 +156,9 @@ fn load_tokens(args: &HttpArgs) -> anyhow::Result<BearerTokens> {
             bail!("--auth-tokens: {} holds no token", path.display());
         }
     }
-    if let Ok(text) = std::env::var(TOKENS_ENV) {
-        parse_tokens(&text, &['\n', ';'], TOKENS_ENV, &mut tokens)?;
+    // Read (and removed from the environment) at start-up: see `crate::scrub_secrets`.
+    if let Some(text) = crate::auth_tokens_env() {
+        parse_tokens(text, &['\n', ';'], TOKENS_ENV, &mut tokens)?;
     }
     Ok(tokens)
 }

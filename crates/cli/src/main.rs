@@ -37,8 +37,40 @@ enum Command {
     Bench(bench::BenchArgs),
 }
 
+/// The environment variables of ours that carry secrets. They are read once at start-up
+/// (clap reads `MCP_TASKS_TOKEN` and `MCP_TASKS_BENCH_TOKEN` into the arguments, and
+/// [`scrub_secrets`] keeps `MCP_TASKS_AUTH_TOKENS`), then removed from the process
+/// environment, so that no child process (a gateway's upstream command) can inherit them.
+const SECRET_VARS: &[&str] = &[http::TOKENS_ENV, "MCP_TASKS_TOKEN", "MCP_TASKS_BENCH_TOKEN"];
+
+/// `MCP_TASKS_AUTH_TOKENS` as it was at start-up (see [`SECRET_VARS`]).
+static AUTH_TOKENS_ENV: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+
+/// The text of `MCP_TASKS_AUTH_TOKENS` read at start-up, if it was set.
+pub(crate) fn auth_tokens_env() -> Option<&'static str> {
+    AUTH_TOKENS_ENV.get().and_then(Option::as_deref)
+}
+
+/// Read the secrets of [`SECRET_VARS`] and remove them from the process environment.
+/// Must run before any other thread exists (before the logger and the runtime).
+#[allow(unsafe_code)]
+fn scrub_secrets() {
+    let _ = AUTH_TOKENS_ENV.set(std::env::var(http::TOKENS_ENV).ok());
+    for name in SECRET_VARS {
+        if std::env::var_os(name).is_some() {
+            // SAFETY: `remove_var` is unsound only while another thread may read or write
+            // the environment. This runs in `main` after argument parsing and before the
+            // logger, the tokio runtime or any other thread is started: the process is
+            // single-threaded here.
+            unsafe { std::env::remove_var(name) };
+        }
+    }
+}
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
+    // Still single-threaded: clap has read its `env` arguments, nothing else has started.
+    scrub_secrets();
     // The requestor commands speak to a person: only warnings unless RUST_LOG says more.
     let requestor = matches!(cli.command, Command::Call(_) | Command::Tasks(_));
     init_logging(if requestor { "warn" } else { "info" }, requestor);

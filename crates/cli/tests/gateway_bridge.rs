@@ -14,7 +14,7 @@ fn every_tool_of_an_upstream_without_tasks_is_optional() {
     let mut s = fake.gateway(&[]);
     let tools = s.ok("tools/list", json!({}))["tools"].clone();
     let tools = tools.as_array().unwrap();
-    assert_eq!(tools.len(), 6);
+    assert_eq!(tools.len(), 7);
     for t in tools {
         assert_eq!(t["execution"]["taskSupport"], "optional", "{t}");
     }

@@ -89,6 +89,9 @@ fn bad_gateway_flags_are_refused() {
         vec!["--upstream-cmd", "node 'unbalanced"],
         vec!["--upstream-cmd", "x", "--tool-task-support", "x=sometimes"],
         vec!["--upstream-cmd", "x", "--upstream-env", "NOEQUALS"],
+        vec!["--upstream-cmd", "x", "--max-upstreams", "0"],
+        vec!["--upstream-cmd", "x", "--upstream-timeout", "soon"],
+        vec!["--upstream-cmd", "x", "--upstream-timeout", "0"],
         vec!["--upstream-url", "ftp://127.0.0.1/mcp"],
         vec![
             "--upstream-url",

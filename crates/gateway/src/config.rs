@@ -5,7 +5,8 @@
 //! ```toml
 //! [upstream]
 //! command = "npx -y @modelcontextprotocol/server-everything stdio"  # split like a shell, no shell
-//! env = { API_KEY = "..." }
+//! env = { API_KEY = "..." }   # the command gets these and the pass-through list only
+//! # inherit_env = true       # ... or the gateway's whole environment but MCP_TASKS_*
 //! cwd = "/srv/tools"
 //! # or: url = "https://example.com/mcp"
 //! #     headers = { Authorization = "Bearer ..." }
@@ -32,10 +33,15 @@ pub enum UpstreamSpec {
         program: String,
         /// Its arguments.
         args: Vec<String>,
-        /// Extra environment variables (on top of the gateway's own environment).
+        /// Environment variables of the command, on top of the pass-through list
+        /// ([`crate::stdio::PASS_THROUGH`]) or, with `inherit_env`, of the gateway's own
+        /// environment.
         env: Vec<(String, String)>,
         /// Working directory.
         cwd: Option<PathBuf>,
+        /// Inherit the gateway's whole environment (except its own `MCP_TASKS_*`
+        /// variables) instead of only the pass-through list.
+        inherit_env: bool,
     },
     /// A Streamable HTTP endpoint.
     Http {
@@ -69,7 +75,18 @@ impl UpstreamSpec {
             args: words.collect(),
             env,
             cwd,
+            inherit_env: false,
         })
+    }
+
+    /// The same upstream, inheriting the gateway's environment (a stdio upstream; other
+    /// kinds are returned unchanged).
+    #[must_use]
+    pub fn with_inherit_env(mut self, yes: bool) -> Self {
+        if let Self::Stdio { inherit_env, .. } = &mut self {
+            *inherit_env = yes;
+        }
+        self
     }
 
     /// A short description for logs and error messages (no header values, no env values).
@@ -139,7 +156,17 @@ pub struct GatewayConfig {
     /// Where notes of upstream tasks are kept so that they survive a restart (next to a
     /// durable task store); `None` keeps none.
     pub notes_dir: Option<PathBuf>,
+    /// Most upstream connections (stdio: processes) at once, one per downstream session
+    /// (and per task resumed after a restart); `initialize` beyond it is refused.
+    pub max_upstreams: usize,
+    /// How long one call to the upstream may take; `None`: no bound.
+    pub upstream_timeout: Option<std::time::Duration>,
 }
+
+/// The default of [`GatewayConfig::max_upstreams`]: 32. A Node.js upstream takes about
+/// 44 MiB (a minimal server) to 68 MiB (`server-everything`) of resident memory each, so
+/// 32 of them about 1.4 to 2.2 GiB (measured; see the README).
+pub const DEFAULT_MAX_UPSTREAMS: usize = 32;
 
 /// The TOML file, as written.
 #[derive(Debug, Default, Deserialize)]
@@ -169,6 +196,10 @@ pub struct FileUpstream {
     /// Working directory of the command.
     #[serde(default)]
     pub cwd: Option<PathBuf>,
+    /// Inherit the gateway's whole environment (except `MCP_TASKS_*`), not only the
+    /// pass-through list.
+    #[serde(default)]
+    pub inherit_env: bool,
     /// Headers of every HTTP request.
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -211,7 +242,8 @@ impl FileConfig {
                 "[upstream]: `command` or `url` is required".into(),
             )),
             (Some(CommandLine::Line(line)), None) => {
-                UpstreamSpec::stdio_from_command_line(line, env, u.cwd.clone()).map(Some)
+                UpstreamSpec::stdio_from_command_line(line, env, u.cwd.clone())
+                    .map(|s| Some(s.with_inherit_env(u.inherit_env)))
             }
             (Some(CommandLine::Words(words)), None) => {
                 let mut words = words.iter().cloned();
@@ -223,6 +255,7 @@ impl FileConfig {
                     args: words.collect(),
                     env,
                     cwd: u.cwd.clone(),
+                    inherit_env: u.inherit_env,
                 }))
             }
             (None, Some(url)) => Ok(Some(UpstreamSpec::Http {
@@ -311,7 +344,8 @@ mod tests {
                 program: "node".into(),
                 args: vec!["server.js".into()],
                 env: vec![("K".into(), "V".into())],
-                cwd: None
+                cwd: None,
+                inherit_env: false,
             })
         );
         assert_eq!(

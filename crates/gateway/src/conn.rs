@@ -29,12 +29,38 @@ pub enum CallError {
     /// The connection ended (or, over HTTP, the request or its answer was lost) before
     /// the answer came; with the transport's own explanation when it gave one.
     Lost(Option<String>),
+    /// The gateway gave up on the call, with the error that says why: the answer was too
+    /// large to read (`upstream reply too large: N bytes`), or it did not come within
+    /// `--upstream-timeout` (the request was cancelled upstream).
+    Failed(ErrorObject),
+}
+
+/// The error of a call whose answer was `bytes` long, over `--max-message-bytes`.
+pub fn reply_too_large(method: &str, bytes: u64) -> ErrorObject {
+    ErrorObject::new(
+        mcp_tasks_proto::codes::INTERNAL_ERROR,
+        format!(
+            "upstream reply too large: {bytes} bytes (the answer to `{method}` is over --max-message-bytes)"
+        ),
+    )
+}
+
+/// The error of a call the upstream did not answer within `timeout`.
+pub fn timed_out(method: &str, timeout: std::time::Duration) -> ErrorObject {
+    ErrorObject::new(
+        mcp_tasks_proto::codes::INTERNAL_ERROR,
+        format!(
+            "the upstream did not answer `{method}` within {timeout:?} (--upstream-timeout); the request was cancelled upstream"
+        ),
+    )
 }
 
 pub(crate) struct ConnShared {
     pending: Mutex<HashMap<RequestId, Answer>>,
     next: AtomicU64,
     pub(crate) lane: Weak<LaneInner>,
+    /// `--upstream-timeout`.
+    timeout: Option<std::time::Duration>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -42,11 +68,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl ConnShared {
-    pub(crate) fn new(lane: Weak<LaneInner>) -> Arc<Self> {
+    pub(crate) fn new(lane: Weak<LaneInner>, timeout: Option<std::time::Duration>) -> Arc<Self> {
         Arc::new(Self {
             pending: Mutex::new(HashMap::new()),
             next: AtomicU64::new(1),
             lane,
+            timeout,
         })
     }
 }
@@ -159,12 +186,33 @@ impl Conn {
             .is_some_and(|v| !v.is_null())
     }
 
-    /// Send a request upstream and wait for its answer. Dropping the future before the
-    /// answer cancels the request upstream (`notifications/cancelled`).
+    /// Send a request upstream and wait for its answer (at most `--upstream-timeout`).
+    /// Dropping the future before the answer, or the timeout, cancels the request upstream
+    /// (`notifications/cancelled`).
     ///
     /// # Errors
-    /// The upstream's error, or [`CallError::Lost`] if the connection ends first.
+    /// The upstream's error, [`CallError::Lost`] if the connection ends first,
+    /// [`CallError::Failed`] on a timeout or an answer too large to read.
     pub async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
+        let Some(timeout) = self.shared.timeout else {
+            return self.call_unbounded(method, params).await;
+        };
+        // On the timeout the call future is dropped: its guard cancels it upstream.
+        match tokio::time::timeout(timeout, self.call_unbounded(method, params)).await {
+            Ok(out) => out,
+            Err(_) => {
+                tracing::warn!(method, timeout = ?timeout, "upstream call timed out");
+                Err(CallError::Failed(timed_out(method, timeout)))
+            }
+        }
+    }
+
+    /// [`Self::call`] without `--upstream-timeout` (`initialize` has its own bound).
+    pub(crate) async fn call_unbounded(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, CallError> {
         let n = self.shared.next.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("gw-{n}"));
         let (tx, rx) = oneshot::channel();
@@ -191,12 +239,33 @@ impl Conn {
         guard.disarm();
         match out {
             Some(Ok(v)) => Ok(v),
+            // Made up by the HTTP transport: an answer over the bound, which asking again
+            // would not mend.
+            Some(Err(e))
+                if mcp_tasks_rpc::http_client::is_transport_error(&e)
+                    && e.message.starts_with("the reply exceeds ") =>
+            {
+                tracing::warn!(method, error = %e, "upstream reply too large");
+                Err(CallError::Failed(ErrorObject::new(
+                    mcp_tasks_proto::codes::INTERNAL_ERROR,
+                    format!(
+                        "upstream reply too large: {} (the answer to `{method}` is over --max-message-bytes)",
+                        e.message.trim_start_matches("the reply ")
+                    ),
+                )))
+            }
             // Made up by the HTTP transport: the request or its answer was lost.
             Some(Err(e)) if mcp_tasks_rpc::http_client::is_transport_error(&e) => {
                 tracing::debug!(error = %e, "upstream transport error");
                 Err(CallError::Lost(Some(e.message)))
             }
-            Some(Err(e)) => Err(CallError::Upstream(e)),
+            Some(Err(e)) => match mcp_tasks_rpc::line::too_large_bytes(&e) {
+                Some(bytes) => {
+                    tracing::warn!(method, bytes, "upstream reply too large");
+                    Err(CallError::Failed(reply_too_large(method, bytes)))
+                }
+                None => Err(CallError::Upstream(e)),
+            },
             None => Err(CallError::Lost(None)),
         }
     }

@@ -15,7 +15,7 @@ use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::{Peer, Route};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Map, Value, json};
-use tokio::sync::{oneshot, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::backoff;
@@ -33,6 +33,85 @@ const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 /// How many `tools/list` pages are read at most.
 const MAX_TOOL_PAGES: usize = 100;
+/// How many notifications from the upstream are kept while the downstream session is not
+/// ready for them (before its `notifications/initialized`); beyond it the oldest go.
+pub const EARLY_NOTIFICATIONS: usize = 64;
+/// How many bytes (as JSON) of such notifications are kept at most.
+pub const EARLY_NOTIFICATION_BYTES: usize = 1024 * 1024;
+/// How many requests from the upstream may wait for the downstream session to be ready;
+/// beyond it they are answered with an error at once.
+pub const EARLY_REQUESTS: usize = 64;
+
+/// Takes one back from `n` when dropped.
+struct Decrement<'a>(&'a AtomicUsize);
+
+impl Drop for Decrement<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// The bounds shared by all the lanes of a gateway.
+#[derive(Debug)]
+pub struct Limits {
+    /// One permit per running lane (one upstream connection, for a command a process).
+    upstreams: Arc<Semaphore>,
+    max_upstreams: usize,
+    /// How long one call to the upstream may take.
+    pub call_timeout: Option<Duration>,
+}
+
+impl Limits {
+    /// At most `max_upstreams` upstream connections at once; calls bounded by
+    /// `call_timeout`.
+    pub fn new(max_upstreams: usize, call_timeout: Option<Duration>) -> Self {
+        Self {
+            upstreams: Arc::new(Semaphore::new(max_upstreams.min(Semaphore::MAX_PERMITS))),
+            max_upstreams,
+            call_timeout,
+        }
+    }
+
+    /// Upstream connections running now.
+    pub fn upstreams_in_use(&self) -> usize {
+        self.max_upstreams
+            .min(Semaphore::MAX_PERMITS)
+            .saturating_sub(self.upstreams.available_permits())
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self::new(crate::config::DEFAULT_MAX_UPSTREAMS, None)
+    }
+}
+
+/// Notifications from the upstream kept until the downstream session is ready: bounded
+/// in number and bytes, the oldest dropped (with one warning per lane).
+#[derive(Default)]
+struct Early {
+    /// `None` once the downstream is ready and everything kept was passed on.
+    queue: Option<std::collections::VecDeque<(String, Option<Value>, usize)>>,
+    bytes: usize,
+    dropped: u64,
+}
+
+/// The size of `v` as JSON, without building the text.
+fn json_len(v: Option<&Value>) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut c = Count(0);
+    let _ = serde_json::to_writer(&mut c, &v);
+    c.0
+}
 
 /// The state of a lane's connection.
 #[derive(Clone, Debug)]
@@ -69,12 +148,20 @@ pub struct LaneInner {
     connector: Arc<dyn Connector>,
     overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
     notes: Option<Arc<Notes>>,
+    limits: Arc<Limits>,
     init_params: Mutex<Value>,
     /// A session of the upstream to take up again with the first connection (a task
     /// resumed after a restart).
     reattach: Mutex<Option<UpstreamSession>>,
     link: watch::Sender<Link>,
     downstream: watch::Sender<Option<Peer>>,
+    /// Notifications for the downstream that came before it was ready.
+    early: Mutex<Early>,
+    /// A `tools/list_changed` is being handled (`false`), and another came meanwhile
+    /// (`true`): one refresh at a time, whatever the upstream sends.
+    refreshing: Mutex<Option<bool>>,
+    /// Requests from the upstream waiting for the downstream to be ready.
+    early_requests: AtomicUsize,
     tools: RwLock<Arc<ToolSet>>,
     routes: Mutex<Routes>,
     users: AtomicUsize,
@@ -196,15 +283,23 @@ impl LaneInner {
         connector: Arc<dyn Connector>,
         overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
         notes: Option<Arc<Notes>>,
+        limits: Arc<Limits>,
     ) -> Lease {
         let lane = Arc::new_cyclic(|me| Self {
             connector,
             overrides,
             notes,
+            limits,
             init_params: Mutex::new(Value::Null),
             reattach: Mutex::new(None),
             link: watch::channel(Link::Starting).0,
             downstream: watch::channel(None).0,
+            early: Mutex::new(Early {
+                queue: Some(std::collections::VecDeque::new()),
+                ..Early::default()
+            }),
+            refreshing: Mutex::new(None),
+            early_requests: AtomicUsize::new(0),
             tools: RwLock::new(Arc::new(ToolSet::default())),
             routes: Mutex::new(Routes::default()),
             users: AtomicUsize::new(1),
@@ -331,12 +426,35 @@ impl LaneInner {
 
     /// Set what `initialize` sends upstream, start the supervisor (once), and wait for the
     /// first start to succeed or fail (at most `wait`).
-    pub async fn start(&self, init_params: Value, wait: Duration) {
+    ///
+    /// # Errors
+    /// When the gateway already runs its maximum of upstream connections
+    /// (`--max-upstreams`): the lane is closed, nothing was started.
+    pub async fn start(&self, init_params: Value, wait: Duration) -> Result<(), ErrorObject> {
         *lock(&self.init_params) = init_params;
-        let Some(me) = self.me.upgrade() else { return };
-        self.started.call_once(|| {
-            tokio::spawn(supervise(me));
-        });
+        let Some(me) = self.me.upgrade() else {
+            return Err(unavailable("the gateway session has ended"));
+        };
+        let mut refused = false;
+        self.started.call_once(
+            || match Arc::clone(&self.limits.upstreams).try_acquire_owned() {
+                Ok(permit) => {
+                    tokio::spawn(supervise(me, permit));
+                }
+                Err(_) => refused = true,
+            },
+        );
+        if refused {
+            self.link.send_replace(Link::Closed);
+            tracing::warn!(upstream = %self.describe(), max = self.limits.max_upstreams, "session refused: the gateway runs its maximum of upstream connections");
+            return Err(ErrorObject::new(
+                mcp_tasks_proto::codes::INTERNAL_ERROR,
+                format!(
+                    "the gateway already runs its maximum of {} upstream connections (--max-upstreams); try again when a session has ended",
+                    self.limits.max_upstreams
+                ),
+            ));
+        }
         let mut rx = self.link.subscribe();
         let first = async {
             loop {
@@ -349,11 +467,72 @@ impl LaneInner {
             }
         };
         let _ = tokio::time::timeout(wait, first).await;
+        Ok(())
     }
 
-    /// The downstream session is ready for messages (it sent `notifications/initialized`).
+    /// The downstream session is ready for messages (it sent `notifications/initialized`):
+    /// the notifications kept until now are passed on (in order, before any later one).
     pub fn set_downstream(&self, peer: Option<Peer>) {
+        let ready = peer.is_some();
         self.downstream.send_replace(peer);
+        if !ready || lock(&self.early).queue.is_none() {
+            return;
+        }
+        let Some(me) = self.me.upgrade() else { return };
+        tokio::spawn(async move { me.flush_early().await });
+    }
+
+    /// Pass the kept notifications on; the queue goes (`None`) only once it is empty, so
+    /// that a notification arriving meanwhile queues behind them.
+    async fn flush_early(&self) {
+        loop {
+            let Some(peer) = self.downstream.borrow().clone() else {
+                return;
+            };
+            let batch: Vec<_> = {
+                let mut early = lock(&self.early);
+                let Some(queue) = early.queue.as_mut() else {
+                    return;
+                };
+                if queue.is_empty() {
+                    early.queue = None;
+                    early.bytes = 0;
+                    return;
+                }
+                let batch = queue.drain(..).collect();
+                early.bytes = 0;
+                batch
+            };
+            for (method, params, _) in batch {
+                peer.notify(&method, params, Route::Standalone).await;
+            }
+        }
+    }
+
+    /// Keep a notification for the downstream until it is ready; `false` when it is
+    /// ready (the caller sends it).
+    fn keep_early(&self, method: &str, params: &mut Option<Value>) -> bool {
+        let mut early = lock(&self.early);
+        let early = &mut *early;
+        let Some(queue) = early.queue.as_mut() else {
+            return false;
+        };
+        let size = method.len() + json_len(params.as_ref());
+        queue.push_back((method.to_owned(), params.take(), size));
+        early.bytes += size;
+        while queue.len() > EARLY_NOTIFICATIONS
+            || (early.bytes > EARLY_NOTIFICATION_BYTES && !queue.is_empty())
+        {
+            let Some((_, _, n)) = queue.pop_front() else {
+                break;
+            };
+            early.bytes -= n;
+            if early.dropped == 0 {
+                tracing::warn!(upstream = %self.describe(), kept = EARLY_NOTIFICATIONS, bytes = EARLY_NOTIFICATION_BYTES, "the upstream sends notifications before the client is ready; the oldest are dropped");
+            }
+            early.dropped += 1;
+        }
+        true
     }
 
     async fn downstream(&self, wait: Duration) -> Option<Peer> {
@@ -482,8 +661,24 @@ impl LaneInner {
         {
             strip_related_task(p);
         }
-        let Some(peer) = self.downstream(Duration::from_secs(30)).await else {
-            return Err(unavailable("no client is connected to the gateway session"));
+        let ready = self.downstream.borrow().clone();
+        let peer = match ready {
+            Some(peer) => peer,
+            None => {
+                // Wait for the client to be ready, but only so many requests at once.
+                let waiting = self.early_requests.fetch_add(1, Ordering::AcqRel);
+                let _waiting = Decrement(&self.early_requests);
+                if waiting >= EARLY_REQUESTS {
+                    tracing::warn!(method = %method, "an upstream request before the client is ready refused: {EARLY_REQUESTS} already wait");
+                    return Err(unavailable(format!(
+                        "the client is not ready for requests yet and {EARLY_REQUESTS} already wait"
+                    )));
+                }
+                let Some(peer) = self.downstream(Duration::from_secs(30)).await else {
+                    return Err(unavailable("no client is connected to the gateway session"));
+                };
+                peer
+            }
         };
         peer.request(&method, params, Route::Standalone).await
     }
@@ -517,12 +712,31 @@ impl LaneInner {
                 }
             }
             TOOLS_LIST_CHANGED => {
+                // One refresh at a time: a change announced during one is read by one
+                // more, not by a task per notification.
+                {
+                    let mut r = lock(&self.refreshing);
+                    if r.is_some() {
+                        *r = Some(true);
+                        return;
+                    }
+                    *r = Some(false);
+                }
                 if let Some(me) = self.me.upgrade() {
                     tokio::spawn(async move {
-                        if let Some(conn) = me.conn() {
-                            me.refresh_tools(&conn).await;
+                        loop {
+                            if let Some(conn) = me.conn() {
+                                me.refresh_tools(&conn).await;
+                            }
+                            me.forward_down(method.clone(), params.clone()).await;
+                            let mut r = lock(&me.refreshing);
+                            if *r == Some(true) {
+                                *r = Some(false);
+                                continue;
+                            }
+                            *r = None;
+                            break;
                         }
-                        me.forward_down(method, params).await;
                     });
                 }
                 return;
@@ -542,20 +756,17 @@ impl LaneInner {
         self.forward_down(method, params).await;
     }
 
-    /// Pass a notification to the downstream client unchanged (waiting, off the reading
-    /// loop, while the session is not initialized yet).
-    async fn forward_down(&self, method: String, params: Option<Value>) {
+    /// Pass a notification to the downstream client unchanged; while the session is not
+    /// ready yet it is kept (bounded: [`EARLY_NOTIFICATIONS`], [`EARLY_NOTIFICATION_BYTES`],
+    /// the oldest dropped) and passed on once it is.
+    async fn forward_down(&self, method: String, mut params: Option<Value>) {
+        if self.keep_early(&method, &mut params) {
+            return;
+        }
         let ready = self.downstream.borrow().clone();
         match ready {
             Some(peer) => peer.notify(&method, params, Route::Standalone).await,
-            None => {
-                let Some(me) = self.me.upgrade() else { return };
-                tokio::spawn(async move {
-                    if let Some(peer) = me.downstream(Duration::from_secs(30)).await {
-                        peer.notify(&method, params, Route::Standalone).await;
-                    }
-                });
-            }
+            None => tracing::debug!(method = %method, "notification dropped: the client has gone"),
         }
     }
 
@@ -578,7 +789,7 @@ impl LaneInner {
         let _routes = me.register_forwarded(params.as_ref());
         match conn.call(method, params).await {
             Ok(v) => Ok(v),
-            Err(CallError::Upstream(e)) => Err(e),
+            Err(CallError::Upstream(e) | CallError::Failed(e)) => Err(e),
             Err(CallError::Lost(d)) => Err(unavailable(format!(
                 "{} before answering `{method}`",
                 self.lost_reason(&conn, d.as_deref()).await
@@ -623,7 +834,7 @@ impl LaneInner {
     /// is one and the upstream can.
     async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
         let session = lock(&self.reattach).take()?;
-        let shared = ConnShared::new(self.me.clone());
+        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let params = lock(&self.init_params).clone();
         let connected = match self.connector.reattach(handler, &session, &params).await {
@@ -654,7 +865,7 @@ impl LaneInner {
         if let Some(reattached) = self.open_reattached().await {
             return Ok(reattached);
         }
-        let shared = ConnShared::new(self.me.clone());
+        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let connected = self
             .connector
@@ -670,16 +881,18 @@ impl LaneInner {
             connected.session,
         ));
         let params = lock(&self.init_params).clone();
-        let init = tokio::time::timeout(INIT_TIMEOUT, conn.call(methods::INITIALIZE, Some(params)))
-            .await
-            .map_err(|_| {
-                format!("the upstream did not answer initialize within {INIT_TIMEOUT:?}")
-            })?;
+        let init = tokio::time::timeout(
+            INIT_TIMEOUT,
+            conn.call_unbounded(methods::INITIALIZE, Some(params)),
+        )
+        .await
+        .map_err(|_| format!("the upstream did not answer initialize within {INIT_TIMEOUT:?}"))?;
         let init = match init {
             Ok(v) => v,
             Err(CallError::Upstream(e)) => {
                 return Err(format!("the upstream refused initialize: {e}"));
             }
+            Err(CallError::Failed(e)) => return Err(format!("initialize failed: {e}")),
             Err(CallError::Lost(_)) => {
                 let mut ended = connected.ended;
                 let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
@@ -741,7 +954,14 @@ async fn list_all_tools(conn: &Conn) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-async fn supervise(lane: Arc<LaneInner>) {
+/// Runs the lane's connections; `permit` is its place among the gateway's
+/// `--max-upstreams`, given back when the lane ends (its last connection torn down).
+async fn supervise(lane: Arc<LaneInner>, permit: OwnedSemaphorePermit) {
+    supervise_conns(&lane).await;
+    drop(permit);
+}
+
+async fn supervise_conns(lane: &Arc<LaneInner>) {
     let mut attempt: u32 = 0;
     let mut first = true;
     loop {

@@ -52,7 +52,9 @@ pub fn server(
     engine: Option<TaskEngine>,
 ) -> Result<Server, GatewayError> {
     let connector = connect::connector(&config.upstream, server_config.max_line_bytes)?;
-    let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone());
+    let limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
+    let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
+        .with_limits(Arc::new(limits));
     if let (Some(dir), Some(engine)) = (&config.notes_dir, &engine) {
         let notes = resume::Notes::open(dir).map_err(|e| {
             GatewayError::Config(format!(

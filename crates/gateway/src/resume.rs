@@ -23,7 +23,7 @@ use serde_json::{Value, json};
 
 use crate::connect::{Connector, UpstreamSession};
 use crate::error::unavailable;
-use crate::lane::{FIRST_START_WAIT, LaneInner};
+use crate::lane::{FIRST_START_WAIT, LaneInner, Limits};
 
 /// What the gateway notes about a task backed by an upstream task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -117,6 +117,7 @@ pub struct GatewayResumer {
     notes: Arc<Notes>,
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
+    limits: Arc<Limits>,
 }
 
 impl std::fmt::Debug for GatewayResumer {
@@ -128,16 +129,19 @@ impl std::fmt::Debug for GatewayResumer {
 }
 
 impl GatewayResumer {
-    /// A resumer of the notes in `notes`, for the upstream of `connector`.
+    /// A resumer of the notes in `notes`, for the upstream of `connector` (whose
+    /// connections count against `limits`).
     pub fn new(
         notes: Arc<Notes>,
         connector: Arc<dyn Connector>,
         overrides: Arc<BTreeMap<String, TaskSupport>>,
+        limits: Arc<Limits>,
     ) -> Self {
         Self {
             notes,
             connector,
             overrides,
+            limits,
         }
     }
 }
@@ -152,10 +156,11 @@ impl Resumer for GatewayResumer {
         let notes = Arc::clone(&self.notes);
         let connector = Arc::clone(&self.connector);
         let overrides = Arc::clone(&self.overrides);
+        let limits = Arc::clone(&self.limits);
         let runner = Box::new(move |run: TaskRun| {
             Box::pin(async move {
                 let task_id = run.task_id.clone();
-                let out = follow_again(run, note, request, connector, overrides).await;
+                let out = follow_again(run, note, request, connector, overrides, limits).await;
                 notes.remove(&task_id);
                 out
             }) as futures::future::BoxFuture<'static, _>
@@ -174,12 +179,14 @@ async fn follow_again(
     request: Value,
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
+    limits: Arc<Limits>,
 ) -> Result<Value, ErrorObject> {
     tracing::info!(task_id = %run.task_id, upstream_task = %note.upstream_task_id, "following the upstream task again after a restart");
-    let lease = LaneInner::open_lane(connector, overrides, None);
+    let lease = LaneInner::open_lane(connector, overrides, None, limits);
     let lane = Arc::clone(lease.lane());
     lane.reattach_first(note.upstream_session.clone());
-    lane.start(note.init_params.clone(), FIRST_START_WAIT).await;
+    lane.start(note.init_params.clone(), FIRST_START_WAIT)
+        .await?;
     let caps = note
         .init_params
         .get("capabilities")

@@ -12,7 +12,7 @@ use mcp_tasks_server::{ExtensionFactory, SessionExtension, Tool};
 use serde_json::{Value, json};
 
 use crate::connect::Connector;
-use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, merge_initialize};
+use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, Limits, merge_initialize};
 use crate::resume::{GatewayResumer, Notes};
 
 /// Makes one [`GatewaySession`] per downstream session.
@@ -20,6 +20,7 @@ pub struct GatewayFactory {
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
     notes: Option<Arc<Notes>>,
+    limits: Arc<Limits>,
 }
 
 impl std::fmt::Debug for GatewayFactory {
@@ -38,7 +39,20 @@ impl GatewayFactory {
             connector,
             overrides: Arc::new(overrides),
             notes: None,
+            limits: Arc::new(Limits::default()),
         }
+    }
+
+    /// Bound the upstream connections and calls with `limits`.
+    #[must_use]
+    pub fn with_limits(mut self, limits: Arc<Limits>) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The bounds of the upstream connections.
+    pub fn limits(&self) -> &Arc<Limits> {
+        &self.limits
     }
 
     /// Note upstream tasks in `notes`, so that they survive a restart (see
@@ -56,6 +70,7 @@ impl GatewayFactory {
                 Arc::clone(n),
                 Arc::clone(&self.connector),
                 Arc::clone(&self.overrides),
+                Arc::clone(&self.limits),
             )
         })
     }
@@ -67,10 +82,11 @@ impl ExtensionFactory for GatewayFactory {
             Arc::clone(&self.connector),
             Arc::clone(&self.overrides),
             self.notes.clone(),
+            Arc::clone(&self.limits),
         );
         Arc::new(GatewaySession {
             lane: Arc::clone(lease.lane()),
-            lease: Mutex::new(Some(lease)),
+            lease: Arc::new(Mutex::new(Some(lease))),
         })
     }
 }
@@ -78,8 +94,10 @@ impl ExtensionFactory for GatewayFactory {
 /// One downstream session of the gateway: its own upstream connection (lane).
 pub struct GatewaySession {
     lane: Arc<LaneInner>,
-    /// The session's hold on its lane; released when the downstream connection closes.
-    lease: Mutex<Option<Lease>>,
+    /// The session's hold on its lane; released when the downstream connection closes or
+    /// the session is dropped (HTTP DELETE, idle expiry, stdio EOF), whichever is first.
+    /// Running tasks hold leases of their own.
+    lease: Arc<Mutex<Option<Lease>>>,
 }
 
 impl std::fmt::Debug for GatewaySession {
@@ -107,14 +125,24 @@ fn upstream_init_params(downstream: &Value, version: &Value) -> Value {
 
 #[async_trait]
 impl SessionExtension for GatewaySession {
-    async fn initialize(&self, cx: &RequestContext, params: &Value, result: &mut Value) {
+    async fn initialize(
+        &self,
+        cx: &RequestContext,
+        params: &Value,
+        result: &mut Value,
+    ) -> Result<(), ErrorObject> {
         let version = result
             .get("protocolVersion")
             .cloned()
             .unwrap_or(Value::Null);
-        self.lane
+        if let Err(e) = self
+            .lane
             .start(upstream_init_params(params, &version), FIRST_START_WAIT)
-            .await;
+            .await
+        {
+            self.lease.lock().ok().and_then(|mut g| g.take());
+            return Err(e);
+        }
         let conn = self.lane.conn();
         merge_initialize(result, conn.as_ref().map(|c| c.init_result()));
         if conn.is_none() {
@@ -123,13 +151,19 @@ impl SessionExtension for GatewaySession {
         // Release the lane when the downstream connection closes (running tasks keep
         // their own leases).
         let closed = cx.peer.closed();
-        let lane = Arc::clone(&self.lane);
-        let me = self.lease.lock().ok().and_then(|mut g| g.take());
+        let lane = Arc::downgrade(&self.lane);
+        let lease = Arc::downgrade(&self.lease);
         tokio::spawn(async move {
             closed.cancelled().await;
-            lane.set_downstream(None);
-            drop(me);
+            if let Some(lane) = lane.upgrade() {
+                lane.set_downstream(None);
+            }
+            if let Some(lease) = lease.upgrade() {
+                let held = lease.lock().ok().and_then(|mut g| g.take());
+                drop(held);
+            }
         });
+        Ok(())
     }
 
     async fn list_tools(

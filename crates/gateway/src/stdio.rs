@@ -1,6 +1,14 @@
 //! A stdio upstream: a child process in its own process group, spoken to over its
 //! stdin/stdout with [`mcp_tasks_rpc::stdio::serve`]. Its stderr goes to ours (the log).
+//!
+//! The child gets a clean environment: the variables of [`PASS_THROUGH`] (and `LC_*`)
+//! that the gateway has, plus the upstream's own `env` (`--upstream-env`). With
+//! `inherit_env` (`--upstream-inherit-env`) it gets the gateway's whole environment
+//! instead, except the variables named `MCP_TASKS_*` (ours; some carry secrets such as
+//! the bearer tokens of `MCP_TASKS_AUTH_TOKENS`). The upstream is often third-party code
+//! started through `npx` or a language runtime: nothing of ours must reach it.
 
+use std::ffi::OsString;
 use std::process::Stdio;
 use std::sync::Arc;
 
@@ -12,6 +20,62 @@ use tokio::sync::oneshot;
 use crate::config::UpstreamSpec;
 use crate::connect::{Connected, Connector};
 use crate::error::GatewayError;
+
+/// The variables of the gateway's environment a stdio upstream gets (when set), besides
+/// every `LC_*` and its own `--upstream-env`: what `npx`, `node`, `python` or `uv` need to
+/// find programs, their caches and the user's locale, temporary directory and extra CA
+/// certificates (the Windows names are there for the same reasons).
+pub const PASS_THROUGH: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TZ",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "SYSTEMROOT",
+    "WINDIR",
+    "COMSPEC",
+    "PATHEXT",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+];
+
+/// The prefix of the gateway's own variables, never passed to an upstream (some carry
+/// secrets: `MCP_TASKS_AUTH_TOKENS`, `MCP_TASKS_TOKEN`).
+pub const OWN_PREFIX: &str = "MCP_TASKS_";
+
+/// Which of `vars` (the gateway's environment) a stdio upstream inherits: the
+/// [`PASS_THROUGH`] list and `LC_*`, or with `inherit` all but `MCP_TASKS_*`.
+pub fn inherited_env(
+    inherit: bool,
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+) -> Vec<(OsString, OsString)> {
+    vars.into_iter()
+        .filter(|(k, _)| {
+            let Some(k) = k.to_str() else {
+                return inherit;
+            };
+            if k.starts_with(OWN_PREFIX) {
+                return false;
+            }
+            inherit || k.starts_with("LC_") || PASS_THROUGH.contains(&k)
+        })
+        .collect()
+}
 
 /// Starts the upstream command once per connection.
 pub struct StdioConnector {
@@ -83,12 +147,15 @@ impl Connector for StdioConnector {
             args,
             env,
             cwd,
+            inherit_env,
         } = &self.spec
         else {
             return Err(GatewayError::Config("not a stdio upstream".into()));
         };
         let mut cmd = Command::new(program);
         cmd.args(args)
+            .env_clear()
+            .envs(inherited_env(*inherit_env, std::env::vars_os()))
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -157,5 +224,32 @@ impl Connector for StdioConnector {
 
     fn describe(&self) -> String {
         self.spec.describe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_pass_through_list_unless_inherited_and_never_ours() {
+        let vars = || {
+            [
+                ("PATH", "/bin"),
+                ("LC_ALL", "C"),
+                ("API_KEY", "k"),
+                ("MCP_TASKS_AUTH_TOKENS", "t p"),
+                ("MCP_TASKS_TOKEN", "t"),
+            ]
+            .map(|(k, v)| (OsString::from(k), OsString::from(v)))
+        };
+        let names = |inherit| {
+            inherited_env(inherit, vars())
+                .into_iter()
+                .map(|(k, _)| k.into_string().unwrap())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(names(false), ["PATH", "LC_ALL"]);
+        assert_eq!(names(true), ["PATH", "LC_ALL", "API_KEY"]);
     }
 }

@@ -204,7 +204,7 @@ async fn plain(
             strip_related_task(&mut v);
             Ok(v)
         }
-        Err(CallError::Upstream(e)) => Err(e),
+        Err(CallError::Upstream(e) | CallError::Failed(e)) => Err(e),
         Err(CallError::Lost(d)) => Err(unavailable(format!(
             "{} during the call",
             lane.lost_reason(conn, d.as_deref()).await

@@ -5,6 +5,15 @@
 //! upstream's requests for input (each tagged with the upstream task id, which routes it
 //! to this call, where it becomes our task's `input_required`). Its exact outcome becomes
 //! ours. Cancelling our task cancels the upstream one (`tasks/cancel`).
+//!
+//! Deviating upstreams are followed all the same:
+//! * one that answers `tasks/result` with an error before its task has ended (FastMCP 3:
+//!   -32602 "Task not completed yet") is polled with `tasks/get` at the task's
+//!   `pollInterval` until the task is terminal, and then asked for the result again;
+//! * the final status is the upstream's (`tasks/get` after the result): a task that ended
+//!   `failed` is ours `failed` too (its result gets `isError: true` if it lacks it), and a
+//!   result that is not a `CallToolResult` (Python `mcp` 1.30 sends only `{_meta}` for a
+//!   failed task) becomes a JSON-RPC error that says what the upstream sent.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -96,7 +105,7 @@ pub(crate) async fn run(
     }
     let created = match conn.call(methods::TOOLS_CALL, Some(params)).await {
         Ok(v) => v,
-        Err(CallError::Upstream(e)) => return Err(e),
+        Err(CallError::Upstream(e) | CallError::Failed(e)) => return Err(e),
         Err(CallError::Lost(d)) => {
             return Err(unavailable(format!(
                 "{} during the call",
@@ -171,6 +180,133 @@ pub(crate) async fn resume(
     out
 }
 
+/// The upstream task's status.
+fn status_of(task: &Value) -> Option<TaskStatus> {
+    task.get("status")
+        .and_then(Value::as_str)
+        .and_then(TaskStatus::parse)
+}
+
+/// How long to wait before asking about `task` again: its `pollInterval`, within bounds.
+fn poll_interval(task: &Value) -> Duration {
+    let ms = task
+        .get("pollInterval")
+        .and_then(Value::as_u64)
+        .unwrap_or(500);
+    Duration::from_millis(ms.clamp(50, 5000))
+}
+
+/// What polling an upstream task with `tasks/get` found.
+enum Polled {
+    /// It has ended.
+    Terminal(Value),
+    /// It waits for input, which only `tasks/result` carries.
+    InputRequired(Value),
+    /// The upstream does not know it.
+    Forgotten(ErrorObject),
+    /// `tasks/get` failed (a timeout, a reply too large).
+    Failed(ErrorObject),
+    /// The connection failed.
+    Lost(Option<String>),
+}
+
+/// Poll `tasks/get` at the task's `pollInterval` until the task has ended or waits for
+/// input.
+async fn poll_until_terminal(conn: &Conn, id: &Value) -> Polled {
+    loop {
+        match conn.call(methods::TASKS_GET, Some(id.clone())).await {
+            Ok(t) if is_terminal(&t) => return Polled::Terminal(t),
+            Ok(t) if status_of(&t) == Some(TaskStatus::InputRequired) => {
+                return Polled::InputRequired(t);
+            }
+            Ok(t) => tokio::time::sleep(poll_interval(&t)).await,
+            Err(CallError::Upstream(e)) => return Polled::Forgotten(e),
+            Err(CallError::Failed(e)) => return Polled::Failed(e),
+            Err(CallError::Lost(d)) => return Polled::Lost(d),
+        }
+    }
+}
+
+/// At most this much of an invalid payload is quoted in the error.
+const QUOTE_BYTES: usize = 300;
+
+/// What is wrong with `v` as a `CallToolResult`, if anything.
+fn not_a_call_tool_result(v: &Value) -> Option<&'static str> {
+    let Some(obj) = v.as_object() else {
+        return Some("not an object");
+    };
+    let Some(content) = obj.get("content").and_then(Value::as_array) else {
+        return Some("no `content` array");
+    };
+    if !content
+        .iter()
+        .all(|b| b.get("type").is_some_and(Value::is_string))
+    {
+        return Some("a `content` block without a `type`");
+    }
+    if obj.get("isError").is_some_and(|e| !e.is_boolean()) {
+        return Some("an `isError` that is not a boolean");
+    }
+    if obj.get("structuredContent").is_some_and(|c| !c.is_object()) {
+        return Some("a `structuredContent` that is not an object");
+    }
+    None
+}
+
+fn quote(v: &Value) -> String {
+    let mut text = v.to_string();
+    if text.len() > QUOTE_BYTES {
+        let mut end = QUOTE_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str("...");
+    }
+    text
+}
+
+/// The outcome of an upstream task from its `tasks/result` answer `v`, with the upstream's
+/// final status (`terminal`, or read now with `tasks/get`).
+async fn finish(
+    conn: &Conn,
+    id: &Value,
+    upstream_id: &str,
+    mut v: Value,
+    terminal: Option<Value>,
+) -> Result<Value, ErrorObject> {
+    let task = match terminal {
+        Some(t) => Some(t),
+        None => conn.call(methods::TASKS_GET, Some(id.clone())).await.ok(),
+    };
+    let status = task.as_ref().and_then(status_of);
+    if let Some(why) = not_a_call_tool_result(&v) {
+        let ended = status.map_or_else(String::new, |s| format!(" ended `{}` and", s.as_str()));
+        return Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "the upstream task {upstream_id}{ended} its tasks/result is not a valid CallToolResult ({why}): the upstream sent {}",
+                quote(&v)
+            ),
+        ));
+    }
+    strip_related_task(&mut v);
+    match status {
+        Some(TaskStatus::Failed) if v.get("isError") != Some(&Value::Bool(true)) => {
+            tracing::info!(upstream_task = %upstream_id, "the upstream task failed although its result has no isError: ours fails too");
+            v["isError"] = Value::Bool(true);
+        }
+        Some(TaskStatus::Cancelled) => {
+            return Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("the upstream task {upstream_id} was cancelled by the upstream server"),
+            ));
+        }
+        _ => {}
+    }
+    Ok(v)
+}
+
 async fn follow(
     lane: &Arc<LaneInner>,
     mut conn: Arc<Conn>,
@@ -178,25 +314,31 @@ async fn follow(
     guard: &mut CancelUpstream,
 ) -> Result<Value, ErrorObject> {
     let id = json!({ "taskId": upstream_id });
+    // The upstream task as `tasks/get` last showed it ended: the next `tasks/result`
+    // answer is final.
+    let mut terminal: Option<Value> = None;
     loop {
         let lost = match conn.call(methods::TASKS_RESULT, Some(id.clone())).await {
-            Ok(mut v) => {
-                strip_related_task(&mut v);
-                return Ok(v);
-            }
-            Err(CallError::Upstream(e)) => {
-                // Either the task's own error outcome, or the upstream does not know the
-                // task (-32602 both, possibly): tasks/get tells them apart.
-                match conn.call(methods::TASKS_GET, Some(id.clone())).await {
-                    Ok(t) if is_terminal(&t) => return Err(e),
-                    Ok(_) => {
-                        tokio::time::sleep(Duration::from_millis(500)).await;
+            Ok(v) => return finish(&conn, &id, upstream_id, v, terminal).await,
+            Err(CallError::Upstream(e) | CallError::Failed(e)) => {
+                if terminal.is_some() {
+                    return Err(e);
+                }
+                // The task's own error outcome, an answer given before the task ended
+                // (FastMCP 3: -32602 "Task not completed yet"), a timeout, or a task the
+                // upstream does not know: tasks/get tells them apart.
+                match poll_until_terminal(&conn, &id).await {
+                    Polled::Terminal(t) => {
+                        terminal = Some(t);
                         continue;
                     }
-                    Err(CallError::Upstream(ge)) => {
-                        return Err(forgotten(upstream_id, &ge.message));
+                    Polled::InputRequired(t) => {
+                        tokio::time::sleep(poll_interval(&t)).await;
+                        continue;
                     }
-                    Err(CallError::Lost(d)) => d,
+                    Polled::Forgotten(ge) => return Err(forgotten(upstream_id, &ge.message)),
+                    Polled::Failed(fe) => return Err(fe),
+                    Polled::Lost(d) => d,
                 }
             }
             Err(CallError::Lost(d)) => d,
@@ -215,7 +357,7 @@ async fn follow(
         conn = next;
         guard.conn = Arc::clone(&conn);
         match conn.call(methods::TASKS_GET, Some(id.clone())).await {
-            Ok(_) | Err(CallError::Lost(_)) => {}
+            Ok(_) | Err(CallError::Lost(_) | CallError::Failed(_)) => {}
             Err(CallError::Upstream(e)) => {
                 return Err(forgotten(
                     upstream_id,
@@ -223,5 +365,30 @@ async fn follow(
                 ));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_tool_results_are_checked() {
+        assert_eq!(not_a_call_tool_result(&json!({"content": []})), None);
+        assert_eq!(
+            not_a_call_tool_result(
+                &json!({"content": [{"type": "text", "text": "x"}], "isError": true, "structuredContent": {}})
+            ),
+            None
+        );
+        assert_eq!(
+            not_a_call_tool_result(&json!({"_meta": {"k": 1}})),
+            Some("no `content` array")
+        );
+        assert!(not_a_call_tool_result(&json!({"content": [{}]})).is_some());
+        assert!(not_a_call_tool_result(&json!({"content": [], "isError": "yes"})).is_some());
+        assert!(not_a_call_tool_result(&json!([])).is_some());
+        let long = json!({ "x": "é".repeat(400) });
+        assert!(quote(&long).len() <= QUOTE_BYTES + 3);
     }
 }

@@ -1,5 +1,6 @@
 //! Newline-delimited frames with a size bound.
 
+use mcp_tasks_proto::{ErrorObject, RequestId, codes};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// What [`read_line`] found.
@@ -7,10 +8,166 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 pub enum Frame {
     /// A complete line (without the newline) is in the buffer.
     Line,
-    /// A line longer than the bound was skipped up to its newline; nothing of it is kept.
-    TooLong,
+    /// A line longer than the bound was skipped up to its newline; nothing of it is kept
+    /// but what [`Oversized`] says.
+    TooLong(Oversized),
     /// End of input (a final unterminated line, if any, was returned as `Line` before).
     Eof,
+}
+
+/// What is known of a line too long to keep: its size, and, read on the fly while it was
+/// skipped, its top-level `id` and whether it has a top-level `method` (so that an answer
+/// too large to read can fail the request it answers instead of leaving it waiting).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Oversized {
+    /// The length of the line in bytes (without its newline).
+    pub bytes: usize,
+    /// Its top-level `id`, when it has one that is a string or an integer.
+    pub id: Option<RequestId>,
+    /// Whether it has a top-level `method` (a request or a notification).
+    pub has_method: bool,
+}
+
+/// The `data` key marking an error made up for an answer too large to read.
+pub const TOO_LARGE_DATA: &str = "mcp-tasks/tooLargeBytes";
+
+/// The error a request gets when its answer was too large to read: `bytes` long, over
+/// the bound `max`.
+pub fn too_large_error(bytes: usize, max: usize) -> ErrorObject {
+    ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        format!("reply too large: {bytes} bytes (the bound is {max} bytes)"),
+    )
+    .with_data(serde_json::json!({ TOO_LARGE_DATA: bytes }))
+}
+
+/// The size of the answer, if `e` was made by [`too_large_error`].
+pub fn too_large_bytes(e: &ErrorObject) -> Option<u64> {
+    e.data.as_ref()?.get(TOO_LARGE_DATA)?.as_u64()
+}
+
+/// Reads the top-level `id` and `method` keys of a JSON object fed in pieces, keeping
+/// nothing else (a few bytes of state).
+#[derive(Default)]
+struct Scan {
+    depth: u32,
+    in_str: bool,
+    esc: bool,
+    want_key: bool,
+    in_key: bool,
+    key: Vec<u8>,
+    after_key: bool,
+    capture: bool,
+    value: Vec<u8>,
+    id: Option<Vec<u8>>,
+    has_method: bool,
+}
+
+/// The longest `id` value kept.
+const MAX_ID_BYTES: usize = 256;
+
+impl Scan {
+    fn push_value(&mut self, b: u8) {
+        if self.value.len() <= MAX_ID_BYTES {
+            self.value.push(b);
+        }
+    }
+
+    fn end_value(&mut self) {
+        if self.capture {
+            self.capture = false;
+            if self.id.is_none() {
+                self.id = Some(std::mem::take(&mut self.value));
+            }
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if self.in_str {
+                let closing = !self.esc && b == b'"';
+                if self.capture {
+                    self.push_value(b);
+                }
+                if self.in_key && !closing && self.key.len() < 8 {
+                    self.key.push(b);
+                }
+                if self.esc {
+                    self.esc = false;
+                } else if b == b'\\' {
+                    self.esc = true;
+                } else if closing {
+                    self.in_str = false;
+                    if self.in_key {
+                        self.in_key = false;
+                        self.after_key = true;
+                    }
+                }
+                continue;
+            }
+            match b {
+                b'"' => {
+                    self.in_str = true;
+                    if self.depth == 1 && self.want_key {
+                        self.want_key = false;
+                        self.in_key = true;
+                        self.key.clear();
+                    } else if self.capture {
+                        self.push_value(b);
+                    }
+                }
+                b'{' | b'[' => {
+                    if self.capture {
+                        self.push_value(b);
+                    }
+                    self.depth += 1;
+                    if self.depth == 1 && b == b'{' {
+                        self.want_key = true;
+                    }
+                }
+                b'}' | b']' => {
+                    if self.depth == 1 {
+                        self.end_value();
+                    } else if self.capture {
+                        self.push_value(b);
+                    }
+                    self.depth = self.depth.saturating_sub(1);
+                }
+                b',' if self.depth == 1 => {
+                    self.end_value();
+                    self.want_key = true;
+                }
+                b':' if self.depth == 1 && self.after_key => {
+                    self.after_key = false;
+                    match self.key.as_slice() {
+                        b"id" => {
+                            self.capture = true;
+                            self.value.clear();
+                        }
+                        b"method" => self.has_method = true,
+                        _ => {}
+                    }
+                }
+                _ => {
+                    if self.capture && !b.is_ascii_whitespace() {
+                        self.push_value(b);
+                    }
+                }
+            }
+        }
+    }
+
+    fn finish(self, bytes: usize) -> Oversized {
+        let id = self
+            .id
+            .filter(|v| v.len() <= MAX_ID_BYTES)
+            .and_then(|v| serde_json::from_slice::<RequestId>(&v).ok());
+        Oversized {
+            bytes,
+            id,
+            has_method: self.has_method,
+        }
+    }
 }
 
 /// Read one line into `buf` (cleared first), keeping at most `max` bytes in memory.
@@ -26,12 +183,13 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     max: usize,
 ) -> std::io::Result<Frame> {
     buf.clear();
-    let mut too_long = false;
+    // Set once the line is over the bound: what is read of it from then on.
+    let mut too_long: Option<(Scan, usize)> = None;
     loop {
         let chunk = reader.fill_buf().await?;
         if chunk.is_empty() {
-            return Ok(if too_long {
-                Frame::TooLong
+            return Ok(if let Some((scan, bytes)) = too_long {
+                Frame::TooLong(scan.finish(bytes))
             } else if buf.is_empty() {
                 Frame::Eof
             } else {
@@ -42,19 +200,25 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
             Some(i) => (&chunk[..i], i + 1, true),
             None => (chunk, chunk.len(), false),
         };
-        if !too_long {
-            if buf.len() + part.len() > max {
-                too_long = true;
+        match &mut too_long {
+            Some((scan, bytes)) => {
+                scan.feed(part);
+                *bytes += part.len();
+            }
+            None if buf.len() + part.len() > max => {
+                let mut scan = Scan::default();
+                scan.feed(buf);
+                scan.feed(part);
+                too_long = Some((scan, buf.len() + part.len()));
                 buf.clear();
                 buf.shrink_to(64 * 1024);
-            } else {
-                buf.extend_from_slice(part);
             }
+            None => buf.extend_from_slice(part),
         }
         reader.consume(used);
         if done {
-            if too_long {
-                return Ok(Frame::TooLong);
+            if let Some((scan, bytes)) = too_long {
+                return Ok(Frame::TooLong(scan.finish(bytes)));
             }
             if buf.last() == Some(&b'\r') {
                 buf.pop();
@@ -81,7 +245,10 @@ mod tests {
         assert_eq!(buf, b"ab");
         assert_eq!(
             read_line(&mut r, &mut buf, 5).await.unwrap(),
-            Frame::TooLong
+            Frame::TooLong(Oversized {
+                bytes: 10,
+                ..Oversized::default()
+            })
         );
         assert!(buf.is_empty());
         assert_eq!(read_line(&mut r, &mut buf, 5).await.unwrap(), Frame::Line);
@@ -89,5 +256,41 @@ mod tests {
         assert_eq!(read_line(&mut r, &mut buf, 5).await.unwrap(), Frame::Line);
         assert_eq!(buf, b"last");
         assert_eq!(read_line(&mut r, &mut buf, 5).await.unwrap(), Frame::Eof);
+    }
+}
+
+#[cfg(test)]
+mod scan_tests {
+    use super::*;
+
+    async fn oversized(line: &str) -> Oversized {
+        let data = format!("{line}\n");
+        let mut r = tokio::io::BufReader::with_capacity(7, data.as_bytes());
+        let mut buf = Vec::new();
+        match read_line(&mut r, &mut buf, 10).await.unwrap() {
+            Frame::TooLong(o) => o,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn an_oversized_line_keeps_its_top_level_id_wherever_it_is() {
+        let first = r#"{"jsonrpc":"2.0","id":"gw-7","result":{"id":1,"text":"a,\"}b"}}"#;
+        let o = oversized(first).await;
+        assert_eq!(o.bytes, first.len());
+        assert_eq!(o.id, Some(RequestId::String("gw-7".into())));
+        assert!(!o.has_method);
+        // Last, after nested ids and strings that look like keys (the TypeScript SDK).
+        let last =
+            r#"{"result":{"content":[{"id":"x","text":"\"id\":9"}]},"jsonrpc":"2.0","id": 42 }"#;
+        assert_eq!(oversized(last).await.id, Some(RequestId::Number(42)));
+        let req = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"x":"yyyyyy"}}"#;
+        let o = oversized(req).await;
+        assert_eq!((o.id, o.has_method), (Some(RequestId::Number(3)), true));
+        assert_eq!(
+            oversized(r#"{"method":"m","params":"xxxxxxxx"}"#).await.id,
+            None
+        );
+        assert_eq!(oversized(r#"["not","an","object","x"]"#).await.id, None);
     }
 }

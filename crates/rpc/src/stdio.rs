@@ -14,7 +14,8 @@ pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 /// flush what is queued.
 ///
 /// An oversized line is answered with -32600 (id null), skipped up to the next newline,
-/// and never held in memory whole; a malformed line gets -32700/-32600; serving goes on.
+/// and never held in memory whole (an oversized answer, one with an `id` and no `method`,
+/// instead fails the request it answers with [`crate::line::too_large_error`]); a malformed line gets -32700/-32600; serving goes on.
 ///
 /// # Errors
 /// I/O errors of the reader or writer.
@@ -65,7 +66,14 @@ where
     let result = loop {
         match read_line(&mut reader, &mut line, max_line).await {
             Ok(Frame::Eof) => break Ok(()),
-            Ok(Frame::TooLong) => {
+            Ok(Frame::TooLong(big)) if !big.has_method && big.id.is_some() => {
+                // An answer too large to read: the request it answers fails, saying so,
+                // instead of waiting for ever.
+                let error = crate::line::too_large_error(big.bytes, max_line);
+                let answer = mcp_tasks_proto::ErrorResponse { id: big.id, error };
+                peer.receive(Message::Error(answer)).await;
+            }
+            Ok(Frame::TooLong(_)) => {
                 let err = ErrorObject::invalid_request(format!(
                     "message exceeds the {max_line}-byte line limit"
                 ));

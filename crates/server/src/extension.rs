@@ -27,7 +27,16 @@ use crate::tool::Tool;
 pub trait SessionExtension: Send + Sync + 'static {
     /// Called once `initialize` has been validated and negotiated, before the result is
     /// sent; may edit `result` (capabilities, `serverInfo`, `instructions`).
-    async fn initialize(&self, cx: &RequestContext, params: &Value, result: &mut Value);
+    ///
+    /// # Errors
+    /// The JSON-RPC error `initialize` is answered with instead (the session cannot be
+    /// served, e.g. a gateway at its bound of upstream connections).
+    async fn initialize(
+        &self,
+        cx: &RequestContext,
+        params: &Value,
+        result: &mut Value,
+    ) -> Result<(), ErrorObject>;
 
     /// The `tools/list` result of this session; `with_execution` is whether tasks are on
     /// (and so `execution.taskSupport` is listed).

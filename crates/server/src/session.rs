@@ -145,7 +145,7 @@ impl Handler for Session {
                 let mut result = handlers::initialize::handle(self, params.clone())?;
                 if let Some(ext) = &self.extension {
                     ext.initialize(&cx, params.as_ref().unwrap_or(&Value::Null), &mut result)
-                        .await;
+                        .await?;
                 }
                 return Ok(result);
             }

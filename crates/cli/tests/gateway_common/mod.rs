@@ -179,6 +179,21 @@ pub fn task_result(s: &mut Stdio, id: &str) -> Value {
     s.call("tasks/result", serde_json::json!({"taskId": id}))
 }
 
+/// Run `tool` as a task that must fail with a JSON-RPC error: that error's message (the
+/// task ends `failed`).
+pub fn failed_task_message(s: &mut Stdio, tool: &str, args: Value) -> String {
+    let task = s.create_task(tool, args);
+    let id = task["taskId"].as_str().unwrap().to_owned();
+    let answer = task_result(s, &id);
+    let msg = answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not an error: {answer}"))
+        .to_owned();
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert_eq!(until_terminal(s, &id)["status"], "failed");
+    msg
+}
+
 /// Poll until the task is terminal; return the task.
 pub fn until_terminal(s: &mut Stdio, id: &str) -> Value {
     s.poll_until(id, "terminal", |t| {

@@ -5,12 +5,24 @@
 //   FAKE_LOG        file to append received messages to
 //   FAKE_TASKS=1    declare tasks.requests.tools.call (tool `job` then runs as a task)
 //   FAKE_PIDFILE    file to write this process's pid to
+//   FAKE_ENV_DUMP   file to write this process's environment to (JSON), at start
+//   FAKE_FLOOD=N    on notifications/initialized, send N notifications/message (1 KiB
+//                   each) at once, then write the file $FAKE_FLOODED
+//   FAKE_FLOOD_REQUESTS=N  ... and as many roots/list requests first (their answers are
+//                   only logged)
+//   FAKE_EARLY=1    tasks/result of a task still running answers at once with -32602
+//                   "Task not completed yet" (FastMCP 3.4.11), and the task completes
+//                   right after that answer
+//   FAKE_PY=1       tasks/result of a failed task answers {_meta} only (Python mcp 1.30)
 //
 // Tools: `echo {text}`, `slow {ms}` (answers after ms; a notifications/cancelled for it
 // stops it silently), `die` (exits mid-call), `ask {question}` (elicitation/create, then
 // answers with what came back), `steps {n}` (n progress notifications with the call's
 // progressToken, then a result), `boom` (a JSON-RPC error -32042 with data),
-// `job {ms}` (taskSupport required when FAKE_TASKS=1: a task that completes after ms).
+// `job {ms, pad}` (taskSupport required when FAKE_TASKS=1: a task that completes after
+// ms, its text padded with `pad` x's), `failjob {ms, valid}` (a task that ends `failed`
+// after ms; its result is a CallToolResult without isError with `valid`, else what
+// FAKE_PY says), `big {bytes}` (a text result of that many x's).
 // Any other method is answered with {"method": m, "params": p} (an echo, for round
 // trips). The request `x/emit {method, params}` makes it send that notification.
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +31,9 @@ import { randomUUID } from 'node:crypto';
 
 const log = process.env.FAKE_LOG;
 if (process.env.FAKE_PIDFILE) writeFileSync(process.env.FAKE_PIDFILE, String(process.pid));
+if (process.env.FAKE_ENV_DUMP) writeFileSync(process.env.FAKE_ENV_DUMP, JSON.stringify(process.env));
+const early = process.env.FAKE_EARLY === '1';
+const py = process.env.FAKE_PY === '1';
 const tasksOn = process.env.FAKE_TASKS === '1';
 
 const send = m => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...m }) + '\n');
@@ -44,12 +59,32 @@ const tools = [
   { name: 'ask', description: 'elicits', inputSchema: { type: 'object' } },
   { name: 'steps', description: 'progress', inputSchema: { type: 'object' } },
   { name: 'boom', description: 'json-rpc error', inputSchema: { type: 'object' } },
-  ...(tasksOn ? [{ name: 'job', description: 'a task', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }] : [])
+  { name: 'big', description: 'a large result', inputSchema: { type: 'object' } },
+  ...(tasksOn ? [
+    { name: 'job', description: 'a task', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } },
+    { name: 'failjob', description: 'a task that fails', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }
+  ] : [])
 ];
 
 function task(id) {
   const t = tasks.get(id);
-  return { taskId: id, status: t.status, createdAt: t.createdAt, lastUpdatedAt: t.createdAt, ttl: 60000, pollInterval: 100 };
+  return { taskId: id, status: t.status, ...(t.statusMessage ? { statusMessage: t.statusMessage } : {}), createdAt: t.createdAt, lastUpdatedAt: t.createdAt, ttl: 60000, pollInterval: 100 };
+}
+
+// A task for the call `id` that `end`s after ms (unless cancelled first); `early` ends it
+// at once (see FAKE_EARLY).
+function startTask(id, params, ms, end, early) {
+  if (!params.task) return fail(id, { code: -32601, message: `${params.name} requires a task` });
+  const tid = randomUUID();
+  const t = { id: tid, status: 'working', createdAt: new Date().toISOString(), waiters: [] };
+  tasks.set(tid, t);
+  setTimeout(() => {
+    if (t.status !== 'working') return;
+    end(t);
+    for (const w of t.waiters) w();
+  }, ms);
+  if (early) t.complete = () => early(t);
+  return reply(id, { task: task(tid) });
 }
 
 async function callTool(id, params) {
@@ -76,19 +111,20 @@ async function callTool(id, params) {
       return reply(id, text('done'));
     case 'boom':
       return fail(id, { code: -32042, message: 'boom', data: { why: 'asked to fail' } });
+    case 'big':
+      return reply(id, text('x'.repeat(args.bytes)));
+    case 'failjob':
+      return startTask(id, params, args.ms ?? 0, t => {
+        t.status = 'failed';
+        t.statusMessage = 'the job failed';
+        t.result = args.valid ? text('failed quietly') : py ? { _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.id } } } : { ...text('failed'), isError: true };
+      });
     case 'job': {
-      if (!params.task) return fail(id, { code: -32601, message: 'job requires a task' });
-      const tid = randomUUID();
-      const createdAt = new Date().toISOString();
-      tasks.set(tid, { status: 'working', createdAt, waiters: [] });
-      setTimeout(() => {
-        const t = tasks.get(tid);
-        if (!t || t.status !== 'working') return;
+      const done = pad => t => {
         t.status = 'completed';
-        t.result = { ...text(`job done after ${args.ms}`), structuredContent: { ms: args.ms } };
-        for (const w of t.waiters) w();
-      }, args.ms);
-      return reply(id, { task: task(tid) });
+        t.result = { ...text(`job done after ${args.ms}${'x'.repeat(pad)}`), structuredContent: { ms: args.ms } };
+      };
+      return startTask(id, params, args.ms, done(args.pad ?? 0), done(0));
     }
     default:
       return fail(id, { code: -32602, message: `Unknown tool ${params.name}` });
@@ -117,9 +153,15 @@ async function onRequest(m) {
       const t = tasks.get(params.taskId);
       if (!t) return fail(id, { code: -32602, message: 'Failed to retrieve task: Task not found' });
       const done = () => reply(id, { ...t.result, _meta: { 'io.modelcontextprotocol/related-task': { taskId: params.taskId } } });
-      if (t.status === 'completed') return done();
+      if (t.status === 'completed' || t.status === 'failed') return done();
       if (t.status === 'cancelled') return fail(id, { code: -32001, message: 'cancelled' });
-      t.waiters.push(() => (t.status === 'completed' ? done() : fail(id, { code: -32001, message: 'cancelled' })));
+      if (early) {
+        // FastMCP 3.4.11: no blocking; and here the task ends just after this answer.
+        fail(id, { code: -32602, message: 'Task not completed yet' });
+        if (t.complete) setImmediate(t.complete);
+        return;
+      }
+      t.waiters.push(() => (t.status === 'completed' || t.status === 'failed' ? done() : fail(id, { code: -32001, message: 'cancelled' })));
       return;
     }
     case 'tasks/cancel': {
@@ -145,6 +187,13 @@ createInterface({ input: process.stdin }).on('line', line => {
   const m = JSON.parse(line);
   if (m.method !== undefined && m.id !== undefined) {
     onRequest(m);
+  } else if (m.method === 'notifications/initialized' && process.env.FAKE_FLOOD) {
+    const n = Number(process.env.FAKE_FLOOD);
+    const data = 'y'.repeat(1024);
+    for (let i = 1; i <= Number(process.env.FAKE_FLOOD_REQUESTS ?? 0); i++) send({ id: `flood-${i}`, method: 'roots/list', params: { _meta: { i } } });
+    for (let i = 1; i < n; i++) send({ method: 'notifications/message', params: { level: 'info', data: `${i} ${data}` } });
+    process.stdout.write(JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { level: 'info', data: `${n} last` } }) + '\n',
+      () => writeFileSync(process.env.FAKE_FLOODED, 'done'));
   } else if (m.method === 'notifications/cancelled') {
     const key = JSON.stringify(m.params.requestId);
     clearTimeout(timers.get(key));

@@ -1,13 +1,13 @@
 //! The JSON-RPC peer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Which stream an outgoing message belongs to.
@@ -72,6 +72,10 @@ struct Inner {
     handler: Arc<dyn Handler>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Incoming requests not yet answered: in flight, or whose response is being queued.
+    unanswered: AtomicUsize,
+    /// Woken each time `unanswered` drops to zero.
+    idle: Notify,
     next_id: AtomicI64,
     closed: CancellationToken,
 }
@@ -106,6 +110,8 @@ impl Peer {
             handler,
             pending: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashMap::new()),
+            unanswered: AtomicUsize::new(0),
+            idle: Notify::new(),
             next_id: AtomicI64::new(1),
             closed: CancellationToken::new(),
         };
@@ -141,6 +147,21 @@ impl Peer {
     /// Number of incoming requests being served.
     pub fn inflight(&self) -> usize {
         lock(&self.inner.inflight).len()
+    }
+
+    /// Resolves once every incoming request has been answered (its response queued) or
+    /// cancelled; at once when none is in flight. A transport whose input ended waits on
+    /// it, bounded, before it closes the peer.
+    pub async fn idle(&self) {
+        loop {
+            let woken = self.inner.idle.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.inner.unanswered.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Queue a message for the transport.
@@ -275,6 +296,7 @@ impl Peer {
             }
             inflight.insert(id.clone(), token.clone());
         }
+        let unanswered = Unanswered::count(self);
         let peer = self.clone();
         tokio::spawn(async move {
             let cx = RequestContext {
@@ -297,7 +319,27 @@ impl Peer {
                     .send(Message::reply(id.clone(), out), Route::Request(id))
                     .await;
             }
+            drop(unanswered);
         });
+    }
+}
+
+/// Counts one incoming request in `unanswered` until its response is queued (or it is
+/// dropped unanswered), and wakes [`Peer::idle`] when the count drops to zero.
+struct Unanswered(Peer);
+
+impl Unanswered {
+    fn count(peer: &Peer) -> Self {
+        peer.inner.unanswered.fetch_add(1, Ordering::AcqRel);
+        Self(peer.clone())
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if self.0.inner.unanswered.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.inner.idle.notify_waiters();
+        }
     }
 }
 
@@ -382,6 +424,27 @@ mod tests {
         peer.receive(Message::reply(req.id, Ok(json!("yes")))).await;
         let out = rx.recv().await.unwrap();
         assert_eq!(out.message, Message::reply(2.into(), Ok(json!("yes"))));
+    }
+
+    #[tokio::test]
+    async fn idle_waits_until_every_request_is_answered_or_cancelled() {
+        let (peer, mut rx) = Peer::new(Arc::new(Echo));
+        peer.idle().await;
+        peer.receive(Message::request(1.into(), "hang", None)).await;
+        peer.receive(Message::request(2.into(), "echo", Some(json!(2))))
+            .await;
+        let out = rx.recv().await.unwrap();
+        assert_eq!(out.message, Message::reply(2.into(), Ok(json!(2))));
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), peer.idle());
+        assert!(waiting.await.is_err(), "idle while request 1 hangs");
+        peer.receive(Message::notification(
+            methods::CANCELLED,
+            Some(json!({"requestId": 1})),
+        ))
+        .await;
+        tokio::time::timeout(std::time::Duration::from_secs(5), peer.idle())
+            .await
+            .expect("idle once request 1 is cancelled");
     }
 
     #[tokio::test]

@@ -1,4 +1,4 @@
-//! `mcp-tasks call`: every exit code (0, 1, 2, 3, 130), the `--json` shape, argument
+//! `mcp-tasks call`: every exit code (0, 1, 2, 3, 4, 130), the `--json` shape, argument
 //! typing, answers to elicitation and sampling, the token from the environment.
 #![allow(missing_docs)]
 
@@ -122,14 +122,6 @@ fn exit_2_for_json_rpc_and_usage_errors() {
         json!({"error": {"code": -32603, "message": "bad"}})
     );
 
-    // Unknown tool, a task of a tool that forbids it: refused before calling.
-    let o = call(&["nope"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no tool `nope`"), "{}", stderr(&o));
-    let o = call(&["echo", "--arg", "text=x", "--task"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("forbidden"), "{}", stderr(&o));
-
     // No server; both servers; bad flags; a bad --elicit-reply.
     let o = run(&mut cli(&["call", "echo"]));
     assert_eq!(o.status.code(), Some(2));
@@ -151,6 +143,58 @@ fn exit_2_for_json_rpc_and_usage_errors() {
     let o = run(&mut cli(&["call", "echo", "--", "/nonexistent/server"]));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot start"), "{}", stderr(&o));
+}
+
+/// Issue 15 #19: what the client refuses itself, before sending anything (a tool the
+/// server does not list, a task of a tool whose taskSupport forbids it, a task on a server
+/// without the tasks capability) is not reported as a JSON-RPC error (it used to be -32603,
+/// which reads as a server fault): exit 4, its own wording, and in `--json` no `code` but
+/// `unsupported: {what, why}`.
+#[test]
+fn exit_4_when_the_client_refuses_before_sending() {
+    let o = call(&["nope"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not sent: the server does not offer tool `nope`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = call(&["echo", "--arg", "text=x", "--task"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("forbidden"), "{}", stderr(&o));
+    let o = call(&["echo", "--arg", "text=x", "--task", "--json"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(keys(&v), ["error"]);
+    assert!(v["error"].get("code").is_none(), "{v}");
+    assert_eq!(
+        v["error"]["unsupported"]["what"], "tool `echo` as a task",
+        "{v}"
+    );
+
+    // A server without the tasks capability.
+    let o = run(&mut cli(&[
+        "call",
+        "sleep",
+        "--arg",
+        "ms=1",
+        "--task",
+        "--json",
+        "--",
+        bin(),
+        "serve",
+        "--stdio",
+        "--no-tasks",
+    ]));
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert!(v["error"].get("code").is_none(), "{v}");
+    assert!(
+        v["error"]["unsupported"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("tasks.requests.tools.call")),
+        "{v}"
+    );
 }
 
 #[test]

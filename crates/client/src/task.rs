@@ -218,7 +218,7 @@ impl TaskHandle {
     /// `tasks/cancel`.
     ///
     /// # Errors
-    /// [`ClientError::NotSupported`] when the server does not declare `tasks.cancel`; the
+    /// [`ClientError::Unsupported`] when the server does not declare `tasks.cancel`; the
     /// server's error (cancelling a terminal task is -32602).
     pub async fn cancel(&self) -> Result<Task, ClientError> {
         let v = self.client.cancel_task_raw(self.id()).await?;

@@ -8,7 +8,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{HttpServer, bin, cli, json_out, run, stderr, stdout, tokens, wait_output};
+use support::{
+    HttpServer, bin, cli, early_result_server, json_out, run, stderr, stdout, tokens, wait_output,
+};
 
 /// `-- mcp-tasks serve --stdio --store memory`.
 fn stdio_server() -> Vec<&'static str> {
@@ -342,4 +344,46 @@ fn bearer_token_from_flag_or_environment() {
     assert_eq!(o.status.code(), Some(2));
     let v = json_out(&o);
     assert_eq!(v["error"]["data"]["mcp-tasks/transport"]["httpStatus"], 401);
+}
+
+/// Issue 15 #17: `call --task` against a server that answers `tasks/result` early (FastMCP
+/// 3.4.11: -32602 "Task not completed yet" while the task runs) prints the result once the
+/// task has completed, instead of the early error; it asks `tasks/result` once more, not in
+/// a loop, and polls `tasks/get` at the task's pollInterval (100 ms here).
+#[test]
+fn a_task_whose_result_is_answered_early_still_gives_its_result() {
+    let server = early_result_server();
+    let mut args = vec!["call", "work", "--arg", "ms=600", "--task", "--json", "--"];
+    args.extend(server.iter().map(String::as_str));
+    let o = run(&mut cli(&args));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "completed", "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "worked 600", "{v}");
+    // What the server answered, as it reports it when its input ends.
+    let err = stderr(&o);
+    let counts: Value = err
+        .lines()
+        .find_map(|l| l.strip_prefix("early-result: answered "))
+        .map(|c| serde_json::from_str(c).unwrap())
+        .unwrap_or_else(|| panic!("no counts from the server in {err}"));
+    assert_eq!(counts["tasks/result"], 2, "{counts}");
+    let gets = counts["tasks/get"].as_u64().unwrap();
+    assert!((3..=40).contains(&gets), "{counts}");
+
+    // Without --json, a failed task: its isError result, exit 1.
+    let mut args = vec![
+        "call",
+        "work",
+        "--arg",
+        "ms=200",
+        "--arg",
+        "fail=true",
+        "--task",
+        "--",
+    ];
+    args.extend(server.iter().map(String::as_str));
+    let o = run(&mut cli(&args));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "failed after 200\n");
 }

@@ -197,3 +197,31 @@ fn the_shutdown_grace_bounds_the_exit_after_end_of_input() {
         "the cancelled call got an answer: {rest:?}"
     );
 }
+
+/// Issue 15 #14: once the input has ended no answer can come, so a request in flight that
+/// waits on one from the client (here sampling) fails at once and is answered, instead of
+/// holding the exit for the whole `--shutdown-grace` (10 s by default).
+#[test]
+fn a_request_waiting_on_the_client_at_end_of_input_is_answered_at_once() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    let id = s.start(
+        "tools/call",
+        json!({"name": "summarize", "arguments": {"text": "a long text"}}),
+    );
+    s.wait_for("sampling/createMessage", |m| {
+        m["method"] == "sampling/createMessage"
+    });
+    let closed = std::time::Instant::now();
+    s.close_stdin();
+    let r = s.response_to(&id);
+    assert!(
+        r.get("error").is_some() || r["result"]["isError"] == true,
+        "{r}"
+    );
+    assert!(
+        s.wait_exit(std::time::Duration::from_secs(5)).is_some(),
+        "the server exits well within the grace"
+    );
+    assert!(closed.elapsed() < std::time::Duration::from_secs(5));
+}

@@ -78,6 +78,8 @@ struct Inner {
     idle: Notify,
     next_id: AtomicI64,
     closed: CancellationToken,
+    /// Fires when nothing more can be read (a child of `closed`): no response can come.
+    input_ended: CancellationToken,
 }
 
 /// One logical JSON-RPC connection. Cheap to clone.
@@ -94,6 +96,9 @@ impl std::fmt::Debug for Peer {
     }
 }
 
+/// The error of a request to a peer whose input has ended.
+const INPUT_ENDED: &str = "connection closed: the peer's input ended, no answer can come";
+
 /// Capacity of the outgoing queue; senders wait when the transport falls behind.
 pub const OUTBOUND_CAPACITY: usize = 4096;
 
@@ -105,7 +110,10 @@ impl Peer {
     /// A peer serving `handler`; the transport drains the returned receiver.
     pub fn new(handler: Arc<dyn Handler>) -> (Self, mpsc::Receiver<Outbound>) {
         let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+        let closed = CancellationToken::new();
+        let input_ended = closed.child_token();
         let inner = Inner {
+            input_ended,
             tx,
             handler,
             pending: Mutex::new(HashMap::new()),
@@ -113,7 +121,7 @@ impl Peer {
             unanswered: AtomicUsize::new(0),
             idle: Notify::new(),
             next_id: AtomicI64::new(1),
-            closed: CancellationToken::new(),
+            closed,
         };
         (
             Self {
@@ -141,6 +149,16 @@ impl Peer {
         }
         for (_, token) in lock(&self.inner.inflight).drain() {
             token.cancel();
+        }
+    }
+
+    /// Nothing more will be read (the transport's input ended), though what is sent is
+    /// still delivered: the requests this peer sent fail at once (no response can come), and
+    /// so do those it sends from now on. Requests in flight go on.
+    pub fn end_input(&self) {
+        self.inner.input_ended.cancel();
+        for (_, tx) in lock(&self.inner.pending).drain() {
+            let _ = tx.send(Err(ErrorObject::internal(INPUT_ENDED)));
         }
     }
 
@@ -215,9 +233,11 @@ impl Peer {
         self.send(Message::request(id.clone(), method, params), route.clone())
             .await?;
         let closed = self.inner.closed.clone();
+        let ended = self.inner.input_ended.clone();
         let out = tokio::select! {
             r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("connection closed"))),
             () = closed.cancelled() => Err(ErrorObject::internal("connection closed")),
+            () = ended.cancelled() => Err(ErrorObject::internal(INPUT_ENDED)),
         };
         drop(forget);
         out
@@ -445,6 +465,23 @@ mod tests {
         tokio::time::timeout(std::time::Duration::from_secs(5), peer.idle())
             .await
             .expect("idle once request 1 is cancelled");
+    }
+
+    #[tokio::test]
+    async fn requests_to_a_peer_whose_input_ended_fail_at_once() {
+        let (peer, mut rx) = Peer::new(Arc::new(Echo));
+        peer.receive(Message::request(1.into(), "ask", None)).await;
+        let q = rx.recv().await.unwrap();
+        assert!(matches!(q.message, Message::Request(_)), "{q:?}");
+        peer.end_input();
+        let out = rx.recv().await.unwrap();
+        let Message::Error(e) = out.message else {
+            panic!("expected an error reply, got {out:?}")
+        };
+        assert!(e.error.message.contains("input ended"), "{e:?}");
+        let late = peer.request("question", None, Route::Standalone).await;
+        assert!(late.is_err());
+        assert!(!peer.is_closed(), "what is sent is still delivered");
     }
 
     #[tokio::test]

@@ -41,9 +41,10 @@ where
     .await
 }
 
-/// [`serve`], but once the input has ended (or failed) nothing more is read and
-/// `after_input` runs before the peer is closed: requests in flight can still answer (their
-/// responses are written) until it returns. A server bounds it by its shutdown grace, e.g.
+/// [`serve`], but once the input has ended (or failed) nothing more is read (the requests
+/// sent to the other side fail: see [`Peer::end_input`]) and `after_input` runs before the
+/// peer is closed: requests in flight can still answer (their responses are written) until
+/// it returns. A server bounds it by its shutdown grace, e.g.
 /// `tokio::time::timeout(grace, peer.idle())`.
 ///
 /// # Errors
@@ -118,6 +119,8 @@ where
             Err(e) => break Err(e),
         }
     };
+    // Nothing more is read: requests sent to the other side can get no answer.
+    peer.end_input();
     after_input.await;
     peer.close();
     match writer_task.await {

@@ -170,6 +170,4 @@ fn list_needs_the_capability() {
     let v = json_out(&o);
     assert!(v["error"].get("code").is_none(), "{v}");
     assert_eq!(v["error"]["unsupported"]["what"], "tasks/list", "{v}");
-    let o = run(&mut cli(&["tasks", "watch", "--url", &srv.url]));
-    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
 }

@@ -39,6 +39,10 @@ pub(crate) mod exit {
     pub(crate) const ERROR: u8 = 2;
     /// The task was cancelled.
     pub(crate) const CANCELLED: u8 = 3;
+    /// Refused by the client before anything was sent: the server does not offer it (a
+    /// capability it does not declare, a tool it does not list, a tool whose
+    /// `taskSupport` forbids a task).
+    pub(crate) const UNSUPPORTED: u8 = 4;
     /// Interrupted (Ctrl-C).
     pub(crate) const INTERRUPTED: u8 = 130;
 }
@@ -169,6 +173,7 @@ impl Out {
                 exit::CANCELLED
             }
             ClientError::Task { .. } => exit::TOOL_FAILED,
+            ClientError::Unsupported { .. } => exit::UNSUPPORTED,
             _ => exit::ERROR,
         };
         let task = e.task().or(task);
@@ -181,6 +186,11 @@ impl Out {
                         v["message"] = json!(e.to_string());
                         v
                     }
+                    // No JSON-RPC error: nothing was sent, the server did not fail.
+                    ClientError::Unsupported { what, why } => json!({
+                        "message": e.to_string(),
+                        "unsupported": { "what": what, "why": why },
+                    }),
                     _ => json!({ "code": codes::INTERNAL_ERROR, "message": e.to_string() }),
                 },
             };
@@ -609,7 +619,7 @@ async fn cancel_interrupted(
                 t.status
             ));
         }
-        Some(Err(e @ ClientError::NotSupported(_))) => {
+        Some(Err(e @ ClientError::Unsupported { .. })) => {
             report.line(&format!(
                 "mcp-tasks: cannot cancel task {id} ({e}); it was left running: `mcp-tasks tasks result {id}` picks it up again"
             ));
@@ -738,7 +748,7 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let tool = match or_interrupt(client.tool(&args.tool)).await {
         None => return out.interrupted(None),
         Some(Err(e)) => return out.error(None, &e),
-        Some(Ok(None)) => return out.error(None, &ClientError::UnknownTool(args.tool.clone())),
+        Some(Ok(None)) => return out.error(None, &ClientError::unknown_tool(&args.tool)),
         Some(Ok(Some(t))) => t,
     };
     let arguments = match build_arguments(

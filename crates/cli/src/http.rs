@@ -19,7 +19,7 @@ use mcp_tasks_server::Server;
 pub(crate) const TOKENS_ENV: &str = "MCP_TASKS_AUTH_TOKENS";
 
 /// What a task still running after the shutdown grace period is failed with.
-pub(crate) const SHUTDOWN_MESSAGE: &str = "The server shut down before the task finished";
+pub(crate) use mcp_tasks_server::SHUTDOWN_MESSAGE;
 
 /// Options of `serve` over HTTP (without `--stdio`).
 #[derive(Args, Debug)]
@@ -42,9 +42,11 @@ pub(crate) struct HttpArgs {
     /// End a session without requests or open streams for this long.
     #[arg(long, value_name = "DURATION", default_value = "1h")]
     session_idle: String,
-    /// On SIGTERM, let running tasks finish for this long, then fail them.
+    /// On SIGTERM, let running tasks finish for this long, then fail them. With `--stdio`,
+    /// at the end of the input: let the requests in flight answer for this long, then
+    /// cancel them (the running tasks are failed at once: nobody is left to collect them).
     #[arg(long, value_name = "DURATION", default_value = "10s")]
-    shutdown_grace: String,
+    pub(crate) shutdown_grace: String,
     /// Close an SSE connection that waited this long, with a `retry` field; the client
     /// resumes with GET and `Last-Event-ID`.
     #[arg(long, value_name = "DURATION", default_value = "60s")]
@@ -96,7 +98,7 @@ pub(crate) struct HttpArgs {
 }
 
 /// `1500` (milliseconds), `1.5s`, `1h`.
-fn duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
+pub(crate) fn duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
     if let Ok(ms) = s.parse::<u64>() {
         return Ok(Duration::from_millis(ms));
     }

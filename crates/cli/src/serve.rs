@@ -131,6 +131,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     let config = ServerConfig {
         max_line_bytes: args.max_message_bytes,
+        shutdown_grace: crate::http::duration("--shutdown-grace", &args.http.shutdown_grace)?,
         ..ServerConfig::default()
     };
     // Built before the engine starts: a gateway resumes its upstream tasks at start-up.
@@ -160,6 +161,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             r = serving => r.context("stdio transport failed"),
             () = terminate() => {
                 tracing::info!("terminated by signal");
+                server.fail_running_tasks().await;
                 Ok(())
             }
         }

@@ -227,8 +227,9 @@ async fn watch(
     if !listing && ids.is_empty() {
         return out.error(
             None,
-            &ClientError::NotSupported(
-                "tasks/list (the server does not declare tasks.list: over HTTP without authentication tasks are bound to no one); name the tasks to watch: `mcp-tasks tasks watch ID...`".into(),
+            &ClientError::unsupported(
+                "tasks/list",
+                "its capabilities do not declare tasks.list: over HTTP without authentication tasks are bound to no one; name the tasks to watch: `mcp-tasks tasks watch ID...`",
             ),
         );
     }

@@ -1,4 +1,4 @@
-//! `mcp-tasks call`: every exit code (0, 1, 2, 3, 130), the `--json` shape, argument
+//! `mcp-tasks call`: every exit code (0, 1, 2, 3, 4, 130), the `--json` shape, argument
 //! typing, answers to elicitation and sampling, the token from the environment.
 #![allow(missing_docs)]
 
@@ -8,7 +8,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use support::{HttpServer, bin, cli, json_out, run, stderr, stdout, tokens, wait_output};
+use support::{
+    HttpServer, bin, cli, early_result_server, json_out, run, stderr, stdout, tokens, wait_output,
+};
 
 /// `-- mcp-tasks serve --stdio --store memory`.
 fn stdio_server() -> Vec<&'static str> {
@@ -122,14 +124,6 @@ fn exit_2_for_json_rpc_and_usage_errors() {
         json!({"error": {"code": -32603, "message": "bad"}})
     );
 
-    // Unknown tool, a task of a tool that forbids it: refused before calling.
-    let o = call(&["nope"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no tool `nope`"), "{}", stderr(&o));
-    let o = call(&["echo", "--arg", "text=x", "--task"]);
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("forbidden"), "{}", stderr(&o));
-
     // No server; both servers; bad flags; a bad --elicit-reply.
     let o = run(&mut cli(&["call", "echo"]));
     assert_eq!(o.status.code(), Some(2));
@@ -151,6 +145,58 @@ fn exit_2_for_json_rpc_and_usage_errors() {
     let o = run(&mut cli(&["call", "echo", "--", "/nonexistent/server"]));
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("cannot start"), "{}", stderr(&o));
+}
+
+/// Issue 15 #19: what the client refuses itself, before sending anything (a tool the
+/// server does not list, a task of a tool whose taskSupport forbids it, a task on a server
+/// without the tasks capability) is not reported as a JSON-RPC error (it used to be -32603,
+/// which reads as a server fault): exit 4, its own wording, and in `--json` no `code` but
+/// `unsupported: {what, why}`.
+#[test]
+fn exit_4_when_the_client_refuses_before_sending() {
+    let o = call(&["nope"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not sent: the server does not offer tool `nope`"),
+        "{}",
+        stderr(&o)
+    );
+    let o = call(&["echo", "--arg", "text=x", "--task"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(stderr(&o).contains("forbidden"), "{}", stderr(&o));
+    let o = call(&["echo", "--arg", "text=x", "--task", "--json"]);
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(keys(&v), ["error"]);
+    assert!(v["error"].get("code").is_none(), "{v}");
+    assert_eq!(
+        v["error"]["unsupported"]["what"], "tool `echo` as a task",
+        "{v}"
+    );
+
+    // A server without the tasks capability.
+    let o = run(&mut cli(&[
+        "call",
+        "sleep",
+        "--arg",
+        "ms=1",
+        "--task",
+        "--json",
+        "--",
+        bin(),
+        "serve",
+        "--stdio",
+        "--no-tasks",
+    ]));
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert!(v["error"].get("code").is_none(), "{v}");
+    assert!(
+        v["error"]["unsupported"]["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("tasks.requests.tools.call")),
+        "{v}"
+    );
 }
 
 #[test]
@@ -298,4 +344,46 @@ fn bearer_token_from_flag_or_environment() {
     assert_eq!(o.status.code(), Some(2));
     let v = json_out(&o);
     assert_eq!(v["error"]["data"]["mcp-tasks/transport"]["httpStatus"], 401);
+}
+
+/// Issue 15 #17: `call --task` against a server that answers `tasks/result` early (FastMCP
+/// 3.4.11: -32602 "Task not completed yet" while the task runs) prints the result once the
+/// task has completed, instead of the early error; it asks `tasks/result` once more, not in
+/// a loop, and polls `tasks/get` at the task's pollInterval (100 ms here).
+#[test]
+fn a_task_whose_result_is_answered_early_still_gives_its_result() {
+    let server = early_result_server();
+    let mut args = vec!["call", "work", "--arg", "ms=600", "--task", "--json", "--"];
+    args.extend(server.iter().map(String::as_str));
+    let o = run(&mut cli(&args));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "completed", "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "worked 600", "{v}");
+    // What the server answered, as it reports it when its input ends.
+    let err = stderr(&o);
+    let counts: Value = err
+        .lines()
+        .find_map(|l| l.strip_prefix("early-result: answered "))
+        .map(|c| serde_json::from_str(c).unwrap())
+        .unwrap_or_else(|| panic!("no counts from the server in {err}"));
+    assert_eq!(counts["tasks/result"], 2, "{counts}");
+    let gets = counts["tasks/get"].as_u64().unwrap();
+    assert!((3..=40).contains(&gets), "{counts}");
+
+    // Without --json, a failed task: its isError result, exit 1.
+    let mut args = vec![
+        "call",
+        "work",
+        "--arg",
+        "ms=200",
+        "--arg",
+        "fail=true",
+        "--task",
+        "--",
+    ];
+    args.extend(server.iter().map(String::as_str));
+    let o = run(&mut cli(&args));
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "failed after 200\n");
 }

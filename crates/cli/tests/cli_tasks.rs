@@ -157,6 +157,17 @@ fn list_needs_the_capability() {
     // declare tasks.list.
     let srv = HttpServer::start(&[]);
     let o = run(&mut cli(&["tasks", "list", "--url", &srv.url]));
-    assert_eq!(o.status.code(), Some(2));
+    // Issue 15 #19: refused by the client itself (exit 4), not reported as a JSON-RPC error.
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("not sent: the server does not offer tasks/list"),
+        "{}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("tasks.list"), "{}", stderr(&o));
+    let o = run(&mut cli(&["tasks", "list", "--url", &srv.url, "--json"]));
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert!(v["error"].get("code").is_none(), "{v}");
+    assert_eq!(v["error"]["unsupported"]["what"], "tasks/list", "{v}");
 }

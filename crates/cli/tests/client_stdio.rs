@@ -8,9 +8,9 @@ mod support;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use mcp_tasks_client::{CallOptions, ClientConfig, ClientError, TaskStatus};
+use mcp_tasks_client::{CallOptions, Client, ClientConfig, ClientError, TaskStatus};
 use serde_json::json;
-use support::{LIMIT, TempFile, alive, answering, bin, connect_stdio};
+use support::{LIMIT, TempFile, alive, answering, bin, connect_stdio, early_result_server};
 
 #[tokio::test]
 async fn every_task_path() {
@@ -193,4 +193,67 @@ async fn a_server_that_exits_fails_pending_requests() {
         .unwrap()
         .unwrap_err();
     assert!(matches!(err, ClientError::Closed), "{err:?}");
+}
+
+/// Issue 15 #17: a receiver that answers `tasks/result` early (FastMCP 3.4.11: -32602 "Task
+/// not completed yet" while the task runs) does not make the client give up: it polls
+/// `tasks/get` at the task's pollInterval and asks again once the task is terminal. An
+/// error for a task the receiver does not know stands.
+#[tokio::test]
+async fn a_tasks_result_answered_early_is_asked_again_once_the_task_ended() {
+    let [program, script] = early_result_server().try_into().unwrap();
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.arg(script);
+    let c = Client::connect_stdio(cmd, ClientConfig::default())
+        .await
+        .expect("connect to the fake server");
+    let options = CallOptions::default();
+
+    let task = c
+        .call_tool_as_task("work", json!({"ms": 600}), &options)
+        .await
+        .unwrap();
+    let r = tokio::time::timeout(LIMIT, task.result())
+        .await
+        .expect("a result in time")
+        .expect("the task's result, not the early error");
+    assert_eq!(r.text(), "worked 600");
+    assert_eq!(task.status(), TaskStatus::Completed);
+
+    // A failed task (FastMCP gives a CallToolResult with isError).
+    let task = c
+        .call_tool_as_task("work", json!({"ms": 200, "fail": true}), &options)
+        .await
+        .unwrap();
+    let r = tokio::time::timeout(LIMIT, task.result())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(r.is_error(), "{:?}", r.as_value());
+    assert_eq!(task.status(), TaskStatus::Failed);
+
+    // wait(), then the result of a terminal task.
+    let task = c
+        .call_tool_as_task("work", json!({"ms": 300}), &options)
+        .await
+        .unwrap();
+    let t = tokio::time::timeout(LIMIT, task.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(t.status, TaskStatus::Completed);
+    assert_eq!(task.result().await.unwrap().text(), "worked 300");
+
+    // A task the receiver forgot: its -32602 is the answer.
+    let task = c
+        .call_tool_as_task("work", json!({"ms": 100, "forget": true}), &options)
+        .await
+        .unwrap();
+    let e = tokio::time::timeout(LIMIT, task.result())
+        .await
+        .unwrap()
+        .unwrap_err();
+    assert_eq!(e.rpc_error().map(|e| e.code), Some(-32602), "{e:?}");
+    assert!(e.to_string().contains("not found"), "{e}");
+    c.close().await;
 }

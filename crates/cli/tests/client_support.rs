@@ -135,6 +135,19 @@ pub fn stdio_command(store: &str, extra: &[&str]) -> tokio::process::Command {
     cmd
 }
 
+/// The FastMCP-3-like stdio server of `client_fixtures/early_result_server.mjs`, whose
+/// `tasks/result` answers a running task at once with -32602 "Task not completed yet".
+pub fn early_result_server() -> Vec<String> {
+    vec![
+        "node".into(),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/client_fixtures/early_result_server.mjs"
+        )
+        .into(),
+    ]
+}
+
 pub async fn connect_stdio(store: &str, config: ClientConfig) -> Client {
     Client::connect_stdio(stdio_command(store, &[]), config)
         .await

@@ -134,7 +134,7 @@ async fn capabilities_and_tools_are_read_as_declared() {
     // What it does not declare is refused before anything is sent.
     assert!(matches!(
         c.list_tasks().await.unwrap_err(),
-        ClientError::NotSupported(_)
+        ClientError::Unsupported { .. }
     ));
     c.close().await;
 }
@@ -194,7 +194,7 @@ async fn confirm_delete_is_answered_through_elicitation() {
     // Cancel is not declared by this server: refused locally.
     assert!(matches!(
         task.cancel().await.unwrap_err(),
-        ClientError::NotSupported(_)
+        ClientError::Unsupported { .. }
     ));
     yes.close().await;
     no.close().await;
@@ -273,7 +273,8 @@ fn the_cli_against_the_typescript_server() {
     assert_eq!(stdout(&o), "Deletion cancelled\n");
     assert!(stderr(&o).contains("declined"), "{}", stderr(&o));
 
+    // Refused by the client before sending (exit 4): the server does not declare it.
     let o = run(&mut cli(&["tasks", "list", "--url", &ts.url]));
-    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(o.status.code(), Some(4));
     assert!(stderr(&o).contains("tasks.list"), "{}", stderr(&o));
 }

@@ -167,8 +167,9 @@ fn a_line_per_change_in_a_pipe() {
 fn tasks_named_by_id_where_the_server_does_not_list() {
     // Over HTTP without authentication the server declares no tasks.list.
     let srv = HttpServer::start(&[]);
+    // Refused by the client before sending anything (issue 15 #19): exit 4.
     let o = run(&mut cli(&["tasks", "watch", "--url", &srv.url]));
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert_eq!(o.status.code(), Some(4), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("mcp-tasks tasks watch ID"),
         "{}",

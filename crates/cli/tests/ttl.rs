@@ -82,3 +82,28 @@ fn expiry_stops_running_work() {
     );
     assert_eq!(s.err("tasks/get", json!({"taskId": id}))["code"], -32602);
 }
+
+/// Issue 15 #16: every non-negative integer `ttl` is clamped to `--max-ttl` alike, the ones
+/// beyond u64 (`100000000000000000000`, a valid JSON integer) as much as 2^63; a negative
+/// or fractional one stays -32602.
+#[test]
+fn a_ttl_beyond_u64_is_clamped_like_any_other() {
+    let mut s = Stdio::spawn(&["--max-ttl", "90000"]);
+    s.initialize();
+    // Raw text: serde_json's json! cannot write an integer beyond u64.
+    let mut create = |ttl: &str| {
+        let id = s.next_id();
+        s.send_raw(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"sleep","arguments":{{"ms":1}},"task":{{"ttl":{ttl}}}}}}}"#
+        ));
+        s.response_to(&id)
+    };
+    for ttl in ["9223372036854775808", "100000000000000000000", "1e30"] {
+        let r = create(ttl);
+        assert_eq!(r["result"]["task"]["ttl"], 90_000, "ttl {ttl}: {r}");
+    }
+    for ttl in ["-100000000000000000000", "1e-3", "2.5"] {
+        let r = create(ttl);
+        assert_eq!(r["error"]["code"], -32602, "ttl {ttl}: {r}");
+    }
+}

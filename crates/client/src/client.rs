@@ -477,9 +477,8 @@ impl Client {
     /// value set on their tool definitions."
     ///
     /// # Errors
-    /// [`ClientError::NotSupported`], [`ClientError::UnknownTool`],
-    /// [`ClientError::TaskForbidden`] before anything is sent; the server's error for the
-    /// call.
+    /// [`ClientError::Unsupported`] before anything is sent (no such capability, no such
+    /// tool, or its `taskSupport` forbids a task); the server's error for the call.
     pub async fn call_tool_as_task(
         &self,
         name: &str,
@@ -487,16 +486,19 @@ impl Client {
         options: &CallOptions,
     ) -> Result<TaskHandle, ClientError> {
         if !self.server_tasks().tools_call {
-            return Err(ClientError::NotSupported(
-                "task-augmented tools/call (the server does not declare tasks.requests.tools.call)"
-                    .into(),
+            return Err(ClientError::unsupported(
+                format!("tool `{name}` as a task"),
+                "its capabilities do not declare tasks.requests.tools.call",
             ));
         }
         let Some(tool) = self.tool(name).await? else {
-            return Err(ClientError::UnknownTool(name.to_owned()));
+            return Err(ClientError::unknown_tool(name));
         };
         if task_support(&tool) == TaskSupport::Forbidden {
-            return Err(ClientError::TaskForbidden(name.to_owned()));
+            return Err(ClientError::unsupported(
+                format!("tool `{name}` as a task"),
+                "the tool's execution.taskSupport is absent or forbidden",
+            ));
         }
         let mut task = Map::new();
         if let Some(ttl) = options.ttl {
@@ -562,7 +564,7 @@ impl Client {
     /// `tasks/cancel`.
     ///
     /// # Errors
-    /// [`ClientError::NotSupported`] when the server does not declare `tasks.cancel`; the
+    /// [`ClientError::Unsupported`] when the server does not declare `tasks.cancel`; the
     /// server's error (-32602 for a terminal or unknown task).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, ClientError> {
         parse_task(&self.cancel_task_raw(task_id).await?)
@@ -570,8 +572,9 @@ impl Client {
 
     pub(crate) async fn cancel_task_raw(&self, task_id: &str) -> Result<Value, ClientError> {
         if !self.server_tasks().cancel {
-            return Err(ClientError::NotSupported(
-                "tasks/cancel (the server does not declare tasks.cancel)".into(),
+            return Err(ClientError::unsupported(
+                "tasks/cancel",
+                "its capabilities do not declare tasks.cancel",
             ));
         }
         self.request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
@@ -581,15 +584,16 @@ impl Client {
     /// One page of `tasks/list`: the tasks and the next cursor.
     ///
     /// # Errors
-    /// [`ClientError::NotSupported`] when the server does not declare `tasks.list`; the
+    /// [`ClientError::Unsupported`] when the server does not declare `tasks.list`; the
     /// server's error (-32602 for a bad cursor).
     pub async fn list_tasks_page(
         &self,
         cursor: Option<&str>,
     ) -> Result<(Vec<Task>, Option<String>), ClientError> {
         if !self.server_tasks().list {
-            return Err(ClientError::NotSupported(
-                "tasks/list (the server does not declare tasks.list)".into(),
+            return Err(ClientError::unsupported(
+                "tasks/list",
+                "its capabilities do not declare tasks.list",
             ));
         }
         let params = cursor.map(|c| json!({ "cursor": c }));

@@ -56,24 +56,46 @@ pub enum ClientError {
     /// Starting or reaching the server failed.
     #[error("cannot connect: {0}")]
     Connect(String),
-    /// The server does not declare what this operation needs.
-    #[error("not supported by the server: {0}")]
-    NotSupported(String),
-    /// The server lists no tool of this name.
-    #[error("the server lists no tool `{0}`")]
-    UnknownTool(String),
-    /// The tool may not run as a task (`execution.taskSupport` absent or `forbidden`).
+    /// Refused by this client before anything was sent: by what the server declared (its
+    /// capabilities, its tool list, a tool's `execution.taskSupport`) it does not offer
+    /// `what`. Neither a JSON-RPC error nor a fault of the server.
     ///
     /// Spec: "If `execution.taskSupport` is not present or `"forbidden"`, clients MUST NOT
-    /// attempt to invoke the tool as a task."
-    #[error("tool `{0}` does not support task-augmented execution (taskSupport is forbidden)")]
-    TaskForbidden(String),
+    /// attempt to invoke the tool as a task." and "If a server's capabilities do not
+    /// include `tasks.requests.tools.call`, then clients MUST NOT attempt to use task
+    /// augmentation on that server's tools".
+    #[error("not sent: the server does not offer {what} ({why})")]
+    Unsupported {
+        /// What was refused: `tasks/list`, `tool `x``, `tool `x` as a task`, ...
+        what: String,
+        /// Why, from what the server declared.
+        why: String,
+    },
     /// The server sent something that is not what the protocol says.
     #[error("unexpected answer from the server: {0}")]
     Protocol(String),
 }
 
 impl ClientError {
+    /// A local refusal ([`Self::Unsupported`]).
+    pub fn unsupported(what: impl Into<String>, why: impl Into<String>) -> Self {
+        Self::Unsupported {
+            what: what.into(),
+            why: why.into(),
+        }
+    }
+
+    /// The refusal of a tool the server does not list ([`Self::Unsupported`]).
+    pub fn unknown_tool(name: &str) -> Self {
+        Self::unsupported(format!("tool `{name}`"), "its tools/list has no such tool")
+    }
+
+    /// Whether this client refused the operation itself, before sending anything
+    /// ([`Self::Unsupported`]).
+    pub fn is_unsupported(&self) -> bool {
+        matches!(self, Self::Unsupported { .. })
+    }
+
     /// The JSON-RPC error the server sent, if this is one (of a request or of a task).
     pub fn rpc_error(&self) -> Option<&ErrorObject> {
         match self {

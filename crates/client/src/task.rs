@@ -218,7 +218,7 @@ impl TaskHandle {
     /// `tasks/cancel`.
     ///
     /// # Errors
-    /// [`ClientError::NotSupported`] when the server does not declare `tasks.cancel`; the
+    /// [`ClientError::Unsupported`] when the server does not declare `tasks.cancel`; the
     /// server's error (cancelling a terminal task is -32602).
     pub async fn cancel(&self) -> Result<Task, ClientError> {
         let v = self.client.cancel_task_raw(self.id()).await?;
@@ -286,7 +286,9 @@ impl TaskHandle {
     /// Calls `tasks/result`, which blocks until the task is terminal and carries the
     /// server's questions meanwhile (answered by the client's handlers), and polls
     /// `tasks/get` alongside so that [`Self::updates`] shows progress. A `tasks/result`
-    /// whose answer the transport lost is sent again.
+    /// whose answer the transport lost is sent again; one a receiver answered early with an
+    /// error while the task still ran (FastMCP 3: -32602 "Task not completed yet") is sent
+    /// again once `tasks/get` shows the task terminal, polled at its `pollInterval`.
     ///
     /// Spec: "If the underlying request resulted in a JSON-RPC error, `tasks/result` MUST
     /// return that same JSON-RPC error."
@@ -360,32 +362,8 @@ impl TaskHandle {
         }
         let client = self.client.clone();
         let weak = Arc::downgrade(&self.shared);
-        let task_id = self.shared.task_id.clone();
         let h = tokio::spawn(async move {
-            let r = client
-                .request_unbounded(methods::TASKS_RESULT, Some(json!({ "taskId": task_id })))
-                .await;
-            let outcome = match r {
-                Ok(v) => ResultCall::Done(Ok(v)),
-                Err(ClientError::Rpc { method, error }) => {
-                    // The task's own error, or an error of the request (unknown task)?
-                    // Only a terminal task has an outcome.
-                    match client
-                        .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-                        .await
-                        .and_then(|v| parse_task(&v))
-                    {
-                        Ok(t) if t.status.is_terminal() => {
-                            if let Some(s) = weak.upgrade() {
-                                s.observe(t);
-                            }
-                            ResultCall::Done(Err(error))
-                        }
-                        _ => ResultCall::Failed(ClientError::Rpc { method, error }),
-                    }
-                }
-                Err(e) => ResultCall::Failed(e),
-            };
+            let outcome = fetch_result(&client, &weak).await;
             if let Some(s) = weak.upgrade() {
                 s.result.send_replace(outcome);
             }
@@ -425,6 +403,110 @@ impl TaskHandle {
         t.status_message = message.or(t.status_message);
         // Not a server observation: written directly.
         self.shared.state.send_replace(t);
+    }
+}
+
+/// What [`await_status`] found.
+enum Settled {
+    /// The task is terminal: a `tasks/result` now gets its outcome.
+    Terminal,
+    /// The task waits for input: a `tasks/result` carries the questions.
+    InputRequired,
+    /// `tasks/get` failed with this error (the server no longer knows the task).
+    Gone,
+    /// The transport kept failing.
+    Lost(ClientError),
+}
+
+/// `tasks/result` for the task of `shared`, robust against a receiver that answers it early.
+///
+/// Spec: "When a receiver receives a `tasks/result` request for a task in a non-terminal
+/// status, it MUST block the response until the task reaches a terminal status." Some
+/// do not: FastMCP 3 answers a running task at once with -32602 "Task not completed yet".
+/// So an error is the task's outcome only when the task is terminal, and only when the
+/// `tasks/result` was sent once the task was known to be terminal (an early error may
+/// reach us after the task ended): otherwise `tasks/get` is polled at the task's
+/// `pollInterval` (clamped, see [`poll_interval`]) until the task is terminal (or
+/// `input_required`, whose questions travel on `tasks/result`), and `tasks/result` is sent
+/// again. An error for a task `tasks/get` does not know (unknown, expired) stands.
+async fn fetch_result(client: &Client, shared: &std::sync::Weak<TaskShared>) -> ResultCall {
+    let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
+        return ResultCall::Failed(ClientError::Closed);
+    };
+    let mut known_terminal = false;
+    loop {
+        // Whether this tasks/result is sent once the task is known to be terminal.
+        known_terminal = known_terminal
+            || shared
+                .upgrade()
+                .is_some_and(|s| s.current().status.is_terminal());
+        let r = client
+            .request_unbounded(methods::TASKS_RESULT, Some(json!({ "taskId": task_id })))
+            .await;
+        let (method, error) = match r {
+            Ok(v) => return ResultCall::Done(Ok(v)),
+            Err(ClientError::Rpc { method, error }) => (method, error),
+            Err(e) => return ResultCall::Failed(e),
+        };
+        if known_terminal {
+            return ResultCall::Done(Err(error));
+        }
+        match await_status(client, shared, &task_id).await {
+            Settled::Terminal => {
+                tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered before the task ended; asking again");
+                known_terminal = true;
+            }
+            Settled::InputRequired => {
+                tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered early; the task waits for input: asking again");
+            }
+            Settled::Gone => return ResultCall::Failed(ClientError::Rpc { method, error }),
+            Settled::Lost(e) => return ResultCall::Failed(e),
+        }
+    }
+}
+
+/// Poll `tasks/get` (at once, then at the task's `pollInterval`) until the task is
+/// terminal, or `input_required` after at least one interval (so that a receiver that
+/// answers `tasks/result` early is not asked in a tight loop).
+async fn await_status(
+    client: &Client,
+    shared: &std::sync::Weak<TaskShared>,
+    task_id: &str,
+) -> Settled {
+    let mut failures = 0;
+    let mut wait = None;
+    loop {
+        if let Some(d) = wait {
+            tokio::time::sleep(d).await;
+        }
+        let got = client
+            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+            .await
+            .and_then(|v| parse_task(&v));
+        match got {
+            Ok(t) => {
+                failures = 0;
+                let status = t.status;
+                let interval = poll_interval(&t);
+                match shared.upgrade() {
+                    Some(s) => s.observe(t),
+                    None => return Settled::Lost(ClientError::Closed),
+                }
+                if status.is_terminal() {
+                    return Settled::Terminal;
+                }
+                if status == TaskStatus::InputRequired && wait.is_some() {
+                    return Settled::InputRequired;
+                }
+                wait = Some(interval);
+            }
+            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
+                failures += 1;
+                wait = Some(wait.unwrap_or(DEFAULT_POLL_INTERVAL));
+            }
+            Err(ClientError::Rpc { .. }) => return Settled::Gone,
+            Err(e) => return Settled::Lost(e),
+        }
     }
 }
 

@@ -162,12 +162,17 @@ async fn forbidden_tools_are_refused_before_sending() {
         .call_tool_as_task("echo", json!({"text": "x"}), &CallOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::TaskForbidden(_)), "{err:?}");
+    assert!(err.is_unsupported(), "{err:?}");
+    assert!(err.rpc_error().is_none(), "{err:?}");
+    assert!(err.to_string().contains("taskSupport"), "{err}");
     let err = c
         .call_tool_as_task("nope", json!({}), &CallOptions::default())
         .await
         .unwrap_err();
-    assert!(matches!(err, ClientError::UnknownTool(_)), "{err:?}");
+    assert!(
+        matches!(&err, ClientError::Unsupported { what, .. } if what == "tool `nope`"),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]

@@ -45,6 +45,11 @@ impl Policy {
     /// # Errors
     /// [`EngineError::InvalidParams`] when `task` is not an object or `ttl` is not a
     /// non-negative integer (or null).
+    ///
+    /// Every non-negative integer is clamped alike: one beyond `u64` (a valid JSON integer
+    /// such as `100000000000000000000`, which `serde_json` reads as an `f64`) counts as
+    /// `u64::MAX`, and a number with no fractional part (`5.0`, `1e3`) is that integer, as
+    /// JSON Schema's `"integer"` has it.
     pub fn resolve_ttl(&self, task: &Value) -> Result<Option<u64>, EngineError> {
         let Some(obj) = task.as_object() else {
             return Err(EngineError::InvalidParams(
@@ -53,7 +58,7 @@ impl Policy {
         };
         let requested = match obj.get("ttl") {
             None | Some(Value::Null) => None,
-            Some(v) => Some(v.as_u64().ok_or_else(|| {
+            Some(v) => Some(ttl_millis(v).ok_or_else(|| {
                 EngineError::InvalidParams(format!(
                     "`task.ttl` must be a non-negative integer number of milliseconds, got {v}"
                 ))
@@ -66,6 +71,20 @@ impl Policy {
             (w, None) => w,
         })
     }
+}
+
+/// A non-negative integer JSON number as `u64`, saturating above `u64::MAX`; `None` for a
+/// negative or fractional number, a non-finite one, and anything that is not a number.
+fn ttl_millis(v: &Value) -> Option<u64> {
+    if let Some(n) = v.as_u64() {
+        return Some(n);
+    }
+    let f = v.as_f64()?;
+    if v.is_i64() || !f.is_finite() || f < 0.0 || f.fract() != 0.0 {
+        return None;
+    }
+    // `as` saturates: every integer at or beyond 2^64 becomes u64::MAX.
+    Some(f as u64)
 }
 
 #[cfg(test)]
@@ -90,6 +109,10 @@ mod tests {
         assert!(p.resolve_ttl(&json!({"ttl": 1.5})).is_err());
         assert!(p.resolve_ttl(&json!({"ttl": "5"})).is_err());
         assert!(p.resolve_ttl(&json!(3)).is_err());
+        assert!(p.resolve_ttl(&json!({"ttl": -0.5})).is_err());
+        assert!(p.resolve_ttl(&json!({"ttl": -1e30})).is_err());
+        assert!(p.resolve_ttl(&json!({"ttl": i64::MIN})).is_err());
+        assert!(p.resolve_ttl(&json!({"ttl": true})).is_err());
         let unlimited = Policy {
             max_ttl_ms: None,
             default_ttl_ms: None,
@@ -97,5 +120,31 @@ mod tests {
         };
         assert_eq!(unlimited.resolve_ttl(&json!({})).unwrap(), None);
         assert_eq!(unlimited.resolve_ttl(&json!({"ttl": 7})).unwrap(), Some(7));
+    }
+
+    /// Issue 15 #16: an integer beyond u64 was refused ("must be a non-negative integer")
+    /// while 2^63 was clamped; every non-negative integer is clamped alike now.
+    #[test]
+    fn integers_beyond_u64_are_clamped_like_the_others() {
+        let p = Policy::default();
+        let max = Some(86_400_000);
+        for raw in [
+            r#"{"ttl": 9223372036854775808}"#,
+            r#"{"ttl": 18446744073709551615}"#,
+            r#"{"ttl": 18446744073709551616}"#,
+            r#"{"ttl": 100000000000000000000}"#,
+            r#"{"ttl": 1e300}"#,
+        ] {
+            let v: Value = serde_json::from_str(raw).unwrap();
+            assert_eq!(p.resolve_ttl(&v).unwrap(), max, "{raw}");
+        }
+        let exact: Value = serde_json::from_str(r#"{"ttl": 5.0}"#).unwrap();
+        assert_eq!(p.resolve_ttl(&exact).unwrap(), Some(5));
+        let unlimited = Policy {
+            max_ttl_ms: None,
+            ..Policy::default()
+        };
+        let big: Value = serde_json::from_str(r#"{"ttl": 100000000000000000000}"#).unwrap();
+        assert_eq!(unlimited.resolve_ttl(&big).unwrap(), Some(u64::MAX));
     }
 }

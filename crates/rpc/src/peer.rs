@@ -1,13 +1,13 @@
 //! The JSON-RPC peer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 /// Which stream an outgoing message belongs to.
@@ -72,8 +72,14 @@ struct Inner {
     handler: Arc<dyn Handler>,
     pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Incoming requests not yet answered: in flight, or whose response is being queued.
+    unanswered: AtomicUsize,
+    /// Woken each time `unanswered` drops to zero.
+    idle: Notify,
     next_id: AtomicI64,
     closed: CancellationToken,
+    /// Fires when nothing more can be read (a child of `closed`): no response can come.
+    input_ended: CancellationToken,
 }
 
 /// One logical JSON-RPC connection. Cheap to clone.
@@ -90,6 +96,9 @@ impl std::fmt::Debug for Peer {
     }
 }
 
+/// The error of a request to a peer whose input has ended.
+const INPUT_ENDED: &str = "connection closed: the peer's input ended, no answer can come";
+
 /// Capacity of the outgoing queue; senders wait when the transport falls behind.
 pub const OUTBOUND_CAPACITY: usize = 4096;
 
@@ -101,13 +110,18 @@ impl Peer {
     /// A peer serving `handler`; the transport drains the returned receiver.
     pub fn new(handler: Arc<dyn Handler>) -> (Self, mpsc::Receiver<Outbound>) {
         let (tx, rx) = mpsc::channel(OUTBOUND_CAPACITY);
+        let closed = CancellationToken::new();
+        let input_ended = closed.child_token();
         let inner = Inner {
+            input_ended,
             tx,
             handler,
             pending: Mutex::new(HashMap::new()),
             inflight: Mutex::new(HashMap::new()),
+            unanswered: AtomicUsize::new(0),
+            idle: Notify::new(),
             next_id: AtomicI64::new(1),
-            closed: CancellationToken::new(),
+            closed,
         };
         (
             Self {
@@ -138,9 +152,34 @@ impl Peer {
         }
     }
 
+    /// Nothing more will be read (the transport's input ended), though what is sent is
+    /// still delivered: the requests this peer sent fail at once (no response can come), and
+    /// so do those it sends from now on. Requests in flight go on.
+    pub fn end_input(&self) {
+        self.inner.input_ended.cancel();
+        for (_, tx) in lock(&self.inner.pending).drain() {
+            let _ = tx.send(Err(ErrorObject::internal(INPUT_ENDED)));
+        }
+    }
+
     /// Number of incoming requests being served.
     pub fn inflight(&self) -> usize {
         lock(&self.inner.inflight).len()
+    }
+
+    /// Resolves once every incoming request has been answered (its response queued) or
+    /// cancelled; at once when none is in flight. A transport whose input ended waits on
+    /// it, bounded, before it closes the peer.
+    pub async fn idle(&self) {
+        loop {
+            let woken = self.inner.idle.notified();
+            tokio::pin!(woken);
+            woken.as_mut().enable();
+            if self.inner.unanswered.load(Ordering::Acquire) == 0 {
+                return;
+            }
+            woken.await;
+        }
     }
 
     /// Queue a message for the transport.
@@ -194,9 +233,11 @@ impl Peer {
         self.send(Message::request(id.clone(), method, params), route.clone())
             .await?;
         let closed = self.inner.closed.clone();
+        let ended = self.inner.input_ended.clone();
         let out = tokio::select! {
             r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("connection closed"))),
             () = closed.cancelled() => Err(ErrorObject::internal("connection closed")),
+            () = ended.cancelled() => Err(ErrorObject::internal(INPUT_ENDED)),
         };
         drop(forget);
         out
@@ -275,6 +316,7 @@ impl Peer {
             }
             inflight.insert(id.clone(), token.clone());
         }
+        let unanswered = Unanswered::count(self);
         let peer = self.clone();
         tokio::spawn(async move {
             let cx = RequestContext {
@@ -297,7 +339,27 @@ impl Peer {
                     .send(Message::reply(id.clone(), out), Route::Request(id))
                     .await;
             }
+            drop(unanswered);
         });
+    }
+}
+
+/// Counts one incoming request in `unanswered` until its response is queued (or it is
+/// dropped unanswered), and wakes [`Peer::idle`] when the count drops to zero.
+struct Unanswered(Peer);
+
+impl Unanswered {
+    fn count(peer: &Peer) -> Self {
+        peer.inner.unanswered.fetch_add(1, Ordering::AcqRel);
+        Self(peer.clone())
+    }
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if self.0.inner.unanswered.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.inner.idle.notify_waiters();
+        }
     }
 }
 
@@ -382,6 +444,44 @@ mod tests {
         peer.receive(Message::reply(req.id, Ok(json!("yes")))).await;
         let out = rx.recv().await.unwrap();
         assert_eq!(out.message, Message::reply(2.into(), Ok(json!("yes"))));
+    }
+
+    #[tokio::test]
+    async fn idle_waits_until_every_request_is_answered_or_cancelled() {
+        let (peer, mut rx) = Peer::new(Arc::new(Echo));
+        peer.idle().await;
+        peer.receive(Message::request(1.into(), "hang", None)).await;
+        peer.receive(Message::request(2.into(), "echo", Some(json!(2))))
+            .await;
+        let out = rx.recv().await.unwrap();
+        assert_eq!(out.message, Message::reply(2.into(), Ok(json!(2))));
+        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), peer.idle());
+        assert!(waiting.await.is_err(), "idle while request 1 hangs");
+        peer.receive(Message::notification(
+            methods::CANCELLED,
+            Some(json!({"requestId": 1})),
+        ))
+        .await;
+        tokio::time::timeout(std::time::Duration::from_secs(5), peer.idle())
+            .await
+            .expect("idle once request 1 is cancelled");
+    }
+
+    #[tokio::test]
+    async fn requests_to_a_peer_whose_input_ended_fail_at_once() {
+        let (peer, mut rx) = Peer::new(Arc::new(Echo));
+        peer.receive(Message::request(1.into(), "ask", None)).await;
+        let q = rx.recv().await.unwrap();
+        assert!(matches!(q.message, Message::Request(_)), "{q:?}");
+        peer.end_input();
+        let out = rx.recv().await.unwrap();
+        let Message::Error(e) = out.message else {
+            panic!("expected an error reply, got {out:?}")
+        };
+        assert!(e.error.message.contains("input ended"), "{e:?}");
+        let late = peer.request("question", None, Route::Standalone).await;
+        assert!(late.is_err());
+        assert!(!peer.is_closed(), "what is sent is still delivered");
     }
 
     #[tokio::test]

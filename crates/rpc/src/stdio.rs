@@ -21,14 +21,47 @@ pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 /// I/O errors of the reader or writer.
 pub async fn serve<R, W>(
     peer: Peer,
-    mut outbound: mpsc::Receiver<Outbound>,
-    mut reader: R,
-    mut writer: W,
+    outbound: mpsc::Receiver<Outbound>,
+    reader: R,
+    writer: W,
     max_line: usize,
 ) -> std::io::Result<()>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
+{
+    // Give in-flight replies to already-received requests a moment to be queued.
+    serve_then(
+        peer,
+        outbound,
+        reader,
+        writer,
+        max_line,
+        tokio::task::yield_now(),
+    )
+    .await
+}
+
+/// [`serve`], but once the input has ended (or failed) nothing more is read (the requests
+/// sent to the other side fail: see [`Peer::end_input`]) and `after_input` runs before the
+/// peer is closed: requests in flight can still answer (their responses are written) until
+/// it returns. A server bounds it by its shutdown grace, e.g.
+/// `tokio::time::timeout(grace, peer.idle())`.
+///
+/// # Errors
+/// I/O errors of the reader or writer.
+pub async fn serve_then<R, W, F>(
+    peer: Peer,
+    mut outbound: mpsc::Receiver<Outbound>,
+    mut reader: R,
+    mut writer: W,
+    max_line: usize,
+    after_input: F,
+) -> std::io::Result<()>
+where
+    R: AsyncBufRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+    F: std::future::Future<Output = ()>,
 {
     let closed = peer.closed();
     let writer_task = tokio::spawn(async move {
@@ -94,8 +127,9 @@ where
             Err(e) => break Err(e),
         }
     };
-    // Give in-flight replies to already-received requests a moment to be queued.
-    tokio::task::yield_now().await;
+    // Nothing more is read: requests sent to the other side can get no answer.
+    peer.end_input();
+    after_input.await;
     peer.close();
     match writer_task.await {
         Ok(Ok(())) => result,

@@ -28,6 +28,7 @@ pub mod session;
 pub mod tool;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use mcp_tasks_core::{Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
@@ -47,7 +48,14 @@ pub struct ServerConfig {
     pub instructions: Option<String>,
     /// Bound of one stdio line.
     pub max_line_bytes: usize,
+    /// Once the stdio input has ended, how long the requests in flight may still answer
+    /// (their responses are written) before they are cancelled and the session closes.
+    pub shutdown_grace: Duration,
 }
+
+/// What a task still running when the server stops is failed with (at the end of a stdio
+/// input, or after the shutdown grace period on SIGTERM).
+pub const SHUTDOWN_MESSAGE: &str = "The server shut down before the task finished";
 
 impl Default for ServerConfig {
     fn default() -> Self {
@@ -56,6 +64,7 @@ impl Default for ServerConfig {
             version: env!("CARGO_PKG_VERSION").into(),
             instructions: None,
             max_line_bytes: mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE,
+            shutdown_grace: Duration::from_secs(10),
         }
     }
 }
@@ -144,8 +153,31 @@ impl Server {
         Arc::new(Session::new(Arc::clone(&self.state), requester, can_list))
     }
 
+    /// Fail every task this process still runs with [`SHUTDOWN_MESSAGE`] and stop its
+    /// work; returns how many there were.
+    pub async fn fail_running_tasks(&self) -> usize {
+        let Some(engine) = self.engine() else {
+            return 0;
+        };
+        let running = engine.running_count();
+        if running > 0 {
+            tracing::warn!(
+                tasks = running,
+                "failing the tasks still running: {SHUTDOWN_MESSAGE}"
+            );
+            engine.fail_running(SHUTDOWN_MESSAGE).await;
+        }
+        running
+    }
+
     /// Serve one stdio connection (the local peer sees its whole store) until the input
     /// ends.
+    ///
+    /// At the end of the input nothing more is read; the tasks this process runs are failed
+    /// with [`SHUTDOWN_MESSAGE`] (nobody is left to collect their results, and a
+    /// `tasks/result` waiting on one answers at once), and the requests in flight may still
+    /// answer for [`ServerConfig::shutdown_grace`]; then the ones left are cancelled, a task
+    /// created meanwhile is failed too, and the session closes.
     ///
     /// # Errors
     /// I/O errors of the streams.
@@ -157,13 +189,29 @@ impl Server {
         let session = self.session(Requester::local(), true);
         let (peer, outbound) = Peer::new(session);
         let reader = tokio::io::BufReader::with_capacity(64 * 1024, reader);
-        mcp_tasks_rpc::stdio::serve(
+        let grace = self.state.config.shutdown_grace;
+        let after_input = {
+            let peer = peer.clone();
+            async move {
+                self.fail_running_tasks().await;
+                if tokio::time::timeout(grace, peer.idle()).await.is_err() {
+                    tracing::info!(
+                        requests = peer.inflight(),
+                        "input ended: requests still in flight after the shutdown grace are cancelled"
+                    );
+                }
+            }
+        };
+        let served = mcp_tasks_rpc::stdio::serve_then(
             peer,
             outbound,
             reader,
             writer,
             self.state.config.max_line_bytes,
+            after_input,
         )
-        .await
+        .await;
+        self.fail_running_tasks().await;
+        served
     }
 }

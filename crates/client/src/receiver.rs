@@ -151,6 +151,7 @@ impl Receiving {
                     mcp_tasks_core::engine::new_task_id()
                 )),
                 sees_all: false,
+                session: None,
             },
         }
     }

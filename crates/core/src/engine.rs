@@ -33,6 +33,10 @@ pub struct Requester {
     pub principal: Option<String>,
     /// Whether this requester may see every task (stdio: the local peer owns the store).
     pub sees_all: bool,
+    /// An opaque id of the session (connection) the request came on, unique per session
+    /// and unguessable. Without a principal it is what a session's own state is bound to:
+    /// its answers to relayed requests and (HTTP without auth) its task quota.
+    pub session: Option<String>,
 }
 
 impl Requester {
@@ -41,6 +45,7 @@ impl Requester {
         Self {
             principal: None,
             sees_all: true,
+            session: None,
         }
     }
 
@@ -49,6 +54,20 @@ impl Requester {
     /// authorization context as the requestor."
     pub fn can_see(&self, rec: &TaskRecord) -> bool {
         self.sees_all || rec.owner == self.principal
+    }
+
+    /// What this requester's tasks count against for the per-requester limits (active
+    /// tasks, stored tasks, stored bytes): its principal when it has one; else the local
+    /// stdio peer (one key); else its session, so that without auth each HTTP session has
+    /// its own quota and one client cannot lock task creation for the others. Prefixed so
+    /// that a principal can never share a session's key.
+    pub fn quota_key(&self) -> String {
+        match (&self.principal, self.sees_all, &self.session) {
+            (Some(p), _, _) => format!("principal:{p}"),
+            (None, true, _) => LOCAL_QUOTA_KEY.to_owned(),
+            (None, false, Some(s)) => format!("session:{s}"),
+            (None, false, None) => "anonymous".to_owned(),
+        }
     }
 
     /// The `tasks/list` scope, or `None` when this requester cannot be identified.
@@ -60,6 +79,16 @@ impl Requester {
         }
     }
 }
+
+/// The quota key of the local stdio peer (and of tasks stored before quota keys existed
+/// that were bound to no one).
+pub const LOCAL_QUOTA_KEY: &str = "local";
+
+/// The `tracing` target of the audit log: one `info` line when a task is created, reaches
+/// a terminal status, has its result retrieved, or is cancelled (task id, method or tool,
+/// principal; never params, results or tokens). Filter it with
+/// `RUST_LOG=info,mcp_tasks::audit=off` (or `=warn`).
+pub const AUDIT_TARGET: &str = "mcp_tasks::audit";
 
 /// Decides the terminal status of a successful result (a `CallToolResult` with
 /// `isError: true` is `failed`).
@@ -174,6 +203,12 @@ impl std::fmt::Debug for TaskEngine {
             .finish_non_exhaustive()
     }
 }
+
+/// First delay before storing a task's outcome again after the store failed; it doubles
+/// up to [`OUTCOME_RETRY_MAX_MS`].
+const OUTCOME_RETRY_FIRST_MS: u64 = 50;
+/// Longest delay between two attempts to store a task's outcome.
+const OUTCOME_RETRY_MAX_MS: u64 = 5_000;
 
 /// The status message of a task failed because its executor stopped.
 pub const ORPHAN_MESSAGE: &str = "The server stopped before the task finished; it was not re-run.";
@@ -441,6 +476,14 @@ impl TaskEngine {
                 at_ms: self.now(),
             };
             if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %id,
+                    method = %rec.method,
+                    principal = rec.owner.as_deref(),
+                    status = %rec.status,
+                    "task finished"
+                );
                 self.announce(&rec).await;
             }
             self.stop_local(&id);
@@ -481,21 +524,49 @@ impl TaskEngine {
         }
         let ttl = self.inner.policy.resolve_ttl(&spec.task_field)?;
         let task_id = new_task_id();
+        let TaskSpec {
+            requester,
+            method,
+            params,
+            origin,
+            classify,
+            ..
+        } = spec;
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        // The stored text is the only copy of the params the engine keeps: the value goes
+        // now (the runner has what it needs).
+        let request = params.to_string();
+        drop(params);
         let new = NewTask {
             task_id: task_id.clone(),
-            owner: spec.requester.principal.clone(),
+            owner: requester.principal.clone(),
+            quota_key: requester.quota_key(),
             created_at_ms: self.now(),
             ttl_ms: ttl,
             poll_interval_ms: Some(self.inner.policy.poll_interval_ms),
-            method: spec.method.clone(),
-            request: spec.params.to_string(),
+            method,
+            request,
             executor: Some(self.inner.instance.clone()),
             status_message: None,
         };
-        let limit = Some(self.inner.policy.max_active_per_requester);
-        let rec = self.inner.store.create(new, limit).await?;
-        tracing::debug!(task_id = %task_id, method = %spec.method, owner = ?spec.requester.principal, ttl = ?ttl, "task created");
-        self.launch(task_id, spec.origin, spec.classify, runner);
+        let rec = self
+            .inner
+            .store
+            .create(new, &self.inner.policy.limits())
+            .await?;
+        tracing::info!(
+            target: AUDIT_TARGET,
+            task_id = %task_id,
+            method = %rec.method,
+            tool = tool.as_deref(),
+            principal = requester.principal.as_deref(),
+            ttl = ?ttl,
+            "task created"
+        );
+        self.launch(task_id, origin, classify, runner);
         Ok(rec)
     }
 
@@ -562,6 +633,7 @@ impl TaskEngine {
                 Outcome::error(e),
             ),
         };
+        drop(outcome);
         let t = Transition {
             task_id: task_id.to_owned(),
             to,
@@ -569,33 +641,91 @@ impl TaskEngine {
             outcome: Some(stored),
             at_ms: self.now(),
         };
-        match self.inner.store.transition(t).await {
-            Ok(TransitionResult::Applied(rec)) => {
-                tracing::debug!(task_id = %task_id, status = %rec.status, "task finished");
+        let stored = match self.store_outcome(t).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                // A task that cannot be finished would stay `working` (its lease is ours,
+                // so no sweep fails it) and its waiters would block until its TTL: record
+                // the failure itself, once the store takes it.
+                let err =
+                    ErrorObject::internal(format!("The task's result could not be stored: {e}"));
+                tracing::error!(task_id = %task_id, error = %e, "could not store the outcome of a task; storing its failure instead");
+                self.store_failure(task_id, &err).await
+            }
+        };
+        match stored {
+            Some(TransitionResult::Applied(rec)) => {
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = rec.owner.as_deref(),
+                    status = %rec.status,
+                    "task finished"
+                );
                 self.announce(&rec).await;
             }
-            Ok(TransitionResult::Rejected(rec)) => {
+            Some(TransitionResult::Rejected(rec)) => {
                 // Spec: "Once a task is cancelled, it MUST remain in cancelled status even if
                 // execution continues to completion or fails." A late outcome is dropped.
                 tracing::debug!(task_id = %task_id, status = %rec.status, "late outcome dropped");
             }
-            Ok(TransitionResult::Missing) => {
+            Some(TransitionResult::Missing) => {
                 tracing::debug!(task_id = %task_id, "outcome of a deleted task dropped")
             }
-            Err(e) => {
-                tracing::error!(task_id = %task_id, error = %e, "could not store the outcome of a task");
-                // Do not leave the task hanging: try to record the failure itself.
-                let err =
-                    ErrorObject::internal(format!("the task's outcome could not be stored: {e}"));
-                let t = Transition {
-                    task_id: task_id.to_owned(),
-                    to: TaskStatus::Failed,
-                    status_message: Some(err.message.clone()),
-                    outcome: Some(Outcome::error(&err)),
-                    at_ms: self.now(),
-                };
-                if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
-                    self.announce(&rec).await;
+            None => {}
+        }
+    }
+
+    /// Store a terminal transition within the policy's byte limits, retrying with backoff
+    /// while the store fails, for up to [`Policy::outcome_retry_ms`]. The last error when
+    /// it never succeeded.
+    async fn store_outcome(&self, t: Transition) -> Result<TransitionResult, crate::StoreError> {
+        let limits = self.inner.policy.limits();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(self.inner.policy.outcome_retry_ms);
+        let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
+        loop {
+            match self.inner.store.transition_within(t.clone(), &limits).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline || self.inner.shutdown.is_cancelled() {
+                        return Err(e);
+                    }
+                    tracing::warn!(task_id = %t.task_id, error = %e, retry_in = ?delay, "could not store the outcome of a task; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay.min(deadline - now)) => {}
+                        () = self.inner.shutdown.cancelled() => return Err(e),
+                    }
+                    delay = (delay * 2).min(Duration::from_millis(OUTCOME_RETRY_MAX_MS));
+                }
+            }
+        }
+    }
+
+    /// Fail `task_id` with `err`, retrying every few seconds until the store takes it (the
+    /// lease stays ours meanwhile, so no sweep fails the task in our place) or the engine
+    /// shuts down (then the next start's lease check fails it).
+    async fn store_failure(&self, task_id: &str, err: &ErrorObject) -> Option<TransitionResult> {
+        let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
+        loop {
+            let t = Transition {
+                task_id: task_id.to_owned(),
+                to: TaskStatus::Failed,
+                status_message: Some(err.message.clone()),
+                outcome: Some(Outcome::error(err)),
+                at_ms: self.now(),
+            };
+            match self.inner.store.transition(t).await {
+                Ok(r) => return Some(r),
+                Err(e) => {
+                    tracing::warn!(task_id = %task_id, error = %e, retry_in = ?delay, "could not store the failure of a task; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = self.inner.shutdown.cancelled() => return None,
+                    }
+                    delay = (delay * 2).min(Duration::from_millis(OUTCOME_RETRY_MAX_MS));
                 }
             }
         }
@@ -646,7 +776,13 @@ impl TaskEngine {
         };
         match self.inner.store.transition(t).await? {
             TransitionResult::Applied(rec) => {
-                tracing::info!(task_id = %task_id, "task cancelled");
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = who.principal.as_deref(),
+                    "task cancelled"
+                );
                 self.announce(&rec).await;
                 self.stop_local(task_id);
                 Ok(rec.to_wire())
@@ -721,7 +857,14 @@ impl TaskEngine {
         let mut deliverer: Option<Deliverer> = None;
         loop {
             if rec.status.is_terminal() {
-                tracing::debug!(task_id = %task_id, status = %rec.status, "task result retrieved");
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = who.principal.as_deref(),
+                    status = %rec.status,
+                    "task result retrieved"
+                );
                 let Some(outcome) = &rec.outcome else {
                     return Err(EngineError::Store(crate::StoreError::Corrupt(format!(
                         "terminal task {task_id} has no outcome"

@@ -84,6 +84,9 @@ pub struct TaskRecord {
     pub task_id: String,
     /// The principal the task is bound to; `None` when bound to no one.
     pub owner: Option<String>,
+    /// What the task counts against for the per-requester limits (see
+    /// [`crate::engine::Requester::quota_key`]): the principal, else the session.
+    pub quota_key: String,
     /// Insertion order, used by `tasks/list` keyset pagination.
     pub seq: i64,
     /// Current status.
@@ -116,6 +119,11 @@ impl TaskRecord {
                 .saturating_add(i64::try_from(t).unwrap_or(i64::MAX))
         })
     }
+    /// The bytes this task keeps in its store: its request and its outcome (what the
+    /// stored-bytes limits count).
+    pub fn stored_bytes(&self) -> u64 {
+        len_u64(&self.request) + self.outcome.as_ref().map_or(0, |o| len_u64(&o.json))
+    }
     /// Whether the TTL has passed at `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at_ms().is_some_and(|e| now_ms >= e)
@@ -141,6 +149,9 @@ pub struct NewTask {
     pub task_id: String,
     /// Owner principal, if bound.
     pub owner: Option<String>,
+    /// What the task counts against for the per-requester limits (never empty: the
+    /// empty key is reserved for a store's total).
+    pub quota_key: String,
     /// Creation time.
     pub created_at_ms: i64,
     /// Actual TTL.
@@ -158,12 +169,18 @@ pub struct NewTask {
 }
 
 impl NewTask {
+    /// The bytes the task's request takes in its store.
+    pub fn stored_bytes(&self) -> u64 {
+        len_u64(&self.request)
+    }
+
     /// The record a store holds once it has inserted this task as insertion number `seq`:
     /// `working`, last updated at creation, no outcome yet.
     pub fn into_record(self, seq: i64) -> TaskRecord {
         TaskRecord {
             task_id: self.task_id,
             owner: self.owner,
+            quota_key: self.quota_key,
             seq,
             status: TaskStatus::Working,
             status_message: self.status_message,
@@ -177,4 +194,9 @@ impl NewTask {
             executor: self.executor,
         }
     }
+}
+
+/// A length as `u64` (lossless on every supported platform).
+pub(crate) fn len_u64(s: &str) -> u64 {
+    u64::try_from(s.len()).unwrap_or(u64::MAX)
 }

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_core::{
-    NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
+    Limits, NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
@@ -20,7 +20,7 @@ async fn seed(store: &SqliteStore) -> Vec<TaskRecord> {
     let mut out = Vec::new();
     for i in 0..6 {
         let rec = store
-            .create(common::task(Some("seed")), None)
+            .create(common::task(Some("seed")), &Limits::NONE)
             .await
             .unwrap();
         let rec = if i % 2 == 0 {
@@ -87,7 +87,7 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     store.set_max_pages(Some(pages)).await.unwrap();
     let path_text = path.display().to_string();
     let m = unavailable(
-        store.create(big_task(64), None).await,
+        store.create(big_task(64), &Limits::NONE).await,
         "create on a full disk",
         &["full", &path_text],
     );
@@ -97,9 +97,9 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     let store = std::sync::Arc::new(store);
     for _ in 0..16 {
         let s = std::sync::Arc::clone(&store);
-        handles.push(tokio::spawn(
-            async move { s.create(big_task(16), None).await },
-        ));
+        handles.push(tokio::spawn(async move {
+            s.create(big_task(16), &Limits::NONE).await
+        }));
     }
     for h in handles {
         unavailable(
@@ -118,7 +118,7 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     );
     // Space again.
     store.set_max_pages(None).await.unwrap();
-    let rec = store.create(big_task(64), None).await.unwrap();
+    let rec = store.create(big_task(64), &Limits::NONE).await.unwrap();
     assert_eq!(store.get(&rec.task_id).await.unwrap(), Some(rec));
     all_there(&store, &seeded).await;
 }
@@ -138,7 +138,7 @@ async fn a_lock_held_elsewhere_fails_writes_after_busy_timeout_then_clears() {
 
     let started = Instant::now();
     let m = unavailable(
-        store.create(common::task(None), None).await,
+        store.create(common::task(None), &Limits::NONE).await,
         "create under a held lock",
         &["locked", &path.display().to_string()],
     );
@@ -168,7 +168,10 @@ async fn a_lock_held_elsewhere_fails_writes_after_busy_timeout_then_clears() {
     all_there(&store, &seeded).await;
 
     other.execute_batch("ROLLBACK").unwrap();
-    store.create(common::task(None), None).await.unwrap();
+    store
+        .create(common::task(None), &Limits::NONE)
+        .await
+        .unwrap();
     assert!(matches!(
         store.transition(t).await.unwrap(),
         TransitionResult::Applied(_)
@@ -200,7 +203,7 @@ async fn read_only_scenario(dir: &Path) {
         .expect("a read-only file still opens: its tasks can be read");
     all_there(&store, &seeded).await;
     let m = unavailable(
-        store.create(common::task(None), None).await,
+        store.create(common::task(None), &Limits::NONE).await,
         "create on a read-only file",
         &["read-only", &path.display().to_string()],
     );
@@ -213,7 +216,7 @@ async fn read_only_scenario(dir: &Path) {
     all_there(&store, &seeded).await;
     set_mode(0o644);
     let rec = store
-        .create(common::task(None), None)
+        .create(common::task(None), &Limits::NONE)
         .await
         .expect("writes work again once the file is writable");
     assert_eq!(store.get(&rec.task_id).await.unwrap(), Some(rec));

@@ -31,7 +31,10 @@ async fn rpc(conn: &mut Conn, c: &Client, id: u64, method: &str, params: Value) 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_result_streams_and_ten_thousand_tasks() {
-    let server = Server::start_env(&["--max-active-tasks", "5000"], &[(TOKENS_ENV, "tok p")]);
+    let server = Server::start_env(
+        &["--max-active-tasks", "5000", "--max-stored-tasks", "20000"],
+        &[(TOKENS_ENV, "tok p")],
+    );
     let mut c = Client::new(&server).with_token("tok");
     c.initialize().await;
     let mut conn = Conn::open(server.addr).await;

@@ -210,6 +210,25 @@ const OUTCOME_RETRY_FIRST_MS: u64 = 50;
 /// Longest delay between two attempts to store a task's outcome.
 const OUTCOME_RETRY_MAX_MS: u64 = 5_000;
 
+/// Longest status message the engine stores for a finished task, in bytes: a tool's
+/// error text is quoted in it and may be as large as its result (which is stored once, as
+/// the outcome).
+pub const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// `message`, cut to at most [`MAX_STATUS_MESSAGE`] bytes (at a character boundary, with
+/// "…" when cut).
+fn bounded_message(mut message: String) -> String {
+    if message.len() > MAX_STATUS_MESSAGE {
+        let mut end = MAX_STATUS_MESSAGE - '…'.len_utf8();
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
 /// The status message of a task failed because its executor stopped.
 pub const ORPHAN_MESSAGE: &str = "The server stopped before the task finished; it was not re-run.";
 /// The status message of a cancelled task.
@@ -625,11 +644,14 @@ impl TaskEngine {
         let (to, message, stored) = match &outcome {
             Ok(v) => {
                 let (status, message) = classify(v);
-                (status, message, Outcome::result(v))
+                (status, message.map(bounded_message), Outcome::result(v))
             }
             Err(e) => (
                 TaskStatus::Failed,
-                Some(format!("Request failed: {} ({})", e.message, e.code)),
+                Some(bounded_message(format!(
+                    "Request failed: {} ({})",
+                    e.message, e.code
+                ))),
                 Outcome::error(e),
             ),
         };

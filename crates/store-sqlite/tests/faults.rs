@@ -247,3 +247,171 @@ async fn a_read_only_file_fails_writes_then_clears() {
         "the read-only scenario failed in the child process (see its output above)"
     );
 }
+
+mod outcome_store_faults {
+    //! Issue 15 (10): a task whose outcome cannot be stored (disk full, a lock held
+    //! elsewhere) does not stay `working` for good: the engine keeps the task and retries;
+    //! within its retry budget the outcome is stored once the store takes writes again,
+    //! past it the task fails naming the cause; a waiting `tasks/result` returns either way.
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
+    use mcp_tasks_core::{
+        EngineError, Policy, Requester, RequestorChannel, SystemClock, TaskEngine,
+    };
+    use mcp_tasks_proto::ErrorObject;
+    use mcp_tasks_proto::mcp::TaskStatus;
+    use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
+    use serde_json::{Value, json};
+    use tokio::sync::oneshot;
+    use tokio::task::JoinHandle;
+
+    struct Nobody;
+    #[async_trait::async_trait]
+    impl RequestorChannel for Nobody {
+        async fn request(&self, _m: &str, _p: Value) -> Result<Value, ErrorObject> {
+            Err(ErrorObject::internal("no requestor"))
+        }
+        async fn notify(&self, _m: &str, _p: Value) {}
+    }
+
+    fn completed(_: &Value) -> (TaskStatus, Option<String>) {
+        (TaskStatus::Completed, None)
+    }
+
+    type Work =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ErrorObject>> + Send>>;
+    type Waited = Result<Result<Value, ErrorObject>, EngineError>;
+
+    fn big_result() -> Value {
+        json!({"content": [{"type": "text", "text": "z".repeat(512 * 1024)}]})
+    }
+
+    struct Running {
+        engine: TaskEngine,
+        id: String,
+        go: oneshot::Sender<()>,
+        waiter: JoinHandle<Waited>,
+    }
+
+    /// An engine over `store` and one task that returns [`big_result`] when told to, with
+    /// a `tasks/result` waiting for it.
+    async fn start(store: Arc<SqliteStore>, retry_ms: u64) -> Running {
+        let policy = Policy {
+            outcome_retry_ms: retry_ms,
+            ..Policy::default()
+        };
+        let engine = TaskEngine::new(store, policy, Arc::new(SystemClock));
+        let (go, ready) = oneshot::channel::<()>();
+        let spec = TaskSpec {
+            requester: Requester::local(),
+            method: "tools/call".into(),
+            params: json!({"name": "big"}),
+            task_field: json!({}),
+            origin: Arc::new(Nobody),
+            classify: completed as Classifier,
+        };
+        let runner = Box::new(move |_run: TaskRun| {
+            Box::pin(async move {
+                let _ = ready.await;
+                Ok(big_result())
+            }) as Work
+        });
+        let id = engine.create(spec, runner).await.unwrap().task_id;
+        let waiter = {
+            let (engine, id) = (engine.clone(), id.clone());
+            tokio::spawn(async move { engine.result(&id, &Requester::local(), None).await })
+        };
+        Running {
+            engine,
+            id,
+            go,
+            waiter,
+        }
+    }
+
+    impl Running {
+        /// The task finishes while the store refuses writes; some time passes.
+        async fn finish_into_a_fault(
+            self,
+            wait: Duration,
+        ) -> (TaskEngine, String, JoinHandle<Waited>) {
+            self.go.send(()).unwrap();
+            tokio::time::sleep(wait).await;
+            let task = self
+                .engine
+                .get(&self.id, &Requester::local())
+                .await
+                .unwrap();
+            assert_eq!(task.status, TaskStatus::Working, "nothing could be stored");
+            assert!(!self.waiter.is_finished(), "tasks/result returned early");
+            assert_eq!(self.engine.running_count(), 1, "the task stays ours");
+            (self.engine, self.id, self.waiter)
+        }
+    }
+
+    async fn returned(waiter: JoinHandle<Waited>) -> Result<Value, ErrorObject> {
+        tokio::time::timeout(Duration::from_secs(15), waiter)
+            .await
+            .expect("tasks/result returned once the store took writes again")
+            .unwrap()
+            .unwrap()
+    }
+
+    fn page_count(path: &Path) -> u64 {
+        let c = rusqlite::Connection::open(path).unwrap();
+        let n: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+        u64::try_from(n).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_result_refused_by_a_full_disk_is_stored_once_there_is_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.db");
+        let store = Arc::new(SqliteStore::open(&path, SqliteOptions::default()).unwrap());
+        let running = start(Arc::clone(&store), 30_000).await;
+        // The disk is full: the file may not grow by a single page.
+        store.set_max_pages(Some(page_count(&path))).await.unwrap();
+        let (engine, id, waiter) = running
+            .finish_into_a_fault(Duration::from_millis(400))
+            .await;
+        store.set_max_pages(None).await.unwrap();
+        let mut got = returned(waiter).await.expect("the task's own result");
+        got.as_object_mut().unwrap().remove("_meta");
+        assert_eq!(got, big_result());
+        let task = engine.get(&id, &Requester::local()).await.unwrap();
+        assert_eq!(task.status, TaskStatus::Completed);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_result_that_cannot_be_stored_in_time_fails_the_task_naming_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.db");
+        let opts = SqliteOptions {
+            busy_timeout: Duration::from_millis(50),
+            ..SqliteOptions::default()
+        };
+        let store = Arc::new(SqliteStore::open(&path, opts).unwrap());
+        let running = start(Arc::clone(&store), 300).await;
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let (engine, id, waiter) = running
+            .finish_into_a_fault(Duration::from_millis(800))
+            .await;
+        other.execute_batch("ROLLBACK").unwrap();
+        let err = returned(waiter).await.expect_err("the task failed");
+        assert_eq!(err.code, -32603, "{err:?}");
+        assert!(
+            err.message
+                .contains("The task's result could not be stored")
+                && err.message.contains("locked"),
+            "{}",
+            err.message
+        );
+        let task = engine.get(&id, &Requester::local()).await.unwrap();
+        assert_eq!(task.status, TaskStatus::Failed);
+        assert_eq!(task.status_message.as_deref(), Some(err.message.as_str()));
+    }
+}

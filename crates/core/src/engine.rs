@@ -229,6 +229,29 @@ fn bounded_message(mut message: String) -> String {
     message
 }
 
+/// The transition that fails `task_id` with `err` (its message is the status message).
+fn failed_transition(task_id: &str, err: &ErrorObject, at_ms: i64) -> Transition {
+    Transition {
+        task_id: task_id.to_owned(),
+        to: TaskStatus::Failed,
+        status_message: Some(err.message.clone()),
+        outcome: Some(Outcome::error(err)),
+        at_ms,
+    }
+}
+
+/// The audit line of a task that reached a terminal status.
+fn audit_finished(rec: &TaskRecord) {
+    tracing::info!(
+        target: AUDIT_TARGET,
+        task_id = %rec.task_id,
+        method = %rec.method,
+        principal = rec.owner.as_deref(),
+        status = %rec.status,
+        "task finished"
+    );
+}
+
 /// The status message of a task failed because its executor stopped.
 pub const ORPHAN_MESSAGE: &str = "The server stopped before the task finished; it was not re-run.";
 /// The status message of a cancelled task.
@@ -487,22 +510,9 @@ impl TaskEngine {
             .collect();
         for id in ids {
             let err = ErrorObject::internal(message.to_owned());
-            let t = Transition {
-                task_id: id.clone(),
-                to: TaskStatus::Failed,
-                status_message: Some(message.to_owned()),
-                outcome: Some(Outcome::error(&err)),
-                at_ms: self.now(),
-            };
+            let t = failed_transition(&id, &err, self.now());
             if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
-                tracing::info!(
-                    target: AUDIT_TARGET,
-                    task_id = %id,
-                    method = %rec.method,
-                    principal = rec.owner.as_deref(),
-                    status = %rec.status,
-                    "task finished"
-                );
+                audit_finished(&rec);
                 self.announce(&rec).await;
             }
             self.stop_local(&id);
@@ -677,14 +687,7 @@ impl TaskEngine {
         };
         match stored {
             Some(TransitionResult::Applied(rec)) => {
-                tracing::info!(
-                    target: AUDIT_TARGET,
-                    task_id = %task_id,
-                    method = %rec.method,
-                    principal = rec.owner.as_deref(),
-                    status = %rec.status,
-                    "task finished"
-                );
+                audit_finished(&rec);
                 self.announce(&rec).await;
             }
             Some(TransitionResult::Rejected(rec)) => {
@@ -732,13 +735,7 @@ impl TaskEngine {
     async fn store_failure(&self, task_id: &str, err: &ErrorObject) -> Option<TransitionResult> {
         let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
         loop {
-            let t = Transition {
-                task_id: task_id.to_owned(),
-                to: TaskStatus::Failed,
-                status_message: Some(err.message.clone()),
-                outcome: Some(Outcome::error(err)),
-                at_ms: self.now(),
-            };
+            let t = failed_transition(task_id, err, self.now());
             match self.inner.store.transition(t).await {
                 Ok(r) => return Some(r),
                 Err(e) => {

@@ -11,11 +11,11 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
 use mcp_tasks_core::{
-    Limits, ListScope, MemoryStore, NewTask, Policy, Requester, RequestorChannel, StoreError,
-    SystemClock, TaskEngine, TaskRecord, TaskStore, Transition, TransitionResult,
+    Limits, ListScope, MemoryStore, NewTask, Policy, Requester, StoreError, SystemClock,
+    TaskEngine, TaskRecord, TaskStore, Transition, TransitionResult,
 };
-use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::TaskStatus;
+use mcp_tasks_testkit::NoRequestor;
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
@@ -91,15 +91,6 @@ impl TaskStore for FullDisk {
     }
 }
 
-struct Silent;
-#[async_trait]
-impl RequestorChannel for Silent {
-    async fn request(&self, _m: &str, _p: Value) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::internal("no requestor"))
-    }
-    async fn notify(&self, _m: &str, _p: Value) {}
-}
-
 fn classify(_: &Value) -> (TaskStatus, Option<String>) {
     (TaskStatus::Completed, None)
 }
@@ -126,7 +117,7 @@ async fn start(failures: u32, retry_ms: u64) -> (TaskEngine, Arc<FullDisk>, Stri
         method: "tools/call".into(),
         params: json!({"name": "t"}),
         task_field: json!({}),
-        origin: Arc::new(Silent),
+        origin: Arc::new(NoRequestor),
         classify: classify as Classifier,
     };
     let runner = Box::new(|_run: TaskRun| {

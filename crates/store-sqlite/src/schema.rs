@@ -345,34 +345,30 @@ mod tests {
         .unwrap();
         prepare(&conn, &path).unwrap();
         assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
-        let keys: Vec<(String, String, i64)> = conn
-            .prepare("SELECT task_id, quota_key, bytes FROM tasks ORDER BY task_id")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        let rows = |sql: &str| -> Vec<(String, String, i64)> {
+            conn.prepare(sql)
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
         assert_eq!(
-            keys,
+            rows("SELECT task_id, quota_key, bytes FROM tasks ORDER BY task_id"),
             vec![
                 ("a".into(), "principal:alice".into(), 8 + 2),
                 ("b".into(), "local".into(), 5),
                 ("c".into(), "principal:alice".into(), 1),
             ]
         );
-        let usage: Vec<(String, i64, i64)> = conn
-            .prepare("SELECT quota_key, tasks, bytes FROM quota_usage ORDER BY quota_key")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
         assert_eq!(
-            usage,
+            rows(
+                "SELECT quota_key, CAST(tasks AS TEXT), bytes FROM quota_usage ORDER BY quota_key"
+            ),
             vec![
-                (String::new(), 3, 16),
-                ("local".into(), 1, 5),
-                ("principal:alice".into(), 2, 11),
+                (String::new(), "3".into(), 16),
+                ("local".into(), "1".into(), 5),
+                ("principal:alice".into(), "2".into(), 11),
             ]
         );
     }

@@ -258,24 +258,14 @@ mod outcome_store_faults {
     use std::time::Duration;
 
     use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
-    use mcp_tasks_core::{
-        EngineError, Policy, Requester, RequestorChannel, SystemClock, TaskEngine,
-    };
+    use mcp_tasks_core::{EngineError, Policy, Requester, SystemClock, TaskEngine};
     use mcp_tasks_proto::ErrorObject;
     use mcp_tasks_proto::mcp::TaskStatus;
     use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
+    use mcp_tasks_testkit::NoRequestor;
     use serde_json::{Value, json};
     use tokio::sync::oneshot;
     use tokio::task::JoinHandle;
-
-    struct Nobody;
-    #[async_trait::async_trait]
-    impl RequestorChannel for Nobody {
-        async fn request(&self, _m: &str, _p: Value) -> Result<Value, ErrorObject> {
-            Err(ErrorObject::internal("no requestor"))
-        }
-        async fn notify(&self, _m: &str, _p: Value) {}
-    }
 
     fn completed(_: &Value) -> (TaskStatus, Option<String>) {
         (TaskStatus::Completed, None)
@@ -310,7 +300,7 @@ mod outcome_store_faults {
             method: "tools/call".into(),
             params: json!({"name": "big"}),
             task_field: json!({}),
-            origin: Arc::new(Nobody),
+            origin: Arc::new(NoRequestor),
             classify: completed as Classifier,
         };
         let runner = Box::new(move |_run: TaskRun| {

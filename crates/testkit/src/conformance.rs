@@ -184,6 +184,24 @@ async fn apply(store: &Store, t: Transition) -> TransitionResult {
         .unwrap_or_else(|e| panic!("transition {what} failed: {e}"))
 }
 
+/// Complete `id` (from `working`) with a small result at `at_ms`.
+async fn complete(store: &Store, id: &str, at_ms: i64) -> TaskRecord {
+    applied(
+        apply(
+            store,
+            tr(
+                id,
+                TaskStatus::Completed,
+                None,
+                Some(result_outcome("x")),
+                at_ms,
+            ),
+        )
+        .await,
+        "complete",
+    )
+}
+
 fn applied(r: TransitionResult, what: &str) -> TaskRecord {
     match r {
         TransitionResult::Applied(rec) => rec,
@@ -1243,20 +1261,7 @@ pub async fn max_active_per_owner(store: Store) {
             .create(new_task(Some(&format!("other-than-{who}")), None), limit)
             .await
             .expect("another owner has their own limit");
-        applied(
-            apply(
-                &store,
-                tr(
-                    &a.task_id,
-                    TaskStatus::Completed,
-                    None,
-                    Some(result_outcome("x")),
-                    T0 + 2,
-                ),
-            )
-            .await,
-            "complete",
-        );
+        complete(&store, &a.task_id, T0 + 2).await;
         let c = store
             .create(new_task(owner, None), limit)
             .await
@@ -1299,27 +1304,35 @@ pub async fn max_active_per_owner(store: Store) {
         .expect("an expired task no longer counts");
 
     // Concurrent creates: exactly `limit` succeed.
+    let ok = concurrent_creates(&store, 24, "carol", Limits::active(5), Limit::ActiveTasks).await;
+    assert_eq!(ok, 5, "concurrent creates must not exceed max_active");
+}
+
+/// `n` concurrent creates of tasks of `owner` within `limits`; how many succeeded (the
+/// others must be refused for `refused_by`).
+async fn concurrent_creates(
+    store: &Store,
+    n: usize,
+    owner: &'static str,
+    limits: Limits,
+    refused_by: Limit,
+) -> usize {
     let mut handles = Vec::new();
-    for _ in 0..24 {
-        let store = Arc::clone(&store);
+    for _ in 0..n {
+        let store = Arc::clone(store);
         handles.push(tokio::spawn(async move {
-            store
-                .create(new_task(Some("carol"), None), &Limits::active(5))
-                .await
+            store.create(new_task(Some(owner), None), &limits).await
         }));
     }
     let mut ok = 0;
     for h in handles {
         match h.await.expect("create panicked") {
             Ok(_) => ok += 1,
-            Err(StoreError::LimitExceeded {
-                limit: Limit::ActiveTasks,
-                max: 5,
-            }) => {}
+            Err(StoreError::LimitExceeded { limit, .. }) if limit == refused_by => {}
             Err(e) => panic!("unexpected error {e}"),
         }
     }
-    assert_eq!(ok, 5, "concurrent creates must not exceed max_active");
+    ok
 }
 
 /// Limits count by [`NewTask::quota_key`], not by owner: two sessions of tasks bound to no
@@ -1369,20 +1382,7 @@ pub async fn stored_tasks_limit(store: Store) {
         ..new_task(Some("hoarder"), None)
     };
     let a = store.create(short, &limits).await.expect("first");
-    applied(
-        apply(
-            &store,
-            tr(
-                &a.task_id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("x")),
-                T0 + 1,
-            ),
-        )
-        .await,
-        "complete",
-    );
+    complete(&store, &a.task_id, T0 + 1).await;
     store
         .create(new_task(Some("hoarder"), None), &limits)
         .await
@@ -1420,24 +1420,7 @@ pub async fn stored_tasks_limit(store: Store) {
         max_tasks: Some(4),
         ..Limits::NONE
     };
-    let mut handles = Vec::new();
-    for _ in 0..16 {
-        let store = Arc::clone(&store);
-        handles.push(tokio::spawn(async move {
-            store.create(new_task(Some("burst"), None), &limits).await
-        }));
-    }
-    let mut ok = 0;
-    for h in handles {
-        match h.await.expect("create panicked") {
-            Ok(_) => ok += 1,
-            Err(StoreError::LimitExceeded {
-                limit: Limit::StoredTasks,
-                ..
-            }) => {}
-            Err(e) => panic!("unexpected error {e}"),
-        }
-    }
+    let ok = concurrent_creates(&store, 16, "burst", limits, Limit::StoredTasks).await;
     assert_eq!(ok, 4, "concurrent creates must not exceed max_tasks");
 }
 

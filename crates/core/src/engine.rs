@@ -751,11 +751,23 @@ impl TaskEngine {
     }
 
     async fn visible(&self, task_id: &str, who: &Requester) -> Result<TaskRecord, EngineError> {
-        let rec = self
-            .inner
-            .store
-            .get(task_id)
-            .await?
+        let rec = self.inner.store.get(task_id).await?;
+        self.seen_by(rec, who)
+    }
+
+    /// [`Self::visible`] without the request and outcome (see [`TaskStore::get_summary`]).
+    async fn visible_summary(
+        &self,
+        task_id: &str,
+        who: &Requester,
+    ) -> Result<TaskRecord, EngineError> {
+        let rec = self.inner.store.get_summary(task_id).await?;
+        self.seen_by(rec, who)
+    }
+
+    /// `rec` if `who` may see it and it has not expired.
+    fn seen_by(&self, rec: Option<TaskRecord>, who: &Requester) -> Result<TaskRecord, EngineError> {
+        let rec = rec
             .filter(|r| who.can_see(r))
             .ok_or(EngineError::NotFound)?;
         if rec.is_expired(self.now()) {
@@ -769,7 +781,7 @@ impl TaskEngine {
     /// # Errors
     /// Not found (also for a foreign task), expired, or a store failure.
     pub async fn get(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        Ok(self.visible(task_id, who).await?.to_wire())
+        Ok(self.visible_summary(task_id, who).await?.to_wire())
     }
 
     /// `tasks/cancel`.
@@ -782,7 +794,7 @@ impl TaskEngine {
     /// # Errors
     /// Not found, expired, already terminal, or a store failure.
     pub async fn cancel(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        let rec = self.visible(task_id, who).await?;
+        let rec = self.visible_summary(task_id, who).await?;
         if rec.status.is_terminal() {
             return Err(EngineError::AlreadyTerminal(rec.status));
         }

@@ -123,6 +123,10 @@ impl TaskStore for MemoryStore {
         Ok(self.lock().tasks.get(task_id).cloned())
     }
 
+    async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.lock().tasks.get(task_id).map(TaskRecord::summary))
+    }
+
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
         self.transition_within(t, &Limits::NONE).await
     }

@@ -124,6 +124,26 @@ impl TaskRecord {
     pub fn stored_bytes(&self) -> u64 {
         len_u64(&self.request) + self.outcome.as_ref().map_or(0, |o| len_u64(&o.json))
     }
+    /// This task without its request and outcome (an empty `request`, no `outcome`): what
+    /// `tasks/get` and `tasks/cancel` need, without copying what may be megabytes.
+    pub fn summary(&self) -> TaskRecord {
+        TaskRecord {
+            task_id: self.task_id.clone(),
+            owner: self.owner.clone(),
+            quota_key: self.quota_key.clone(),
+            seq: self.seq,
+            status: self.status,
+            status_message: self.status_message.clone(),
+            created_at_ms: self.created_at_ms,
+            last_updated_at_ms: self.last_updated_at_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            method: self.method.clone(),
+            request: String::new(),
+            outcome: None,
+            executor: self.executor.clone(),
+        }
+    }
     /// Whether the TTL has passed at `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at_ms().is_some_and(|e| now_ms >= e)

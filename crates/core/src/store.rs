@@ -181,6 +181,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// The task, expired or not (the engine decides what expiry means to the caller).
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
+    /// The task as [`TaskRecord::summary`]: without its request and outcome, which may be
+    /// megabytes (`tasks/get`, the most frequent call, needs neither). The default reads
+    /// the whole task.
+    async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.get(task_id).await?.map(|r| r.summary()))
+    }
+
     /// Apply a transition atomically.
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError>;
 

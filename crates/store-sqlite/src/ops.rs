@@ -360,6 +360,20 @@ pub(crate) fn adopt(
     Ok((rec, Vec::new()))
 }
 
+/// One task without its request and outcome ([`TaskRecord::summary`]): neither is read.
+pub(crate) fn get_summary(
+    conn: &Connection,
+    task_id: &str,
+) -> rusqlite::Result<Option<TaskRecord>> {
+    conn.prepare_cached(
+        "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
+         ttl_ms, poll_interval_ms, method, '', NULL, NULL, executor, quota_key \
+         FROM tasks WHERE task_id = ?1",
+    )?
+    .query_row([task_id], read_record)
+    .optional()
+}
+
 /// One task.
 pub(crate) fn get(conn: &Connection, task_id: &str) -> rusqlite::Result<Option<TaskRecord>> {
     conn.prepare_cached(&format!("SELECT {COLS} FROM tasks WHERE task_id = ?1"))?

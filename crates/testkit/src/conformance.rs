@@ -318,6 +318,11 @@ pub async fn create_get_round_trip(store: Store) {
             expected,
             "get must return every field"
         );
+        assert_eq!(
+            store.get_summary(&t.task_id).await.expect("get_summary"),
+            Some(expected.summary()),
+            "get_summary must return every field but the request and outcome"
+        );
         if let Some(prev) = last_seq {
             assert!(
                 rec.seq > prev,
@@ -444,6 +449,12 @@ pub async fn legal_transitions(store: Store) {
                 ..prev.clone()
             };
             assert_eq!(rec, expected, "{} -> {to}", prev.status);
+            assert_eq!(
+                store.get_summary(&id).await.expect("get_summary"),
+                Some(expected.summary()),
+                "get_summary after {} -> {to}",
+                prev.status
+            );
             assert_eq!(
                 must_get(&store, &id).await,
                 expected,

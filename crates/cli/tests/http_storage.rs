@@ -1,8 +1,9 @@
-//! Storage quotas and per-requester limits over HTTP: each anonymous session has its own
-//! task quota, stored tasks and stored bytes are limited per requester (creation refused
-//! with -32003 naming the limit, a result over the limit stored as a -32003 failure), the
-//! memory a burst of large requests leaves behind is bounded, and the audit log says who
-//! created, finished, retrieved and cancelled which task.
+//! Storage over HTTP: each anonymous session has its own task quota, stored tasks and
+//! stored bytes are limited per requester (creation refused with -32003 naming the limit,
+//! a result over the limit stored as a -32003 failure), the memory a burst of large
+//! requests leaves behind is bounded, a result the store cannot take does not leave its
+//! task `working` for good, and the audit log says who created, finished, retrieved and
+//! cancelled which task.
 
 mod http_common;
 
@@ -226,4 +227,54 @@ async fn task_events_are_audited_at_info() {
         !log.contains("confidential-argument"),
         "arguments were logged"
     );
+}
+
+/// Issue 15 (10): the store refuses writes (here a lock held by another process; a full
+/// disk alike) when a task's result is ready. The task stays `working` while the result is
+/// retried for `--outcome-retry`; then, as soon as the store takes writes again, it fails
+/// with a message naming the cause, and the `tasks/result` waiting meanwhile returns it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_the_store_cannot_take_fails_the_task_once_it_can() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = format!("sqlite:{}?busy_timeout_ms=50", path.display());
+    let (_server, mut c) = start_as(Auth::Open, &["--store", &store, "--outcome-retry", "300ms"]);
+    c.initialize().await;
+    let id = c.start_task("sleep", json!({"ms": 300})).await;
+    let waiter = {
+        let mut c = c.clone();
+        let id = id.clone();
+        tokio::spawn(async move {
+            let (_, resp) = c.request("tasks/result", json!({"taskId": id})).await;
+            assert!(resp.is_sse(), "a waiting tasks/result streams: {resp:?}");
+            let events = resp.sse().rest().await;
+            events.iter().find_map(http_common::Event::message)
+        })
+    };
+    let lock = rusqlite::Connection::open(&path).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    // The task's work ends at 300 ms; its result is retried for 300 ms more.
+    tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
+    let task = c.task(&id).await;
+    assert_eq!(task["result"]["status"], "working", "{task}");
+    assert!(
+        !waiter.is_finished(),
+        "tasks/result returned while nothing was stored"
+    );
+    lock.execute_batch("ROLLBACK").unwrap();
+    let answer = tokio::time::timeout(http_common::TIMEOUT, waiter)
+        .await
+        .expect("tasks/result returned once the store took writes again")
+        .unwrap()
+        .expect("a response on the tasks/result stream");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert_eq!(answer["error"]["code"], -32603, "{answer}");
+    assert!(
+        message.starts_with("The task's result could not be stored: ")
+            && message.contains("locked"),
+        "{message}"
+    );
+    let task = c.task(&id).await;
+    assert_eq!(task["result"]["status"], "failed");
+    assert_eq!(task["result"]["statusMessage"], message);
 }

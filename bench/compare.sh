@@ -58,13 +58,17 @@ URL=""
 STORE_DIR=""
 
 # start_server ours|ts NAME: a fresh server pinned to $SERVER_CPU; sets SPID and URL.
+# Ours without storage quotas: one principal creates more than the default 10,000 stored
+# tasks in a run (the TS server has no such limit either).
 start_server() {
     local which=$1 name=$2 log="$LOGS/$2.$1.log"
     SLOG=$log
     if [ "$which" = ours ]; then
         STORE_DIR=$(mktemp -d)
         XDG_DATA_HOME=$STORE_DIR MCP_TASKS_AUTH_TOKENS="$TOKEN bench" \
-            taskset -c "$SERVER_CPU" "$BIN" serve --listen "127.0.0.1:$PORT_OURS" 2>"$log" &
+            taskset -c "$SERVER_CPU" "$BIN" serve --listen "127.0.0.1:$PORT_OURS" \
+            --max-stored-tasks unlimited --max-stored-bytes unlimited \
+            --max-store-bytes unlimited 2>"$log" &
         SPID=$!
         URL="http://127.0.0.1:$PORT_OURS/mcp"
     else

@@ -31,9 +31,29 @@ pub(crate) struct ServeArgs {
     /// Suggested `pollInterval` (ms, or a duration).
     #[arg(long, default_value = "1000")]
     poll_interval: String,
-    /// Most active (non-terminal) tasks per requester.
+    /// Most active (non-terminal) tasks per requester: per principal with auth, else per
+    /// session (HTTP) or for the one stdio peer.
     #[arg(long, default_value_t = 1000)]
     max_active_tasks: u32,
+    /// Most stored tasks per requester, of any status (finished ones are kept until their
+    /// TTL deletes them), or `unlimited`. Over it, creation is refused with -32003.
+    #[arg(long, default_value = "10000")]
+    max_stored_tasks: String,
+    /// Most bytes of requests and results stored per requester (bytes, or `256MiB`,
+    /// `1GiB`, ...), or `unlimited`. A creation whose request would go over it is refused
+    /// with -32003; a task whose result would go over it fails instead, with a -32003 error
+    /// naming the limit as its outcome.
+    #[arg(long, default_value = "256MiB")]
+    max_stored_bytes: String,
+    /// Most bytes of requests and results stored in total, for all requesters (bytes, or
+    /// `1GiB`, ...), or `unlimited`. Enforced like `--max-stored-bytes`.
+    #[arg(long, default_value = "1GiB")]
+    max_store_bytes: String,
+    /// How long to keep retrying to store a task's result when the store fails (disk
+    /// full, ...) before the task is failed with a message naming the cause (ms, or a
+    /// duration).
+    #[arg(long, default_value = "60s")]
+    outcome_retry: String,
     /// `tasks/list` page size.
     #[arg(long, default_value_t = 100)]
     page_size: usize,
@@ -66,6 +86,32 @@ fn parse_ms(flag: &str, s: &str) -> anyhow::Result<Option<u64>> {
     Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
 }
 
+/// Bytes from `1048576`, `512KiB`, `256MiB`, `1GiB` (also `KB`/`MB`/`GB` as powers of
+/// 1000); `None` for `unlimited`.
+fn parse_bytes(flag: &str, s: &str) -> anyhow::Result<Option<u64>> {
+    if s == "unlimited" {
+        return Ok(None);
+    }
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (num, unit) = s.split_at(split);
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "KiB" => 1 << 10,
+        "MiB" => 1 << 20,
+        "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        _ => bail!("{flag}: `{s}` is not bytes (like `1048576`, `256MiB`, `1GiB`) or `unlimited`"),
+    };
+    let n: u64 = num.parse().with_context(|| {
+        format!("{flag}: `{s}` is not bytes (like `1048576`, `256MiB`, `1GiB`) or `unlimited`")
+    })?;
+    n.checked_mul(scale)
+        .map(Some)
+        .with_context(|| format!("{flag}: `{s}` is too large"))
+}
+
 fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
     let max_ttl = parse_ms("--max-ttl", &args.max_ttl)?;
     let mut default_ttl = parse_ms("--default-ttl", &args.default_ttl)?;
@@ -86,6 +132,16 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
         max_ttl_ms: max_ttl,
         poll_interval_ms: poll,
         max_active_per_requester: args.max_active_tasks,
+        max_stored_per_requester: match args.max_stored_tasks.as_str() {
+            "unlimited" => None,
+            n => Some(n.parse().with_context(|| {
+                format!("--max-stored-tasks: `{n}` is not a number of tasks or `unlimited`")
+            })?),
+        },
+        max_stored_bytes_per_requester: parse_bytes("--max-stored-bytes", &args.max_stored_bytes)?,
+        max_store_bytes: parse_bytes("--max-store-bytes", &args.max_store_bytes)?,
+        outcome_retry_ms: parse_ms("--outcome-retry", &args.outcome_retry)?
+            .context("--outcome-retry cannot be unlimited")?,
         page_size: args.page_size,
         lease_ms: match parse_ms("--executor-lease", &args.executor_lease)? {
             Some(ms) if ms >= 100 => ms,

@@ -32,11 +32,14 @@ async fn rpc(conn: &mut Conn, c: &Client, id: u64, method: &str, params: Value) 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_thousand_result_streams_and_ten_thousand_tasks() {
     // 1,000 streams on 1,000 connections from one address: above the default connection
-    // bounds (512 in total, 256 per address), so raised here.
+    // bounds (512 in total, 256 per address), so raised here; 10,000 tasks of one
+    // principal: above the default stored-task quota.
     let server = Server::start_env(
         &[
             "--max-active-tasks",
             "5000",
+            "--max-stored-tasks",
+            "20000",
             "--max-connections",
             "1100",
             "--max-connections-per-ip",

@@ -56,6 +56,20 @@ impl Requester {
         self.sees_all || rec.owner == self.principal
     }
 
+    /// What this requester's tasks count against for the per-requester limits (active
+    /// tasks, stored tasks, stored bytes): its principal when it has one; else the local
+    /// stdio peer (one key); else its session, so that without auth each HTTP session has
+    /// its own quota and one client cannot lock task creation for the others. Prefixed so
+    /// that a principal can never share a session's key.
+    pub fn quota_key(&self) -> String {
+        match (&self.principal, self.sees_all, &self.session) {
+            (Some(p), _, _) => format!("principal:{p}"),
+            (None, true, _) => LOCAL_QUOTA_KEY.to_owned(),
+            (None, false, Some(s)) => format!("session:{s}"),
+            (None, false, None) => "anonymous".to_owned(),
+        }
+    }
+
     /// The `tasks/list` scope, or `None` when this requester cannot be identified.
     pub fn list_scope(&self) -> Option<ListScope> {
         if self.sees_all {
@@ -65,6 +79,16 @@ impl Requester {
         }
     }
 }
+
+/// The quota key of the local stdio peer (and of tasks stored before quota keys existed
+/// that were bound to no one).
+pub const LOCAL_QUOTA_KEY: &str = "local";
+
+/// The `tracing` target of the audit log: one `info` line when a task is created, reaches
+/// a terminal status, has its result retrieved, or is cancelled (task id, method or tool,
+/// principal; never params, results or tokens). Filter it with
+/// `RUST_LOG=info,mcp_tasks::audit=off` (or `=warn`).
+pub const AUDIT_TARGET: &str = "mcp_tasks::audit";
 
 /// Decides the terminal status of a successful result (a `CallToolResult` with
 /// `isError: true` is `failed`).
@@ -178,6 +202,54 @@ impl std::fmt::Debug for TaskEngine {
             .field("instance", &self.inner.instance)
             .finish_non_exhaustive()
     }
+}
+
+/// First delay before storing a task's outcome again after the store failed; it doubles
+/// up to [`OUTCOME_RETRY_MAX_MS`].
+const OUTCOME_RETRY_FIRST_MS: u64 = 50;
+/// Longest delay between two attempts to store a task's outcome.
+const OUTCOME_RETRY_MAX_MS: u64 = 5_000;
+
+/// Longest status message the engine stores for a finished task, in bytes: a tool's
+/// error text is quoted in it and may be as large as its result (which is stored once, as
+/// the outcome).
+pub const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// `message`, cut to at most [`MAX_STATUS_MESSAGE`] bytes (at a character boundary, with
+/// "…" when cut).
+fn bounded_message(mut message: String) -> String {
+    if message.len() > MAX_STATUS_MESSAGE {
+        let mut end = MAX_STATUS_MESSAGE - '…'.len_utf8();
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
+/// The transition that fails `task_id` with `err` (its message is the status message).
+fn failed_transition(task_id: &str, err: &ErrorObject, at_ms: i64) -> Transition {
+    Transition {
+        task_id: task_id.to_owned(),
+        to: TaskStatus::Failed,
+        status_message: Some(err.message.clone()),
+        outcome: Some(Outcome::error(err)),
+        at_ms,
+    }
+}
+
+/// The audit line of a task that reached a terminal status.
+fn audit_finished(rec: &TaskRecord) {
+    tracing::info!(
+        target: AUDIT_TARGET,
+        task_id = %rec.task_id,
+        method = %rec.method,
+        principal = rec.owner.as_deref(),
+        status = %rec.status,
+        "task finished"
+    );
 }
 
 /// The status message of a task failed because its executor stopped.
@@ -438,14 +510,9 @@ impl TaskEngine {
             .collect();
         for id in ids {
             let err = ErrorObject::internal(message.to_owned());
-            let t = Transition {
-                task_id: id.clone(),
-                to: TaskStatus::Failed,
-                status_message: Some(message.to_owned()),
-                outcome: Some(Outcome::error(&err)),
-                at_ms: self.now(),
-            };
+            let t = failed_transition(&id, &err, self.now());
             if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
+                audit_finished(&rec);
                 self.announce(&rec).await;
             }
             self.stop_local(&id);
@@ -486,21 +553,49 @@ impl TaskEngine {
         }
         let ttl = self.inner.policy.resolve_ttl(&spec.task_field)?;
         let task_id = new_task_id();
+        let TaskSpec {
+            requester,
+            method,
+            params,
+            origin,
+            classify,
+            ..
+        } = spec;
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        // The stored text is the only copy of the params the engine keeps: the value goes
+        // now (the runner has what it needs).
+        let request = params.to_string();
+        drop(params);
         let new = NewTask {
             task_id: task_id.clone(),
-            owner: spec.requester.principal.clone(),
+            owner: requester.principal.clone(),
+            quota_key: requester.quota_key(),
             created_at_ms: self.now(),
             ttl_ms: ttl,
             poll_interval_ms: Some(self.inner.policy.poll_interval_ms),
-            method: spec.method.clone(),
-            request: spec.params.to_string(),
+            method,
+            request,
             executor: Some(self.inner.instance.clone()),
             status_message: None,
         };
-        let limit = Some(self.inner.policy.max_active_per_requester);
-        let rec = self.inner.store.create(new, limit).await?;
-        tracing::debug!(task_id = %task_id, method = %spec.method, owner = ?spec.requester.principal, ttl = ?ttl, "task created");
-        self.launch(task_id, spec.origin, spec.classify, runner);
+        let rec = self
+            .inner
+            .store
+            .create(new, &self.inner.policy.limits())
+            .await?;
+        tracing::info!(
+            target: AUDIT_TARGET,
+            task_id = %task_id,
+            method = %rec.method,
+            tool = tool.as_deref(),
+            principal = requester.principal.as_deref(),
+            ttl = ?ttl,
+            "task created"
+        );
+        self.launch(task_id, origin, classify, runner);
         Ok(rec)
     }
 
@@ -559,14 +654,18 @@ impl TaskEngine {
         let (to, message, stored) = match &outcome {
             Ok(v) => {
                 let (status, message) = classify(v);
-                (status, message, Outcome::result(v))
+                (status, message.map(bounded_message), Outcome::result(v))
             }
             Err(e) => (
                 TaskStatus::Failed,
-                Some(format!("Request failed: {} ({})", e.message, e.code)),
+                Some(bounded_message(format!(
+                    "Request failed: {} ({})",
+                    e.message, e.code
+                ))),
                 Outcome::error(e),
             ),
         };
+        drop(outcome);
         let t = Transition {
             task_id: task_id.to_owned(),
             to,
@@ -574,44 +673,101 @@ impl TaskEngine {
             outcome: Some(stored),
             at_ms: self.now(),
         };
-        match self.inner.store.transition(t).await {
-            Ok(TransitionResult::Applied(rec)) => {
-                tracing::debug!(task_id = %task_id, status = %rec.status, "task finished");
+        let stored = match self.store_outcome(t).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                // A task that cannot be finished would stay `working` (its lease is ours,
+                // so no sweep fails it) and its waiters would block until its TTL: record
+                // the failure itself, once the store takes it.
+                let err =
+                    ErrorObject::internal(format!("The task's result could not be stored: {e}"));
+                tracing::error!(task_id = %task_id, error = %e, "could not store the outcome of a task; storing its failure instead");
+                self.store_failure(task_id, &err).await
+            }
+        };
+        match stored {
+            Some(TransitionResult::Applied(rec)) => {
+                audit_finished(&rec);
                 self.announce(&rec).await;
             }
-            Ok(TransitionResult::Rejected(rec)) => {
+            Some(TransitionResult::Rejected(rec)) => {
                 // Spec: "Once a task is cancelled, it MUST remain in cancelled status even if
                 // execution continues to completion or fails." A late outcome is dropped.
                 tracing::debug!(task_id = %task_id, status = %rec.status, "late outcome dropped");
             }
-            Ok(TransitionResult::Missing) => {
+            Some(TransitionResult::Missing) => {
                 tracing::debug!(task_id = %task_id, "outcome of a deleted task dropped")
             }
-            Err(e) => {
-                tracing::error!(task_id = %task_id, error = %e, "could not store the outcome of a task");
-                // Do not leave the task hanging: try to record the failure itself.
-                let err =
-                    ErrorObject::internal(format!("the task's outcome could not be stored: {e}"));
-                let t = Transition {
-                    task_id: task_id.to_owned(),
-                    to: TaskStatus::Failed,
-                    status_message: Some(err.message.clone()),
-                    outcome: Some(Outcome::error(&err)),
-                    at_ms: self.now(),
-                };
-                if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
-                    self.announce(&rec).await;
+            None => {}
+        }
+    }
+
+    /// Store a terminal transition within the policy's byte limits, retrying with backoff
+    /// while the store fails, for up to [`Policy::outcome_retry_ms`]. The last error when
+    /// it never succeeded.
+    async fn store_outcome(&self, t: Transition) -> Result<TransitionResult, crate::StoreError> {
+        let limits = self.inner.policy.limits();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(self.inner.policy.outcome_retry_ms);
+        let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
+        loop {
+            match self.inner.store.transition_within(t.clone(), &limits).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline || self.inner.shutdown.is_cancelled() {
+                        return Err(e);
+                    }
+                    tracing::warn!(task_id = %t.task_id, error = %e, retry_in = ?delay, "could not store the outcome of a task; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay.min(deadline - now)) => {}
+                        () = self.inner.shutdown.cancelled() => return Err(e),
+                    }
+                    delay = (delay * 2).min(Duration::from_millis(OUTCOME_RETRY_MAX_MS));
+                }
+            }
+        }
+    }
+
+    /// Fail `task_id` with `err`, retrying every few seconds until the store takes it (the
+    /// lease stays ours meanwhile, so no sweep fails the task in our place) or the engine
+    /// shuts down (then the next start's lease check fails it).
+    async fn store_failure(&self, task_id: &str, err: &ErrorObject) -> Option<TransitionResult> {
+        let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
+        loop {
+            let t = failed_transition(task_id, err, self.now());
+            match self.inner.store.transition(t).await {
+                Ok(r) => return Some(r),
+                Err(e) => {
+                    tracing::warn!(task_id = %task_id, error = %e, retry_in = ?delay, "could not store the failure of a task; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = self.inner.shutdown.cancelled() => return None,
+                    }
+                    delay = (delay * 2).min(Duration::from_millis(OUTCOME_RETRY_MAX_MS));
                 }
             }
         }
     }
 
     async fn visible(&self, task_id: &str, who: &Requester) -> Result<TaskRecord, EngineError> {
-        let rec = self
-            .inner
-            .store
-            .get(task_id)
-            .await?
+        let rec = self.inner.store.get(task_id).await?;
+        self.seen_by(rec, who)
+    }
+
+    /// [`Self::visible`] without the request and outcome (see [`TaskStore::get_summary`]).
+    async fn visible_summary(
+        &self,
+        task_id: &str,
+        who: &Requester,
+    ) -> Result<TaskRecord, EngineError> {
+        let rec = self.inner.store.get_summary(task_id).await?;
+        self.seen_by(rec, who)
+    }
+
+    /// `rec` if `who` may see it and it has not expired.
+    fn seen_by(&self, rec: Option<TaskRecord>, who: &Requester) -> Result<TaskRecord, EngineError> {
+        let rec = rec
             .filter(|r| who.can_see(r))
             .ok_or(EngineError::NotFound)?;
         if rec.is_expired(self.now()) {
@@ -625,7 +781,7 @@ impl TaskEngine {
     /// # Errors
     /// Not found (also for a foreign task), expired, or a store failure.
     pub async fn get(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        Ok(self.visible(task_id, who).await?.to_wire())
+        Ok(self.visible_summary(task_id, who).await?.to_wire())
     }
 
     /// `tasks/cancel`.
@@ -638,7 +794,7 @@ impl TaskEngine {
     /// # Errors
     /// Not found, expired, already terminal, or a store failure.
     pub async fn cancel(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        let rec = self.visible(task_id, who).await?;
+        let rec = self.visible_summary(task_id, who).await?;
         if rec.status.is_terminal() {
             return Err(EngineError::AlreadyTerminal(rec.status));
         }
@@ -651,7 +807,13 @@ impl TaskEngine {
         };
         match self.inner.store.transition(t).await? {
             TransitionResult::Applied(rec) => {
-                tracing::info!(task_id = %task_id, "task cancelled");
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = who.principal.as_deref(),
+                    "task cancelled"
+                );
                 self.announce(&rec).await;
                 self.stop_local(task_id);
                 Ok(rec.to_wire())
@@ -726,7 +888,14 @@ impl TaskEngine {
         let mut deliverer: Option<Deliverer> = None;
         loop {
             if rec.status.is_terminal() {
-                tracing::debug!(task_id = %task_id, status = %rec.status, "task result retrieved");
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = who.principal.as_deref(),
+                    status = %rec.status,
+                    "task result retrieved"
+                );
                 let Some(outcome) = &rec.outcome else {
                     return Err(EngineError::Store(crate::StoreError::Corrupt(format!(
                         "terminal task {task_id} has no outcome"

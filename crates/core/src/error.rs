@@ -2,14 +2,64 @@
 
 use mcp_tasks_proto::{ErrorObject, codes};
 
+/// Which limit a creation (or a task's outcome) would have gone over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Limit {
+    /// Non-terminal tasks per requester (`--max-active-tasks`).
+    ActiveTasks,
+    /// Stored tasks of any status per requester, until their TTL deletes them
+    /// (`--max-stored-tasks`).
+    StoredTasks,
+    /// Stored bytes (requests and outcomes) per requester (`--max-stored-bytes`).
+    StoredBytes,
+    /// Stored bytes (requests and outcomes) of the whole store (`--max-store-bytes`).
+    StoreBytes,
+}
+
+impl Limit {
+    /// What the limit allows, in words, with its value: "at most 2 active tasks per
+    /// requester".
+    pub fn allows(self, max: u64) -> String {
+        match self {
+            Self::ActiveTasks => format!("at most {max} active tasks per requester"),
+            Self::StoredTasks => format!(
+                "at most {max} tasks per requester are kept (finished ones included, until \
+                 their TTL runs out)"
+            ),
+            Self::StoredBytes => format!(
+                "at most {max} bytes of requests and results per requester are kept (until \
+                 their TTL runs out)"
+            ),
+            Self::StoreBytes => format!(
+                "at most {max} bytes of requests and results are kept in total (until their \
+                 TTL runs out)"
+            ),
+        }
+    }
+
+    /// The refusal of a task creation: "Too many active tasks: at most 2 active tasks per
+    /// requester".
+    pub fn refusal(self, max: u64) -> String {
+        let head = match self {
+            Self::ActiveTasks => "Too many active tasks",
+            Self::StoredTasks => "Too many stored tasks",
+            Self::StoredBytes => "Too many stored bytes",
+            Self::StoreBytes => "The task store is full",
+        };
+        format!("{head}: {}", self.allows(max))
+    }
+}
+
 /// A storage backend failed.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
-    /// Creating the task would exceed the owner's limit of active tasks.
-    #[error("too many active tasks: the limit per requester is {limit}")]
+    /// Creating the task would go over `limit`.
+    #[error("{}", limit.refusal(*max))]
     LimitExceeded {
-        /// The limit in force.
-        limit: u32,
+        /// Which limit.
+        limit: Limit,
+        /// Its value.
+        max: u64,
     },
     /// A task with this id exists already.
     #[error("a task with id {0} exists already")]
@@ -38,9 +88,14 @@ pub enum EngineError {
     /// A malformed parameter.
     #[error("{0}")]
     InvalidParams(String),
-    /// The requester's limit of active tasks is reached.
-    #[error("Too many active tasks: at most {0} active tasks per requester")]
-    TooManyTasks(u32),
+    /// A limit of the requester (or of the store) is reached.
+    #[error("{}", limit.refusal(*max))]
+    LimitExceeded {
+        /// Which limit.
+        limit: Limit,
+        /// Its value.
+        max: u64,
+    },
     /// The store failed.
     #[error("{0}")]
     Store(StoreError),
@@ -52,7 +107,7 @@ pub enum EngineError {
 impl From<StoreError> for EngineError {
     fn from(e: StoreError) -> Self {
         match e {
-            StoreError::LimitExceeded { limit } => Self::TooManyTasks(limit),
+            StoreError::LimitExceeded { limit, max } => Self::LimitExceeded { limit, max },
             other => Self::Store(other),
         }
     }
@@ -70,7 +125,7 @@ impl EngineError {
             Self::NotFound | Self::Expired | Self::AlreadyTerminal(_) | Self::InvalidParams(_) => {
                 codes::INVALID_PARAMS
             }
-            Self::TooManyTasks(_) => codes::TOO_MANY_TASKS,
+            Self::LimitExceeded { .. } => codes::TOO_MANY_TASKS,
             Self::Store(_) | Self::ShuttingDown => codes::INTERNAL_ERROR,
         };
         let message = match self {

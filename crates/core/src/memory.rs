@@ -9,15 +9,46 @@ use tokio::sync::watch;
 use crate::error::StoreError;
 use crate::record::{NewTask, TaskRecord};
 use crate::status::{TaskStatus, allowed_predecessors};
-use crate::store::{ListScope, TaskStore, Transition, TransitionResult};
+use crate::store::{Limits, ListScope, TaskStore, Transition, TransitionResult, within_limits};
 use crate::wake::WakeMap;
+
+/// What the tasks of one quota key hold.
+#[derive(Default, Clone, Copy)]
+struct Usage {
+    active: u64,
+    tasks: u64,
+    bytes: u64,
+}
 
 #[derive(Default)]
 struct Inner {
     tasks: HashMap<String, TaskRecord>,
     by_seq: BTreeMap<i64, String>,
-    active: HashMap<Option<String>, u32>,
+    usage: HashMap<String, Usage>,
+    total_bytes: u64,
     next_seq: i64,
+}
+
+impl Inner {
+    fn usage(&self, key: &str) -> Usage {
+        self.usage.get(key).copied().unwrap_or_default()
+    }
+
+    /// Count `rec` out of its key's usage (deleted).
+    fn forget(&mut self, rec: &TaskRecord) {
+        let bytes = rec.stored_bytes();
+        self.total_bytes = self.total_bytes.saturating_sub(bytes);
+        if let Some(u) = self.usage.get_mut(&rec.quota_key) {
+            u.tasks = u.tasks.saturating_sub(1);
+            u.bytes = u.bytes.saturating_sub(bytes);
+            if is_active(rec.status) {
+                u.active = u.active.saturating_sub(1);
+            }
+            if u.tasks == 0 {
+                self.usage.remove(&rec.quota_key);
+            }
+        }
+    }
 }
 
 /// Tasks in process memory. Transitions are compare-and-swaps under one lock.
@@ -64,21 +95,22 @@ fn is_active(s: TaskStatus) -> bool {
 
 #[async_trait]
 impl TaskStore for MemoryStore {
-    async fn create(&self, t: NewTask, max_active: Option<u32>) -> Result<TaskRecord, StoreError> {
+    async fn create(&self, t: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
         let rec = {
             let mut g = self.lock();
             if g.tasks.contains_key(&t.task_id) {
                 return Err(StoreError::Duplicate(t.task_id));
             }
-            let count = g.active.get(&t.owner).copied().unwrap_or(0);
-            if let Some(limit) = max_active
-                && count >= limit
-            {
-                return Err(StoreError::LimitExceeded { limit });
-            }
+            let u = g.usage(&t.quota_key);
+            let adding = t.stored_bytes();
+            limits.check_create(u.active, u.tasks, u.bytes, g.total_bytes, adding)?;
             g.next_seq += 1;
             let rec = t.into_record(g.next_seq);
-            *g.active.entry(rec.owner.clone()).or_insert(0) += 1;
+            let u = g.usage.entry(rec.quota_key.clone()).or_default();
+            u.active += 1;
+            u.tasks += 1;
+            u.bytes = u.bytes.saturating_add(adding);
+            g.total_bytes = g.total_bytes.saturating_add(adding);
             g.by_seq.insert(rec.seq, rec.task_id.clone());
             g.tasks.insert(rec.task_id.clone(), rec.clone());
             rec
@@ -91,33 +123,55 @@ impl TaskStore for MemoryStore {
         Ok(self.lock().tasks.get(task_id).cloned())
     }
 
+    async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.lock().tasks.get(task_id).map(TaskRecord::summary))
+    }
+
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
+        self.transition_within(t, &Limits::NONE).await
+    }
+
+    async fn transition_within(
+        &self,
+        t: Transition,
+        limits: &Limits,
+    ) -> Result<TransitionResult, StoreError> {
+        let task_id = t.task_id.clone();
         let result = {
             let mut g = self.lock();
-            let Some(rec) = g.tasks.get_mut(&t.task_id) else {
+            let g = &mut *g;
+            let Some(rec) = g.tasks.get_mut(&task_id) else {
                 return Ok(TransitionResult::Missing);
             };
             if !allowed_predecessors(t.to).contains(&rec.status) {
                 return Ok(TransitionResult::Rejected(rec.clone()));
             }
+            let usage = g.usage.entry(rec.quota_key.clone()).or_default();
+            let t = if t.to.is_terminal() {
+                within_limits(t, |adding| {
+                    limits.check_bytes(usage.bytes, g.total_bytes, adding)
+                })
+            } else {
+                t
+            };
             let was_active = is_active(rec.status);
             rec.status = t.to;
             rec.status_message = t.status_message;
             rec.last_updated_at_ms = t.at_ms.max(rec.last_updated_at_ms);
             if t.to.is_terminal() {
+                let before = rec.stored_bytes();
                 rec.outcome = t.outcome;
                 rec.executor = None;
+                let added = rec.stored_bytes().saturating_sub(before);
+                usage.bytes = usage.bytes.saturating_add(added);
+                g.total_bytes = g.total_bytes.saturating_add(added);
             }
-            let rec = rec.clone();
-            if was_active
-                && !is_active(rec.status)
-                && let Some(c) = g.active.get_mut(&rec.owner)
-            {
-                *c = c.saturating_sub(1);
+            if was_active && !is_active(rec.status) {
+                usage.active = usage.active.saturating_sub(1);
             }
-            rec
+            rec.clone()
         };
-        self.wake.notify(&t.task_id);
+        self.wake.notify(&task_id);
         Ok(TransitionResult::Applied(result))
     }
 
@@ -154,11 +208,7 @@ impl TaskStore for MemoryStore {
             for id in &ids {
                 if let Some(rec) = g.tasks.remove(id) {
                     g.by_seq.remove(&rec.seq);
-                    if is_active(rec.status)
-                        && let Some(c) = g.active.get_mut(&rec.owner)
-                    {
-                        *c = c.saturating_sub(1);
-                    }
+                    g.forget(&rec);
                 }
             }
             ids

@@ -84,6 +84,9 @@ pub struct TaskRecord {
     pub task_id: String,
     /// The principal the task is bound to; `None` when bound to no one.
     pub owner: Option<String>,
+    /// What the task counts against for the per-requester limits (see
+    /// [`crate::engine::Requester::quota_key`]): the principal, else the session.
+    pub quota_key: String,
     /// Insertion order, used by `tasks/list` keyset pagination.
     pub seq: i64,
     /// Current status.
@@ -116,6 +119,31 @@ impl TaskRecord {
                 .saturating_add(i64::try_from(t).unwrap_or(i64::MAX))
         })
     }
+    /// The bytes this task keeps in its store: its request and its outcome (what the
+    /// stored-bytes limits count).
+    pub fn stored_bytes(&self) -> u64 {
+        len_u64(&self.request) + self.outcome.as_ref().map_or(0, |o| len_u64(&o.json))
+    }
+    /// This task without its request and outcome (an empty `request`, no `outcome`): what
+    /// `tasks/get` and `tasks/cancel` need, without copying what may be megabytes.
+    pub fn summary(&self) -> TaskRecord {
+        TaskRecord {
+            task_id: self.task_id.clone(),
+            owner: self.owner.clone(),
+            quota_key: self.quota_key.clone(),
+            seq: self.seq,
+            status: self.status,
+            status_message: self.status_message.clone(),
+            created_at_ms: self.created_at_ms,
+            last_updated_at_ms: self.last_updated_at_ms,
+            ttl_ms: self.ttl_ms,
+            poll_interval_ms: self.poll_interval_ms,
+            method: self.method.clone(),
+            request: String::new(),
+            outcome: None,
+            executor: self.executor.clone(),
+        }
+    }
     /// Whether the TTL has passed at `now_ms`.
     pub fn is_expired(&self, now_ms: i64) -> bool {
         self.expires_at_ms().is_some_and(|e| now_ms >= e)
@@ -141,6 +169,9 @@ pub struct NewTask {
     pub task_id: String,
     /// Owner principal, if bound.
     pub owner: Option<String>,
+    /// What the task counts against for the per-requester limits (never empty: the
+    /// empty key is reserved for a store's total).
+    pub quota_key: String,
     /// Creation time.
     pub created_at_ms: i64,
     /// Actual TTL.
@@ -158,12 +189,18 @@ pub struct NewTask {
 }
 
 impl NewTask {
+    /// The bytes the task's request takes in its store.
+    pub fn stored_bytes(&self) -> u64 {
+        len_u64(&self.request)
+    }
+
     /// The record a store holds once it has inserted this task as insertion number `seq`:
     /// `working`, last updated at creation, no outcome yet.
     pub fn into_record(self, seq: i64) -> TaskRecord {
         TaskRecord {
             task_id: self.task_id,
             owner: self.owner,
+            quota_key: self.quota_key,
             seq,
             status: TaskStatus::Working,
             status_message: self.status_message,
@@ -177,4 +214,9 @@ impl NewTask {
             executor: self.executor,
         }
     }
+}
+
+/// A length as `u64` (lossless on every supported platform).
+pub(crate) fn len_u64(s: &str) -> u64 {
+    u64::try_from(s.len()).unwrap_or(u64::MAX)
 }

@@ -3,7 +3,9 @@
 use async_trait::async_trait;
 use tokio::sync::watch;
 
-use crate::error::StoreError;
+use mcp_tasks_proto::{ErrorObject, codes};
+
+use crate::error::{Limit, StoreError};
 use crate::record::{NewTask, Outcome, TaskRecord};
 use crate::status::TaskStatus;
 
@@ -14,6 +16,123 @@ pub enum ListScope {
     All,
     /// Tasks bound to this principal.
     Owner(String),
+}
+
+/// The limits a task creation, or the outcome of a terminal transition, is checked
+/// against, in the same atomic step as the change. Per-requester limits count the tasks of
+/// the same [`crate::record::NewTask::quota_key`]. `None` is no limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Most non-terminal tasks per requester.
+    pub max_active: Option<u32>,
+    /// Most stored tasks (any status, until deleted) per requester.
+    pub max_tasks: Option<u64>,
+    /// Most stored bytes (requests and outcomes) per requester.
+    pub max_bytes: Option<u64>,
+    /// Most stored bytes (requests and outcomes) in the whole store.
+    pub max_total_bytes: Option<u64>,
+}
+
+impl Limits {
+    /// No limit at all.
+    pub const NONE: Self = Self {
+        max_active: None,
+        max_tasks: None,
+        max_bytes: None,
+        max_total_bytes: None,
+    };
+
+    /// Only a limit of `n` active tasks per requester.
+    pub fn active(n: u32) -> Self {
+        Self {
+            max_active: Some(n),
+            ..Self::NONE
+        }
+    }
+
+    /// The limit a creation goes over: a requester with `active` non-terminal and `tasks`
+    /// stored tasks of `bytes` bytes, in a store of `total` bytes, adding a task of
+    /// `adding` bytes.
+    pub fn check_create(
+        &self,
+        active: u64,
+        tasks: u64,
+        bytes: u64,
+        total: u64,
+        adding: u64,
+    ) -> Result<(), StoreError> {
+        if let Some(max) = self.max_active
+            && active >= u64::from(max)
+        {
+            return Err(StoreError::LimitExceeded {
+                limit: Limit::ActiveTasks,
+                max: u64::from(max),
+            });
+        }
+        if let Some(max) = self.max_tasks
+            && tasks >= max
+        {
+            return Err(StoreError::LimitExceeded {
+                limit: Limit::StoredTasks,
+                max,
+            });
+        }
+        self.check_bytes(bytes, total, adding)
+    }
+
+    /// The byte limit that adding `adding` bytes goes over, for a requester holding
+    /// `bytes` in a store of `total` bytes.
+    pub fn check_bytes(&self, bytes: u64, total: u64, adding: u64) -> Result<(), StoreError> {
+        if let Some(max) = self.max_bytes
+            && bytes.saturating_add(adding) > max
+        {
+            return Err(StoreError::LimitExceeded {
+                limit: Limit::StoredBytes,
+                max,
+            });
+        }
+        if let Some(max) = self.max_total_bytes
+            && total.saturating_add(adding) > max
+        {
+            return Err(StoreError::LimitExceeded {
+                limit: Limit::StoreBytes,
+                max,
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The outcome stored instead of one that would go over a byte limit: a JSON-RPC error
+/// with code -32003 that names the limit. The task ends `failed` with the same message.
+pub fn outcome_over_limit(outcome_bytes: u64, limit: Limit, max: u64) -> ErrorObject {
+    ErrorObject::new(
+        codes::TOO_MANY_TASKS,
+        format!(
+            "The task's result ({outcome_bytes} bytes) was not stored: {}",
+            limit.allows(max)
+        ),
+    )
+}
+
+/// What a terminal transition within [`Limits`] stores: `t` itself, or, when its outcome
+/// would go over a byte limit (per `check`), a `failed` transition with the error of
+/// [`outcome_over_limit`].
+pub fn within_limits(
+    mut t: Transition,
+    check: impl FnOnce(u64) -> Result<(), StoreError>,
+) -> Transition {
+    let Some(outcome) = &t.outcome else {
+        return t;
+    };
+    let adding = crate::record::len_u64(&outcome.json);
+    if let Err(StoreError::LimitExceeded { limit, max }) = check(adding) {
+        let err = outcome_over_limit(adding, limit, max);
+        t.to = TaskStatus::Failed;
+        t.status_message = Some(err.message.clone());
+        t.outcome = Some(Outcome::error(&err));
+    }
+    t
 }
 
 /// One compare-and-swap transition.
@@ -52,20 +171,38 @@ pub enum TransitionResult {
 /// * after every committed change of a task, its [`TaskStore::subscribe`] receivers wake.
 #[async_trait]
 pub trait TaskStore: Send + Sync + 'static {
-    /// Insert a task in `working`. With `max_active`, fails with
-    /// [`StoreError::LimitExceeded`] when the owner already has that many non-terminal
-    /// tasks (counted in the same atomic step).
-    async fn create(
-        &self,
-        task: NewTask,
-        max_active: Option<u32>,
-    ) -> Result<TaskRecord, StoreError>;
+    /// Insert a task in `working`. Fails with [`StoreError::LimitExceeded`], creating
+    /// nothing, when the task's [`NewTask::quota_key`] already has `limits.max_active`
+    /// non-terminal tasks or `limits.max_tasks` stored ones, or when its request would take
+    /// the key's stored bytes over `limits.max_bytes` or the store's over
+    /// `limits.max_total_bytes` (all counted in the same atomic step as the insert).
+    async fn create(&self, task: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError>;
 
     /// The task, expired or not (the engine decides what expiry means to the caller).
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError>;
 
+    /// The task as [`TaskRecord::summary`]: without its request and outcome, which may be
+    /// megabytes (`tasks/get`, the most frequent call, needs neither). The default reads
+    /// the whole task.
+    async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.get(task_id).await?.map(|r| r.summary()))
+    }
+
     /// Apply a transition atomically.
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError>;
+
+    /// Apply a transition atomically; when it is terminal and its outcome would take the
+    /// task's quota key over `limits.max_bytes` or the store over `limits.max_total_bytes`,
+    /// store [`within_limits`]'s `failed` transition instead (decided in the same atomic
+    /// step). The default ignores the limits.
+    async fn transition_within(
+        &self,
+        t: Transition,
+        limits: &Limits,
+    ) -> Result<TransitionResult, StoreError> {
+        let _ = limits;
+        self.transition(t).await
+    }
 
     /// Up to `limit` tasks in `scope` with `seq > after_seq`, in ascending `seq`.
     async fn list(

@@ -21,7 +21,7 @@ mod the_suite_catches {
 
     use async_trait::async_trait;
     use mcp_tasks_core::{
-        ListScope, MemoryStore, NewTask, StoreError, TaskRecord, TaskStore, Transition,
+        Limits, ListScope, MemoryStore, NewTask, StoreError, TaskRecord, TaskStore, Transition,
         TransitionResult,
     };
     use mcp_tasks_testkit::conformance::{self, Leases, Store};
@@ -41,6 +41,12 @@ mod the_suite_catches {
         LeaksOwners,
         /// Ignores max_active.
         NoLimit,
+        /// Counts limits by owner, not by quota key.
+        CountsByOwner,
+        /// Ignores the stored-task and stored-byte limits of a creation.
+        NoStoredLimits,
+        /// Stores an outcome whatever its size (ignores the limits of `transition_within`).
+        OutcomeUnlimited,
         /// Deletes tasks one millisecond before they expire.
         EarlyExpiry,
         /// Stores a re-serialised outcome instead of the exact bytes.
@@ -63,9 +69,30 @@ mod the_suite_catches {
 
     #[async_trait]
     impl TaskStore for Broken {
-        async fn create(&self, t: NewTask, max: Option<u32>) -> Result<TaskRecord, StoreError> {
-            let max = if self.bug == Bug::NoLimit { None } else { max };
-            self.inner.create(t, max).await
+        async fn create(&self, mut t: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
+            let mut limits = *limits;
+            match self.bug {
+                Bug::NoLimit => limits.max_active = None,
+                Bug::NoStoredLimits => {
+                    limits.max_tasks = None;
+                    limits.max_bytes = None;
+                    limits.max_total_bytes = None;
+                }
+                Bug::CountsByOwner => t.quota_key = format!("{:?}", t.owner),
+                _ => {}
+            }
+            self.inner.create(t, &limits).await
+        }
+        async fn transition_within(
+            &self,
+            t: Transition,
+            limits: &Limits,
+        ) -> Result<TransitionResult, StoreError> {
+            if self.bug == Bug::OutcomeUnlimited {
+                self.inner.transition(t).await
+            } else {
+                self.inner.transition_within(t, limits).await
+            }
         }
         async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
             self.inner.get(id).await
@@ -176,6 +203,27 @@ mod the_suite_catches {
         );
         assert!(fails(conformance::owner_isolation(broken(Bug::LeaksOwners))).await);
         assert!(fails(conformance::max_active_per_owner(broken(Bug::NoLimit))).await);
+        assert!(
+            fails(conformance::quota_keys_not_owners(broken(
+                Bug::CountsByOwner
+            )))
+            .await
+        );
+        assert!(fails(conformance::stored_tasks_limit(broken(Bug::NoStoredLimits))).await);
+        assert!(
+            fails(conformance::stored_bytes_limits(
+                broken(Bug::NoStoredLimits),
+                Leases::ProcessLocal
+            ))
+            .await
+        );
+        assert!(
+            fails(conformance::stored_bytes_limits(
+                broken(Bug::OutcomeUnlimited),
+                Leases::ProcessLocal
+            ))
+            .await
+        );
         assert!(fails(conformance::ttl_deletion(broken(Bug::EarlyExpiry))).await);
         assert!(
             fails(conformance::legal_transitions(broken(

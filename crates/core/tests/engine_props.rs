@@ -10,12 +10,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-use async_trait::async_trait;
 use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
 use mcp_tasks_core::status::can_transition;
-use mcp_tasks_core::{Clock, MemoryStore, Policy, Requester, RequestorChannel, TaskEngine};
+use mcp_tasks_core::{Clock, MemoryStore, Policy, Requester, TaskEngine};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
+use mcp_tasks_testkit::NoRequestor;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -25,15 +25,6 @@ impl Clock for ManualClock {
     fn now_ms(&self) -> i64 {
         self.0.load(Ordering::SeqCst)
     }
-}
-
-struct Silent;
-#[async_trait]
-impl RequestorChannel for Silent {
-    async fn request(&self, _m: &str, _p: Value) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::internal("no requestor"))
-    }
-    async fn notify(&self, _m: &str, _p: Value) {}
 }
 
 fn classify(v: &Value) -> (TaskStatus, Option<String>) {
@@ -104,7 +95,7 @@ impl Harness {
                 method: "tools/call".into(),
                 params: json!({"name": "t"}),
                 task_field: json!({}),
-                origin: Arc::new(Silent),
+                origin: Arc::new(NoRequestor),
                 classify: classify as Classifier,
             };
             let runner = Box::new(move |_run: TaskRun| {

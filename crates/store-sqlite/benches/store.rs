@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use mcp_tasks_core::{ListScope, NewTask, TaskStore, Transition, TransitionResult};
+use mcp_tasks_core::{Limits, ListScope, NewTask, TaskStore, Transition, TransitionResult};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use tokio::runtime::Runtime;
@@ -41,6 +41,7 @@ fn task(i: u64) -> NewTask {
     NewTask {
         task_id: format!("{i:08x}-bench-0000-0000-{i:012x}"),
         owner: Some(format!("owner-{}", i % OWNERS)),
+        quota_key: format!("principal:owner-{}", i % OWNERS),
         created_at_ms: T0 + i64::try_from(i).unwrap_or(0),
         ttl_ms: Some(3_600_000),
         poll_interval_ms: Some(1000),
@@ -81,7 +82,13 @@ fn transitions(c: &mut Criterion, rt: &Runtime) {
             let ids: Vec<String> = rt.block_on(async {
                 let mut ids = Vec::new();
                 for i in 0..writers as u64 {
-                    ids.push(store.create(task(i), None).await.expect("create").task_id);
+                    ids.push(
+                        store
+                            .create(task(i), &Limits::NONE)
+                            .await
+                            .expect("create")
+                            .task_id,
+                    );
                 }
                 ids
             });

@@ -43,7 +43,7 @@ use std::thread::JoinHandle;
 use async_trait::async_trait;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    ListScope, NewTask, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
+    Limits, ListScope, NewTask, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use rusqlite::Connection;
 use tokio::sync::{oneshot, watch};
@@ -332,12 +332,9 @@ impl Drop for SqliteStore {
 
 #[async_trait]
 impl TaskStore for SqliteStore {
-    async fn create(
-        &self,
-        task: NewTask,
-        max_active: Option<u32>,
-    ) -> Result<TaskRecord, StoreError> {
-        self.write(move |c| ops::create(c, task, max_active)).await
+    async fn create(&self, task: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
+        let limits = *limits;
+        self.write(move |c| ops::create(c, task, &limits)).await
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -350,8 +347,26 @@ impl TaskStore for SqliteStore {
         self.read(move |c| ops::get(c, &id)).await
     }
 
+    async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        if let Some(r) = self.shared.try_read_now(&|c| ops::get_summary(c, task_id)) {
+            return r;
+        }
+        let id = task_id.to_owned();
+        self.read(move |c| ops::get_summary(c, &id)).await
+    }
+
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
         self.write(move |c| ops::transition(c, &t)).await
+    }
+
+    async fn transition_within(
+        &self,
+        t: Transition,
+        limits: &Limits,
+    ) -> Result<TransitionResult, StoreError> {
+        let limits = *limits;
+        self.write(move |c| ops::transition_within(c, t, &limits))
+            .await
     }
 
     async fn list(

@@ -3,7 +3,10 @@
 //! whose waiters must wake once the batch is committed.
 
 use mcp_tasks_core::status::allowed_predecessors;
-use mcp_tasks_core::{NewTask, Outcome, OutcomeKind, TaskRecord, Transition, TransitionResult};
+use mcp_tasks_core::store::within_limits;
+use mcp_tasks_core::{
+    Limits, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord, Transition, TransitionResult,
+};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
 use rusqlite::types::Type;
@@ -11,7 +14,8 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// The columns every query returns, in [`read_record`] order.
 const COLS: &str = "seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
-                    ttl_ms, poll_interval_ms, method, request, outcome_kind, outcome, executor";
+                    ttl_ms, poll_interval_ms, method, request, outcome_kind, outcome, executor, \
+                    quota_key";
 
 /// The non-terminal statuses, as an SQL list (matches the partial indexes' predicate).
 const ACTIVE: &str = "('working', 'input_required')";
@@ -48,6 +52,7 @@ pub(crate) fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         seq: row.get(0)?,
         task_id: row.get(1)?,
         owner: row.get(2)?,
+        quota_key: row.get(14)?,
         status,
         status_message: row.get(4)?,
         created_at_ms: row.get(5)?,
@@ -87,8 +92,9 @@ fn expires_at(created_ms: i64, ttl_ms: Option<u64>) -> Option<i64> {
 fn insert(conn: &Connection, t: &NewTask) -> rusqlite::Result<i64> {
     conn.prepare_cached(
         "INSERT INTO tasks (task_id, owner, status, status_message, created_ms, \
-         last_updated_ms, ttl_ms, expires_at, poll_interval_ms, method, request, executor) \
-         VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+         last_updated_ms, ttl_ms, expires_at, poll_interval_ms, method, request, executor, \
+         quota_key, bytes) \
+         VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         t.task_id,
@@ -101,42 +107,93 @@ fn insert(conn: &Connection, t: &NewTask) -> rusqlite::Result<i64> {
         t.method,
         t.request,
         t.executor,
+        t.quota_key,
+        i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX),
     ])?;
     Ok(conn.last_insert_rowid())
 }
 
-/// Insert a task in `working`, counting the owner's active tasks in the same transaction.
-pub(crate) fn create(
-    conn: &Connection,
-    t: NewTask,
-    max_active: Option<u32>,
-) -> OpResult<TaskRecord> {
+fn domain(e: StoreError) -> OpError {
+    OpError::Domain(e)
+}
+
+fn to_u64(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or(0)
+}
+
+/// The tasks and bytes stored under `key` (`''`: the whole store).
+fn usage(conn: &Connection, key: &str) -> rusqlite::Result<(u64, u64)> {
+    Ok(conn
+        .prepare_cached("SELECT tasks, bytes FROM quota_usage WHERE quota_key = ?1")?
+        .query_row([key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
+        .optional()?
+        .map_or((0, 0), |(t, b)| (to_u64(t), to_u64(b))))
+}
+
+/// Insert a task in `working`, checking its requester's limits (active tasks on the
+/// partial index, stored tasks and bytes in `quota_usage`) in the same transaction.
+pub(crate) fn create(conn: &Connection, t: NewTask, limits: &Limits) -> OpResult<TaskRecord> {
     let exists = conn
         .prepare_cached("SELECT 1 FROM tasks WHERE task_id = ?1")?
         .query_row([&t.task_id], |_| Ok(()))
         .optional()?;
     if exists.is_some() {
-        return Err(OpError::Domain(mcp_tasks_core::StoreError::Duplicate(
-            t.task_id.clone(),
-        )));
+        return Err(domain(StoreError::Duplicate(t.task_id.clone())));
     }
-    if let Some(limit) = max_active {
-        // `owner IS ?1`: tasks bound to no one count as one requester, like the memory
-        // store's `Option<String>` key.
-        let active: i64 = conn
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM tasks WHERE owner IS ?1 AND status IN {ACTIVE}"
+    if *limits != Limits::NONE {
+        let active: i64 = if limits.max_active.is_some() {
+            conn.prepare_cached(&format!(
+                "SELECT count(*) FROM tasks WHERE quota_key = ?1 AND status IN {ACTIVE}"
             ))?
-            .query_row([&t.owner], |r| r.get(0))?;
-        if active >= i64::from(limit) {
-            return Err(OpError::Domain(mcp_tasks_core::StoreError::LimitExceeded {
-                limit,
-            }));
-        }
+            .query_row([&t.quota_key], |r| r.get(0))?
+        } else {
+            0
+        };
+        let (tasks, bytes) = if limits.max_tasks.is_some() || limits.max_bytes.is_some() {
+            usage(conn, &t.quota_key)?
+        } else {
+            (0, 0)
+        };
+        let total = if limits.max_total_bytes.is_some() {
+            usage(conn, "")?.1
+        } else {
+            0
+        };
+        limits
+            .check_create(to_u64(active), tasks, bytes, total, t.stored_bytes())
+            .map_err(domain)?;
     }
     let seq = insert(conn, &t)?;
     let id = t.task_id.clone();
     Ok((t.into_record(seq), vec![id]))
+}
+
+/// A transition whose outcome is checked against the byte limits first (in the same
+/// transaction): over one, [`within_limits`] stores a `failed` outcome naming it instead.
+pub(crate) fn transition_within(
+    conn: &Connection,
+    t: Transition,
+    limits: &Limits,
+) -> OpResult<TransitionResult> {
+    let checked = t.to.is_terminal()
+        && t.outcome.is_some()
+        && (limits.max_bytes.is_some() || limits.max_total_bytes.is_some());
+    if !checked {
+        return transition(conn, &t);
+    }
+    let key: Option<String> = conn
+        .prepare_cached("SELECT quota_key FROM tasks WHERE task_id = ?1")?
+        .query_row([&t.task_id], |r| r.get(0))
+        .optional()?;
+    let t = match key {
+        None => t,
+        Some(key) => {
+            let (_, bytes) = usage(conn, &key)?;
+            let (_, total) = usage(conn, "")?;
+            within_limits(t, |adding| limits.check_bytes(bytes, total, adding))
+        }
+    };
+    transition(conn, &t)
 }
 
 /// Insert many tasks (no limit check): the bulk path for imports and benchmarks.
@@ -144,7 +201,7 @@ pub(crate) fn import(conn: &Connection, tasks: &[NewTask]) -> OpResult<usize> {
     for t in tasks {
         insert(conn, t).map_err(|e| match e.sqlite_error_code() {
             Some(rusqlite::ErrorCode::ConstraintViolation) => {
-                OpError::Domain(mcp_tasks_core::StoreError::Duplicate(t.task_id.clone()))
+                OpError::Domain(StoreError::Duplicate(t.task_id.clone()))
             }
             _ => OpError::Sqlite(e),
         })?;
@@ -174,7 +231,8 @@ pub(crate) fn transition(conn: &Connection, t: &Transition) -> OpResult<Transiti
         conn.prepare_cached(&format!(
             "UPDATE tasks SET status = ?2, status_message = ?3, \
              last_updated_ms = max(?4, last_updated_ms), outcome_kind = ?5, outcome = ?6, \
-             executor = NULL WHERE task_id = ?1 AND status IN {from}"
+             bytes = bytes + ifnull(length(?6), 0), executor = NULL \
+             WHERE task_id = ?1 AND status IN {from}"
         ))?
         .execute(params![
             t.task_id,
@@ -252,7 +310,7 @@ pub(crate) fn fail_orphans(
         .prepare_cached(&format!(
             "UPDATE tasks SET status = 'failed', status_message = ?2, \
              last_updated_ms = max(?1, last_updated_ms), outcome_kind = 'error', \
-             outcome = ?3, executor = NULL \
+             outcome = ?3, bytes = bytes + length(?3), executor = NULL \
              WHERE status IN {ACTIVE} AND (executor IS NULL OR executor NOT IN \
              (SELECT instance FROM executors WHERE lease_until >= ?1)) RETURNING {COLS}"
         ))?
@@ -300,6 +358,20 @@ pub(crate) fn adopt(
         .query_row(params![task_id, executor, now_ms], read_record)
         .optional()?;
     Ok((rec, Vec::new()))
+}
+
+/// One task without its request and outcome ([`TaskRecord::summary`]): neither is read.
+pub(crate) fn get_summary(
+    conn: &Connection,
+    task_id: &str,
+) -> rusqlite::Result<Option<TaskRecord>> {
+    conn.prepare_cached(
+        "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
+         ttl_ms, poll_interval_ms, method, '', NULL, NULL, executor, quota_key \
+         FROM tasks WHERE task_id = ?1",
+    )?
+    .query_row([task_id], read_record)
+    .optional()
 }
 
 /// One task.
@@ -361,8 +433,8 @@ mod tests {
         crate::schema::prepare(&conn, &path).unwrap();
         let cases = [
             (
-                format!("SELECT count(*) FROM tasks WHERE owner IS ?1 AND status IN {ACTIVE}"),
-                "tasks_active_owner",
+                format!("SELECT count(*) FROM tasks WHERE quota_key = ?1 AND status IN {ACTIVE}"),
+                "tasks_active_quota",
             ),
             (
                 format!(
@@ -385,7 +457,8 @@ mod tests {
                     "UPDATE tasks SET status = 'failed' WHERE status IN {ACTIVE} AND (executor IS \
                      NULL OR executor NOT IN (SELECT instance FROM executors WHERE lease_until >= ?1))"
                 ),
-                "tasks_active_executor",
+                // Either partial index of the active tasks: both hold exactly those rows.
+                "USING INDEX tasks_active_",
             ),
             (
                 "UPDATE tasks SET status = 'failed' WHERE task_id = ?1 AND status IN ('working')"

@@ -17,7 +17,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x4D43_5054;
 
 /// The schema version this build writes (`PRAGMA user_version`); a file with a higher
 /// one is refused.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 /// Migrations: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -60,6 +60,48 @@ const MIGRATIONS: &[&str] = &[
         key   TEXT PRIMARY KEY,
         value BLOB NOT NULL
     ) WITHOUT ROWID;
+    ",
+    // 1 -> 2: per-requester storage quotas. Each task names what it counts against
+    // (`quota_key`: the principal, else the session, else 'local' for the stdio peer; tasks
+    // stored before were counted by owner, so they keep that) and the bytes it stores
+    // (request and outcome). `quota_usage` keeps, per key and in total (key ''), the tasks
+    // and bytes stored, maintained by triggers on every insert, outcome and delete (also the
+    // sweeps'), so that a creation checks its limits with two primary-key reads.
+    "
+    ALTER TABLE tasks ADD COLUMN quota_key TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tasks ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
+    UPDATE tasks SET
+        quota_key = CASE WHEN owner IS NULL THEN 'local' ELSE 'principal:' || owner END,
+        bytes = length(CAST(request AS BLOB)) + ifnull(length(outcome), 0);
+    DROP INDEX tasks_active_owner;
+    CREATE INDEX tasks_active_quota ON tasks (quota_key)
+        WHERE status IN ('working', 'input_required');
+    CREATE TABLE quota_usage (
+        quota_key TEXT PRIMARY KEY,
+        tasks     INTEGER NOT NULL,
+        bytes     INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    INSERT INTO quota_usage (quota_key, tasks, bytes)
+        SELECT quota_key, count(*), sum(bytes) FROM tasks GROUP BY quota_key;
+    INSERT INTO quota_usage (quota_key, tasks, bytes)
+        SELECT '', count(*), ifnull(sum(bytes), 0) FROM tasks;
+    CREATE TRIGGER quota_usage_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO quota_usage (quota_key, tasks, bytes) VALUES (NEW.quota_key, 1, NEW.bytes)
+            ON CONFLICT (quota_key) DO UPDATE SET
+                tasks = tasks + 1, bytes = bytes + excluded.bytes;
+        UPDATE quota_usage SET tasks = tasks + 1, bytes = bytes + NEW.bytes
+            WHERE quota_key = '';
+    END;
+    CREATE TRIGGER quota_usage_bytes AFTER UPDATE OF bytes ON tasks BEGIN
+        UPDATE quota_usage SET bytes = bytes + NEW.bytes - OLD.bytes
+            WHERE quota_key IN (NEW.quota_key, '');
+    END;
+    CREATE TRIGGER quota_usage_delete AFTER DELETE ON tasks BEGIN
+        UPDATE quota_usage SET tasks = tasks - 1, bytes = bytes - OLD.bytes
+            WHERE quota_key IN (OLD.quota_key, '');
+        DELETE FROM quota_usage WHERE quota_key = OLD.quota_key AND quota_key <> ''
+            AND tasks <= 0;
+    END;
     ",
 ];
 
@@ -274,5 +316,60 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             let _ = conn.execute_batch("ROLLBACK");
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A version-1 file (tasks counted by owner) migrates to quota keys: a task bound to a
+    /// principal counts against that principal, one bound to no one against the local
+    /// peer, and `quota_usage` holds what the tasks already store.
+    #[test]
+    fn version_1_tasks_get_quota_keys_and_their_usage() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v1.db");
+        let conn = open_writer(&path, &SqliteOptions::default()).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 1; PRAGMA application_id = {APPLICATION_ID};
+             INSERT INTO meta (key, value) VALUES ('cursor_key', zeroblob(32));
+             INSERT INTO tasks (task_id, owner, status, created_ms, last_updated_ms, method,
+                 request, outcome_kind, outcome)
+             VALUES ('a', 'alice', 'completed', 1, 1, 'tools/call', '{{\"é\":1}}', 'result',
+                     CAST('{{}}' AS BLOB)),
+                    ('b', NULL, 'working', 1, 1, 'tools/call', '12345', NULL, NULL),
+                    ('c', 'alice', 'working', 1, 1, 'tools/call', '1', NULL, NULL);"
+        ))
+        .unwrap();
+        prepare(&conn, &path).unwrap();
+        assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
+        let rows = |sql: &str| -> Vec<(String, String, i64)> {
+            conn.prepare(sql)
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
+        assert_eq!(
+            rows("SELECT task_id, quota_key, bytes FROM tasks ORDER BY task_id"),
+            vec![
+                ("a".into(), "principal:alice".into(), 8 + 2),
+                ("b".into(), "local".into(), 5),
+                ("c".into(), "principal:alice".into(), 1),
+            ]
+        );
+        assert_eq!(
+            rows(
+                "SELECT quota_key, CAST(tasks AS TEXT), bytes FROM quota_usage ORDER BY quota_key"
+            ),
+            vec![
+                (String::new(), "3".into(), 16),
+                ("local".into(), "1".into(), 5),
+                ("principal:alice".into(), "2".into(), 11),
+            ]
+        );
     }
 }

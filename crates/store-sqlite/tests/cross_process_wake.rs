@@ -6,7 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_tasks_core::{Outcome, TaskStore, Transition, TransitionResult};
+use mcp_tasks_core::{Limits, Outcome, TaskStore, Transition, TransitionResult};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
 use mcp_tasks_testkit::conformance::T0;
@@ -44,7 +44,7 @@ async fn a_waiter_wakes_on_a_change_made_through_another_store_on_the_file() {
     let path = dir.path().join("shared.db");
     let a = Arc::new(SqliteStore::open(&path, SqliteOptions::default()).unwrap());
     let b = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    let rec = a.create(common::task(None), None).await.unwrap();
+    let rec = a.create(common::task(None), &Limits::NONE).await.unwrap();
     let waiter = {
         let a = Arc::clone(&a);
         let id = rec.task_id.clone();
@@ -81,7 +81,10 @@ async fn a_waiter_wakes_on_a_change_made_by_another_process() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("shared.db");
     let store = Arc::new(SqliteStore::open(&path, SqliteOptions::default()).unwrap());
-    let rec = store.create(common::task(None), None).await.unwrap();
+    let rec = store
+        .create(common::task(None), &Limits::NONE)
+        .await
+        .unwrap();
     let waiter = {
         let s = Arc::clone(&store);
         let id = rec.task_id.clone();

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_core::{
-    NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
+    Limits, NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
@@ -20,7 +20,7 @@ async fn seed(store: &SqliteStore) -> Vec<TaskRecord> {
     let mut out = Vec::new();
     for i in 0..6 {
         let rec = store
-            .create(common::task(Some("seed")), None)
+            .create(common::task(Some("seed")), &Limits::NONE)
             .await
             .unwrap();
         let rec = if i % 2 == 0 {
@@ -87,7 +87,7 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     store.set_max_pages(Some(pages)).await.unwrap();
     let path_text = path.display().to_string();
     let m = unavailable(
-        store.create(big_task(64), None).await,
+        store.create(big_task(64), &Limits::NONE).await,
         "create on a full disk",
         &["full", &path_text],
     );
@@ -97,9 +97,9 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     let store = std::sync::Arc::new(store);
     for _ in 0..16 {
         let s = std::sync::Arc::clone(&store);
-        handles.push(tokio::spawn(
-            async move { s.create(big_task(16), None).await },
-        ));
+        handles.push(tokio::spawn(async move {
+            s.create(big_task(16), &Limits::NONE).await
+        }));
     }
     for h in handles {
         unavailable(
@@ -118,7 +118,7 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     );
     // Space again.
     store.set_max_pages(None).await.unwrap();
-    let rec = store.create(big_task(64), None).await.unwrap();
+    let rec = store.create(big_task(64), &Limits::NONE).await.unwrap();
     assert_eq!(store.get(&rec.task_id).await.unwrap(), Some(rec));
     all_there(&store, &seeded).await;
 }
@@ -138,7 +138,7 @@ async fn a_lock_held_elsewhere_fails_writes_after_busy_timeout_then_clears() {
 
     let started = Instant::now();
     let m = unavailable(
-        store.create(common::task(None), None).await,
+        store.create(common::task(None), &Limits::NONE).await,
         "create under a held lock",
         &["locked", &path.display().to_string()],
     );
@@ -168,7 +168,10 @@ async fn a_lock_held_elsewhere_fails_writes_after_busy_timeout_then_clears() {
     all_there(&store, &seeded).await;
 
     other.execute_batch("ROLLBACK").unwrap();
-    store.create(common::task(None), None).await.unwrap();
+    store
+        .create(common::task(None), &Limits::NONE)
+        .await
+        .unwrap();
     assert!(matches!(
         store.transition(t).await.unwrap(),
         TransitionResult::Applied(_)
@@ -200,7 +203,7 @@ async fn read_only_scenario(dir: &Path) {
         .expect("a read-only file still opens: its tasks can be read");
     all_there(&store, &seeded).await;
     let m = unavailable(
-        store.create(common::task(None), None).await,
+        store.create(common::task(None), &Limits::NONE).await,
         "create on a read-only file",
         &["read-only", &path.display().to_string()],
     );
@@ -213,7 +216,7 @@ async fn read_only_scenario(dir: &Path) {
     all_there(&store, &seeded).await;
     set_mode(0o644);
     let rec = store
-        .create(common::task(None), None)
+        .create(common::task(None), &Limits::NONE)
         .await
         .expect("writes work again once the file is writable");
     assert_eq!(store.get(&rec.task_id).await.unwrap(), Some(rec));
@@ -243,4 +246,162 @@ async fn a_read_only_file_fails_writes_then_clears() {
         common::run_child("read_only_child", &[("MCP_TASKS_RO_DIR", &d)], Some(65534)),
         "the read-only scenario failed in the child process (see its output above)"
     );
+}
+
+mod outcome_store_faults {
+    //! Issue 15 (10): a task whose outcome cannot be stored (disk full, a lock held
+    //! elsewhere) does not stay `working` for good: the engine keeps the task and retries;
+    //! within its retry budget the outcome is stored once the store takes writes again,
+    //! past it the task fails naming the cause; a waiting `tasks/result` returns either way.
+    use std::path::Path;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
+    use mcp_tasks_core::{EngineError, Policy, Requester, SystemClock, TaskEngine};
+    use mcp_tasks_proto::ErrorObject;
+    use mcp_tasks_proto::mcp::TaskStatus;
+    use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
+    use mcp_tasks_testkit::NoRequestor;
+    use serde_json::{Value, json};
+    use tokio::sync::oneshot;
+    use tokio::task::JoinHandle;
+
+    fn completed(_: &Value) -> (TaskStatus, Option<String>) {
+        (TaskStatus::Completed, None)
+    }
+
+    type Work =
+        std::pin::Pin<Box<dyn std::future::Future<Output = Result<Value, ErrorObject>> + Send>>;
+    type Waited = Result<Result<Value, ErrorObject>, EngineError>;
+
+    fn big_result() -> Value {
+        json!({"content": [{"type": "text", "text": "z".repeat(512 * 1024)}]})
+    }
+
+    struct Running {
+        engine: TaskEngine,
+        id: String,
+        go: oneshot::Sender<()>,
+        waiter: JoinHandle<Waited>,
+    }
+
+    /// An engine over `store` and one task that returns [`big_result`] when told to, with
+    /// a `tasks/result` waiting for it.
+    async fn start(store: Arc<SqliteStore>, retry_ms: u64) -> Running {
+        let policy = Policy {
+            outcome_retry_ms: retry_ms,
+            ..Policy::default()
+        };
+        let engine = TaskEngine::new(store, policy, Arc::new(SystemClock));
+        let (go, ready) = oneshot::channel::<()>();
+        let spec = TaskSpec {
+            requester: Requester::local(),
+            method: "tools/call".into(),
+            params: json!({"name": "big"}),
+            task_field: json!({}),
+            origin: Arc::new(NoRequestor),
+            classify: completed as Classifier,
+        };
+        let runner = Box::new(move |_run: TaskRun| {
+            Box::pin(async move {
+                let _ = ready.await;
+                Ok(big_result())
+            }) as Work
+        });
+        let id = engine.create(spec, runner).await.unwrap().task_id;
+        let waiter = {
+            let (engine, id) = (engine.clone(), id.clone());
+            tokio::spawn(async move { engine.result(&id, &Requester::local(), None).await })
+        };
+        Running {
+            engine,
+            id,
+            go,
+            waiter,
+        }
+    }
+
+    impl Running {
+        /// The task finishes while the store refuses writes; some time passes.
+        async fn finish_into_a_fault(
+            self,
+            wait: Duration,
+        ) -> (TaskEngine, String, JoinHandle<Waited>) {
+            self.go.send(()).unwrap();
+            tokio::time::sleep(wait).await;
+            let task = self
+                .engine
+                .get(&self.id, &Requester::local())
+                .await
+                .unwrap();
+            assert_eq!(task.status, TaskStatus::Working, "nothing could be stored");
+            assert!(!self.waiter.is_finished(), "tasks/result returned early");
+            assert_eq!(self.engine.running_count(), 1, "the task stays ours");
+            (self.engine, self.id, self.waiter)
+        }
+    }
+
+    async fn returned(waiter: JoinHandle<Waited>) -> Result<Value, ErrorObject> {
+        tokio::time::timeout(Duration::from_secs(15), waiter)
+            .await
+            .expect("tasks/result returned once the store took writes again")
+            .unwrap()
+            .unwrap()
+    }
+
+    fn page_count(path: &Path) -> u64 {
+        let c = rusqlite::Connection::open(path).unwrap();
+        let n: i64 = c.query_row("PRAGMA page_count", [], |r| r.get(0)).unwrap();
+        u64::try_from(n).unwrap()
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_result_refused_by_a_full_disk_is_stored_once_there_is_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("full.db");
+        let store = Arc::new(SqliteStore::open(&path, SqliteOptions::default()).unwrap());
+        let running = start(Arc::clone(&store), 30_000).await;
+        // The disk is full: the file may not grow by a single page.
+        store.set_max_pages(Some(page_count(&path))).await.unwrap();
+        let (engine, id, waiter) = running
+            .finish_into_a_fault(Duration::from_millis(400))
+            .await;
+        store.set_max_pages(None).await.unwrap();
+        let mut got = returned(waiter).await.expect("the task's own result");
+        got.as_object_mut().unwrap().remove("_meta");
+        assert_eq!(got, big_result());
+        let task = engine.get(&id, &Requester::local()).await.unwrap();
+        assert_eq!(task.status, TaskStatus::Completed);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_result_that_cannot_be_stored_in_time_fails_the_task_naming_the_cause() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("locked.db");
+        let opts = SqliteOptions {
+            busy_timeout: Duration::from_millis(50),
+            ..SqliteOptions::default()
+        };
+        let store = Arc::new(SqliteStore::open(&path, opts).unwrap());
+        let running = start(Arc::clone(&store), 300).await;
+        let other = rusqlite::Connection::open(&path).unwrap();
+        other.execute_batch("BEGIN EXCLUSIVE").unwrap();
+        let (engine, id, waiter) = running
+            .finish_into_a_fault(Duration::from_millis(800))
+            .await;
+        other.execute_batch("ROLLBACK").unwrap();
+        let err = returned(waiter).await.expect_err("the task failed");
+        assert_eq!(err.code, -32603, "{err:?}");
+        assert!(
+            err.message
+                .contains("The task's result could not be stored")
+                && err.message.contains("locked"),
+            "{}",
+            err.message
+        );
+        let task = engine.get(&id, &Requester::local()).await.unwrap();
+        assert_eq!(task.status, TaskStatus::Failed);
+        assert_eq!(task.status_message.as_deref(), Some(err.message.as_str()));
+    }
 }

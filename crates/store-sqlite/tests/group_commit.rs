@@ -5,7 +5,7 @@ mod common;
 
 use std::sync::Arc;
 
-use mcp_tasks_core::{Outcome, TaskStore, Transition, TransitionResult};
+use mcp_tasks_core::{Limits, Outcome, TaskStore, Transition, TransitionResult};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore};
 use mcp_tasks_testkit::conformance::T0;
@@ -21,7 +21,10 @@ async fn concurrent_writes_share_commits_and_are_committed_when_answered() {
         let store = Arc::clone(&store);
         let path = path.clone();
         handles.push(tokio::spawn(async move {
-            let rec = store.create(common::task(Some("gc")), None).await.unwrap();
+            let rec = store
+                .create(common::task(Some("gc")), &Limits::NONE)
+                .await
+                .unwrap();
             let t = Transition {
                 task_id: rec.task_id.clone(),
                 to: TaskStatus::Completed,

@@ -2,7 +2,7 @@
 
 mod common;
 
-use mcp_tasks_core::{StoreError, TaskStore};
+use mcp_tasks_core::{Limits, StoreError, TaskStore};
 use mcp_tasks_store_sqlite::{SCHEMA_VERSION, SqliteOptions, SqliteStore, Synchronous};
 
 fn open(path: &std::path::Path) -> Result<SqliteStore, StoreError> {
@@ -101,7 +101,10 @@ async fn open_creates_parent_dirs_sets_wal_and_from_spec_works() {
     assert_eq!(store.path(), path);
     assert_eq!(store.options().synchronous, Synchronous::Normal);
     assert_eq!(store.options().busy_timeout.as_millis(), 1234);
-    store.create(common::task(None), None).await.unwrap();
+    store
+        .create(common::task(None), &Limits::NONE)
+        .await
+        .unwrap();
     let c = rusqlite::Connection::open(&path).unwrap();
     let mode: String = c
         .query_row("PRAGMA journal_mode", [], |r| r.get(0))

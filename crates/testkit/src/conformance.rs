@@ -26,8 +26,8 @@ use std::time::Duration;
 
 use mcp_tasks_core::status::can_transition;
 use mcp_tasks_core::{
-    ListScope, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord, TaskStore, Transition,
-    TransitionResult,
+    Limit, Limits, ListScope, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord, TaskStore,
+    Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use proptest::strategy::{Strategy, ValueTree};
@@ -72,6 +72,9 @@ where
     pagination_under_concurrent_inserts(make().await).await;
     owner_isolation(make().await).await;
     max_active_per_owner(make().await).await;
+    quota_keys_not_owners(make().await).await;
+    stored_tasks_limit(make().await).await;
+    stored_bytes_limits(make().await, leases).await;
     wake_ups(make().await, leases).await;
     cursor_key_stable(make().await, make().await).await;
     match leases {
@@ -99,6 +102,7 @@ pub fn new_task(owner: Option<&str>, executor: Option<&str>) -> NewTask {
     NewTask {
         task_id: unique_id("task"),
         owner: owner.map(str::to_owned),
+        quota_key: quota_key(owner),
         created_at_ms: T0,
         ttl_ms: Some(60_000),
         poll_interval_ms: Some(1000),
@@ -107,6 +111,11 @@ pub fn new_task(owner: Option<&str>, executor: Option<&str>) -> NewTask {
         executor: executor.map(str::to_owned),
         status_message: None,
     }
+}
+
+/// The quota key the engine gives a task of `owner` (a principal, or the local peer).
+pub fn quota_key(owner: Option<&str>) -> String {
+    owner.map_or_else(|| "local".to_owned(), |o| format!("principal:{o}"))
 }
 
 fn result_outcome(text: &str) -> Outcome {
@@ -149,7 +158,7 @@ fn tr(
 async fn create(store: &Store, t: NewTask) -> TaskRecord {
     let id = t.task_id.clone();
     store
-        .create(t, None)
+        .create(t, &Limits::NONE)
         .await
         .unwrap_or_else(|e| panic!("create {id} failed: {e}"))
 }
@@ -173,6 +182,24 @@ async fn apply(store: &Store, t: Transition) -> TransitionResult {
         .transition(t)
         .await
         .unwrap_or_else(|e| panic!("transition {what} failed: {e}"))
+}
+
+/// Complete `id` (from `working`) with a small result at `at_ms`.
+async fn complete(store: &Store, id: &str, at_ms: i64) -> TaskRecord {
+    applied(
+        apply(
+            store,
+            tr(
+                id,
+                TaskStatus::Completed,
+                None,
+                Some(result_outcome("x")),
+                at_ms,
+            ),
+        )
+        .await,
+        "complete",
+    )
 }
 
 fn applied(r: TransitionResult, what: &str) -> TaskRecord {
@@ -239,6 +266,7 @@ pub async fn create_get_round_trip(store: Store) {
         NewTask {
             task_id: unique_id("round-trip"),
             owner: Some("alice ü 🌍".into()),
+            quota_key: "session:ü 🌍".into(),
             created_at_ms: T0 + 123,
             ttl_ms: None,
             poll_interval_ms: None,
@@ -250,6 +278,7 @@ pub async fn create_get_round_trip(store: Store) {
         NewTask {
             task_id: unique_id("round-trip"),
             owner: Some(String::new()),
+            quota_key: quota_key(Some("")),
             created_at_ms: 0,
             ttl_ms: Some(u64::MAX),
             poll_interval_ms: Some(u64::MAX),
@@ -270,6 +299,7 @@ pub async fn create_get_round_trip(store: Store) {
         let expected = TaskRecord {
             task_id: t.task_id.clone(),
             owner: t.owner.clone(),
+            quota_key: t.quota_key.clone(),
             seq: rec.seq,
             status: TaskStatus::Working,
             status_message: t.status_message.clone(),
@@ -287,6 +317,11 @@ pub async fn create_get_round_trip(store: Store) {
             must_get(&store, &t.task_id).await,
             expected,
             "get must return every field"
+        );
+        assert_eq!(
+            store.get_summary(&t.task_id).await.expect("get_summary"),
+            Some(expected.summary()),
+            "get_summary must return every field but the request and outcome"
         );
         if let Some(prev) = last_seq {
             assert!(
@@ -316,7 +351,7 @@ pub async fn duplicate_id_refused(store: Store) {
         request: "{\"other\":true}".into(),
         ..t.clone()
     };
-    match store.create(again, None).await {
+    match store.create(again, &Limits::NONE).await {
         Err(StoreError::Duplicate(id)) => assert_eq!(id, t.task_id),
         other => panic!("a duplicate id must be refused with Duplicate, got {other:?}"),
     }
@@ -414,6 +449,12 @@ pub async fn legal_transitions(store: Store) {
                 ..prev.clone()
             };
             assert_eq!(rec, expected, "{} -> {to}", prev.status);
+            assert_eq!(
+                store.get_summary(&id).await.expect("get_summary"),
+                Some(expected.summary()),
+                "get_summary after {} -> {to}",
+                prev.status
+            );
             assert_eq!(
                 must_get(&store, &id).await,
                 expected,
@@ -538,12 +579,19 @@ pub async fn failing_writes_fail_alone(store: Store) {
                         task_id: existing.task_id.clone(),
                         ..new_task(Some("dup"), None)
                     };
-                    (i, store.create(t, None).await)
+                    (i, store.create(t, &Limits::NONE).await)
                 }
-                1 => (i, store.create(new_task(Some("full"), None), Some(0)).await),
+                1 => (
+                    i,
+                    store
+                        .create(new_task(Some("full"), None), &Limits::active(0))
+                        .await,
+                ),
                 _ => (
                     i,
-                    store.create(new_task(Some("ok"), None), Some(1000)).await,
+                    store
+                        .create(new_task(Some("ok"), None), &Limits::active(1000))
+                        .await,
                 ),
             }
         }));
@@ -553,7 +601,13 @@ pub async fn failing_writes_fail_alone(store: Store) {
         let (i, r) = h.await.expect("create task panicked");
         match (i % 3, r) {
             (0, Err(StoreError::Duplicate(_)))
-            | (1, Err(StoreError::LimitExceeded { limit: 0 })) => {}
+            | (
+                1,
+                Err(StoreError::LimitExceeded {
+                    limit: Limit::ActiveTasks,
+                    max: 0,
+                }),
+            ) => {}
             (2, Ok(rec)) => {
                 assert!(seqs.insert(rec.seq), "seq {} handed out twice", rec.seq);
                 assert_eq!(must_get(&store, &rec.task_id).await, rec);
@@ -627,7 +681,7 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
     };
     let id = task.task_id.clone();
     store
-        .create(task, None)
+        .create(task, &Limits::NONE)
         .await
         .map_err(|e| format!("create: {e}"))?;
     // A sibling whose executor is alive: no race may touch it.
@@ -641,7 +695,7 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
                 ttl_ms: None,
                 ..new_task(Some("racer"), Some("live-executor"))
             },
-            None,
+            &Limits::NONE,
         )
         .await
         .map_err(|e| format!("create sibling: {e}"))?;
@@ -1079,7 +1133,7 @@ pub async fn pagination_under_concurrent_inserts(store: Store) {
             let mut ids = Vec::new();
             for _ in 0..150 {
                 let rec = store
-                    .create(new_task(Some("p"), None), None)
+                    .create(new_task(Some("p"), None), &Limits::NONE)
                     .await
                     .unwrap_or_else(|e| panic!("concurrent create failed: {e}"));
                 ids.push(rec.task_id);
@@ -1171,15 +1225,18 @@ pub async fn owner_isolation(store: Store) {
     assert_eq!(ids(&list_all(&store, &ListScope::All, 5).await), everything);
 }
 
-/// `max_active` counts the owner's non-terminal tasks (`input_required` included) in the
+/// `max_active` counts the quota key's non-terminal tasks (`input_required` included) in the
 /// same atomic step as the insert; tasks bound to no one count as one requester; finished
 /// or deleted tasks free their slot; concurrent creates never exceed the limit.
 ///
 /// Spec: "Receivers SHOULD ... limit the number of concurrent tasks per requestor".
 pub async fn max_active_per_owner(store: Store) {
-    let limit = Some(2);
+    let limit = &Limits::active(2);
     let over = |r: Result<TaskRecord, StoreError>, who: &str| match r {
-        Err(StoreError::LimitExceeded { limit: 2 }) => {}
+        Err(StoreError::LimitExceeded {
+            limit: Limit::ActiveTasks,
+            max: 2,
+        }) => {}
         other => {
             panic!("{who}: the third active task must be refused with LimitExceeded, got {other:?}")
         }
@@ -1215,20 +1272,7 @@ pub async fn max_active_per_owner(store: Store) {
             .create(new_task(Some(&format!("other-than-{who}")), None), limit)
             .await
             .expect("another owner has their own limit");
-        applied(
-            apply(
-                &store,
-                tr(
-                    &a.task_id,
-                    TaskStatus::Completed,
-                    None,
-                    Some(result_outcome("x")),
-                    T0 + 2,
-                ),
-            )
-            .await,
-            "complete",
-        );
+        complete(&store, &a.task_id, T0 + 2).await;
         let c = store
             .create(new_task(owner, None), limit)
             .await
@@ -1236,7 +1280,7 @@ pub async fn max_active_per_owner(store: Store) {
         over(store.create(new_task(owner, None), limit).await, &who);
         // Without a limit, creates always succeed.
         store
-            .create(new_task(owner, None), None)
+            .create(new_task(owner, None), &Limits::NONE)
             .await
             .expect("no limit");
         let _ = c;
@@ -1248,40 +1292,307 @@ pub async fn max_active_per_owner(store: Store) {
                 ttl_ms: Some(5),
                 ..new_task(Some("exp"), None)
             },
-            Some(1),
+            &Limits::active(1),
         )
         .await
         .expect("create");
     assert!(matches!(
-        store.create(new_task(Some("exp"), None), Some(1)).await,
-        Err(StoreError::LimitExceeded { limit: 1 })
+        store
+            .create(new_task(Some("exp"), None), &Limits::active(1))
+            .await,
+        Err(StoreError::LimitExceeded {
+            limit: Limit::ActiveTasks,
+            max: 1
+        })
     ));
     assert_eq!(
         store.delete_expired(T0 + 5, 100).await.expect("delete"),
         vec![e.task_id]
     );
     store
-        .create(new_task(Some("exp"), None), Some(1))
+        .create(new_task(Some("exp"), None), &Limits::active(1))
         .await
         .expect("an expired task no longer counts");
 
     // Concurrent creates: exactly `limit` succeed.
+    let ok = concurrent_creates(&store, 24, "carol", Limits::active(5), Limit::ActiveTasks).await;
+    assert_eq!(ok, 5, "concurrent creates must not exceed max_active");
+}
+
+/// `n` concurrent creates of tasks of `owner` within `limits`; how many succeeded (the
+/// others must be refused for `refused_by`).
+async fn concurrent_creates(
+    store: &Store,
+    n: usize,
+    owner: &'static str,
+    limits: Limits,
+    refused_by: Limit,
+) -> usize {
     let mut handles = Vec::new();
-    for _ in 0..24 {
-        let store = Arc::clone(&store);
+    for _ in 0..n {
+        let store = Arc::clone(store);
         handles.push(tokio::spawn(async move {
-            store.create(new_task(Some("carol"), None), Some(5)).await
+            store.create(new_task(Some(owner), None), &limits).await
         }));
     }
     let mut ok = 0;
     for h in handles {
         match h.await.expect("create panicked") {
             Ok(_) => ok += 1,
-            Err(StoreError::LimitExceeded { limit: 5 }) => {}
+            Err(StoreError::LimitExceeded { limit, .. }) if limit == refused_by => {}
             Err(e) => panic!("unexpected error {e}"),
         }
     }
-    assert_eq!(ok, 5, "concurrent creates must not exceed max_active");
+    ok
+}
+
+/// Limits count by [`NewTask::quota_key`], not by owner: two sessions of tasks bound to no
+/// one each have their own active-task limit.
+pub async fn quota_keys_not_owners(store: Store) {
+    let limits = Limits::active(1);
+    let anon = |session: &str| NewTask {
+        quota_key: format!("session:{session}"),
+        ..new_task(None, None)
+    };
+    store
+        .create(anon("a"), &limits)
+        .await
+        .expect("session a, first");
+    store
+        .create(anon("b"), &limits)
+        .await
+        .expect("session b has its own limit though the owner (none) is the same");
+    match store.create(anon("a"), &limits).await {
+        Err(StoreError::LimitExceeded {
+            limit: Limit::ActiveTasks,
+            max: 1,
+        }) => {}
+        other => panic!("session a's second active task must be refused, got {other:?}"),
+    }
+    let rec = create(&store, anon("c")).await;
+    assert_eq!(
+        must_get(&store, &rec.task_id).await.quota_key,
+        "session:c",
+        "the quota key is stored"
+    );
+}
+
+/// `max_tasks` counts every stored task of the key, terminal ones included, until
+/// `delete_expired` removes them; a refused task is not stored; other keys are not
+/// affected; concurrent creates never exceed it.
+///
+/// Spec: "Receivers SHOULD enforce maximum `ttl` durations to prevent indefinite resource
+/// retention."
+pub async fn stored_tasks_limit(store: Store) {
+    let limits = Limits {
+        max_tasks: Some(2),
+        ..Limits::NONE
+    };
+    let short = NewTask {
+        ttl_ms: Some(10),
+        ..new_task(Some("hoarder"), None)
+    };
+    let a = store.create(short, &limits).await.expect("first");
+    complete(&store, &a.task_id, T0 + 1).await;
+    store
+        .create(new_task(Some("hoarder"), None), &limits)
+        .await
+        .expect("second");
+    let refused = new_task(Some("hoarder"), None);
+    let refused_id = refused.task_id.clone();
+    match store.create(refused, &limits).await {
+        Err(StoreError::LimitExceeded {
+            limit: Limit::StoredTasks,
+            max: 2,
+        }) => {}
+        other => panic!(
+            "a third stored task (one of them completed) must be refused with StoredTasks, got {other:?}"
+        ),
+    }
+    assert_eq!(
+        get(&store, &refused_id).await,
+        None,
+        "a refused task is not stored"
+    );
+    store
+        .create(new_task(Some("someone else"), None), &limits)
+        .await
+        .expect("another key has its own limit");
+    assert_eq!(
+        store.delete_expired(T0 + 10, 100).await.expect("delete"),
+        vec![a.task_id],
+    );
+    store
+        .create(new_task(Some("hoarder"), None), &limits)
+        .await
+        .expect("a deleted task frees its slot");
+    // Concurrent creates of a fresh key: exactly the limit succeed.
+    let limits = Limits {
+        max_tasks: Some(4),
+        ..Limits::NONE
+    };
+    let ok = concurrent_creates(&store, 16, "burst", limits, Limit::StoredTasks).await;
+    assert_eq!(ok, 4, "concurrent creates must not exceed max_tasks");
+}
+
+fn sized_task(owner: &str, bytes: usize) -> NewTask {
+    NewTask {
+        request: format!("{{\"pad\":\"{}\"}}", "x".repeat(bytes.saturating_sub(10))),
+        ..new_task(Some(owner), Some("executor-1"))
+    }
+}
+
+/// `max_bytes` and `max_total_bytes` count the bytes of requests and outcomes: a creation
+/// whose request would go over is refused (and not stored); an outcome that would go over,
+/// stored with `transition_within`, is replaced by a `failed` outcome (-32003) naming the
+/// limit, while one that fits is stored exactly; deleting a task (and, for tracked leases,
+/// failing an orphan) keeps the count right.
+pub async fn stored_bytes_limits(store: Store, leases: Leases) {
+    let per_key = Limits {
+        max_bytes: Some(1000),
+        ..Limits::NONE
+    };
+    let a = store
+        .create(sized_task("bytes", 400), &per_key)
+        .await
+        .expect("400 of 1000");
+    assert_eq!(a.stored_bytes(), 400);
+    store
+        .create(sized_task("bytes", 400), &per_key)
+        .await
+        .expect("800 of 1000");
+    let refused = sized_task("bytes", 201);
+    let refused_id = refused.task_id.clone();
+    match store.create(refused, &per_key).await {
+        Err(StoreError::LimitExceeded {
+            limit: Limit::StoredBytes,
+            max: 1000,
+        }) => {}
+        other => panic!("1001 of 1000 bytes must be refused with StoredBytes, got {other:?}"),
+    }
+    assert_eq!(get(&store, &refused_id).await, None, "not stored");
+    let c = store
+        .create(sized_task("bytes", 200), &per_key)
+        .await
+        .expect("exactly 1000 of 1000");
+    // An outcome that would go over: the task fails with an error naming the limit.
+    let big = result_outcome(&"y".repeat(100));
+    let rec = applied(
+        store
+            .transition_within(
+                tr(&c.task_id, TaskStatus::Completed, None, Some(big), T0 + 1),
+                &per_key,
+            )
+            .await
+            .expect("transition_within"),
+        "an outcome over the limit",
+    );
+    assert_eq!(rec.status, TaskStatus::Failed, "{rec:?}");
+    let outcome = rec.outcome.clone().expect("an outcome");
+    assert_eq!(outcome.kind, OutcomeKind::Error);
+    let err = outcome.decode().expect_err("an error outcome");
+    assert_eq!(err.code, -32003, "{err:?}");
+    assert!(
+        err.message.contains("at most 1000 bytes"),
+        "the error names the limit: {}",
+        err.message
+    );
+    assert_eq!(rec.status_message.as_deref(), Some(err.message.as_str()));
+    assert_eq!(must_get(&store, &c.task_id).await, rec);
+    // The store is full for this key; another key is not affected.
+    assert!(matches!(
+        store.create(sized_task("bytes", 10), &per_key).await,
+        Err(StoreError::LimitExceeded {
+            limit: Limit::StoredBytes,
+            ..
+        })
+    ));
+    let d = store
+        .create(sized_task("other", 400), &per_key)
+        .await
+        .expect("another key");
+    let small = result_outcome("ok");
+    let rec = applied(
+        store
+            .transition_within(
+                tr(
+                    &d.task_id,
+                    TaskStatus::Completed,
+                    None,
+                    Some(small.clone()),
+                    T0 + 1,
+                ),
+                &per_key,
+            )
+            .await
+            .expect("transition_within"),
+        "an outcome within the limit",
+    );
+    assert_eq!(rec.status, TaskStatus::Completed);
+    assert_eq!(rec.outcome, Some(small), "stored exactly");
+    // Deleting frees the bytes.
+    let gone = NewTask {
+        ttl_ms: Some(5),
+        ..sized_task("freed", 900)
+    };
+    store.create(gone, &per_key).await.expect("900 of 1000");
+    assert!(matches!(
+        store.create(sized_task("freed", 200), &per_key).await,
+        Err(StoreError::LimitExceeded { .. })
+    ));
+    store.delete_expired(T0 + 5, 100).await.expect("delete");
+    store
+        .create(sized_task("freed", 900), &per_key)
+        .await
+        .expect("deleting a task frees its bytes");
+
+    // The whole store's bytes, across keys.
+    let total = Limits {
+        max_total_bytes: Some(store_bytes(&store).await + 1500),
+        ..Limits::NONE
+    };
+    store
+        .create(sized_task("t1", 1000), &total)
+        .await
+        .expect("1000 of 1500");
+    match store.create(sized_task("t2", 501), &total).await {
+        Err(StoreError::LimitExceeded {
+            limit: Limit::StoreBytes,
+            ..
+        }) => {}
+        other => panic!("a store over its total must refuse any key, got {other:?}"),
+    }
+    let e = store
+        .create(sized_task("t2", 500), &total)
+        .await
+        .expect("exactly the total");
+    if leases == Leases::Tracked {
+        // A failed orphan's outcome counts too: the store is over its total now, by the
+        // size of that small error (never refused: the failure must be recorded).
+        store
+            .fail_orphans(T0 + 1, "gone")
+            .await
+            .expect("fail_orphans");
+        assert!(must_get(&store, &e.task_id).await.status.is_terminal());
+        assert!(matches!(
+            store.create(sized_task("t3", 10), &total).await,
+            Err(StoreError::LimitExceeded {
+                limit: Limit::StoreBytes,
+                ..
+            })
+        ));
+    }
+}
+
+/// The bytes of every task in the store (a full listing).
+async fn store_bytes(store: &Store) -> u64 {
+    store
+        .list(&ListScope::All, None, usize::MAX)
+        .await
+        .expect("list")
+        .iter()
+        .map(TaskRecord::stored_bytes)
+        .sum()
 }
 
 // ---------------------------------------------------------------------------------------

@@ -1,7 +1,24 @@
 //! Test support shared by the crates of mcp-tasks.
 //!
 //! * `conformance`: the suite every [`mcp_tasks_core::TaskStore`] must pass;
-//! * `schema`: validation of wire messages against the official 2025-11-25 schema.
+//! * `schema`: validation of wire messages against the official 2025-11-25 schema;
+//! * [`NoRequestor`]: a requestor channel for engine tests whose tasks ask nothing.
 
 pub mod conformance;
 pub mod schema;
+
+use mcp_tasks_proto::ErrorObject;
+use serde_json::Value;
+
+/// A [`mcp_tasks_core::RequestorChannel`] with no one behind it: requests fail,
+/// notifications go nowhere.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoRequestor;
+
+#[async_trait::async_trait]
+impl mcp_tasks_core::RequestorChannel for NoRequestor {
+    async fn request(&self, _method: &str, _params: Value) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::internal("no requestor"))
+    }
+    async fn notify(&self, _method: &str, _params: Value) {}
+}

@@ -9,6 +9,7 @@ use mcp_tasks_proto::mcp::{
 };
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::session::{Negotiated, PeerChannel, RequestChannel, Session};
@@ -58,11 +59,13 @@ pub async fn handle(
             "`params` must be an object with `name`",
         ));
     }
-    let call: CallToolParams = serde_json::from_value(params_value.clone())
+    // Read from the params in place, and move the arguments out of the parsed call: one
+    // copy of a large argument less than a clone of the params and of the arguments.
+    let mut call = CallToolParams::deserialize(&params_value)
         .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
-    let args = match &call.arguments {
+    let args = match call.arguments.take() {
         None | Some(Value::Null) => json!({}),
-        Some(a @ Value::Object(_)) => a.clone(),
+        Some(a @ Value::Object(_)) => a,
         Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
     };
     let Some(tool) = session.tool(&call.name) else {

@@ -163,6 +163,7 @@ pub(crate) async fn run(args: &HttpArgs, server: &Server, max_body: usize) -> an
         let requester = Requester {
             principal: principal.map(str::to_owned),
             sees_all: false,
+            session: None,
         };
         sessions.session(requester, principal.is_some())
     };

@@ -135,8 +135,12 @@ impl Server {
     }
 
     /// A new session for a connection of `requester`. `can_list` says whether the
-    /// receiver can identify the requester (and so declares `tasks.list`).
-    pub fn session(&self, requester: Requester, can_list: bool) -> Arc<Session> {
+    /// receiver can identify the requester (and so declares `tasks.list`). Fills in
+    /// `requester.session` (when unset) with a fresh unguessable id.
+    pub fn session(&self, mut requester: Requester, can_list: bool) -> Arc<Session> {
+        if requester.session.is_none() {
+            requester.session = Some(mcp_tasks_core::engine::new_task_id());
+        }
         Arc::new(Session::new(Arc::clone(&self.state), requester, can_list))
     }
 

@@ -560,6 +560,20 @@ impl Sse {
         out
     }
 
+    /// The next message that is not a notification (a request or a response), passing
+    /// over priming events; the notifications passed over are appended to `seen`. `None`
+    /// when the response ends first.
+    pub async fn next_non_notification(&mut self, seen: &mut Vec<Value>) -> Option<Value> {
+        loop {
+            let e = self.next().await?;
+            let Some(m) = e.message() else { continue };
+            if m.get("id").is_some() {
+                return Some(m);
+            }
+            seen.push(m);
+        }
+    }
+
     /// Events until one carries a JSON-RPC response (included), or the stream ends.
     pub async fn until_response(&mut self) -> Vec<Event> {
         let mut out = Vec::new();

@@ -156,6 +156,10 @@ impl RunningTask {
     /// the task belongs to, that is its principal when there is one, else the session
     /// that created it; the local stdio peer owns everything. A task resumed without
     /// either is claimed by the first session that asks (`claim`).
+    ///
+    /// Spec (the same rule for the messages of a task): "If context-binding is available,
+    /// receivers MUST reject `tasks/get`, `tasks/result`, and `tasks/cancel` requests for
+    /// tasks that do not belong to the same authorization context as the requestor."
     fn may_answer(&self, who: &Requester, claim: bool) -> bool {
         if who.sees_all {
             return true;

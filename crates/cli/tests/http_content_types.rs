@@ -48,11 +48,7 @@ async fn tasks_result_streams_while_waiting_and_is_json_when_terminal_as(auth: A
     assert_eq!(resp.header("cache-control"), Some("no-cache"));
     let events = resp.sse().rest().await;
     // The response (after the task's status notifications, which travel here too).
-    let msgs: Vec<_> = events
-        .iter()
-        .filter_map(|e| e.message())
-        .filter(|m| m.get("id").is_some())
-        .collect();
+    let msgs = http_common::responses(&events);
     assert_eq!(msgs.len(), 1, "{events:?}");
     check_response("tasks/result", &msgs[0]);
     assert_eq!(msgs[0]["id"], id);

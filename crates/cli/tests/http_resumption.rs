@@ -6,8 +6,8 @@ mod http_common;
 
 use std::time::Duration;
 
-use http_common::{Auth, BOTH, Client, Event, Server, check_response, start_as};
-use serde_json::{Value, json};
+use http_common::{Auth, BOTH, Client, Event, Server, check_response, responses, start_as};
+use serde_json::json;
 
 /// The next event that carries a request or a response (notifications passed over).
 async fn next_request_event(sse: &mut http_common::Sse) -> Event {
@@ -17,15 +17,6 @@ async fn next_request_event(sse: &mut http_common::Sse) -> Event {
             return e;
         }
     }
-}
-
-/// The responses among `events`.
-fn responses(events: &[Event]) -> Vec<Value> {
-    events
-        .iter()
-        .filter_map(Event::message)
-        .filter(|m| m.get("id").is_some())
-        .collect()
 }
 
 #[tokio::test]

@@ -99,11 +99,7 @@ async fn a_thousand_result_streams_and_ten_thousand_tasks() {
     for (i, mut sse) in opened {
         joins.spawn(async move {
             let rest = sse.rest().await;
-            let msgs: Vec<Value> = rest
-                .iter()
-                .filter_map(http_common::Event::message)
-                .filter(|m| m.get("id").is_some())
-                .collect();
+            let msgs = http_common::responses(&rest);
             assert_eq!(msgs.len(), 1, "stream {i}: {rest:?}");
             assert_eq!(msgs[0]["id"], format!("r{i}"));
             assert_eq!(msgs[0]["error"]["code"], -32001, "{}", msgs[0]);

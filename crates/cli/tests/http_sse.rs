@@ -7,7 +7,7 @@ mod http_common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use http_common::{Auth, BOTH, Client, Event, Server, check_response, start_as};
+use http_common::{Auth, BOTH, Client, Event, Server, check_response, responses, start_as};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -127,11 +127,7 @@ async fn long_waits_close_with_retry_and_resume_as(auth: Auth) {
     let (more, reconnects) = follow(&c, events[0].id.clone().unwrap(), true).await;
     assert!(reconnects >= 2, "the wait spans several connections");
     // The response exactly once (the task's status notifications travel there too).
-    let msgs: Vec<Value> = more
-        .iter()
-        .filter_map(Event::message)
-        .filter(|m| m.get("id").is_some())
-        .collect();
+    let msgs = responses(&more);
     assert_eq!(msgs.len(), 1, "the response exactly once: {more:?}");
     check_response("tasks/result", &msgs[0]);
     assert_eq!(msgs[0]["id"], id);

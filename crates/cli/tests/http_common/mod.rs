@@ -478,6 +478,16 @@ impl Event {
     }
 }
 
+/// The responses among `events` (the messages with an id; a stream's notifications and
+/// priming events passed over).
+pub fn responses(events: &[Event]) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(Event::message)
+        .filter(|m| m.get("id").is_some())
+        .collect()
+}
+
 pub struct Sse {
     body: BodyReader,
     buf: Vec<u8>,

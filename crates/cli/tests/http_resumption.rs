@@ -6,8 +6,18 @@ mod http_common;
 
 use std::time::Duration;
 
-use http_common::{Auth, BOTH, Client, Event, Server, check_response, start_as};
-use serde_json::{Value, json};
+use http_common::{Auth, BOTH, Client, Event, Server, check_response, responses, start_as};
+use serde_json::json;
+
+/// The next event that carries a request or a response (notifications passed over).
+async fn next_request_event(sse: &mut http_common::Sse) -> Event {
+    loop {
+        let e = sse.next().await.expect("stream open");
+        if e.message().is_some_and(|m| m.get("id").is_some()) {
+            return e;
+        }
+    }
+}
 
 #[tokio::test]
 async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once() {
@@ -26,7 +36,7 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth)
     let mut sse = resp.sse();
     let priming = sse.next().await.unwrap();
     assert!(priming.is_priming());
-    let ask_event = sse.next().await.unwrap();
+    let ask_event = next_request_event(&mut sse).await;
     let ask = ask_event.message().unwrap();
     assert_eq!(ask["method"], "elicitation/create");
     assert_eq!(
@@ -39,7 +49,7 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth)
 
     // Resume after the priming event: the elicitation again, same event id, same request.
     let mut sse = c.get(priming.id.as_deref()).await.sse();
-    let replayed = sse.next().await.unwrap();
+    let replayed = next_request_event(&mut sse).await;
     assert_eq!(replayed, ask_event);
     assert!(
         sse.next_within(Duration::from_millis(200)).await.is_err(),
@@ -60,12 +70,13 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth)
         .await;
     assert_eq!(r.status, 202);
     let rest = sse.rest().await;
-    let msgs: Vec<Value> = rest.iter().filter_map(Event::message).collect();
+    let msgs = responses(&rest);
     assert_eq!(msgs.len(), 1, "the response exactly once: {rest:?}");
     check_response("tasks/result", &msgs[0]);
     assert_eq!(msgs[0]["id"], rid);
     assert_eq!(msgs[0]["result"]["content"][0]["text"], "teal");
-    // Only this stream's messages were replayed: no status notification here.
+    // Only this stream's messages were replayed (the task's status notifications travel
+    // on it too).
     assert!(
         rest.iter()
             .chain([&replayed])
@@ -78,7 +89,7 @@ async fn a_result_stream_cut_mid_elicitation_resumes_exactly_once_as(auth: Auth)
     assert_eq!(after.status, 204, "{after:?}");
     // Resuming from before the response replays just the response.
     let again = c.get(primed.id.as_deref()).await.sse().rest().await;
-    let msgs: Vec<Value> = again.iter().filter_map(Event::message).collect();
+    let msgs = responses(&again);
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0]["id"], rid);
 }

@@ -7,7 +7,7 @@ mod http_common;
 use std::collections::HashSet;
 use std::time::Duration;
 
-use http_common::{Auth, BOTH, Client, Event, Server, check_response, start_as};
+use http_common::{Auth, BOTH, Client, Event, Server, check_response, responses, start_as};
 use serde_json::{Value, json};
 
 #[tokio::test]
@@ -41,6 +41,7 @@ async fn event_ids_are_unique_and_name_their_stream_as(auth: Auth) {
     let mut standalone = c.get(None).await.sse();
     let mut ids = Vec::new();
     let mut streams = Vec::new();
+    let mut messages = Vec::new();
     for ms in [200, 300] {
         let task = c.start_task("sleep", json!({"ms": ms})).await;
         let (_, resp) = c.request("tasks/result", json!({"taskId": task})).await;
@@ -49,20 +50,22 @@ async fn event_ids_are_unique_and_name_their_stream_as(auth: Auth) {
         assert_eq!(prefixes.len(), 1, "one stream per response: {events:?}");
         streams.push(prefixes.into_iter().next().unwrap().to_owned());
         ids.extend(events.iter().map(|e| e.id.clone().unwrap()));
+        messages.extend(events.iter().filter_map(Event::message));
     }
-    // The status notifications of both tasks, on the standalone stream.
-    let mut completed = 0;
-    while completed < 2 {
-        let e = standalone.next().await.unwrap();
-        if let Some(m) = e.message() {
-            assert_eq!(m["method"], "notifications/tasks/status");
-            if m["params"]["status"] == "completed" {
-                completed += 1;
-            }
-        }
+    // The status notifications of both tasks, on their open tasks/result stream or (once
+    // that has ended) on the standalone stream.
+    while let Ok(Some(e)) = standalone.next_within(Duration::from_millis(300)).await {
+        messages.extend(e.message());
         streams.push(e.stream().to_owned());
         ids.push(e.id.unwrap());
     }
+    let completed = messages
+        .iter()
+        .filter(|m| {
+            m["method"] == "notifications/tasks/status" && m["params"]["status"] == "completed"
+        })
+        .count();
+    assert_eq!(completed, 2, "{messages:?}");
     let unique: HashSet<&String> = ids.iter().collect();
     assert_eq!(unique.len(), ids.len(), "ids repeat: {ids:?}");
     assert_ne!(streams[0], streams[1]);
@@ -123,7 +126,8 @@ async fn long_waits_close_with_retry_and_resume_as(auth: Auth) {
 
     let (more, reconnects) = follow(&c, events[0].id.clone().unwrap(), true).await;
     assert!(reconnects >= 2, "the wait spans several connections");
-    let msgs: Vec<Value> = more.iter().filter_map(Event::message).collect();
+    // The response exactly once (the task's status notifications travel there too).
+    let msgs = responses(&more);
     assert_eq!(msgs.len(), 1, "the response exactly once: {more:?}");
     check_response("tasks/result", &msgs[0]);
     assert_eq!(msgs[0]["id"], id);
@@ -191,20 +195,33 @@ async fn every_message_goes_on_exactly_one_stream_as(auth: Auth) {
         .iter()
         .filter_map(Event::message)
         .collect();
-    assert_eq!(on_result.len(), 1, "only the response: {on_result:?}");
-    assert_eq!(on_result[0]["result"]["content"][0]["text"], "done 3");
+    let responses: Vec<&Value> = on_result.iter().filter(|m| m.get("id").is_some()).collect();
+    assert_eq!(responses.len(), 1, "the response once: {on_result:?}");
+    assert_eq!(responses[0]["result"]["content"][0]["text"], "done 3");
 
+    // Each notification on exactly one stream: the open tasks/result, else the standalone.
+    let mut all: Vec<Value> = on_result
+        .iter()
+        .filter(|m| m.get("id").is_none())
+        .cloned()
+        .collect();
+    while let Ok(Some(e)) = standalone.next_within(Duration::from_millis(300)).await {
+        all.extend(e.message());
+    }
     let mut progress = Vec::new();
-    let mut completed = false;
-    while !completed {
-        let m = standalone.next().await.unwrap().message().unwrap();
+    let mut completed = 0;
+    for m in &all {
         match m["method"].as_str().unwrap() {
             "notifications/progress" => progress.push(m["params"]["progress"].clone()),
-            "notifications/tasks/status" => completed = m["params"]["status"] == "completed",
+            "notifications/tasks/status" => {
+                completed += usize::from(m["params"]["status"] == "completed");
+            }
             other => panic!("unexpected {other}"),
         }
     }
-    assert_eq!(progress, [json!(1), json!(2), json!(3)]);
+    progress.sort_by_key(Value::as_u64);
+    assert_eq!(progress, [json!(1), json!(2), json!(3)], "{all:?}");
+    assert_eq!(completed, 1, "{all:?}");
     // And nothing is sent twice on the standalone stream either.
     assert!(
         standalone

@@ -234,7 +234,8 @@ impl Receiving {
         id: &RequestId,
         outcome: Result<Value, ErrorObject>,
     ) -> bool {
-        TaskEngine::is_engine_request(id) && self.engine().deliver_answer(id, outcome)
+        TaskEngine::is_engine_request(id)
+            && self.engine().deliver_answer(id, &self.requester, outcome)
     }
 
     /// Every task of this connection, oldest first.
@@ -295,5 +296,15 @@ impl RequestSender for ResultStream {
             Route::Request(self.0.id.clone()),
         )
         .await
+    }
+
+    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
+        self.0
+            .peer
+            .send(
+                Message::notification(method, Some(params)),
+                Route::Request(self.0.id.clone()),
+            )
+            .await
     }
 }

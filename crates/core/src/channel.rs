@@ -30,4 +30,21 @@ pub trait RequestSender: Send + Sync {
         method: &str,
         params: Value,
     ) -> Result<(), ErrorObject>;
+
+    /// Send a notification about the task (progress, `notifications/tasks/status`) on
+    /// this stream. The default cannot: the engine then sends it on the task's origin.
+    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
+        let _ = (method, params);
+        Err(ErrorObject::internal(
+            "this stream carries no notifications",
+        ))
+    }
+
+    /// Whether this stream is one of its own, which the requestor can drop while the
+    /// connection lives on (a Streamable HTTP SSE response), rather than the connection
+    /// every request shares (stdio). What went out on another open stream is sent again
+    /// on a new one of its own; on a shared connection it already arrived.
+    fn is_own_stream(&self) -> bool {
+        false
+    }
 }

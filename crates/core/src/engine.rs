@@ -5,6 +5,7 @@
 //! reaches peers through [`RequestorChannel`] and [`RequestSender`]).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -35,7 +36,8 @@ pub struct Requester {
     pub sees_all: bool,
     /// An opaque id of the session (connection) the request came on, unique per session
     /// and unguessable. Without a principal it is what a session's own state is bound to:
-    /// its answers to relayed requests and (HTTP without auth) its task quota.
+    /// its answers to relayed requests and (HTTP without auth) its task quota. Never sent to
+    /// a peer.
     pub session: Option<String>,
 }
 
@@ -128,8 +130,14 @@ struct PendingInput {
     id: RequestId,
     method: String,
     params: Value,
-    /// The `tasks/result` generation it was last sent on, while that one is open.
-    sent_on: Option<u64>,
+    /// The open `tasks/result` deliverers (generations) it was sent on.
+    sent_on: Vec<u64>,
+}
+
+/// One open `tasks/result` that carries the task's requests and notifications.
+struct OpenDeliverer {
+    generation: u64,
+    sender: Arc<dyn RequestSender>,
 }
 
 #[derive(Default)]
@@ -138,13 +146,24 @@ struct InputState {
     next_request: u64,
     next_gen: u64,
     /// Open `tasks/result` deliverers, oldest first.
-    deliverers: Vec<u64>,
+    deliverers: Vec<OpenDeliverer>,
+}
+
+impl InputState {
+    fn is_live_shared(&self, generation: u64) -> bool {
+        self.deliverers
+            .iter()
+            .any(|d| d.generation == generation && !d.sender.is_own_stream())
+    }
 }
 
 struct RunningTask {
     task_id: String,
     cancel: CancellationToken,
     origin: Arc<dyn RequestorChannel>,
+    /// Who the task's relayed requests belong to: the requester that created it (a resumed
+    /// task: its owner, or the first session that asks for its result).
+    answerer: Mutex<Requester>,
     input: Mutex<InputState>,
     input_changed: Notify,
     /// Serialises the working <-> input_required transitions with queue changes.
@@ -157,6 +176,68 @@ impl RunningTask {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
+
+    /// Whether `who` may receive and answer the requests this task relays: the requester
+    /// the task belongs to, that is its principal when there is one, else the session
+    /// that created it; the local stdio peer owns everything. A task resumed without
+    /// either is claimed by the first session that asks (`claim`).
+    ///
+    /// Spec (the same rule for the messages of a task): "If context-binding is available,
+    /// receivers MUST reject `tasks/get`, `tasks/result`, and `tasks/cancel` requests for
+    /// tasks that do not belong to the same authorization context as the requestor."
+    fn may_answer(&self, who: &Requester, claim: bool) -> bool {
+        if who.sees_all {
+            return true;
+        }
+        let mut owner = self
+            .answerer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match (&owner.principal, &owner.session) {
+            (Some(p), _) => who.principal.as_ref() == Some(p),
+            (None, Some(s)) => who.principal.is_none() && who.session.as_ref() == Some(s),
+            (None, None) if claim && who.principal.is_none() && who.session.is_some() => {
+                owner.session.clone_from(&who.session);
+                true
+            }
+            (None, None) => false,
+        }
+    }
+
+    /// The newest open `tasks/result` stream, if any.
+    fn newest_sender(&self) -> Option<Arc<dyn RequestSender>> {
+        self.input()
+            .deliverers
+            .last()
+            .map(|d| Arc::clone(&d.sender))
+    }
+
+    /// Send a notification about the task to its requestor: on its newest open
+    /// `tasks/result` stream, else on the connection that created it. Each goes out once.
+    ///
+    /// Spec: "Task-augmented requests support progress notifications as defined in the
+    /// progress specification. The `progressToken` provided in the initial request remains
+    /// valid throughout the task lifetime." and "clients SHOULD expect messages to be
+    /// delivered on any SSE stream, including the HTTP GET stream. One possible approach is
+    /// maintaining an SSE stream on `tasks/result`": a client that waits on `tasks/result`
+    /// and never opens the GET stream still sees the task's progress and status.
+    async fn notify_requestor(&self, method: &str, params: Value) {
+        if let Some(sender) = self.newest_sender() {
+            match sender.send_notification(method, params.clone()).await {
+                Ok(()) => return,
+                Err(e) => {
+                    tracing::debug!(task_id = %self.task_id, error = %e, "notification not sent on tasks/result; it goes to the task's origin");
+                }
+            }
+        }
+        self.origin.notify(method, params).await;
+    }
+}
+
+/// A relayed request waiting for its answer.
+struct PendingAnswer {
+    task: Weak<RunningTask>,
+    tx: oneshot::Sender<Result<Value, ErrorObject>>,
 }
 
 /// Work resumed for a task whose executor stopped: where its notifications go, how its
@@ -185,7 +266,9 @@ struct Inner {
     clock: Arc<dyn Clock>,
     instance: String,
     running: Mutex<HashMap<String, Arc<RunningTask>>>,
-    answers: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    answers: Mutex<HashMap<RequestId, PendingAnswer>>,
+    /// Answers refused because they came from another requester than the task's.
+    failed_lookups: AtomicU64,
     cursor: tokio::sync::OnceCell<CursorCodec>,
     shutdown: CancellationToken,
 }
@@ -287,6 +370,7 @@ impl TaskEngine {
                 instance: new_task_id(),
                 running: Mutex::new(HashMap::new()),
                 answers: Mutex::new(HashMap::new()),
+                failed_lookups: AtomicU64::new(0),
                 cursor: tokio::sync::OnceCell::new(),
                 shutdown: CancellationToken::new(),
             }),
@@ -324,8 +408,13 @@ impl TaskEngine {
             {
                 Ok(Some(rec)) => {
                     tracing::info!(task_id = %rec.task_id, "task resumed after its executor stopped");
+                    let owner = Requester {
+                        principal: rec.owner.clone(),
+                        ..Requester::default()
+                    };
                     self.launch(
                         rec.task_id,
+                        owner,
                         resumed.origin,
                         resumed.classify,
                         resumed.runner,
@@ -533,7 +622,7 @@ impl TaskEngine {
             let params = serde_json::to_value(rec.to_wire()).unwrap_or(Value::Null);
             // Spec: "notifications/tasks/status notifications SHOULD NOT include related-task
             // metadata, as the task ID is already present in the notification parameters."
-            task.origin.notify(methods::TASK_STATUS, params).await;
+            task.notify_requestor(methods::TASK_STATUS, params).await;
         }
     }
 
@@ -595,7 +684,7 @@ impl TaskEngine {
             ttl = ?ttl,
             "task created"
         );
-        self.launch(task_id, origin, classify, runner);
+        self.launch(task_id, requester, origin, classify, runner);
         Ok(rec)
     }
 
@@ -604,6 +693,7 @@ impl TaskEngine {
     fn launch(
         &self,
         task_id: String,
+        answerer: Requester,
         origin: Arc<dyn RequestorChannel>,
         classify: Classifier,
         runner: Runner,
@@ -612,6 +702,7 @@ impl TaskEngine {
             task_id: task_id.clone(),
             cancel: CancellationToken::new(),
             origin,
+            answerer: Mutex::new(answerer),
             input: Mutex::new(InputState::default()),
             input_changed: Notify::new(),
             status_lock: tokio::sync::Mutex::new(()),
@@ -874,6 +965,18 @@ impl TaskEngine {
     /// until the task reaches a terminal status." The wait wakes on the store's change
     /// signal; nothing polls.
     ///
+    /// Spec: "When the requestor encounters the `input_required` status, it SHOULD
+    /// preemptively call `tasks/result`." and "In the Streamable HTTP (SSE) transport,
+    /// clients MAY disconnect from an SSE stream opened by the server in response to a
+    /// `tasks/result` request at any time." Every new `tasks/result` of the requester the
+    /// task belongs to gets every pending request (same JSON-RPC id), also those already
+    /// sent on an older stream of its own that the client may have dropped (not those on
+    /// the connection a stdio peer shares: they arrived); requests that come up later go
+    /// on the newest. Another requester's `tasks/result` (one that can see the task
+    /// without owning it) only waits for the outcome: it gets no requests. Without
+    /// `sender` (a `tasks/result` answered as JSON only) the requests stay queued for the
+    /// next stream.
+    ///
     /// # Errors
     /// The task's JSON-RPC error outcome (`Ok(Err(..))` never: the stored error is the
     /// `Err`), or not found / expired / store failures.
@@ -916,8 +1019,12 @@ impl TaskEngine {
             let mut notified = notified.map(|(t, n)| (t, Box::pin(n)));
             if let (Some((task, n)), Some(sender)) = (notified.as_mut(), sender.as_ref()) {
                 n.as_mut().enable();
-                let d = deliverer.get_or_insert_with(|| Deliverer::register(Arc::clone(task)));
-                d.deliver(sender.as_ref()).await;
+                if deliverer.is_none() && task.may_answer(who, true) {
+                    deliverer = Some(Deliverer::register(Arc::clone(task), Arc::clone(sender)));
+                }
+                if let Some(d) = deliverer.as_mut() {
+                    d.deliver().await;
+                }
             }
             let expires = rec.expires_at_ms();
             tokio::select! {
@@ -941,22 +1048,58 @@ impl TaskEngine {
         }
     }
 
-    /// Route the answer to a request the engine sent (by JSON-RPC id). Returns `false`
-    /// when the id is not one of ours (or its task is gone: a late answer is ignored).
-    pub fn deliver_answer(&self, id: &RequestId, outcome: Result<Value, ErrorObject>) -> bool {
-        let tx = self
-            .inner
-            .answers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(id);
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(outcome);
+    /// Route the answer `from` a requester to a request the engine sent (by JSON-RPC
+    /// id). Returns `false` when the id is not one of ours (or its task is gone: a late
+    /// answer is ignored), and when `from` is not the requester the task belongs to: such
+    /// an answer is ignored (the request stays pending), logged at debug and counted in
+    /// [`Self::failed_lookups`].
+    ///
+    /// Issue 15: an answer must come from the requester the task belongs to (its
+    /// principal with authentication, its session without); the ids carry 122 random bits
+    /// besides.
+    pub fn deliver_answer(
+        &self,
+        id: &RequestId,
+        from: &Requester,
+        outcome: Result<Value, ErrorObject>,
+    ) -> bool {
+        let pending = {
+            let mut answers = self
+                .inner
+                .answers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some(p) = answers.get(id) else {
+                return false;
+            };
+            let Some(task) = p.task.upgrade() else {
+                answers.remove(id);
+                return false;
+            };
+            if !task.may_answer(from, false) {
+                self.inner.failed_lookups.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(
+                    task_id = %task.task_id,
+                    principal = ?from.principal,
+                    "an answer to a task's request from another requester was ignored"
+                );
+                return false;
+            }
+            answers.remove(id)
+        };
+        match pending {
+            Some(p) => {
+                let _ = p.tx.send(outcome);
                 true
             }
             None => false,
         }
+    }
+
+    /// How many answers to relayed requests were refused because they came from another
+    /// requester than the one the task belongs to (a metric of probing).
+    pub fn failed_lookups(&self) -> u64 {
+        self.inner.failed_lookups.load(Ordering::Relaxed)
     }
 
     /// Whether `id` names a request the engine is waiting on.
@@ -967,50 +1110,88 @@ impl TaskEngine {
 
 const REQUEST_ID_PREFIX: &str = "mcp-tasks:";
 
+/// The JSON-RPC id of the `n`th request task `task_id` relays:
+/// `mcp-tasks:<taskId>:<n>:<32 hex digits>`, the last part a UUID v4 (122 bits from the
+/// OS CSPRNG), so that nobody can guess an id from another.
+fn relayed_request_id(task_id: &str, n: u64) -> RequestId {
+    RequestId::String(format!(
+        "{REQUEST_ID_PREFIX}{task_id}:{n}:{}",
+        uuid::Uuid::new_v4().simple()
+    ))
+}
+
 /// One open `tasks/result` that carries a task's pending requests.
 struct Deliverer {
     task: Arc<RunningTask>,
     generation: u64,
+    sender: Arc<dyn RequestSender>,
+    /// Whether it has had its first delivery (everything pending).
+    started: bool,
 }
 
 impl Deliverer {
-    fn register(task: Arc<RunningTask>) -> Self {
+    fn register(task: Arc<RunningTask>, sender: Arc<dyn RequestSender>) -> Self {
         let generation = {
             let mut st = task.input();
             st.next_gen += 1;
             let g = st.next_gen;
-            st.deliverers.push(g);
+            st.deliverers.push(OpenDeliverer {
+                generation: g,
+                sender: Arc::clone(&sender),
+            });
             g
         };
-        // A newer deliverer takes over what an older one has not had answered yet? No:
-        // what was sent stays with the open stream that carries it; new requests go to the
-        // newest.
-        Self { task, generation }
+        Self {
+            task,
+            generation,
+            sender,
+            started: false,
+        }
     }
 
-    /// Send what is pending and not in flight on an open deliverer, if this is the newest.
-    async fn deliver(&self, sender: &dyn RequestSender) {
+    /// Send what this stream should carry and has not carried yet. The first time: every
+    /// pending request (but not, on a shared connection, what is in flight on another
+    /// open `tasks/result` of it). Later, while it is the newest: what no open stream
+    /// carries.
+    async fn deliver(&mut self) {
+        let first = !self.started;
+        self.started = true;
+        let own = self.sender.is_own_stream();
         let to_send: Vec<(RequestId, String, Value)> = {
             let mut st = self.task.input();
-            if st.deliverers.last() != Some(&self.generation) {
+            let newest = st.deliverers.last().map(|d| d.generation) == Some(self.generation);
+            if !first && !newest {
                 return;
             }
-            let live = st.deliverers.clone();
+            let carried: Vec<Vec<bool>> = st
+                .queue
+                .iter()
+                .map(|p| p.sent_on.iter().map(|g| st.is_live_shared(*g)).collect())
+                .collect();
+            let generation = self.generation;
             st.queue
                 .iter_mut()
-                .filter(|p| p.sent_on.is_none_or(|g| !live.contains(&g)))
-                .map(|p| {
-                    p.sent_on = Some(self.generation);
+                .zip(carried)
+                .filter(|(p, shared)| {
+                    !p.sent_on.contains(&generation)
+                        && if first {
+                            own || !shared.iter().any(|s| *s)
+                        } else {
+                            p.sent_on.is_empty()
+                        }
+                })
+                .map(|(p, _)| {
+                    p.sent_on.push(generation);
                     (p.id.clone(), p.method.clone(), p.params.clone())
                 })
                 .collect()
         };
         for (id, method, params) in to_send {
-            if let Err(e) = sender.send_request(id.clone(), &method, params).await {
+            if let Err(e) = self.sender.send_request(id.clone(), &method, params).await {
                 tracing::debug!(error = %e, "could not relay a task request; it stays queued");
                 let mut st = self.task.input();
                 if let Some(p) = st.queue.iter_mut().find(|p| p.id == id) {
-                    p.sent_on = None;
+                    p.sent_on.retain(|g| *g != self.generation);
                 }
             }
         }
@@ -1020,12 +1201,10 @@ impl Deliverer {
 impl Drop for Deliverer {
     fn drop(&mut self) {
         let mut st = self.task.input();
-        st.deliverers.retain(|g| *g != self.generation);
+        st.deliverers.retain(|d| d.generation != self.generation);
         for p in &mut st.queue {
-            if p.sent_on == Some(self.generation) {
-                // Unanswered: send again, with the same id, on the next tasks/result.
-                p.sent_on = None;
-            }
+            // Unanswered: send again, with the same id, on the next tasks/result.
+            p.sent_on.retain(|g| *g != self.generation);
         }
         drop(st);
         self.task.input_changed.notify_waiters();
@@ -1094,21 +1273,24 @@ impl RequestorChannel for TaskChannel {
             let id = {
                 let mut st = self.task.input();
                 st.next_request += 1;
-                let id = RequestId::String(format!(
-                    "{REQUEST_ID_PREFIX}{}:{}",
-                    self.task.task_id, st.next_request
-                ));
+                let id = relayed_request_id(&self.task.task_id, st.next_request);
                 self.engine
                     .inner
                     .answers
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(id.clone(), tx);
+                    .insert(
+                        id.clone(),
+                        PendingAnswer {
+                            task: Arc::downgrade(&self.task),
+                            tx,
+                        },
+                    );
                 st.queue.push(PendingInput {
                     id: id.clone(),
                     method: method.to_owned(),
                     params,
-                    sent_on: None,
+                    sent_on: Vec::new(),
                 });
                 id
             };
@@ -1147,6 +1329,6 @@ impl RequestorChannel for TaskChannel {
             params = json!({});
         }
         set_related_task(&mut params, &self.task.task_id);
-        self.task.origin.notify(method, params).await;
+        self.task.notify_requestor(method, params).await;
     }
 }

@@ -15,4 +15,4 @@ pub mod line;
 pub mod peer;
 pub mod stdio;
 
-pub use peer::{Handler, Outbound, Peer, RequestContext, Route};
+pub use peer::{Handler, Outbound, Peer, RequestContext, Route, RouteDelivery};

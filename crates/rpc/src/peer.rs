@@ -20,6 +20,22 @@ pub enum Route {
     Standalone,
 }
 
+/// How the messages a handler sends on its request's route (before the response) reach
+/// the other side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RouteDelivery {
+    /// On the connection every route shares (stdio), in order with everything else.
+    #[default]
+    Shared,
+    /// On a stream of the request's own (a Streamable HTTP SSE response), which the other
+    /// side may drop while the session lives on.
+    OwnStream,
+    /// Not with this request: the other side accepts one JSON response only (a Streamable
+    /// HTTP POST without `text/event-stream` in `Accept`); the transport diverts such
+    /// messages to its standalone stream.
+    Diverted,
+}
+
 /// An outgoing message and its route.
 #[derive(Debug, Clone)]
 pub struct Outbound {
@@ -245,12 +261,19 @@ impl Peer {
 
     /// Deliver one incoming message.
     pub async fn receive(&self, message: Message) {
+        self.receive_with(message, RouteDelivery::Shared).await;
+    }
+
+    /// Deliver one incoming message; a request's handler learns how what it sends on the
+    /// request's route reaches the other side (see [`RequestContext::delivery`]).
+    pub async fn receive_with(&self, message: Message, delivery: RouteDelivery) {
         match message {
             Message::Request(r) if self.inner.handler.is_sequential(&r.method) => {
                 let cx = RequestContext {
                     peer: self.clone(),
                     id: r.id.clone(),
                     cancel: CancellationToken::new(),
+                    delivery,
                 };
                 let handler = Arc::clone(&self.inner.handler);
                 let out = handler.handle_request(cx, r.method, r.params).await;
@@ -258,7 +281,7 @@ impl Peer {
                     .send(Message::reply(r.id.clone(), out), Route::Request(r.id))
                     .await;
             }
-            Message::Request(r) => self.spawn_request(r.id, r.method, r.params),
+            Message::Request(r) => self.spawn_request(r.id, r.method, r.params, delivery),
             Message::Notification(n) => {
                 if n.method == methods::CANCELLED
                     && let Some(id) = n
@@ -297,7 +320,13 @@ impl Peer {
         }
     }
 
-    fn spawn_request(&self, id: RequestId, method: String, params: Option<Value>) {
+    fn spawn_request(
+        &self,
+        id: RequestId,
+        method: String,
+        params: Option<Value>,
+        delivery: RouteDelivery,
+    ) {
         let token = CancellationToken::new();
         {
             let mut inflight = lock(&self.inner.inflight);
@@ -323,6 +352,7 @@ impl Peer {
                 peer: peer.clone(),
                 id: id.clone(),
                 cancel: token.clone(),
+                delivery,
             };
             let handler = Arc::clone(&peer.inner.handler);
             let fut = handler.handle_request(cx, method, params);
@@ -380,6 +410,8 @@ pub struct RequestContext {
     pub id: RequestId,
     /// Fires when the request is cancelled (or the connection closes).
     pub cancel: CancellationToken,
+    /// How what is sent on this request's route reaches the other side.
+    pub delivery: RouteDelivery,
 }
 
 impl RequestContext {

@@ -215,12 +215,13 @@ impl Handler for Session {
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     ) {
-        // Answers to requests a task relayed through tasks/result: routed by id.
+        // Answers to requests a task relayed through tasks/result: routed by id, accepted
+        // only from the requester the task belongs to.
         let delivered = self
             .state
             .engine
             .as_ref()
-            .is_some_and(|e| e.deliver_answer(&id, outcome));
+            .is_some_and(|e| e.deliver_answer(&id, &self.requester, outcome));
         if !delivered {
             tracing::debug!(id = %id, "late or unknown response ignored");
         }

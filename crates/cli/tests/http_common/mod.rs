@@ -478,6 +478,16 @@ impl Event {
     }
 }
 
+/// The responses among `events` (the messages with an id; a stream's notifications and
+/// priming events passed over).
+pub fn responses(events: &[Event]) -> Vec<Value> {
+    events
+        .iter()
+        .filter_map(Event::message)
+        .filter(|m| m.get("id").is_some())
+        .collect()
+}
+
 pub struct Sse {
     body: BodyReader,
     buf: Vec<u8>,
@@ -558,6 +568,20 @@ impl Sse {
             out.push(e);
         }
         out
+    }
+
+    /// The next message that is not a notification (a request or a response), passing
+    /// over priming events; the notifications passed over are appended to `seen`. `None`
+    /// when the response ends first.
+    pub async fn next_non_notification(&mut self, seen: &mut Vec<Value>) -> Option<Value> {
+        loop {
+            let e = self.next().await?;
+            let Some(m) = e.message() else { continue };
+            if m.get("id").is_some() {
+                return Some(m);
+            }
+            seen.push(m);
+        }
     }
 
     /// Events until one carries a JSON-RPC response (included), or the stream ends.

@@ -18,7 +18,7 @@ use tokio::sync::oneshot;
 use super::session::{Connect, First, HttpSession, Pending, Reader, new_session_id};
 use super::stream::{EventId, STANDALONE};
 use super::{ClientAddr, Refused, ReplyMode, Shared};
-use crate::peer::Peer;
+use crate::peer::{Peer, RouteDelivery};
 
 const MCP_SESSION_ID: &str = "mcp-session-id";
 const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -616,7 +616,10 @@ async fn answer(
         }
     };
     if let Some(n) = stream {
-        session.peer.receive(Message::Request(req)).await;
+        session
+            .peer
+            .receive_with(Message::Request(req), RouteDelivery::OwnStream)
+            .await;
         return connect(shared, session, n);
     }
     let mut guard = WaitGuard {
@@ -624,7 +627,16 @@ async fn answer(
         id: &id,
         armed: true,
     };
-    session.peer.receive(Message::Request(req)).await;
+    // Json: what the handler sends before the response goes to the standalone stream.
+    let delivery = if mode == ReplyMode::Json {
+        RouteDelivery::Diverted
+    } else {
+        RouteDelivery::OwnStream
+    };
+    session
+        .peer
+        .receive_with(Message::Request(req), delivery)
+        .await;
     let first = if mode == ReplyMode::Auto {
         match tokio::time::timeout(shared.config.peek, &mut rx).await {
             Ok(r) => r.ok(),

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcp_tasks_core::{RequestSender, serve};
 use mcp_tasks_proto::{ErrorObject, Message, RequestId, methods};
-use mcp_tasks_rpc::RequestContext;
+use mcp_tasks_rpc::{RequestContext, RouteDelivery};
 use serde_json::Value;
 
 use crate::handlers::tasks_off;
@@ -27,6 +27,17 @@ impl RequestSender for ResultStream {
             .send(Message::request(id, method, Some(params)), self.0.route())
             .await
     }
+
+    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
+        self.0
+            .peer
+            .send(Message::notification(method, Some(params)), self.0.route())
+            .await
+    }
+
+    fn is_own_stream(&self) -> bool {
+        self.0.delivery == RouteDelivery::OwnStream
+    }
 }
 
 /// Serve `tasks/result`: block until the task is terminal, then return exactly what the
@@ -36,6 +47,12 @@ impl RequestSender for ResultStream {
 /// Spec: "If the underlying request resulted in a JSON-RPC error, `tasks/result` MUST
 /// return that same JSON-RPC error." (see [`serve::result`]). Cancelling this request (`notifications/cancelled`)
 /// ends only the wait; the task goes on.
+///
+/// A `tasks/result` answered as JSON only (the client does not accept
+/// `text/event-stream`) carries no requests: they would be diverted to the GET stream,
+/// which such a client may never read. They stay queued (and the task `input_required`)
+/// for the next `tasks/result` with a stream; the transport requires clients to accept
+/// both content types.
 pub async fn handle(
     session: &Session,
     cx: &RequestContext,
@@ -44,6 +61,7 @@ pub async fn handle(
     let engine = session
         .tasks()
         .ok_or_else(|| tasks_off(methods::TASKS_RESULT))?;
-    let sender: Arc<dyn RequestSender> = Arc::new(ResultStream(cx.clone()));
-    serve::result(engine, &session.requester, params, Some(sender)).await
+    let sender = (cx.delivery != RouteDelivery::Diverted)
+        .then(|| Arc::new(ResultStream(cx.clone())) as Arc<dyn RequestSender>);
+    serve::result(engine, &session.requester, params, sender).await
 }

@@ -599,7 +599,11 @@ impl TaskEngine {
             .collect();
         for id in ids {
             let err = ErrorObject::internal(message.to_owned());
-            let t = failed_transition(&id, &err, self.now());
+            // The status message is the plain sentence; the stored error carries the code.
+            let t = Transition {
+                status_message: Some(message.to_owned()),
+                ..failed_transition(&id, &err, self.now())
+            };
             if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
                 audit_finished(&rec);
                 self.announce(&rec).await;

@@ -211,9 +211,7 @@ pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreE
             "{p}: not an mcp-tasks database (it holds {objects} other schema objects)"
         )));
     }
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
-        .map_err(err)?;
+    let mode = switch_to_wal(conn).map_err(err)?;
     if !mode.eq_ignore_ascii_case("wal") {
         return Err(StoreError::Unavailable(format!(
             "{p}: cannot switch the database to WAL mode (it stays in {mode} mode)"
@@ -233,6 +231,26 @@ pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreE
             k.len()
         ))
     })
+}
+
+/// `PRAGMA journal_mode = WAL`, retried while another connection switches the same fresh
+/// file at the same moment.
+///
+/// Both hold a shared lock and want an exclusive one: SQLite sees the deadlock and answers
+/// one of them `SQLITE_BUSY` at once, without calling the busy handler ("If SQLite
+/// determines that invoking the busy handler could result in a deadlock, it will go ahead
+/// and return SQLITE_BUSY"). The other finishes within milliseconds; 2 s bounds the wait.
+fn switch_to_wal(conn: &Connection) -> rusqlite::Result<String> {
+    let mut tries = 0;
+    loop {
+        match conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0)) {
+            Err(e) if e.sqlite_error_code() == Some(ErrorCode::DatabaseBusy) && tries < 200 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r,
+        }
+    }
 }
 
 fn read_header(conn: &Connection) -> rusqlite::Result<(i64, i64, i64)> {

@@ -92,7 +92,7 @@ fn transitions(c: &mut Criterion, rt: &Runtime) {
                 }
                 ids
             });
-            let state = Arc::new(std::sync::Mutex::new(vec![false; writers]));
+            let state = Arc::new(parking_lot::Mutex::new(vec![false; writers]));
             group.bench_function(
                 BenchmarkId::new(
                     format!("synchronous={sync_name}"),
@@ -109,7 +109,7 @@ fn transitions(c: &mut Criterion, rt: &Runtime) {
                                 let id = id.clone();
                                 let state = Arc::clone(&state);
                                 handles.push(tokio::spawn(async move {
-                                    let mut waiting = state.lock().expect("state")[w];
+                                    let mut waiting = state.lock()[w];
                                     for _ in 0..per {
                                         let to = if waiting {
                                             TaskStatus::Working
@@ -128,7 +128,7 @@ fn transitions(c: &mut Criterion, rt: &Runtime) {
                                             other => panic!("not applied: {other:?}"),
                                         }
                                     }
-                                    state.lock().expect("state")[w] = waiting;
+                                    state.lock()[w] = waiting;
                                 }));
                             }
                             for h in handles {

@@ -37,7 +37,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
@@ -45,6 +45,7 @@ use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
     Limits, ListScope, NewTask, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
 };
+use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::{oneshot, watch};
 
@@ -84,10 +85,7 @@ pub struct WriterStats {
 impl Shared {
     /// Close the idle read connections.
     pub(crate) fn drop_idle_readers(&self) {
-        self.readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clear();
+        self.readers.lock().clear();
     }
 
     /// Run `f` at once on the calling thread if an idle read connection is at hand and
@@ -101,11 +99,7 @@ impl Shared {
         &self,
         f: &impl Fn(&Connection) -> rusqlite::Result<T>,
     ) -> Option<Result<T, StoreError>> {
-        let conn = self
-            .readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop()?;
+        let conn = self.readers.lock().pop()?;
         if conn.busy_timeout(std::time::Duration::ZERO).is_err() {
             return None;
         }
@@ -129,11 +123,7 @@ impl Shared {
 
     /// Run `f` on an idle read connection (or a new one).
     fn read<T>(&self, f: impl FnOnce(&Connection) -> rusqlite::Result<T>) -> Result<T, StoreError> {
-        let idle = self
-            .readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .pop();
+        let idle = self.readers.lock().pop();
         let conn = match idle {
             Some(c) => c,
             None => schema::open_reader(&self.path, &self.opts)?,
@@ -149,10 +139,7 @@ impl Shared {
         if result.as_ref().is_err_and(schema::needs_reopen) {
             return;
         }
-        let mut idle = self
-            .readers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut idle = self.readers.lock();
         if idle.len() < self.opts.read_pool {
             idle.push(conn);
         }
@@ -445,7 +432,6 @@ mod tests {
         shared
             .readers
             .lock()
-            .unwrap()
             .iter()
             .map(|c| {
                 c.query_row("PRAGMA busy_timeout", [], |r| r.get(0))

@@ -5,10 +5,11 @@
 //! ⠹ sleep · working · 3.2s · [██████░░░░░░░░░░░░░░] 3/10 · Sleeping
 //! ```
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::Task;
+use parking_lot::Mutex;
 
 use crate::term::{Screen, bold};
 
@@ -59,9 +60,7 @@ impl Live {
             let mut frame = 0usize;
             loop {
                 let line = {
-                    let st = shared
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner);
+                    let st = shared.lock();
                     render(&st, frame, started.elapsed())
                 };
                 screen.live(&line);
@@ -73,10 +72,7 @@ impl Live {
     }
 
     fn with(&self, f: impl FnOnce(&mut LiveState)) {
-        f(&mut self
-            .state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner));
+        f(&mut self.state.lock());
     }
 
     /// The task as last seen.

@@ -22,7 +22,9 @@ pub(crate) mod prompt;
 pub(crate) mod table;
 
 use std::io::{IsTerminal, Write};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
+
+use parking_lot::Mutex;
 
 /// Erase the current line and go to its start.
 const ERASE_LINE: &str = "\r\x1b[2K";
@@ -61,15 +63,9 @@ impl Screen {
         self.tty
     }
 
-    fn state(&self) -> std::sync::MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Print `text` (one or more lines) on stderr, above the live line.
     pub(crate) fn line(&self, text: &str) {
-        let st = self.state();
+        let st = self.state.lock();
         let mut err = std::io::stderr().lock();
         if self.tty && st.live.is_some() && st.held == 0 {
             let _ = write!(err, "{ERASE_LINE}");
@@ -86,7 +82,7 @@ impl Screen {
 
     /// Write `text` as it is (a prompt, without a newline). Only while held.
     pub(crate) fn write(&self, text: &str) {
-        let _st = self.state();
+        let _st = self.state.lock();
         let mut err = std::io::stderr().lock();
         let _ = write!(err, "{text}");
         let _ = err.flush();
@@ -97,7 +93,7 @@ impl Screen {
         if !self.tty {
             return;
         }
-        let mut st = self.state();
+        let mut st = self.state.lock();
         st.live = Some(text.to_owned());
         if st.held == 0 {
             let mut err = std::io::stderr().lock();
@@ -108,7 +104,7 @@ impl Screen {
 
     /// Take the live line away.
     pub(crate) fn clear_live(&self) {
-        let mut st = self.state();
+        let mut st = self.state.lock();
         if st.live.take().is_some() && self.tty && st.held == 0 {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "{ERASE_LINE}");
@@ -118,7 +114,7 @@ impl Screen {
 
     /// Keep the live line off the screen until the guard is dropped (a prompt is on).
     pub(crate) fn hold(&'static self) -> Hold {
-        let mut st = self.state();
+        let mut st = self.state.lock();
         if st.held == 0 && st.live.is_some() && self.tty {
             let mut err = std::io::stderr().lock();
             let _ = write!(err, "{ERASE_LINE}");
@@ -130,7 +126,7 @@ impl Screen {
 
     /// Draw `lines` in place of the block drawn last (a table refreshed in place).
     pub(crate) fn block(&self, lines: &[String]) {
-        let mut st = self.state();
+        let mut st = self.state.lock();
         let mut err = std::io::stderr().lock();
         let mut out = String::new();
         if st.block_lines > 0 {
@@ -154,7 +150,7 @@ pub(crate) struct Hold(&'static Screen);
 
 impl Drop for Hold {
     fn drop(&mut self) {
-        let mut st = self.0.state();
+        let mut st = self.0.state.lock();
         st.held = st.held.saturating_sub(1);
         if st.held == 0
             && self.0.tty

@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
 
+use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::hist::Histogram;
 use crate::scenario::{Config, Scenario, Setup, Stats, op};
 
 /// The figures of one operation. Latencies in milliseconds.
@@ -149,16 +149,26 @@ fn round2(x: f64) -> f64 {
     (x * 100.0).round() / 100.0
 }
 
-fn op_report(h: &Histogram, errors: u64, secs: f64) -> OpReport {
+/// The value below or at which `q` percent of the values lie: the middle of its bucket
+/// (within 1/128 of the sample), kept within the smallest and largest bucket seen.
+fn percentile(h: &Histogram<u64>, q: f64) -> u64 {
+    if h.is_empty() {
+        return 0;
+    }
+    h.median_equivalent(h.value_at_percentile(q))
+        .clamp(h.min(), h.max())
+}
+
+fn op_report(h: &Histogram<u64>, errors: u64, secs: f64) -> OpReport {
     #[allow(clippy::cast_precision_loss)]
-    let per_s = round2(h.count() as f64 / secs);
+    let per_s = round2(h.len() as f64 / secs);
     OpReport {
-        count: h.count(),
+        count: h.len(),
         errors,
         per_s,
-        p50_ms: ms(h.percentile(50.0)),
-        p90_ms: ms(h.percentile(90.0)),
-        p99_ms: ms(h.percentile(99.0)),
+        p50_ms: ms(percentile(h, 50.0)),
+        p90_ms: ms(percentile(h, 90.0)),
+        p99_ms: ms(percentile(h, 99.0)),
         max_ms: ms(h.max()),
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         mean_ms: ms(h.mean() as u64),
@@ -202,33 +212,22 @@ pub(crate) fn build_report(
             })
             .collect(),
     };
-    let get = |name: &str| ops.get(name).cloned();
-    let figure = match cfg.scenario {
-        Scenario::Create => Figure {
-            name: "task creations/s".into(),
-            value: get(op::CREATE).map_or(0.0, |o| o.per_s),
-            unit: "1/s".into(),
-        },
-        Scenario::Get => Figure {
-            name: "tasks/get/s".into(),
-            value: get(op::GET).map_or(0.0, |o| o.per_s),
-            unit: "1/s".into(),
-        },
-        Scenario::Lifecycle | Scenario::LifecyclePollInterval => Figure {
-            name: "lifecycles/s".into(),
-            value: get(op::LIFECYCLE).map_or(0.0, |o| o.per_s),
-            unit: "1/s".into(),
-        },
-        Scenario::ResultWait => Figure {
-            name: "result lateness p50".into(),
-            value: get(op::LATENESS).map_or(0.0, |o| o.p50_ms),
-            unit: "ms".into(),
-        },
-        Scenario::List => Figure {
-            name: "tasks/list page p50".into(),
-            value: get(op::LIST).map_or(0.0, |o| o.p50_ms),
-            unit: "ms".into(),
-        },
+    // The scenario's figure: an operation's rate or its median.
+    let (name, op_name, median, unit) = match cfg.scenario {
+        Scenario::Create => ("task creations/s", op::CREATE, false, "1/s"),
+        Scenario::Get => ("tasks/get/s", op::GET, false, "1/s"),
+        Scenario::Lifecycle | Scenario::LifecyclePollInterval => {
+            ("lifecycles/s", op::LIFECYCLE, false, "1/s")
+        }
+        Scenario::ResultWait => ("result lateness p50", op::LATENESS, true, "ms"),
+        Scenario::List => ("tasks/list page p50", op::LIST, true, "ms"),
+    };
+    let figure = Figure {
+        name: name.into(),
+        value: ops
+            .get(op_name)
+            .map_or(0.0, |o| if median { o.p50_ms } else { o.per_s }),
+        unit: unit.into(),
     };
     let wall = cpu_window.as_secs_f64().max(1e-3);
     let bench_s = bench_cpu.as_secs_f64();
@@ -361,5 +360,86 @@ impl Report {
             );
         }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn exact(sorted: &[u64], q: f64) -> u64 {
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss
+        )]
+        let rank = ((q / 100.0 * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+        sorted[rank - 1]
+    }
+
+    #[test]
+    fn percentiles_are_within_one_percent_of_the_exact_sample() {
+        let mut rng = fastrand::Rng::with_seed(7);
+        // A latency-like sample: mostly ~1 ms, a tail up to 2 s, recorded by two clients.
+        let mut values: Vec<u64> = (0..100_000)
+            .map(|_| {
+                let base = 200_000 + rng.u64(0..1_600_000);
+                if rng.u8(0..100) == 0 {
+                    base * rng.u64(1..1000)
+                } else {
+                    base
+                }
+            })
+            .collect();
+        let mut a = Stats::default();
+        let mut b = Stats::default();
+        for (i, &v) in values.iter().enumerate() {
+            let s = if i % 2 == 0 { &mut a } else { &mut b };
+            s.ok("op", Duration::from_nanos(v));
+        }
+        a.merge(b);
+        let h = &a.ops["op"];
+        values.sort_unstable();
+        for q in [0.0, 1.0, 50.0, 90.0, 99.0, 99.9, 100.0] {
+            let want = exact(&values, q);
+            let got = percentile(h, q);
+            #[allow(clippy::cast_precision_loss)]
+            let err = (got as f64 - want as f64).abs() / want as f64;
+            assert!(err <= 1.0 / 100.0, "p{q}: got {got}, want {want}");
+        }
+        assert_eq!(h.len(), 100_000);
+        let max = *values.last().unwrap();
+        #[allow(clippy::cast_precision_loss)]
+        let max_err = (h.max() as f64 - max as f64).abs() / max as f64;
+        assert!(max_err <= 1.0 / 100.0, "max {} for {max}", h.max());
+        assert!(percentile(h, 100.0) <= h.max());
+    }
+
+    #[test]
+    fn small_values_are_exact_and_an_empty_histogram_reads_zero() {
+        let mut s = Stats::default();
+        for v in 1..=100 {
+            s.ok("op", Duration::from_nanos(v));
+        }
+        let h = &s.ops["op"];
+        assert_eq!(percentile(h, 50.0), 50);
+        assert_eq!(percentile(h, 99.0), 99);
+        assert_eq!((h.min(), h.max()), (1, 100));
+        assert!((h.mean() - 50.5).abs() < 1e-9);
+        let r = op_report(h, 0, 1.0);
+        assert_eq!((r.count, r.per_s), (100, 100.0));
+
+        let empty = Stats::default();
+        let mut e = Stats::default();
+        e.merge(empty);
+        let h = e.ops.entry("op").or_insert_with(crate::scenario::histogram);
+        assert_eq!((percentile(h, 50.0), h.max()), (0, 0));
+
+        // Beyond the range: counted as its top.
+        let mut s = Stats::default();
+        s.ok("op", Duration::MAX);
+        let h = &s.ops["op"];
+        assert_eq!(h.len(), 1);
+        assert!(h.max() >= crate::scenario::MAX_LATENCY_NS, "{}", h.max());
     }
 }

@@ -6,15 +6,17 @@
 //! ```
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use indicatif::{ProgressState, ProgressStyle};
 use mcp_tasks_client::Task;
 use parking_lot::Mutex;
 
 use crate::term::{Screen, bold};
 
-const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
-const TICK: Duration = Duration::from_millis(100);
+/// The spinner's frames, and (last, never seen: the line is cleared at the end) its
+/// finished state.
+const SPINNER: [&str; 11] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏", " "];
 const BAR: usize = 20;
 
 /// A `notifications/progress` as shown.
@@ -36,10 +38,9 @@ pub(crate) struct LiveState {
     pub(crate) progress: Option<Progress>,
 }
 
-/// The live line, redrawn every 100 ms until [`Live::finish`].
+/// The live line, redrawn every 100 ms until [`Live::finish`] (see [`Screen::live`]).
 pub(crate) struct Live {
     state: Arc<Mutex<LiveState>>,
-    ticker: tokio::task::JoinHandle<()>,
 }
 
 impl Live {
@@ -51,24 +52,17 @@ impl Live {
             progress: None,
         }));
         let shared = Arc::clone(&state);
-        let started = Instant::now();
-        let ticker = tokio::spawn(async move {
-            let screen = Screen::get();
-            if !screen.is_tty() {
-                return;
-            }
-            let mut frame = 0usize;
-            loop {
-                let line = {
-                    let st = shared.lock();
-                    render(&st, frame, started.elapsed())
-                };
-                screen.live(&line);
-                frame = frame.wrapping_add(1);
-                tokio::time::sleep(TICK).await;
-            }
-        });
-        Self { state, ticker }
+        let style = ProgressStyle::with_template("{spinner} {line}")
+            .expect("a valid template")
+            .tick_strings(&SPINNER)
+            .with_key(
+                "line",
+                move |s: &ProgressState, w: &mut dyn std::fmt::Write| {
+                    let _ = w.write_str(&render(&shared.lock(), s.elapsed()));
+                },
+            );
+        Screen::get().live(style);
+        Self { state }
     }
 
     fn with(&self, f: impl FnOnce(&mut LiveState)) {
@@ -87,14 +81,13 @@ impl Live {
 
     /// Stop and take the line away.
     pub(crate) fn finish(&self) {
-        self.ticker.abort();
         Screen::get().clear_live();
     }
 }
 
 impl Drop for Live {
     fn drop(&mut self) {
-        self.ticker.abort();
+        self.finish();
     }
 }
 
@@ -129,9 +122,9 @@ pub(crate) fn progress_text(p: &Progress) -> String {
     }
 }
 
-/// The line for `state` at spinner `frame`, `elapsed` after the start.
-pub(crate) fn render(state: &LiveState, frame: usize, elapsed: Duration) -> String {
-    let mut parts = vec![format!("{} {}", SPINNER[frame % SPINNER.len()], state.what)];
+/// The line for `state`, `elapsed` after the start (after the spinner).
+pub(crate) fn render(state: &LiveState, elapsed: Duration) -> String {
+    let mut parts = vec![state.what.clone()];
     match &state.task {
         Some(t) => parts.push(bold(t.status.as_str())),
         None => parts.push(bold("running")),
@@ -176,8 +169,8 @@ mod tests {
             progress: None,
         };
         assert_eq!(
-            render(&st, 0, Duration::from_millis(300)),
-            "⠋ sleep · \x1b[1mrunning\x1b[0m · 300ms"
+            render(&st, Duration::from_millis(300)),
+            "sleep · \x1b[1mrunning\x1b[0m · 300ms"
         );
         st.task = Some(task(TaskStatus::InputRequired, Some("Waiting for input")));
         st.progress = Some(Progress {
@@ -186,11 +179,11 @@ mod tests {
             message: Some("step 3".into()),
         });
         assert_eq!(
-            render(&st, 1, Duration::from_millis(3250)),
-            "⠙ sleep · \x1b[1minput_required\x1b[0m · 3.2s · [██████░░░░░░░░░░░░░░] 3/10 · Waiting for input"
+            render(&st, Duration::from_millis(3250)),
+            "sleep · \x1b[1minput_required\x1b[0m · 3.2s · [██████░░░░░░░░░░░░░░] 3/10 · Waiting for input"
         );
         st.task = Some(task(TaskStatus::Working, None));
-        assert!(render(&st, 2, Duration::ZERO).ends_with("3/10 · step 3"));
+        assert!(render(&st, Duration::ZERO).ends_with("3/10 · step 3"));
     }
 
     #[test]

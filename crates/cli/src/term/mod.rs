@@ -9,11 +9,11 @@
 //! * [`interrupt`]: Ctrl-C, counted (the first cancels a task, the second leaves);
 //! * [`table`]: the live table of `mcp-tasks tasks watch`.
 //!
-//! Nothing here draws unless stderr is a terminal: piped output stays plain lines.
-//! Drawing uses a handful of ANSI sequences (no terminal library): `\r` and "erase line"
-//! to redraw in place, and auto-wrap turned off while a live line or table is drawn, so
-//! that a line longer than the terminal is clipped instead of wrapped (which would break
-//! redrawing in place).
+//! Nothing here draws unless stderr is a terminal: piped output stays plain lines. The
+//! live line is an [`indicatif`] spinner line, ticking on its own thread; the table is
+//! drawn with a handful of ANSI sequences, auto-wrap turned off meanwhile so that a line
+//! longer than the terminal is clipped instead of wrapped (which would break redrawing
+//! in place).
 
 pub(crate) mod input;
 pub(crate) mod interrupt;
@@ -23,11 +23,13 @@ pub(crate) mod table;
 
 use std::io::{IsTerminal, Write};
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use parking_lot::Mutex;
 
-/// Erase the current line and go to its start.
-const ERASE_LINE: &str = "\r\x1b[2K";
+/// How often the live line is redrawn (its spinner turns, its time goes on).
+const TICK: Duration = Duration::from_millis(100);
 /// Turn auto-wrap off / on (DECAWM).
 const NO_WRAP: &str = "\x1b[?7l";
 const WRAP: &str = "\x1b[?7h";
@@ -40,8 +42,8 @@ pub(crate) struct Screen {
 
 #[derive(Default)]
 struct State {
-    /// The live line as last drawn (drawn now unless `held`).
-    live: Option<String>,
+    /// The live line (drawn now unless `held`).
+    live: Option<LiveLine>,
     /// Prompts on screen: the live line stays off meanwhile.
     held: usize,
     /// Lines of the block drawn last by [`Screen::block`].
@@ -66,18 +68,15 @@ impl Screen {
     /// Print `text` (one or more lines) on stderr, above the live line.
     pub(crate) fn line(&self, text: &str) {
         let st = self.state.lock();
-        let mut err = std::io::stderr().lock();
-        if self.tty && st.live.is_some() && st.held == 0 {
-            let _ = write!(err, "{ERASE_LINE}");
+        let print = || {
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(err, "{text}");
+            let _ = err.flush();
+        };
+        match st.live.as_ref().and_then(|l| l.bar.as_ref()) {
+            Some(bar) => bar.suspend(print),
+            None => print(),
         }
-        let _ = writeln!(err, "{text}");
-        if self.tty
-            && st.held == 0
-            && let Some(live) = &st.live
-        {
-            let _ = write!(err, "{NO_WRAP}{live}{WRAP}");
-        }
-        let _ = err.flush();
     }
 
     /// Write `text` as it is (a prompt, without a newline). Only while held.
@@ -88,37 +87,41 @@ impl Screen {
         let _ = err.flush();
     }
 
-    /// Draw (or redraw) the live line. Nothing on a non-terminal.
-    pub(crate) fn live(&self, text: &str) {
+    /// Show a live line drawn in `style` (its time counted from now), in place of any
+    /// other. Nothing on a non-terminal.
+    pub(crate) fn live(&self, style: ProgressStyle) {
         if !self.tty {
             return;
         }
         let mut st = self.state.lock();
-        st.live = Some(text.to_owned());
-        if st.held == 0 {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{ERASE_LINE}{NO_WRAP}{text}{WRAP}");
-            let _ = err.flush();
+        if let Some(mut old) = st.live.take() {
+            old.erase();
         }
+        let mut live = LiveLine {
+            style,
+            started: Instant::now(),
+            bar: None,
+        };
+        if st.held == 0 {
+            live.draw();
+        }
+        st.live = Some(live);
     }
 
     /// Take the live line away.
     pub(crate) fn clear_live(&self) {
-        let mut st = self.state.lock();
-        if st.live.take().is_some() && self.tty && st.held == 0 {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{ERASE_LINE}");
-            let _ = err.flush();
+        if let Some(mut live) = self.state.lock().live.take() {
+            live.erase();
         }
     }
 
     /// Keep the live line off the screen until the guard is dropped (a prompt is on).
     pub(crate) fn hold(&'static self) -> Hold {
         let mut st = self.state.lock();
-        if st.held == 0 && st.live.is_some() && self.tty {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{ERASE_LINE}");
-            let _ = err.flush();
+        if st.held == 0
+            && let Some(live) = &mut st.live
+        {
+            live.erase();
         }
         st.held += 1;
         Hold(self)
@@ -153,12 +156,35 @@ impl Drop for Hold {
         let mut st = self.0.state.lock();
         st.held = st.held.saturating_sub(1);
         if st.held == 0
-            && self.0.tty
-            && let Some(live) = &st.live
+            && let Some(live) = &mut st.live
         {
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{ERASE_LINE}{NO_WRAP}{live}{WRAP}");
-            let _ = err.flush();
+            live.draw();
+        }
+    }
+}
+
+/// The live line: an [`indicatif`] line redrawn every [`TICK`] on indicatif's thread.
+/// While a prompt holds the screen it is cleared away, and drawn anew after (its time
+/// running on).
+struct LiveLine {
+    style: ProgressStyle,
+    started: Instant,
+    /// On screen now.
+    bar: Option<ProgressBar>,
+}
+
+impl LiveLine {
+    fn draw(&mut self) {
+        let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr())
+            .with_style(self.style.clone())
+            .with_elapsed(self.started.elapsed());
+        bar.enable_steady_tick(TICK);
+        self.bar = Some(bar);
+    }
+
+    fn erase(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
         }
     }
 }

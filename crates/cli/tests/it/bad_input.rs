@@ -1,6 +1,6 @@
 //! Bad input gets the right JSON-RPC error, and the server keeps serving.
 
-mod common;
+use crate::common;
 use common::Stdio;
 use serde_json::{Value, json};
 

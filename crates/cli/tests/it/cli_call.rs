@@ -2,8 +2,7 @@
 //! typing, answers to elicitation and sampling, the token from the environment.
 #![allow(missing_docs)]
 
-#[path = "client_support.rs"]
-mod support;
+use crate::client_support as support;
 
 use std::time::{Duration, Instant};
 

@@ -2,8 +2,7 @@
 //! picking up a task (and the question it waits on) from another process.
 #![allow(missing_docs)]
 
-#[path = "client_support.rs"]
-mod support;
+use crate::client_support as support;
 
 use std::time::{Duration, Instant};
 

@@ -3,8 +3,7 @@
 //! new session), resume from a second connection, bearer auth.
 #![allow(missing_docs)]
 
-#[path = "client_support.rs"]
-mod support;
+use crate::client_support as support;
 
 use std::io::{Read, Write};
 use std::time::Duration;

@@ -2,8 +2,7 @@
 //! second connection, the exact error of a failed task, process-group teardown.
 #![allow(missing_docs)]
 
-#[path = "client_support.rs"]
-mod support;
+use crate::client_support as support;
 
 use std::time::{Duration, Instant};
 

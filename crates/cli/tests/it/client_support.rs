@@ -1,5 +1,5 @@
-//! Helpers of the requestor tests (`client_*.rs`, `cli_*.rs` include this file with
-//! `#[path]`): our server over stdio or HTTP, the CLI as a process, token files.
+//! Helpers of the requestor tests (`client_*.rs`, `cli_*.rs`): our server over stdio or
+//! HTTP, the CLI as a process, token files.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
 use std::io::{BufRead, BufReader};
@@ -142,7 +142,7 @@ pub fn early_result_server() -> Vec<String> {
         "node".into(),
         concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/tests/client_fixtures/early_result_server.mjs"
+            "/tests/it/client_fixtures/early_result_server.mjs"
         )
         .into(),
     ]

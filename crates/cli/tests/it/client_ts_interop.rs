@@ -10,8 +10,7 @@
 //! with `npm ci --prefix interop` before the tests.
 #![allow(missing_docs)]
 
-#[path = "client_support.rs"]
-mod support;
+use crate::client_support as support;
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;

@@ -3,7 +3,7 @@
 //! survives, the 1,000 results are byte-identical, the 200 are `failed` with a message
 //! saying the server stopped, and `PRAGMA integrity_check` is `ok`.
 
-mod http_common;
+use crate::http_common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

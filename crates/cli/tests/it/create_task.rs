@@ -1,6 +1,6 @@
 //! CreateTaskResult, TTL policy, ids.
 
-mod common;
+use crate::common;
 use std::collections::HashSet;
 
 use common::{Stdio, is_rfc3339_utc};

@@ -1,6 +1,6 @@
 //! The demo tools, called plainly.
 
-mod common;
+use crate::common;
 use std::time::Duration;
 
 use common::{Stdio, text_of};

@@ -2,8 +2,7 @@
 //! plain upstream `tools/call`; its exact outcome lands in the task; cancel, progress and
 //! elicitation cross.
 
-mod common;
-mod gateway_common;
+use crate::gateway_common;
 
 use gateway_common::{Fake, RELATED, task_result, until_terminal};
 use serde_json::json;

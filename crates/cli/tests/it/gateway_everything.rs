@@ -3,8 +3,8 @@
 //! tool through upstream tasks, elicitation answered through `tasks/result`, progress
 //! with the original token, and a cancel that reaches the upstream.
 
-mod common;
-mod gateway_common;
+use crate::common;
+use crate::gateway_common;
 
 use std::path::PathBuf;
 

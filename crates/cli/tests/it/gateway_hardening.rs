@@ -4,9 +4,9 @@
 //! an upstream answer too large to read fails its call; `--upstream-timeout` bounds a
 //! call.
 
-mod common;
-mod gateway_common;
-mod http_common;
+use crate::common;
+use crate::gateway_common;
+use crate::http_common;
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

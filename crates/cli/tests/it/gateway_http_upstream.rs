@@ -2,8 +2,8 @@
 //! `mcp-tasks serve` over HTTP, whose tools run as upstream tasks; elicitation and
 //! progress of the upstream tasks cross.
 
-mod common;
-mod gateway_common;
+use crate::common;
+use crate::gateway_common;
 
 use common::Stdio;
 use gateway_common::{HttpUpstream, RELATED, task_result, text_of, until_terminal};

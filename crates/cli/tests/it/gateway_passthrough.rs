@@ -1,8 +1,8 @@
 //! Gateway: everything it does not interpret crosses in both directions unchanged
 //! (golden round trips through a fake upstream that logs what it receives).
 
-mod common;
-mod gateway_common;
+use crate::common;
+use crate::gateway_common;
 
 use std::time::Duration;
 

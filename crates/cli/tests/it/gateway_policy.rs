@@ -1,7 +1,7 @@
 //! Gateway: the tool policy, overridden by flags and by a TOML config file.
 
-mod common;
-mod gateway_common;
+use crate::common;
+use crate::gateway_common;
 
 use gateway_common::Fake;
 use serde_json::{Value, json};

@@ -3,8 +3,8 @@
 //! them), follows the upstream task again, and gets its outcome; if the upstream no longer
 //! knows the task, the task fails with a message that says so.
 
-mod common;
-mod gateway_common;
+use crate::common;
+use crate::gateway_common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

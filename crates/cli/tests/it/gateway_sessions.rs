@@ -2,8 +2,7 @@
 //! connection (docs/adr/0002), so two sessions eliciting at once each get only their own
 //! elicitation, and each answer goes back to the upstream call that asked.
 
-mod common;
-mod gateway_common;
+use crate::gateway_common;
 
 use gateway_common::{Fake, HttpUpstream};
 use serde_json::Value;

@@ -2,8 +2,8 @@
 //! statusMessage and is restarted with backoff; meanwhile new calls get -32603
 //! "upstream unavailable" and stored tasks stay readable.
 
-mod common;
-mod gateway_common;
+use crate::common;
+use crate::gateway_common;
 
 use std::time::{Duration, Instant};
 

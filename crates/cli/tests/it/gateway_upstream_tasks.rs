@@ -1,8 +1,7 @@
 //! Gateway: a tool the upstream runs as a task is called upstream with a task and
 //! followed to its end; its outcome becomes ours; cancel reaches the upstream task.
 
-mod common;
-mod gateway_common;
+use crate::gateway_common;
 
 use gateway_common::{Fake, RELATED, failed_task_message, task_result, until_terminal};
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! `WWW-Authenticate` without a valid token; tasks bound to their principal across its
 //! sessions, another principal's task looking exactly like a missing one.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Client, Server, TOKENS_ENV};
 use serde_json::{Value, json};

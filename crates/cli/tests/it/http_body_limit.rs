@@ -1,7 +1,7 @@
 //! The 16 MiB body limit: larger bodies get 413 (whether announced by Content-Length or
 //! not), smaller ones are served.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Client, Server};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! `tools/call` that reports progress or asks), JSON for everything else, `tasks/get`
 //! above all.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Auth, BOTH, Client, Server, TOKENS_ENV, check_response, start_as};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! (202), on any session of the same principal; without authentication only on the
 //! session that created the task. Another requester's answer is ignored.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Auth, BOTH, Client, Server, TOKENS_ENV, check_response, start_as};
 use std::time::Duration;

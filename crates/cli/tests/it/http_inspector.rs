@@ -4,7 +4,7 @@
 //! `--tool-task-support sleep=required`. It sends `task: {}` without a `ttl` and rejects a
 //! `CreateTaskResult` without one: the server must grant and report the default TTL.
 
-mod http_common;
+use crate::http_common;
 
 use std::path::PathBuf;
 use std::process::Command;

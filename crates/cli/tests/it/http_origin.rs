@@ -1,7 +1,7 @@
 //! `Origin` validation (403 for a foreign origin on every request; loopback and
 //! `--allowed-origin` accepted; no header accepted) and CORS for browser clients.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Client, Server, send};
 use serde_json::json;

@@ -2,7 +2,7 @@
 //! it here): on the task's open `tasks/result` stream, else on the GET stream, or queued
 //! until one opens. Each notification goes out once.
 
-mod http_common;
+use crate::http_common;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! Each test pushes past a bound (small ones, set by flags) and checks a figure of the
 //! server process: resident memory, live sessions, open file descriptors.
 
-mod http_common;
+use crate::http_common;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};

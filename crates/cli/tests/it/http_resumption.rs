@@ -2,7 +2,7 @@
 //! delivers the elicitation and then the final response exactly once; the standalone
 //! stream loses and duplicates nothing; replay never crosses streams.
 
-mod http_common;
+use crate::http_common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! memory per idle stream, each ending with its response exactly once; and 10,000
 //! retained tasks listed through `tasks/list`.
 
-mod http_common;
+use crate::http_common;
 
 use std::time::{Duration, Instant};
 

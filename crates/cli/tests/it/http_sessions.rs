@@ -2,7 +2,7 @@
 //! when unknown or ended, DELETE, idle expiry, the protocol version header, session-less
 //! `server/discover`, and what is not a request.
 
-mod http_common;
+use crate::http_common;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! tasks finish within `--shutdown-grace`, then fail what is left with a clear
 //! `statusMessage` (checked after a restart on the same SQLite file).
 
-mod http_common;
+use crate::http_common;
 
 use std::time::{Duration, Instant};
 

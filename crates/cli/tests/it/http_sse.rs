@@ -2,7 +2,7 @@
 //! unique across the session and naming their stream; a long wait closed after a `retry`
 //! field and resumed by GET + `Last-Event-ID`; every message on exactly one stream.
 
-mod http_common;
+use crate::http_common;
 
 use std::collections::HashSet;
 use std::time::Duration;

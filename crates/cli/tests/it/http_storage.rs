@@ -5,7 +5,7 @@
 //! task `working` for good, and the audit log says who created, finished, retrieved and
 //! cancelled which task.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Auth, Client, Server, start_as};
 use serde_json::{Value, json};

@@ -4,7 +4,7 @@
 //! failed task, and a long `tasks/result` wait that the server closes with `retry`
 //! (resumed by the SDK with GET + `Last-Event-ID`).
 
-mod http_common;
+use crate::http_common;
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

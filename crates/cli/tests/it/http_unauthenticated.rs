@@ -2,7 +2,7 @@
 //! reaches a task by id), `tasks.list` is not declared, and a non-loopback `--listen`
 //! needs `--allow-unauthenticated`.
 
-mod http_common;
+use crate::http_common;
 
 use http_common::{Client, Server, TOKENS_ENV};
 use serde_json::json;

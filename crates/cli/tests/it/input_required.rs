@@ -2,7 +2,7 @@
 //! and sampling requests travel, with related-task `_meta`, on the requestor's open
 //! `tasks/result`, over stdio. Every assertion is on the raw wire messages.
 
-mod common;
+use crate::common;
 
 use std::time::Duration;
 

@@ -1,6 +1,6 @@
 //! Lifecycle: initialize, version negotiation, requests before initialization.
 
-mod common;
+use crate::common;
 use common::Stdio;
 use serde_json::json;
 

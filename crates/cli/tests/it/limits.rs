@@ -1,6 +1,6 @@
 //! Per-requester limits.
 
-mod common;
+use crate::common;
 use common::Stdio;
 use serde_json::json;
 

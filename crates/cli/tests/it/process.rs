@@ -1,6 +1,6 @@
 //! The process: version, help, logs on stderr only, clean exits.
 
-mod common;
+use crate::common;
 use std::process::Command;
 use std::time::Duration;
 

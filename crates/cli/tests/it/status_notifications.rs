@@ -1,6 +1,6 @@
 //! notifications/tasks/status.
 
-mod common;
+use crate::common;
 use std::time::Duration;
 
 use common::Stdio;

@@ -2,7 +2,7 @@
 //! valid for the task's lifetime, whether or not a `tasks/result` is open, and stops when
 //! the task is cancelled. Assertions are on the raw wire messages over stdio.
 
-mod common;
+use crate::common;
 
 use std::time::{Duration, Instant};
 

@@ -1,6 +1,6 @@
 //! Capabilities and tool-level negotiation of task support.
 
-mod common;
+use crate::common;
 use common::{Stdio, text_of};
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! tasks/cancel.
 
-mod common;
+use crate::common;
 use std::time::Duration;
 
 use common::Stdio;

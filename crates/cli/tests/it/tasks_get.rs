@@ -1,6 +1,6 @@
 //! tasks/get.
 
-mod common;
+use crate::common;
 use common::Stdio;
 use serde_json::json;
 

@@ -1,6 +1,6 @@
 //! tasks/list: pagination and cursors.
 
-mod common;
+use crate::common;
 use std::collections::HashSet;
 
 use common::Stdio;

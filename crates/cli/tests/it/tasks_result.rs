@@ -1,6 +1,6 @@
 //! tasks/result: blocking, exact outcomes.
 
-mod common;
+use crate::common;
 use std::time::{Duration, Instant};
 
 use common::{Stdio, text_of};

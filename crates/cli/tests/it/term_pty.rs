@@ -5,8 +5,7 @@
 //! leaving at once).
 #![allow(missing_docs)]
 
-#[path = "term_support.rs"]
-mod term;
+use crate::term_support as term;
 
 use serde_json::{Value, json};
 use term::{

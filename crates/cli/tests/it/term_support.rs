@@ -1,6 +1,5 @@
-//! Helpers of the terminal tests (`term_*.rs` include this file with `#[path]`): the CLI
-//! in a pseudo-terminal, driven by a script of expectations and keystrokes, and a small
-//! scripted MCP server for what our demo server does not send.
+//! Helpers of the terminal tests (`term_*.rs`): the CLI in a pseudo-terminal, driven by
+//! a script of expectations and keystrokes, and a small scripted MCP server for what our demo server does not send.
 //!
 //! The pseudo-terminal is Python's `pty` module (`python3`, on every machine of this
 //! project): the CLI is the session leader of a real terminal, so Ctrl-C is the byte
@@ -12,10 +11,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-#[path = "client_support.rs"]
-pub mod support;
-
-pub use support::*;
+pub use crate::client_support::*;
 
 /// Runs `argv` in a pseudo-terminal (40x120) and plays `steps` (a JSON list):
 /// `{"expect": TEXT, "timeout": S}` waits for TEXT in the output after the previous

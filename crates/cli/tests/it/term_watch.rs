@@ -3,8 +3,7 @@
 //! list them.
 #![allow(missing_docs)]
 
-#[path = "term_support.rs"]
-mod term;
+use crate::term_support as term;
 
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;

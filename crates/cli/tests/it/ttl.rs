@@ -1,6 +1,6 @@
 //! TTL: expiry, deletion, and waiters on expiring tasks.
 
-mod common;
+use crate::common;
 use std::time::Duration;
 
 use common::Stdio;

@@ -1,7 +1,7 @@
 //! Waiters wake on changes committed by another process (or another store) sharing the
 //! file: the writer thread watches `PRAGMA data_version` while anyone is subscribed.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -94,7 +94,7 @@ async fn a_waiter_wakes_on_a_change_made_by_another_process() {
     let id = rec.task_id.clone();
     let ok = tokio::task::spawn_blocking(move || {
         common::run_child(
-            "completer_child",
+            "cross_process_wake::completer_child",
             &[("MCP_TASKS_DB", &p), ("MCP_TASKS_ID", &id)],
             None,
         )

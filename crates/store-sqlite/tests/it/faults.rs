@@ -3,7 +3,7 @@
 //! hang beyond `busy_timeout`), nothing stored is lost, and calls succeed again once the
 //! fault is gone.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -243,7 +243,11 @@ async fn a_read_only_file_fails_writes_then_clears() {
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o777)).unwrap();
     let d = dir.path().display().to_string();
     assert!(
-        common::run_child("read_only_child", &[("MCP_TASKS_RO_DIR", &d)], Some(65534)),
+        common::run_child(
+            "faults::read_only_child",
+            &[("MCP_TASKS_RO_DIR", &d)],
+            Some(65534)
+        ),
         "the read-only scenario failed in the child process (see its output above)"
     );
 }

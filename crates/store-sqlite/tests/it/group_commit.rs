@@ -1,7 +1,7 @@
 //! Group commit: concurrent writes share transactions, and no caller hears of a change
 //! before it is committed.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! What `SqliteStore::open` refuses, and how it says so: every message names the file.
 
-mod common;
+use crate::common;
 
 use mcp_tasks_core::{Limits, StoreError, TaskStore};
 use mcp_tasks_store_sqlite::{SCHEMA_VERSION, SqliteOptions, SqliteStore, Synchronous};

@@ -12,7 +12,7 @@ pub const RELATED: &str = "io.modelcontextprotocol/related-task";
 
 pub fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests")
+        .join("tests/it")
         .join("gateway_fixtures")
         .join(name)
 }

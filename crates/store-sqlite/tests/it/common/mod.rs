@@ -11,8 +11,9 @@ pub fn task(owner: Option<&str>) -> NewTask {
     mcp_tasks_testkit::conformance::new_task(owner, Some("tests"))
 }
 
-/// Run the test `name` of this test binary in a child process with `env` set (and as
-/// `uid` when given), and return whether it passed; its output is echoed.
+/// Run the test `name` of this test binary (its path, `module::test`) in a child process
+/// with `env` set (and as `uid` when given), and return whether it passed; its output is
+/// echoed.
 pub fn run_child(name: &str, env: &[(&str, &str)], uid: Option<u32>) -> bool {
     let exe = std::env::current_exe().expect("the test binary");
     let mut cmd = Command::new(exe);

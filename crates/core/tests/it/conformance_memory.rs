@@ -1,17 +1,13 @@
-//! The in-memory store passes the store conformance suite.
+//! The in-memory store passes the store conformance suite: one test per check.
 
 use std::sync::Arc;
 
 use mcp_tasks_core::MemoryStore;
-use mcp_tasks_testkit::conformance::{self, Leases, Store};
+use mcp_tasks_testkit::conformance::Store;
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn memory_store_conforms() {
-    conformance::run_all(
-        || async { Arc::new(MemoryStore::new()) as Store },
-        Leases::ProcessLocal,
-    )
-    .await;
+mcp_tasks_testkit::conformance_tests! {
+    make: || async { Arc::new(MemoryStore::new()) as Store },
+    leases: ProcessLocal,
 }
 
 /// The suite must be able to fail: each broken store below violates one invariant, and

@@ -1,15 +1,16 @@
-//! The SQLite store passes the store conformance suite, and survives a reopen.
+//! The SQLite store passes the store conformance suite (one test per check, with each
+//! `synchronous` setting), and survives a reopen.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
-use mcp_tasks_testkit::conformance::{self, Leases, Store};
+use mcp_tasks_testkit::conformance::{self, Store};
 
-fn factory(
-    dir: &tempfile::TempDir,
-    sync: Synchronous,
-) -> impl Fn() -> std::future::Ready<Store> + '_ {
+/// Stores on fresh files of one temporary directory, owned by the factory (a new
+/// directory for each test).
+fn factory(sync: Synchronous) -> impl Fn() -> std::future::Ready<Store> {
+    let dir = tempfile::tempdir().expect("tempdir");
     let n = AtomicU64::new(0);
     move || {
         let path = dir
@@ -24,16 +25,24 @@ fn factory(
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sqlite_store_conforms() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    conformance::run_all(factory(&dir, Synchronous::Full), Leases::Tracked).await;
+/// With `synchronous = FULL` (the default).
+mod synchronous_full {
+    use super::*;
+
+    mcp_tasks_testkit::conformance_tests! {
+        make: factory(Synchronous::Full),
+        leases: Tracked,
+    }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn sqlite_store_conforms_with_synchronous_normal() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    conformance::run_all(factory(&dir, Synchronous::Normal), Leases::Tracked).await;
+/// With `synchronous = NORMAL`.
+mod synchronous_normal {
+    use super::*;
+
+    mcp_tasks_testkit::conformance_tests! {
+        make: factory(Synchronous::Normal),
+        leases: Tracked,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

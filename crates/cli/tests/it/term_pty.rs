@@ -9,8 +9,8 @@ use crate::term_support as term;
 
 use serde_json::{Value, json};
 use term::{
-    HttpServer, bin, cli, ctrl_c, expect, fake_server, have_python, json_out, our_server, pty, run,
-    send,
+    HttpServer, bin, cli, ctrl_c, expect, json_out, our_server, pty, run, scripted_server, send,
+    sleep,
 };
 
 fn call(args: &[&str], server: &[&str]) -> Vec<String> {
@@ -45,16 +45,13 @@ fn reported(transcript: &str) -> Value {
 
 #[test]
 fn an_ask_is_answered_at_the_prompt() {
-    if !have_python() {
-        return;
-    }
     let argv = call(
         &["ask", "--arg", "question=Favourite colour?"],
         &our_server(),
     );
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect("? Favourite colour?"),
             expect("Answer? [Y]es, [n]o (decline), [c]ancel: "),
             send("\r"),
@@ -67,7 +64,7 @@ fn an_ask_is_answered_at_the_prompt() {
             expect("→ sent"),
             expect("completed in"),
             expect("teal"),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(0), "{}", r.transcript);
     let id = created_id(&r.transcript);
@@ -80,14 +77,10 @@ fn an_ask_is_answered_at_the_prompt() {
 
 #[test]
 fn a_form_with_a_boolean_an_enum_and_a_default() {
-    if !have_python() {
-        return;
-    }
-    let server = fake_server();
-    let argv = call(&["form"], &["--", "python3", server.path()]);
+    let argv = call(&["form"], &scripted_server());
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect("? Order a pizza?"),
             expect("[c]ancel: "),
             send("y\r"),
@@ -107,7 +100,7 @@ fn a_form_with_a_boolean_an_enum_and_a_default() {
             expect("count (integer, 1 to 5) [1]: "),
             send("\r"),
             expect("→ sent"),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(0), "{}", r.transcript);
     assert_eq!(
@@ -119,11 +112,11 @@ fn a_form_with_a_boolean_an_enum_and_a_default() {
     for (key, action) in [("n\r", "decline"), ("c\r", "cancel")] {
         let r = pty(
             &refs(&argv),
-            &json!([
+            &[
                 expect("[c]ancel: "),
                 send(key),
-                expect(&format!("→ {action}"))
-            ]),
+                expect(&format!("→ {action}")),
+            ],
         );
         assert_eq!(r.exit, Some(0), "{}", r.transcript);
         assert_eq!(reported(&r.transcript), json!({"action": action}));
@@ -132,19 +125,15 @@ fn a_form_with_a_boolean_an_enum_and_a_default() {
 
 #[test]
 fn a_task_augmented_elicitation_is_answered_at_the_prompt_as_a_task_of_the_cli() {
-    if !have_python() {
-        return;
-    }
-    let server = fake_server();
-    let argv = call(&["task_form"], &["--", "python3", server.path()]);
+    let argv = call(&["task_form"], &scripted_server());
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect("? Order a pizza?"),
             expect("(run as task "),
             expect("[c]ancel: "),
             // The server polls meanwhile: the task is working.
-            {"sleep": 0.5},
+            sleep(0.5),
             send("\r"),
             expect("(y/n, required): "),
             send("n\r"),
@@ -153,7 +142,7 @@ fn a_task_augmented_elicitation_is_answered_at_the_prompt_as_a_task_of_the_cli()
             expect("[1]: "),
             send("3\r"),
             expect("→ sent"),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(0), "{}", r.transcript);
     let v = reported(&r.transcript);
@@ -175,16 +164,13 @@ fn a_task_augmented_elicitation_is_answered_at_the_prompt_as_a_task_of_the_cli()
 
 #[test]
 fn a_sampling_request_shows_the_messages_and_sends_the_typed_reply() {
-    if !have_python() {
-        return;
-    }
     let argv = call(
         &["summarize", "--arg", "text=The quick brown fox.", "--task"],
         &our_server(),
     );
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect("The server asks for a model reply (sampling)"),
             expect("user: Summarize the following text in one line:"),
             expect("The quick brown fox."),
@@ -193,24 +179,18 @@ fn a_sampling_request_shows_the_messages_and_sends_the_typed_reply() {
             send("A fox, quickly.\r"),
             expect("completed in"),
             expect("A fox, quickly."),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(0), "{}", r.transcript);
 }
 
 #[test]
 fn the_live_line_shows_status_time_and_a_progress_bar() {
-    if !have_python() {
-        return;
-    }
     let argv = call(
         &["progress", "--arg", "steps=4", "--arg", "ms=300", "--task"],
         &our_server(),
     );
-    let r = pty(
-        &refs(&argv),
-        &json!([expect("completed in"), expect("done 4")]),
-    );
+    let r = pty(&refs(&argv), &[expect("completed in"), expect("done 4")]);
     assert_eq!(r.exit, Some(0), "{}", r.transcript);
     // Drawn in place: carriage return and erase-line, status, elapsed time, the bar.
     assert!(r.raw.contains("\r\x1b[2K"), "{:?}", r.raw);
@@ -234,9 +214,6 @@ fn the_live_line_shows_status_time_and_a_progress_bar() {
 
 #[test]
 fn ctrl_c_cancels_the_task_and_the_server_reports_it_cancelled() {
-    if !have_python() {
-        return;
-    }
     let srv = HttpServer::start(&[]);
     let argv = call(
         &["sleep", "--arg", "ms=60000", "--task", "--url", &srv.url],
@@ -244,14 +221,14 @@ fn ctrl_c_cancels_the_task_and_the_server_reports_it_cancelled() {
     );
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect(" created (Ctrl-C cancels it)"),
-            {"sleep": 0.3},
+            sleep(0.3),
             ctrl_c(),
             expect("mcp-tasks: interrupted: cancelling task "),
             expect("(Ctrl-C again to leave it running)"),
             expect(" cancelled"),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(130), "{}", r.transcript);
     let id = created_id(&r.transcript);
@@ -271,31 +248,26 @@ fn ctrl_c_cancels_the_task_and_the_server_reports_it_cancelled() {
 
 #[test]
 fn a_second_ctrl_c_leaves_at_once_with_the_task_id() {
-    if !have_python() {
-        return;
-    }
     // The scripted server never answers tasks/cancel.
-    let server = fake_server();
-    let argv = call(&["hang", "--task"], &["--", "python3", server.path()]);
+    let argv = call(&["hang", "--task"], &scripted_server());
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect("task hang-1 created (Ctrl-C cancels it)"),
             ctrl_c(),
             expect("cancelling task hang-1"),
-            {"sleep": 0.3},
+            sleep(0.3),
             ctrl_c(),
-            expect("mcp-tasks: left task hang-1 running; `mcp-tasks tasks result hang-1` picks it up again"),
-        ]),
+            expect(
+                "mcp-tasks: left task hang-1 running; `mcp-tasks tasks result hang-1` picks it up again",
+            ),
+        ],
     );
     assert_eq!(r.exit, Some(130), "{}", r.transcript);
 }
 
 #[test]
 fn ctrl_c_at_a_prompt_cancels_the_task_that_asked() {
-    if !have_python() {
-        return;
-    }
     let srv = HttpServer::start(&[]);
     let argv = call(
         &["ask", "--arg", "question=Really?", "--url", &srv.url],
@@ -303,13 +275,13 @@ fn ctrl_c_at_a_prompt_cancels_the_task_that_asked() {
     );
     let r = pty(
         &refs(&argv),
-        &json!([
+        &[
             expect("? Really?"),
             expect("[c]ancel: "),
             ctrl_c(),
             expect("mcp-tasks: interrupted: cancelling task "),
             expect(" cancelled"),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(130), "{}", r.transcript);
     let id = created_id(&r.transcript);
@@ -322,9 +294,6 @@ fn ctrl_c_at_a_prompt_cancels_the_task_that_asked() {
 
 #[test]
 fn a_task_picked_up_by_id_is_followed_live_and_cancelled_with_ctrl_c() {
-    if !have_python() {
-        return;
-    }
     let srv = HttpServer::start(&[]);
     // Started by a process that then goes away (the task runs on).
     let mut starter = cli(&[
@@ -344,12 +313,12 @@ fn a_task_picked_up_by_id_is_followed_live_and_cancelled_with_ctrl_c() {
 
     let r = pty(
         &[bin(), "tasks", "result", &id, "--url", &srv.url],
-        &json!([
+        &[
             expect(&format!("task {id} resumed (Ctrl-C cancels it)")),
             expect(" · working · "),
             ctrl_c(),
             expect(&format!("mcp-tasks: task {id} cancelled")),
-        ]),
+        ],
     );
     assert_eq!(r.exit, Some(130), "{}", r.transcript);
 }

@@ -220,6 +220,12 @@ pub fn pty(argv: &[&str], steps: &[Step]) -> PtyRun {
         }
     }
 
+    // The child is reaped: `PtyProcess`'s drop must not look for it again, since its pid
+    // may belong to another test's child by now (under `cargo test`, the tests of this
+    // binary are threads of one process), which the drop would SIGTERM. The price is the
+    // master end's descriptor, closed when the test process ends.
+    std::mem::forget(process);
+
     let raw = String::from_utf8_lossy(&shared.0.lock().unwrap().bytes).into_owned();
     let run = PtyRun {
         exit: match status {

@@ -2,7 +2,7 @@
 // task-augment the requests they send to the client: our client is the task *receiver*.
 //
 // Each tool reports what the SDK saw as one JSON text block, for the Rust test
-// (crates/cli/tests/client_receiver_ts.rs) to check:
+// (crates/cli/tests/it/client_receiver_ts.rs) to check:
 //
 //   elicit_as_task {message, ttl?}  elicitation/create with `task` through the SDK's
 //       experimental `server.experimental.tasks.elicitInputStream` (CreateTaskResult,

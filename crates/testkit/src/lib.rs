@@ -2,10 +2,13 @@
 //!
 //! * `conformance`: the suite every [`mcp_tasks_core::TaskStore`] must pass;
 //! * `schema`: validation of wire messages against the official 2025-11-25 schema;
+//! * `wire`: the requestor's side of an in-process server or gateway, over
+//!   `tokio::io::duplex`;
 //! * [`NoRequestor`]: a requestor channel for engine tests whose tasks ask nothing.
 
 pub mod conformance;
 pub mod schema;
+pub mod wire;
 
 use mcp_tasks_proto::ErrorObject;
 use serde_json::Value;

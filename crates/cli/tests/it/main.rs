@@ -1,0 +1,71 @@
+//! The integration tests of the `mcp-tasks` binary, in one test binary (one link instead
+//! of one per file). Each module is one behaviour; the helpers are `common` (our server
+//! over stdio as a child process), `http_common` (over Streamable HTTP), `gateway_common`
+//! (the gateway and its fixtures), `client_support` and `term_support` (the CLI as a
+//! requestor, on a pipe or a pseudo-terminal).
+//!
+//! Every test here talks to child processes of its own (servers on ports of their own, in
+//! scratch directories of their own) and sets no process-wide state (environment, working
+//! directory, signal handlers) of the test process, so the tests run safely as threads of
+//! one process (`cargo test`) as well as one process each (`cargo nextest`).
+#![allow(missing_docs)]
+
+// Helpers.
+mod client_support;
+mod common;
+mod gateway_common;
+mod http_common;
+mod term_support;
+
+// Behaviours.
+mod bad_input;
+mod bench_smoke;
+mod cli_call;
+mod cli_tasks;
+mod client_http;
+mod client_receiver_ts;
+mod client_stdio;
+mod client_ts_interop;
+mod crash_sqlite;
+mod create_task;
+mod demo_tools;
+mod gateway_bridge;
+mod gateway_everything;
+mod gateway_hardening;
+mod gateway_http_upstream;
+mod gateway_passthrough;
+mod gateway_policy;
+mod gateway_restart;
+mod gateway_sessions;
+mod gateway_supervision;
+mod gateway_upstream_tasks;
+mod http_auth;
+mod http_body_limit;
+mod http_content_types;
+mod http_input_required;
+mod http_inspector;
+mod http_origin;
+mod http_progress;
+mod http_resource_bounds;
+mod http_resumption;
+mod http_scale;
+mod http_sessions;
+mod http_shutdown;
+mod http_sse;
+mod http_storage;
+mod http_ts_sdk;
+mod http_unauthenticated;
+mod input_required;
+mod lifecycle;
+mod limits;
+mod process;
+mod status_notifications;
+mod task_progress;
+mod task_support;
+mod tasks_cancel;
+mod tasks_get;
+mod tasks_list;
+mod tasks_result;
+mod term_pty;
+mod term_watch;
+mod ttl;

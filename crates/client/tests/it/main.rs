@@ -1,0 +1,5 @@
+//! The integration tests of the client library, in one test binary.
+#![allow(missing_docs)]
+
+mod in_process;
+mod receiver;

@@ -1,0 +1,12 @@
+//! The integration tests of the server library, in process: the requestor speaks to a
+//! [`mcp_tasks_server::Server`] over `tokio::io::duplex` (no child process), through
+//! [`mcp_tasks_testkit::wire::Wire`], which validates every message against the schema.
+//! Protocol behaviour is tested here; what needs the binary (flags, signals, exit codes)
+//! is tested in `crates/cli/tests/it/`.
+#![allow(missing_docs)]
+
+mod support;
+
+mod bad_input;
+mod lifecycle;
+mod tasks;

@@ -1,0 +1,184 @@
+//! Helpers of the checks: task and outcome builders, and store calls that panic with what
+//! failed.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use mcp_tasks_core::{
+    Limits, ListScope, NewTask, Outcome, OutcomeKind, TaskRecord, Transition, TransitionResult,
+};
+use mcp_tasks_proto::mcp::TaskStatus;
+use serde_json::Value;
+
+use super::{Store, T0};
+
+// ---------------------------------------------------------------------------------------
+// Helpers.
+
+/// How long a check waits for a wake-up before calling it lost.
+const WAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A task id unique in this process (and, with the process id, across processes).
+pub fn unique_id(prefix: &str) -> String {
+    format!(
+        "{prefix}-{}-{}",
+        std::process::id(),
+        NEXT_ID.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// A plain task: `tools/call`, created at [`T0`], owner and executor as given.
+pub fn new_task(owner: Option<&str>, executor: Option<&str>) -> NewTask {
+    NewTask {
+        task_id: unique_id("task"),
+        owner: owner.map(str::to_owned),
+        quota_key: quota_key(owner),
+        created_at_ms: T0,
+        ttl_ms: Some(60_000),
+        poll_interval_ms: Some(1000),
+        method: "tools/call".into(),
+        request: r#"{"name":"echo","arguments":{"text":"hi"}}"#.into(),
+        executor: executor.map(str::to_owned),
+        status_message: None,
+    }
+}
+
+/// The quota key the engine gives a task of `owner` (a principal, or the local peer).
+pub fn quota_key(owner: Option<&str>) -> String {
+    owner.map_or_else(|| "local".to_owned(), |o| format!("principal:{o}"))
+}
+
+pub(super) fn result_outcome(text: &str) -> Outcome {
+    // Odd spacing and key order on purpose: the bytes must come back exactly.
+    Outcome {
+        kind: OutcomeKind::Result,
+        json: format!(
+            "{{\"content\": [{{\"type\":\"text\",\"text\":{}}}],  \"isError\":false ,\"z\":1.50}}",
+            Value::String(text.into())
+        ),
+    }
+}
+
+pub(super) fn error_outcome(code: i64, text: &str) -> Outcome {
+    Outcome {
+        kind: OutcomeKind::Error,
+        json: format!(
+            "{{ \"message\":{}, \"code\":{code},\"data\":{{\"é\":\"🌍\"}} }}",
+            Value::String(text.into())
+        ),
+    }
+}
+
+pub(super) fn tr(
+    task_id: &str,
+    to: TaskStatus,
+    message: Option<&str>,
+    outcome: Option<Outcome>,
+    at_ms: i64,
+) -> Transition {
+    Transition {
+        task_id: task_id.to_owned(),
+        to,
+        status_message: message.map(str::to_owned),
+        outcome,
+        at_ms,
+    }
+}
+
+pub(super) async fn create(store: &Store, t: NewTask) -> TaskRecord {
+    let id = t.task_id.clone();
+    store
+        .create(t, &Limits::NONE)
+        .await
+        .unwrap_or_else(|e| panic!("create {id} failed: {e}"))
+}
+
+pub(super) async fn get(store: &Store, id: &str) -> Option<TaskRecord> {
+    store
+        .get(id)
+        .await
+        .unwrap_or_else(|e| panic!("get {id} failed: {e}"))
+}
+
+pub(super) async fn must_get(store: &Store, id: &str) -> TaskRecord {
+    get(store, id)
+        .await
+        .unwrap_or_else(|| panic!("task {id} is missing"))
+}
+
+pub(super) async fn apply(store: &Store, t: Transition) -> TransitionResult {
+    let what = format!("{} -> {}", t.task_id, t.to);
+    store
+        .transition(t)
+        .await
+        .unwrap_or_else(|e| panic!("transition {what} failed: {e}"))
+}
+
+/// Complete `id` (from `working`) with a small result at `at_ms`.
+pub(super) async fn complete(store: &Store, id: &str, at_ms: i64) -> TaskRecord {
+    applied(
+        apply(
+            store,
+            tr(
+                id,
+                TaskStatus::Completed,
+                None,
+                Some(result_outcome("x")),
+                at_ms,
+            ),
+        )
+        .await,
+        "complete",
+    )
+}
+
+pub(super) fn applied(r: TransitionResult, what: &str) -> TaskRecord {
+    match r {
+        TransitionResult::Applied(rec) => rec,
+        other => panic!("{what}: expected Applied, got {other:?}"),
+    }
+}
+
+pub(super) fn rejected(r: TransitionResult, what: &str) -> TaskRecord {
+    match r {
+        TransitionResult::Rejected(rec) => rec,
+        other => panic!("{what}: expected Rejected, got {other:?}"),
+    }
+}
+
+pub(super) async fn list_all(store: &Store, scope: &ListScope, page: usize) -> Vec<TaskRecord> {
+    let mut out: Vec<TaskRecord> = Vec::new();
+    let mut after = None;
+    loop {
+        let batch = store
+            .list(scope, after, page)
+            .await
+            .unwrap_or_else(|e| panic!("list failed: {e}"));
+        assert!(
+            batch.len() <= page,
+            "list returned {} > limit {page}",
+            batch.len()
+        );
+        let Some(last) = batch.last() else {
+            return out;
+        };
+        after = Some(last.seq);
+        out.extend(batch);
+    }
+}
+
+pub(super) fn ids(recs: &[TaskRecord]) -> Vec<String> {
+    recs.iter().map(|r| r.task_id.clone()).collect()
+}
+
+pub(super) async fn woke(rx: &mut tokio::sync::watch::Receiver<u64>, what: &str) {
+    match tokio::time::timeout(WAKE_TIMEOUT, rx.changed()).await {
+        Ok(Ok(())) => {
+            rx.borrow_and_update();
+        }
+        Ok(Err(_)) => panic!("{what}: the change signal was dropped"),
+        Err(_) => panic!("{what}: no wake-up within {WAKE_TIMEOUT:?}"),
+    }
+}

@@ -250,7 +250,7 @@ async fn a_result_the_store_cannot_take_fails_the_task_once_it_can() {
             let (_, resp) = c.request("tasks/result", json!({"taskId": id})).await;
             assert!(resp.is_sse(), "a waiting tasks/result streams: {resp:?}");
             let events = resp.sse().rest().await;
-            events.iter().find_map(http_common::Event::message)
+            http_common::responses(&events).into_iter().next()
         })
     };
     let lock = rusqlite::Connection::open(&path).unwrap();

@@ -208,10 +208,7 @@ async fn graceful_shutdown(
     if let Some(engine) = server.engine() {
         let left = engine.running_count();
         if left > 0 {
-            tracing::warn!(
-                tasks = left,
-                "shutdown: failing the tasks still running after the grace period"
-            );
+            tracing::warn!("shutdown: failing {left} task(s) still running after the grace period");
             engine.fail_running(SHUTDOWN_MESSAGE).await;
         }
     }

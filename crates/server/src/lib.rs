@@ -8,12 +8,13 @@
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, ServerConfig, Tool};
-//! use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+//! use mcp_tasks_proto::CallToolResult;
+//! use mcp_tasks_proto::mcp::TaskSupport;
 //! use serde_json::json;
 //!
 //! # async fn run() -> std::io::Result<()> {
 //! let hello = Tool::new("hello", "Greets", json!({"type": "object"}), |_args, _cx| async move {
-//!     Ok(text_result("hello", false))
+//!     Ok(CallToolResult::text("hello"))
 //! })
 //! .task_support(TaskSupport::Optional);
 //! let server = Server::new(ServerConfig::default(), vec![hello], None);
@@ -26,6 +27,9 @@ pub mod extension;
 pub mod handlers;
 pub mod session;
 pub mod tool;
+#[cfg(feature = "schemars")]
+mod typed;
+mod validate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,8 +38,13 @@ use mcp_tasks_core::{Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 
 pub use extension::{ExtensionFactory, SessionExtension};
+pub use mcp_tasks_proto::{CallToolResult, ContentBlock};
+#[cfg(feature = "schemars")]
+pub use schemars;
 pub use session::Session;
 pub use tool::{Tool, ToolContext, ToolHandler};
+#[cfg(feature = "schemars")]
+pub use typed::object_schema_for;
 
 /// Configuration of a server.
 #[derive(Debug, Clone)]

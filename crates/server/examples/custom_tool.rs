@@ -10,9 +10,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
-use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
-use mcp_tasks_server::{Server, ServerConfig, Tool};
+use mcp_tasks_server::{CallToolResult, Server, ServerConfig, Tool};
 use serde_json::{Value, json};
 
 /// Counts to `n`, one step every 100 ms, reporting progress; asks the user whether to go
@@ -35,7 +35,7 @@ fn count_tool() -> Tool {
                         }))
                         .await?;
                     if answer["content"]["go"] != json!(true) {
-                        return Ok(text_result(format!("stopped at {}", i - 1), false));
+                        return Ok(CallToolResult::text(format!("stopped at {}", i - 1)));
                     }
                 }
                 tokio::select! {
@@ -45,7 +45,7 @@ fn count_tool() -> Tool {
                 #[allow(clippy::cast_precision_loss)]
                 cx.progress(i as f64, Some(n as f64), None).await;
             }
-            Ok(text_result(format!("counted to {n}"), false))
+            Ok(CallToolResult::text(format!("counted to {n}")))
         },
     )
     .task_support(TaskSupport::Optional)

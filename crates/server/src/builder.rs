@@ -3,11 +3,11 @@
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, Tool};
-//! use mcp_tasks_proto::mcp::text_result;
+//! use mcp_tasks_proto::CallToolResult;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let hello = Tool::new("hello", "Greets", serde_json::json!({"type": "object"}), |_, _| async {
-//!     Ok(text_result("hello", false))
+//!     Ok(CallToolResult::text("hello"))
 //! });
 //! let server = Server::builder()
 //!     .tool(hello)

@@ -12,7 +12,8 @@
 
 use std::time::Duration;
 
-use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+use mcp_tasks_proto::CallToolResult;
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
 use serde_json::{Value, json};
 
@@ -65,7 +66,7 @@ pub fn sleep() -> Tool {
         |args, cx| async move {
             let ms = u64_arg(&args, "ms", MAX_MS)?;
             sleep_or_cancel(&cx, ms).await?;
-            Ok(text_result(format!("slept {ms}"), false))
+            Ok(CallToolResult::text(format!("slept {ms}")))
         },
     )
     .task_support(TaskSupport::Optional)
@@ -77,7 +78,7 @@ pub fn fail() -> Tool {
         "fail",
         "Return a tool result with isError: true and `message` as its text.",
         schema(json!({ "message": { "type": "string" } }), &["message"]),
-        |args, _cx| async move { Ok(text_result(str_arg(&args, "message")?, true)) },
+        |args, _cx| async move { Ok(CallToolResult::error(str_arg(&args, "message")?)) },
     )
     .task_support(TaskSupport::Optional)
 }
@@ -133,7 +134,7 @@ pub fn ask() -> Tool {
                 Some("cancel") => "(cancel)".into(),
                 _ => return Err(ErrorObject::invalid_params(format!("malformed elicitation result: {r}"))),
             };
-            Ok(text_result(text, false))
+            Ok(CallToolResult::text(text))
         },
     )
     .task_support(TaskSupport::Required)
@@ -164,7 +165,7 @@ pub fn summarize() -> Tool {
                 .and_then(|b| b.get("text"))
                 .and_then(Value::as_str)
                 .ok_or_else(|| ErrorObject::invalid_params(format!("the sampling result has no text content: {r}")))?;
-            Ok(text_result(summary, false))
+            Ok(CallToolResult::text(summary))
         },
     )
     .task_support(TaskSupport::Optional)
@@ -187,7 +188,7 @@ pub fn progress() -> Tool {
                 #[allow(clippy::cast_precision_loss)]
                 cx.progress(i as f64, Some(steps as f64), None).await;
             }
-            Ok(text_result(format!("done {steps}"), false))
+            Ok(CallToolResult::text(format!("done {steps}")))
         },
     )
     .task_support(TaskSupport::Optional)
@@ -199,7 +200,7 @@ pub fn echo() -> Tool {
         "echo",
         "Return `text`.",
         schema(json!({ "text": { "type": "string" } }), &["text"]),
-        |args, _cx| async move { Ok(text_result(str_arg(&args, "text")?, false)) },
+        |args, _cx| async move { Ok(CallToolResult::text(str_arg(&args, "text")?)) },
     )
 }
 

@@ -11,12 +11,13 @@
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, Tool};
-//! use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+//! use mcp_tasks_proto::CallToolResult;
+//! use mcp_tasks_proto::mcp::TaskSupport;
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let hello = Tool::new("hello", "Greets", json!({"type": "object"}), |_args, _cx| async move {
-//!     Ok(text_result("hello", false))
+//!     Ok(CallToolResult::text("hello"))
 //! })
 //! .task_support(TaskSupport::Optional);
 //! let server = Server::builder().tool(hello).store_url("memory").build().await?;
@@ -37,6 +38,9 @@ pub mod http;
 mod serve;
 pub mod session;
 pub mod tool;
+#[cfg(feature = "schemars")]
+mod typed;
+mod validate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -48,9 +52,14 @@ pub use builder::{BuildError, ServerBuilder};
 pub use extension::{ExtensionFactory, SessionExtension};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, serve_http};
+pub use mcp_tasks_proto::{CallToolResult, ContentBlock};
+#[cfg(feature = "schemars")]
+pub use schemars;
 pub use serve::serve_stdio;
 pub use session::Session;
 pub use tool::{Tool, ToolContext, ToolHandler};
+#[cfg(feature = "schemars")]
+pub use typed::object_schema_for;
 
 /// Configuration of a server: [`ServerConfig::default`], then the `with_*` setters (or
 /// the setters of [`ServerBuilder`]).

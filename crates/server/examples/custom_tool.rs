@@ -6,13 +6,11 @@
 //! then speak MCP on stdin/stdout (e.g. from the MCP Inspector, or a host config
 //! `{"command": "cargo", "args": ["run", "-q", "-p", "mcp-tasks-server", "--example", "custom_tool"]}`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
-use mcp_tasks_server::{CallToolResult, Server, ServerConfig, Tool};
+use mcp_tasks_server::{CallToolResult, Server, Tool};
 use serde_json::{Value, json};
 
 /// Counts to `n`, one step every 100 ms, reporting progress; asks the user whether to go
@@ -52,15 +50,18 @@ fn count_tool() -> Tool {
 }
 
 #[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let engine = TaskEngine::new(
-        Arc::new(MemoryStore::new()),
-        Policy::default(),
-        Arc::new(SystemClock),
-    );
-    let _sweeper = engine.start_background();
-    let server = Server::new(ServerConfig::default(), vec![count_tool()], Some(engine));
-    server
-        .serve_stdio(tokio::io::stdin(), tokio::io::stdout())
-        .await
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Tasks in memory; the builder starts the engine and its sweeper, stopped by
+    // `shutdown` (or when the server is dropped).
+    let server = Server::builder()
+        .tool(count_tool())
+        .store_url("memory")
+        .build()
+        .await?;
+    mcp_tasks_server::serve_stdio(&server, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    server.shutdown().await;
+    Ok(())
 }

@@ -6,8 +6,10 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine, TaskStore};
-use mcp_tasks_server::{Server, ServerConfig, demo};
+use mcp_tasks_server::{Server, ServerConfig};
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, default_path};
+
+use crate::demo;
 
 /// Options of `serve`.
 #[derive(Args, Debug)]

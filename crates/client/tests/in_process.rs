@@ -11,8 +11,12 @@ use mcp_tasks_client::{
 };
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::codes;
-use mcp_tasks_server::{Server, ServerConfig, demo};
+use mcp_tasks_server::{Server, ServerConfig};
 use serde_json::json;
+
+/// The demo tools of `mcp-tasks serve`, as the binary builds them (one copy of the code).
+#[path = "../../cli/src/demo.rs"]
+mod demo;
 
 const LIMIT: Duration = Duration::from_secs(20);
 

@@ -3,8 +3,7 @@
 //! * [`tool`]: the public API to serve your own tools ([`Tool`], [`ToolContext`]);
 //! * [`Server`]: tools + the task engine + configuration, shared by every session;
 //! * [`session`]: one connection's lifecycle and dispatch, one file per protocol method
-//!   under [`handlers`];
-//! * [`demo`]: the built-in demo tools of `mcp-tasks serve`.
+//!   under [`handlers`].
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, ServerConfig, Tool};
@@ -22,7 +21,6 @@
 //! # }
 //! ```
 
-pub mod demo;
 pub mod extension;
 pub mod handlers;
 pub mod session;

@@ -3,8 +3,10 @@
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_core::Policy;
-use mcp_tasks_server::{BuildError, Server, ServerConfig, demo};
+use mcp_tasks_server::{BuildError, Server, ServerConfig};
 use mcp_tasks_store_sqlite::{SqliteOptions, default_path};
+
+use crate::demo;
 
 /// Options of `serve`.
 #[derive(Args, Debug)]

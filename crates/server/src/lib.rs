@@ -6,8 +6,7 @@
 //! * [`serve_stdio`] and (feature `http`) [`serve_http`]: serving a server until a
 //!   shutdown signal, with graceful shutdown;
 //! * [`session`]: one connection's lifecycle and dispatch, one file per protocol method
-//!   under [`handlers`];
-//! * [`demo`]: the built-in demo tools of `mcp-tasks serve`.
+//!   under [`handlers`].
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, Tool};
@@ -30,7 +29,6 @@
 //! ```
 
 pub mod builder;
-pub mod demo;
 pub mod extension;
 pub mod handlers;
 #[cfg(feature = "http")]

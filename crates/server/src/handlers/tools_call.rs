@@ -51,6 +51,18 @@ pub fn classify(result: &Value) -> (TaskStatus, Option<String>) {
 /// to do so." Without the tasks capability, "Receivers that do not declare the task
 /// capability for a request type MUST process requests of that type normally, ignoring
 /// any task-augmentation metadata if present."
+///
+/// Arguments are checked before a task exists, and a call with bad arguments is
+/// answered at once with the `isError` result, task-augmented or not: no task is
+/// created for it. Spec (tools page): input validation errors are "Tool Execution
+/// Errors: Reported in tool results with `isError: true`", and "Tool execution errors
+/// contain actionable feedback that language models can use to self-correct and retry
+/// with adjusted parameters". Schema (`CallToolResult.isError`): "Otherwise, the LLM
+/// would not be able to see that an error occurred and self-correct." That feedback
+/// belongs in the reply to the call, not behind a task that was doomed before it
+/// started (a requestor would have to poll it, then fetch `tasks/result`, to learn that
+/// a field was out of range); a `CallToolResult` is a valid answer to a task-augmented
+/// `tools/call`, the one a receiver gives when it does not run the call as a task.
 pub async fn handle(
     session: &Session,
     cx: &RequestContext,
@@ -94,17 +106,7 @@ pub async fn handle(
             tool.name
         )));
     }
-    // Arguments are checked before a task exists, and a call with bad arguments is
-    // answered at once with the `isError` result, task-augmented or not: no task is
-    // created for it. Spec (tools page): input validation errors are "Tool Execution
-    // Errors: Reported in tool results with `isError: true`", and "Tool execution errors
-    // contain actionable feedback that language models can use to self-correct and retry
-    // with adjusted parameters". Schema (`CallToolResult.isError`): "Otherwise, the LLM
-    // would not be able to see that an error occurred and self-correct." That feedback
-    // belongs in the reply to the call, not behind a task that was doomed before it
-    // started (a requestor would have to poll it, then fetch `tasks/result`, to learn that
-    // a field was out of range); a `CallToolResult` is a valid answer to a task-augmented
-    // `tools/call`, the one a receiver gives when it does not run the call as a task.
+    // Bad arguments: the isError result at once, no task (see the doc comment).
     if let Err(rejected) = tool.check_arguments(&args) {
         return Ok(rejected.to_value());
     }

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
+use mcp_tasks_proto::CallToolResult;
 use serde_json::{Value, json};
 
 use crate::client::{CallError, Endpoint, McpClient, Reply};
@@ -412,13 +413,13 @@ fn task_status<'a>(result: &'a Value, id: &str) -> Result<&'a str, String> {
 
 /// Check a `CallToolResult` from `tasks/result`.
 fn tool_result_ok(result: &Value) -> Result<(), String> {
-    if !result.get("content").is_some_and(Value::is_array) {
-        return Err(format!("tasks/result is not a CallToolResult: {result}"));
+    match CallToolResult::from_value(result) {
+        Err(e) => Err(format!(
+            "tasks/result is not a CallToolResult ({e}): {result}"
+        )),
+        Ok(r) if r.is_error => Err(format!("the tool failed: {result}")),
+        Ok(_) => Ok(()),
     }
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        return Err(format!("the tool failed: {result}"));
-    }
-    Ok(())
 }
 
 struct Ctx {

@@ -1,15 +1,15 @@
 //! `mcp-tasks serve --upstream-cmd ... | --upstream-url ...`: the gateway wiring.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use mcp_tasks_core::TaskEngine;
 use mcp_tasks_gateway::config::{
     FileConfig, parse_env_pair, parse_header_pair, parse_tool_task_support,
 };
 use mcp_tasks_gateway::{GatewayConfig, UpstreamSpec};
-use mcp_tasks_server::{Server, ServerConfig};
+use mcp_tasks_server::ExtensionFactory;
 
 /// Options of `serve` in front of an existing MCP server.
 #[derive(Args, Debug, Default)]
@@ -170,18 +170,22 @@ fn notes_dir(store: Option<&str>) -> Option<PathBuf> {
     Some(db.with_file_name(name))
 }
 
-/// The receiver of `serve` in gateway mode; `store` is the `--store` option (upstream
+/// The extension of `serve` in gateway mode; `store` is the `--store` option (upstream
 /// tasks are noted beside a durable store, to be followed again after a restart).
-pub(crate) fn server(
+pub(crate) fn extension(
     args: &GatewayArgs,
     store: Option<&str>,
-    config: ServerConfig,
-    engine: Option<TaskEngine>,
-) -> anyhow::Result<Server> {
+    max_line_bytes: usize,
+    tasks: bool,
+) -> anyhow::Result<Arc<dyn ExtensionFactory>> {
     let mut gateway = args.config()?;
     gateway.notes_dir = notes_dir(store);
     tracing::info!(upstream = %gateway.upstream.describe(), overrides = gateway.tool_task_support.len(), "serving as a gateway");
-    Ok(mcp_tasks_gateway::server(&gateway, config, engine)?)
+    Ok(mcp_tasks_gateway::extension(
+        &gateway,
+        max_line_bytes,
+        tasks,
+    )?)
 }
 
 #[cfg(test)]

@@ -1,25 +1,19 @@
 //! `mcp-tasks serve` over Streamable HTTP: flags, bearer tokens, the session factory that
 //! binds each session to its principal, and graceful shutdown.
 
+use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use mcp_tasks_core::Requester;
-use mcp_tasks_proto::{Request, methods};
-use mcp_tasks_rpc::Handler;
-use mcp_tasks_rpc::http::{BearerTokens, HttpConfig, HttpServer, OriginPolicy, ReplyMode};
 use mcp_tasks_server::Server;
+use mcp_tasks_server::http::{BearerTokens, HttpOptions};
 
 /// The environment variable holding bearer tokens (`TOKEN PRINCIPAL` entries separated by
 /// `;` or newlines).
 pub(crate) const TOKENS_ENV: &str = "MCP_TASKS_AUTH_TOKENS";
-
-/// What a task still running after the shutdown grace period is failed with.
-pub(crate) use mcp_tasks_server::SHUTDOWN_MESSAGE;
 
 /// Options of `serve` over HTTP (without `--stdio`).
 #[derive(Args, Debug)]
@@ -165,24 +159,6 @@ fn load_tokens(args: &HttpArgs) -> anyhow::Result<BearerTokens> {
     Ok(tokens)
 }
 
-/// Which requests may be answered with an SSE stream: those before whose response
-/// messages may come (a `tasks/result` relays the task's requests for input; a plain
-/// `tools/call` may report progress or ask). They are answered as JSON all the same when
-/// the response is ready at once. Everything else is `application/json`.
-///
-/// Spec (tasks): "Where possible, the server SHOULD NOT upgrade to an SSE stream in
-/// response to a `tasks/get` request, as the client has indicated it wishes to poll for a
-/// result."
-fn reply_mode(req: &Request) -> ReplyMode {
-    match req.method.as_str() {
-        methods::TASKS_RESULT => ReplyMode::Auto,
-        methods::TOOLS_CALL if req.params.as_ref().and_then(|p| p.get("task")).is_none() => {
-            ReplyMode::Auto
-        }
-        _ => ReplyMode::Json,
-    }
-}
-
 async fn resolve(listen: &str) -> anyhow::Result<SocketAddr> {
     if let Ok(a) = listen.parse() {
         return Ok(a);
@@ -194,149 +170,65 @@ async fn resolve(listen: &str) -> anyhow::Result<SocketAddr> {
         .with_context(|| format!("--listen: `{listen}` resolves to no address"))
 }
 
-/// Serve `server` over Streamable HTTP until SIGTERM/SIGINT, then shut down gracefully.
-pub(crate) async fn run(args: &HttpArgs, server: &Server, max_body: usize) -> anyhow::Result<()> {
+/// Serve `server` over Streamable HTTP until `shutdown` (SIGTERM/SIGINT), then shut down
+/// gracefully: the flags become [`HttpOptions`] for [`mcp_tasks_server::serve_http`].
+pub(crate) async fn run(
+    args: &HttpArgs,
+    server: &Server,
+    max_body: usize,
+    shutdown: impl Future<Output = ()>,
+) -> anyhow::Result<()> {
     let tokens = load_tokens(args)?;
     let addr = resolve(&args.listen).await?;
-    let authenticated = !tokens.is_empty();
-    if !authenticated && !addr.ip().is_loopback() && !args.allow_unauthenticated {
+    if tokens.is_empty() && !addr.ip().is_loopback() && !args.allow_unauthenticated {
         bail!(
             "--listen {addr}: refusing to serve a non-loopback address without authentication; \
              give --auth-tokens FILE (or {TOKENS_ENV}), or --allow-unauthenticated"
         );
     }
-    let grace = duration("--shutdown-grace", &args.shutdown_grace)?;
-    let config = HttpConfig {
-        max_body_bytes: max_body,
-        tokens,
-        origins: OriginPolicy::new(&args.allowed_origins),
-        session_idle: duration("--session-idle", &args.session_idle)?,
-        sse_hold: duration("--sse-hold", &args.sse_hold)?,
-        sse_retry: duration("--sse-retry", &args.sse_retry)?,
-        session_init_idle: duration("--session-init-idle", &args.session_init_idle)?,
-        max_sessions: at_least_one("--max-sessions", args.max_sessions)?,
-        max_sessions_per_principal: at_least_one(
-            "--max-sessions-per-principal",
-            args.max_sessions_per_principal,
-        )?,
-        replay_bytes: at_least_one("--sse-replay-bytes", args.sse_replay_bytes)?,
-        replay_total_bytes: at_least_one("--sse-replay-total-bytes", args.sse_replay_total_bytes)?,
-        replay_ack: duration("--sse-replay-ack", &args.sse_replay_ack)?,
-        max_connections: at_least_one("--max-connections", args.max_connections)?,
-        max_connections_per_ip: at_least_one(
-            "--max-connections-per-ip",
-            args.max_connections_per_ip,
-        )?,
-        header_read_timeout: positive(
-            "--header-read-timeout",
-            duration("--header-read-timeout", &args.header_read_timeout)?,
-        )?,
-        body_read_timeout: positive(
-            "--body-read-timeout",
-            duration("--body-read-timeout", &args.body_read_timeout)?,
-        )?,
-        reply_policy: Arc::new(reply_mode),
-        ..HttpConfig::default()
-    };
-    let sessions = server.clone();
-    // With authentication every session belongs to its principal, which sees its own
-    // tasks across sessions; without, nobody can be identified and tasks.list is off.
-    let factory = move |principal: Option<&str>| -> Arc<dyn Handler> {
-        let requester = Requester {
-            principal: principal.map(str::to_owned),
-            sees_all: false,
-            session: None,
-        };
-        sessions.session(requester, principal.is_some())
-    };
-    let http = HttpServer::new(config, factory);
+    let mut options = HttpOptions::new()
+        .max_body_bytes(max_body)
+        .tokens(tokens)
+        .allowed_origins(&args.allowed_origins)
+        .allow_unauthenticated(args.allow_unauthenticated);
+    let transport = &mut options.transport;
+    transport.session_idle = duration("--session-idle", &args.session_idle)?;
+    transport.sse_hold = duration("--sse-hold", &args.sse_hold)?;
+    transport.sse_retry = duration("--sse-retry", &args.sse_retry)?;
+    transport.session_init_idle = duration("--session-init-idle", &args.session_init_idle)?;
+    transport.max_sessions = at_least_one("--max-sessions", args.max_sessions)?;
+    transport.max_sessions_per_principal = at_least_one(
+        "--max-sessions-per-principal",
+        args.max_sessions_per_principal,
+    )?;
+    transport.replay_bytes = at_least_one("--sse-replay-bytes", args.sse_replay_bytes)?;
+    transport.replay_total_bytes =
+        at_least_one("--sse-replay-total-bytes", args.sse_replay_total_bytes)?;
+    transport.replay_ack = duration("--sse-replay-ack", &args.sse_replay_ack)?;
+    transport.max_connections = at_least_one("--max-connections", args.max_connections)?;
+    transport.max_connections_per_ip =
+        at_least_one("--max-connections-per-ip", args.max_connections_per_ip)?;
+    transport.header_read_timeout = positive(
+        "--header-read-timeout",
+        duration("--header-read-timeout", &args.header_read_timeout)?,
+    )?;
+    transport.body_read_timeout = positive(
+        "--body-read-timeout",
+        duration("--body-read-timeout", &args.body_read_timeout)?,
+    )?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("--listen: cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     eprintln!("listening on http://{local}/mcp");
-    tracing::info!(
-        address = %local,
-        authenticated,
-        "serving Streamable HTTP"
-    );
-    let mut serving = {
-        let http = http.clone();
-        tokio::spawn(async move { http.serve(listener).await })
-    };
-    tokio::select! {
-        r = &mut serving => {
-            return match r {
-                Ok(r) => r.context("HTTP transport failed"),
-                Err(e) => Err(e).context("HTTP transport panicked"),
-            };
-        }
-        () = terminate() => {}
-    }
-    shutdown(&http, server, serving, grace).await;
-    Ok(())
-}
-
-/// Stop accepting, close streams with a `retry`, give running tasks `grace` to finish,
-/// then fail what is left.
-async fn shutdown(
-    http: &HttpServer,
-    server: &Server,
-    serving: tokio::task::JoinHandle<std::io::Result<()>>,
-    grace: Duration,
-) {
-    let running = || {
-        server
-            .engine()
-            .map_or(0, mcp_tasks_core::TaskEngine::running_count)
-    };
-    tracing::info!(
-        running = running(),
-        grace = ?grace,
-        "shutting down: no new connections; running tasks may finish"
-    );
-    http.shutdown();
-    let deadline = tokio::time::Instant::now() + grace;
-    while running() > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    if let Some(engine) = server.engine() {
-        let left = engine.running_count();
-        if left > 0 {
-            eprintln!("shutdown: failing {left} task(s) still running after the grace period");
-            engine.fail_running(SHUTDOWN_MESSAGE).await;
-        }
-    }
-    // Connections still open (a plain call still running) get what is left of the grace.
-    let rest = deadline.saturating_duration_since(tokio::time::Instant::now());
-    if tokio::time::timeout(rest, serving).await.is_err() {
-        tracing::info!("connections still open at the end of the grace period were dropped");
-    }
-}
-
-/// SIGTERM or SIGINT.
-async fn terminate() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let Ok(mut term) = signal(SignalKind::terminate()) else {
-            return std::future::pending().await;
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    mcp_tasks_server::serve_http(server, listener, options, shutdown)
+        .await
+        .context("HTTP transport failed")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json as j;
 
     #[test]
     fn token_entries() {
@@ -354,36 +246,5 @@ mod tests {
         assert_eq!(t.authenticate("tok-d"), Some("dave"));
         assert!(parse_tokens("lonely", &['\n'], "f", &mut t).is_err());
         assert!(parse_tokens("a b c", &['\n'], "f", &mut t).is_err());
-    }
-
-    #[test]
-    fn only_calls_that_may_stream_are_upgraded() {
-        let req = |m: &str, p: serde_json::Value| Request {
-            id: 1.into(),
-            method: m.into(),
-            params: Some(p),
-        };
-        assert_eq!(
-            reply_mode(&req("tasks/result", j!({"taskId": "x"}))),
-            ReplyMode::Auto
-        );
-        assert_eq!(
-            reply_mode(&req("tools/call", j!({"name": "ask"}))),
-            ReplyMode::Auto
-        );
-        assert_eq!(
-            reply_mode(&req("tools/call", j!({"name": "ask", "task": {}}))),
-            ReplyMode::Json
-        );
-        for m in [
-            "tasks/get",
-            "tasks/list",
-            "tasks/cancel",
-            "tools/list",
-            "initialize",
-            "ping",
-        ] {
-            assert_eq!(reply_mode(&req(m, j!({}))), ReplyMode::Json, "{m}");
-        }
     }
 }

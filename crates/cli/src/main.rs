@@ -2,6 +2,9 @@
 
 mod bench;
 mod call;
+mod demo;
+#[cfg(test)]
+mod demo_tests;
 mod gateway;
 mod http;
 mod serve;

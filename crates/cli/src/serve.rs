@@ -1,13 +1,12 @@
 //! `mcp-tasks serve`.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use anyhow::{Context, bail};
 use clap::Args;
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine, TaskStore};
-use mcp_tasks_server::{Server, ServerConfig, demo};
-use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, default_path};
+use mcp_tasks_core::Policy;
+use mcp_tasks_server::{BuildError, Server, ServerConfig};
+use mcp_tasks_store_sqlite::{SqliteOptions, default_path};
+
+use crate::demo;
 
 /// Options of `serve`.
 #[derive(Args, Debug)]
@@ -151,48 +150,27 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
     })
 }
 
-/// The store named by `--store` (SQLite at the default path when absent), and its
-/// description for logs.
-fn open_store(spec: Option<&str>) -> anyhow::Result<(Arc<dyn TaskStore>, String)> {
-    match spec {
-        Some("memory") => Ok((Arc::new(MemoryStore::new()), "memory".into())),
-        Some(s) if s.starts_with("sqlite:") => {
-            let store =
-                SqliteStore::from_spec(s).map_err(|e| anyhow::anyhow!("--store {s}: {e}"))?;
-            let desc = format!("sqlite:{}", store.path().display());
-            Ok((Arc::new(store), desc))
-        }
-        Some(other) => bail!(
-            "--store: unknown store `{other}` (expected `memory` or `sqlite:PATH[?synchronous=normal]`)"
-        ),
-        None => {
-            let path = default_path();
-            let store = SqliteStore::open(&path, SqliteOptions::default())
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-            Ok((Arc::new(store), format!("sqlite:{}", path.display())))
-        }
-    }
-}
-
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let policy = policy(&args)?;
-    let (engine, store_desc) = if args.no_tasks {
-        (None, "none".to_owned())
-    } else {
-        let (store, desc) = open_store(args.store.as_deref())?;
-        (
-            Some(TaskEngine::new(store, policy, Arc::new(SystemClock))),
-            desc,
-        )
+    let config = ServerConfig::default()
+        .with_max_line_bytes(args.max_message_bytes)
+        .with_shutdown_grace(crate::http::duration(
+            "--shutdown-grace",
+            &args.http.shutdown_grace,
+        )?);
+    let mut builder = Server::builder().config(config).policy(policy);
+    builder = match (args.no_tasks, args.store.as_deref()) {
+        (true, _) => builder.no_tasks(),
+        (false, Some(store)) => builder.store_url(store),
+        (false, None) => builder.sqlite(default_path(), SqliteOptions::default()),
     };
-    let config = ServerConfig {
-        max_line_bytes: args.max_message_bytes,
-        shutdown_grace: crate::http::duration("--shutdown-grace", &args.http.shutdown_grace)?,
-        ..ServerConfig::default()
-    };
-    // Built before the engine starts: a gateway resumes its upstream tasks at start-up.
-    let server = if args.gateway.enabled() {
-        crate::gateway::server(&args.gateway, args.store.as_deref(), config, engine.clone())?
+    builder = if args.gateway.enabled() {
+        builder.extension(crate::gateway::extension(
+            &args.gateway,
+            args.store.as_deref(),
+            args.max_message_bytes,
+            !args.no_tasks,
+        )?)
     } else {
         let mut tools = demo::all();
         for (name, support) in args.gateway.demo_overrides()? {
@@ -201,40 +179,36 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
             };
             tool.task_support = Some(support);
         }
-        Server::new(config, tools, engine.clone())
+        builder.tools(tools)
     };
-    if let Some(engine) = &engine {
-        engine
-            .start()
-            .await
-            .map_err(|e| anyhow::anyhow!("the task store failed at start-up: {e}"))?;
-    }
-    let background = engine.as_ref().map(TaskEngine::start_background);
-    let result = if args.stdio {
-        tracing::info!(store = %store_desc, tasks = !args.no_tasks, "serving on stdio");
-        let serving = server.serve_stdio(tokio::io::stdin(), tokio::io::stdout());
-        tokio::select! {
-            r = serving => r.context("stdio transport failed"),
-            () = terminate() => {
-                tracing::info!("terminated by signal");
-                server.fail_running_tasks().await;
-                Ok(())
-            }
+    // Opens the store, installs a gateway's resumer, starts the engine and its sweeper.
+    let server = builder.build().await.map_err(|e| match e {
+        BuildError::UnknownStore(s) => anyhow::anyhow!(
+            "--store: unknown store `{s}` (expected `memory` or `sqlite:PATH[?synchronous=normal]`)"
+        ),
+        BuildError::OpenStore { store, source } if args.store.is_some() => {
+            anyhow::anyhow!("--store {store}: {source}")
         }
+        BuildError::OpenStore { source, .. } => anyhow::anyhow!("{source}"),
+        e => anyhow::anyhow!("{e}"),
+    })?;
+    let result = if args.stdio {
+        tracing::info!(store = %server.store_description(), tasks = !args.no_tasks, "serving on stdio");
+        mcp_tasks_server::serve_stdio(&server, async {
+            terminate().await;
+            tracing::info!("terminated by signal");
+        })
+        .await
+        .context("stdio transport failed")
     } else {
-        crate::http::run(&args.http, &server, args.max_message_bytes).await
+        crate::http::run(&args.http, &server, args.max_message_bytes, terminate()).await
     };
-    if let Some(engine) = &engine {
-        engine.shutdown();
-    }
-    if let Some(bg) = background {
-        let _ = tokio::time::timeout(Duration::from_secs(1), bg).await;
-    }
+    server.shutdown().await;
     result
 }
 
 /// SIGTERM or SIGINT.
-async fn terminate() {
+pub(crate) async fn terminate() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

@@ -453,8 +453,11 @@ impl Client {
                 .await?
                 .is_some_and(|t| task_support(&t) == TaskSupport::Required);
         if required {
-            let task = self.call_tool_as_task(name, arguments, options).await?;
-            return task.result().await;
+            return match self.call_tool_as_task(name, arguments, options).await {
+                Ok(task) => task.result().await,
+                Err(ClientError::NotStarted(r)) => Ok(*r),
+                Err(e) => Err(e),
+            };
         }
         let mut params = json!({ "name": name, "arguments": arguments });
         if let Some(token) = &options.progress_token {
@@ -478,7 +481,9 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::Unsupported`] before anything is sent (no such capability, no such
-    /// tool, or its `taskSupport` forbids a task); the server's error for the call.
+    /// tool, or its `taskSupport` forbids a task); the server's error for the call;
+    /// [`ClientError::NotStarted`] with the result when the server answered with a
+    /// `CallToolResult` and created no task (bad arguments).
     pub async fn call_tool_as_task(
         &self,
         name: &str,
@@ -510,6 +515,9 @@ impl Client {
         }
         let v = self.request(methods::TOOLS_CALL, Some(params)).await?;
         let Some(task) = v.get("task") else {
+            if v.get("content").is_some_and(Value::is_array) {
+                return Err(ClientError::NotStarted(Box::new(CallToolResult(v))));
+            }
             return Err(ClientError::Protocol(format!(
                 "a task-augmented tools/call was answered without `task`: {v}"
             )));

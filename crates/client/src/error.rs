@@ -5,6 +5,8 @@ use std::time::Duration;
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{Task, TaskStatus};
 
+use crate::types::CallToolResult;
+
 /// An error of the client.
 ///
 /// The server's own JSON-RPC errors are kept exactly ([`ClientError::Rpc`]); the error a
@@ -74,6 +76,14 @@ pub enum ClientError {
     /// The server sent something that is not what the protocol says.
     #[error("unexpected answer from the server: {0}")]
     Protocol(String),
+    /// A task-augmented `tools/call` was answered with a `CallToolResult` instead of a
+    /// `CreateTaskResult`: the server created no task and this result is the call's
+    /// outcome. Our server does so for arguments that fail the tool's input schema (an
+    /// `isError` result naming the field and the bound), so that the model sees the
+    /// mistake in the reply to its call. [`crate::Client::call_tool`] returns the result
+    /// as its `Ok`.
+    #[error("no task was created: the server answered the call with a result{}", if .0.is_error() { " (isError)" } else { "" })]
+    NotStarted(Box<CallToolResult>),
 }
 
 impl ClientError {

@@ -38,6 +38,16 @@ impl CallToolResult {
         self.0.get("structuredContent")
     }
 
+    /// The result as the typed [`mcp_tasks_proto::CallToolResult`] (content blocks by
+    /// type, `structuredContent` as an object), for a result that is a valid one.
+    ///
+    /// # Errors
+    /// When the server's result is not a valid `CallToolResult` (this wrapper keeps it
+    /// anyway: the client is tolerant in what it accepts).
+    pub fn parse(&self) -> Result<mcp_tasks_proto::CallToolResult, serde_json::Error> {
+        mcp_tasks_proto::CallToolResult::from_value(&self.0)
+    }
+
     /// The raw result.
     pub fn as_value(&self) -> &Value {
         &self.0
@@ -200,5 +210,11 @@ mod tests {
         assert!(r.is_error());
         assert_eq!(r.text(), "a\nb");
         assert_eq!(r.content().len(), 3);
+        // `{"type": "image"}` lacks `data` and `mimeType`: kept raw, but not a valid result.
+        assert!(r.parse().is_err());
+        let ok = CallToolResult(json!({"content": [{"type": "text", "text": "a"}], "x": 1}));
+        let typed = ok.parse().unwrap();
+        assert_eq!(typed.first_text(), Some("a"));
+        assert_eq!(typed.extra["x"], 1);
     }
 }

@@ -35,27 +35,28 @@ pub mod upstream_task;
 
 use std::sync::Arc;
 
-use mcp_tasks_core::TaskEngine;
-use mcp_tasks_server::{Server, ServerConfig};
-
 pub use config::{GatewayConfig, UpstreamSpec};
 pub use error::GatewayError;
 pub use session::GatewayFactory;
 
-/// A receiver whose sessions are gateway sessions in front of `config.upstream`.
+/// The extension that makes every session of a receiver a gateway session in front of
+/// `config.upstream`: give it to [`mcp_tasks_server::ServerBuilder::extension`], which
+/// installs its resumer (when `tasks` is on and `config.notes_dir` is set: upstream tasks
+/// noted there are followed again after a restart) before the engine starts.
+/// `max_line_bytes` bounds one message from the upstream.
 ///
 /// # Errors
-/// When the upstream kind is not available.
-pub fn server(
+/// When the upstream kind is not available, or the notes directory cannot be opened.
+pub fn extension(
     config: &GatewayConfig,
-    server_config: ServerConfig,
-    engine: Option<TaskEngine>,
-) -> Result<Server, GatewayError> {
-    let connector = connect::connector(&config.upstream, server_config.max_line_bytes)?;
+    max_line_bytes: usize,
+    tasks: bool,
+) -> Result<Arc<GatewayFactory>, GatewayError> {
+    let connector = connect::connector(&config.upstream, max_line_bytes)?;
     let limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
         .with_limits(Arc::new(limits));
-    if let (Some(dir), Some(engine)) = (&config.notes_dir, &engine) {
+    if let (Some(dir), true) = (&config.notes_dir, tasks) {
         let notes = resume::Notes::open(dir).map_err(|e| {
             GatewayError::Config(format!(
                 "cannot keep upstream task notes in {}: {e}",
@@ -63,14 +64,6 @@ pub fn server(
             ))
         })?;
         factory = factory.with_notes(Arc::new(notes));
-        if let Some(resumer) = factory.resumer() {
-            engine.set_resumer(Arc::new(resumer));
-        }
     }
-    Ok(Server::with_extension(
-        server_config,
-        Vec::new(),
-        engine,
-        Arc::new(factory),
-    ))
+    Ok(Arc::new(factory))
 }

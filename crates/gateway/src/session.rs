@@ -89,6 +89,10 @@ impl ExtensionFactory for GatewayFactory {
             lease: Arc::new(Mutex::new(Some(lease))),
         })
     }
+
+    fn resumer(&self) -> Option<Arc<dyn mcp_tasks_core::Resumer>> {
+        GatewayFactory::resumer(self).map(|r| Arc::new(r) as Arc<dyn mcp_tasks_core::Resumer>)
+    }
 }
 
 /// One downstream session of the gateway: its own upstream connection (lane).

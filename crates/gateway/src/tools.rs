@@ -11,7 +11,7 @@ use std::sync::{Arc, Weak};
 use async_trait::async_trait;
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, methods};
-use mcp_tasks_server::{Tool, ToolContext, ToolHandler};
+use mcp_tasks_server::{CallToolResult, Tool, ToolContext, ToolHandler};
 use serde_json::{Value, json};
 
 use crate::conn::{CallError, Conn};
@@ -92,7 +92,9 @@ impl ToolSet {
                 t.get("inputSchema").cloned().unwrap_or_else(|| json!({})),
                 handler,
             )
-            .task_support(eff);
+            .task_support(eff)
+            // The upstream checks its own arguments (and answers bad ones its own way).
+            .validate_arguments(false);
             by_name.insert(name.to_owned(), tool);
         }
         Self {
@@ -166,7 +168,7 @@ pub(crate) struct BridgeTool {
 
 #[async_trait]
 impl ToolHandler for BridgeTool {
-    async fn call(&self, args: Value, cx: ToolContext) -> Result<Value, ErrorObject> {
+    async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject> {
         let Some(lane) = self.lane.upgrade() else {
             return Err(unavailable("the gateway session has ended"));
         };
@@ -183,11 +185,12 @@ impl ToolHandler for BridgeTool {
         let task_field = params.as_object_mut().and_then(|m| m.remove("task"));
         let as_task = self.upstream != TaskSupport::Forbidden
             && (cx.task_id().is_some() || self.upstream == TaskSupport::Required);
-        if as_task {
+        let out = if as_task {
             crate::upstream_task::run(&lane, conn, params, task_field, &cx).await
         } else {
             plain(&lane, &conn, params, &cx).await
-        }
+        }?;
+        crate::upstream_task::into_call_tool_result(out)
     }
 }
 

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_proto::mcp::TaskStatus;
-use mcp_tasks_proto::{ErrorObject, codes, methods};
+use mcp_tasks_proto::{CallToolResult, ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -231,26 +231,22 @@ async fn poll_until_terminal(conn: &Conn, id: &Value) -> Polled {
 const QUOTE_BYTES: usize = 300;
 
 /// What is wrong with `v` as a `CallToolResult`, if anything.
-fn not_a_call_tool_result(v: &Value) -> Option<&'static str> {
-    let Some(obj) = v.as_object() else {
-        return Some("not an object");
-    };
-    let Some(content) = obj.get("content").and_then(Value::as_array) else {
-        return Some("no `content` array");
-    };
-    if !content
-        .iter()
-        .all(|b| b.get("type").is_some_and(Value::is_string))
-    {
-        return Some("a `content` block without a `type`");
-    }
-    if obj.get("isError").is_some_and(|e| !e.is_boolean()) {
-        return Some("an `isError` that is not a boolean");
-    }
-    if obj.get("structuredContent").is_some_and(|c| !c.is_object()) {
-        return Some("a `structuredContent` that is not an object");
-    }
-    None
+fn not_a_call_tool_result(v: &Value) -> Option<String> {
+    CallToolResult::from_value(v).err().map(|e| e.to_string())
+}
+
+/// An upstream's `tools/call` outcome as our tool's result: a result that is not a valid
+/// `CallToolResult` becomes a JSON-RPC error quoting what the upstream sent.
+pub(crate) fn into_call_tool_result(v: Value) -> Result<CallToolResult, ErrorObject> {
+    CallToolResult::from_value(&v).map_err(|e| {
+        ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!(
+                "the upstream's tools/call result is not a valid CallToolResult ({e}): the upstream sent {}",
+                quote(&v)
+            ),
+        )
+    })
 }
 
 fn quote(v: &Value) -> String {
@@ -375,15 +371,17 @@ mod tests {
     #[test]
     fn call_tool_results_are_checked() {
         assert_eq!(not_a_call_tool_result(&json!({"content": []})), None);
+        assert!(into_call_tool_result(json!({"content": [{"type": "text"}]})).is_err());
+        assert!(into_call_tool_result(json!({"content": [{"type": "new", "x": 1}]})).is_ok());
         assert_eq!(
             not_a_call_tool_result(
                 &json!({"content": [{"type": "text", "text": "x"}], "isError": true, "structuredContent": {}})
             ),
             None
         );
-        assert_eq!(
-            not_a_call_tool_result(&json!({"_meta": {"k": 1}})),
-            Some("no `content` array")
+        assert!(
+            not_a_call_tool_result(&json!({"_meta": {"k": 1}}))
+                .is_some_and(|why| why.contains("`content`"))
         );
         assert!(not_a_call_tool_result(&json!({"content": [{}]})).is_some());
         assert!(not_a_call_tool_result(&json!({"content": [], "isError": "yes"})).is_some());

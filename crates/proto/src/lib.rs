@@ -9,8 +9,10 @@ pub mod error;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod methods;
+pub mod tool_result;
 
 pub use error::{ErrorObject, codes};
 pub use jsonrpc::{
     ErrorResponse, Message, Notification, ParseFailure, Request, RequestId, Response,
 };
+pub use tool_result::{CallToolResult, ContentBlock};

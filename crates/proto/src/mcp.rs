@@ -189,20 +189,6 @@ pub fn set_related_task(obj: &mut Value, task_id: &str) {
     }
 }
 
-/// A text content block.
-pub fn text_content(text: impl Into<String>) -> Value {
-    json!({ "type": "text", "text": text.into() })
-}
-
-/// A `CallToolResult` with one text block.
-pub fn text_result(text: impl Into<String>, is_error: bool) -> Value {
-    let mut v = json!({ "content": [text_content(text)] });
-    if is_error {
-        v["isError"] = Value::Bool(true);
-    }
-    v
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

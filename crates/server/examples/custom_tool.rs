@@ -6,13 +6,11 @@
 //! then speak MCP on stdin/stdout (e.g. from the MCP Inspector, or a host config
 //! `{"command": "cargo", "args": ["run", "-q", "-p", "mcp-tasks-server", "--example", "custom_tool"]}`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
-use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
-use mcp_tasks_server::{Server, ServerConfig, Tool};
+use mcp_tasks_server::{CallToolResult, Server, Tool};
 use serde_json::{Value, json};
 
 /// Counts to `n`, one step every 100 ms, reporting progress; asks the user whether to go
@@ -35,7 +33,7 @@ fn count_tool() -> Tool {
                         }))
                         .await?;
                     if answer["content"]["go"] != json!(true) {
-                        return Ok(text_result(format!("stopped at {}", i - 1), false));
+                        return Ok(CallToolResult::text(format!("stopped at {}", i - 1)));
                     }
                 }
                 tokio::select! {
@@ -45,22 +43,25 @@ fn count_tool() -> Tool {
                 #[allow(clippy::cast_precision_loss)]
                 cx.progress(i as f64, Some(n as f64), None).await;
             }
-            Ok(text_result(format!("counted to {n}"), false))
+            Ok(CallToolResult::text(format!("counted to {n}")))
         },
     )
     .task_support(TaskSupport::Optional)
 }
 
 #[tokio::main]
-async fn main() -> std::io::Result<()> {
-    let engine = TaskEngine::new(
-        Arc::new(MemoryStore::new()),
-        Policy::default(),
-        Arc::new(SystemClock),
-    );
-    let _sweeper = engine.start_background();
-    let server = Server::new(ServerConfig::default(), vec![count_tool()], Some(engine));
-    server
-        .serve_stdio(tokio::io::stdin(), tokio::io::stdout())
-        .await
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    // Tasks in memory; the builder starts the engine and its sweeper, stopped by
+    // `shutdown` (or when the server is dropped).
+    let server = Server::builder()
+        .tool(count_tool())
+        .store_url("memory")
+        .build()
+        .await?;
+    mcp_tasks_server::serve_stdio(&server, async {
+        let _ = tokio::signal::ctrl_c().await;
+    })
+    .await?;
+    server.shutdown().await;
+    Ok(())
 }

@@ -15,7 +15,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_core::Requester;
+use mcp_tasks_core::{Requester, Resumer};
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_rpc::{Peer, RequestContext};
 use serde_json::Value;
@@ -71,4 +71,12 @@ pub trait SessionExtension: Send + Sync + 'static {
 pub trait ExtensionFactory: Send + Sync + 'static {
     /// The extension of a new session of `requester`.
     fn make(&self, requester: &Requester) -> Arc<dyn SessionExtension>;
+
+    /// What resumes the tasks of this extension that a previous process left running (a
+    /// gateway following its upstream tasks again). [`crate::ServerBuilder::build`]
+    /// installs it before the engine starts, since the engine resumes orphaned tasks at
+    /// start-up. None by default.
+    fn resumer(&self) -> Option<Arc<dyn Resumer>> {
+        None
+    }
 }

@@ -1,31 +1,44 @@
 //! The receiver of mcp-tasks: an MCP 2025-11-25 server whose tools run as tasks.
 //!
 //! * [`tool`]: the public API to serve your own tools ([`Tool`], [`ToolContext`]);
-//! * [`Server`]: tools + the task engine + configuration, shared by every session;
+//! * [`Server`]: tools + the task engine + configuration, shared by every session, made
+//!   by [`Server::builder`] ([`builder`]) which opens the store and starts the engine;
+//! * [`serve_stdio`] and (feature `http`) [`serve_http`]: serving a server until a
+//!   shutdown signal, with graceful shutdown;
 //! * [`session`]: one connection's lifecycle and dispatch, one file per protocol method
-//!   under [`handlers`];
-//! * [`demo`]: the built-in demo tools of `mcp-tasks serve`.
+//!   under [`handlers`].
 //!
 //! ```no_run
-//! use mcp_tasks_server::{Server, ServerConfig, Tool};
-//! use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+//! use mcp_tasks_server::{Server, Tool};
+//! use mcp_tasks_proto::CallToolResult;
+//! use mcp_tasks_proto::mcp::TaskSupport;
 //! use serde_json::json;
 //!
-//! # async fn run() -> std::io::Result<()> {
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! let hello = Tool::new("hello", "Greets", json!({"type": "object"}), |_args, _cx| async move {
-//!     Ok(text_result("hello", false))
+//!     Ok(CallToolResult::text("hello"))
 //! })
 //! .task_support(TaskSupport::Optional);
-//! let server = Server::new(ServerConfig::default(), vec![hello], None);
-//! server.serve_stdio(tokio::io::stdin(), tokio::io::stdout()).await
-//! # }
+//! let server = Server::builder().tool(hello).store_url("memory").build().await?;
+//! mcp_tasks_server::serve_stdio(&server, async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await?;
+//! server.shutdown().await;
+//! # Ok(()) }
 //! ```
 
-pub mod demo;
+pub mod builder;
 pub mod extension;
 pub mod handlers;
+#[cfg(feature = "http")]
+pub mod http;
+mod serve;
 pub mod session;
 pub mod tool;
+#[cfg(feature = "schemars")]
+mod typed;
+mod validate;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,12 +46,23 @@ use std::time::Duration;
 use mcp_tasks_core::{Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 
+pub use builder::{BuildError, ServerBuilder};
 pub use extension::{ExtensionFactory, SessionExtension};
+#[cfg(feature = "http")]
+pub use http::{HttpOptions, serve_http};
+pub use mcp_tasks_proto::{CallToolResult, ContentBlock};
+#[cfg(feature = "schemars")]
+pub use schemars;
+pub use serve::serve_stdio;
 pub use session::Session;
 pub use tool::{Tool, ToolContext, ToolHandler};
+#[cfg(feature = "schemars")]
+pub use typed::object_schema_for;
 
-/// Configuration of a server.
+/// Configuration of a server: [`ServerConfig::default`], then the `with_*` setters (or
+/// the setters of [`ServerBuilder`]).
 #[derive(Debug, Clone)]
+#[non_exhaustive]
 pub struct ServerConfig {
     /// `serverInfo.name`.
     pub name: String,
@@ -69,6 +93,53 @@ impl Default for ServerConfig {
     }
 }
 
+impl ServerConfig {
+    /// `serverInfo.name` and `serverInfo.version`.
+    #[must_use]
+    pub fn with_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.name = name.into();
+        self.version = version.into();
+        self
+    }
+
+    /// Instructions for the model.
+    #[must_use]
+    pub fn with_instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// See [`Self::max_line_bytes`].
+    #[must_use]
+    pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// See [`Self::shutdown_grace`].
+    #[must_use]
+    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+/// The background work of a built server's engine (sweeper, lease renewal): stopped when
+/// the server is shut down or its state dropped.
+#[derive(Default)]
+struct Background {
+    handle: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Background {
+    fn take(&self) -> Option<tokio::task::JoinHandle<()>> {
+        self.handle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+    }
+}
+
 /// What every session of a server shares.
 pub struct ServerState {
     /// Configuration.
@@ -79,6 +150,20 @@ pub struct ServerState {
     pub engine: Option<TaskEngine>,
     /// Makes each session's extension (a gateway); `None` for a plain server.
     pub extension: Option<Arc<dyn ExtensionFactory>>,
+    /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
+    store_description: String,
+    background: Background,
+}
+
+impl Drop for ServerState {
+    fn drop(&mut self) {
+        if let Some(handle) = self.background.take() {
+            if let Some(engine) = &self.engine {
+                engine.shutdown();
+            }
+            handle.abort();
+        }
+    }
 }
 
 impl ServerState {
@@ -103,16 +188,94 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// A server with these tools; `engine` `None` turns tasks off.
+    /// A [`ServerBuilder`]: the way to make a server whose store, engine and background
+    /// work are taken care of.
+    pub fn builder() -> ServerBuilder {
+        ServerBuilder::new()
+    }
+
+    /// A server with these tools; `engine` `None` turns tasks off. The raw path: the
+    /// caller starts the engine ([`TaskEngine::start`]) and keeps its background work
+    /// ([`TaskEngine::start_background`]) running; [`Self::builder`] does both.
     pub fn new(config: ServerConfig, tools: Vec<Tool>, engine: Option<TaskEngine>) -> Self {
+        Self::assemble(config, tools, engine, None, String::new())
+    }
+
+    fn assemble(
+        config: ServerConfig,
+        tools: Vec<Tool>,
+        engine: Option<TaskEngine>,
+        extension: Option<Arc<dyn ExtensionFactory>>,
+        store_description: String,
+    ) -> Self {
         Self {
             state: Arc::new(ServerState {
                 config,
                 tools,
                 engine,
-                extension: None,
+                extension,
+                store_description,
+                background: Background::default(),
             }),
         }
+    }
+
+    /// Start the engine's background work, owned by this server (see [`Self::shutdown`]).
+    fn start_background(&self) {
+        if let Some(engine) = self.engine() {
+            let handle = engine.start_background();
+            *self
+                .state
+                .background
+                .handle
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+        }
+    }
+
+    /// Where tasks are kept, for logs: `memory`, `sqlite:PATH`, `custom` (a store given
+    /// to [`ServerBuilder::store`]), `none` (tasks off); empty for [`Self::new`].
+    pub fn store_description(&self) -> &str {
+        &self.state.store_description
+    }
+
+    /// Stop the engine: no new task is accepted, local work is cancelled, and the
+    /// background work (sweeper, lease renewal) of a built server ends (waited for up to
+    /// one second). Tasks still running are not failed here: see
+    /// [`Self::fail_running_tasks`] (which [`serve_stdio`] and `serve_http` call after the
+    /// grace period).
+    pub async fn shutdown(&self) {
+        if let Some(engine) = self.engine() {
+            engine.shutdown();
+        }
+        if let Some(handle) = self.state.background.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), handle).await;
+        }
+    }
+
+    /// Whether the background work of a built server still runs.
+    #[cfg(test)]
+    fn background_running(&self) -> bool {
+        self.state
+            .background
+            .handle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .is_some_and(|h| !h.is_finished())
+    }
+
+    /// A handle that says when the background work has ended.
+    #[cfg(test)]
+    fn background_probe(&self) -> tokio::task::AbortHandle {
+        self.state
+            .background
+            .handle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_ref()
+            .map(tokio::task::JoinHandle::abort_handle)
+            .expect("a built server with tasks on has background work")
     }
 
     /// A server whose sessions are each extended by what `extension` makes (a gateway in
@@ -123,14 +286,7 @@ impl Server {
         engine: Option<TaskEngine>,
         extension: Arc<dyn ExtensionFactory>,
     ) -> Self {
-        Self {
-            state: Arc::new(ServerState {
-                config,
-                tools,
-                engine,
-                extension: Some(extension),
-            }),
-        }
+        Self::assemble(config, tools, engine, Some(extension), String::new())
     }
 
     /// The shared state.

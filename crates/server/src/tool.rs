@@ -5,6 +5,17 @@
 //! reports progress, asks the client for input (`elicitation/create`), asks it to sample
 //! (`sampling/createMessage`) and notices cancellation. The same handler runs as a plain
 //! call or as a task: it cannot tell the difference, and need not.
+//!
+//! Two ways to build one:
+//! * [`Tool::typed`] (feature `schemars`, on by default): the handler takes a Rust type
+//!   `A: DeserializeOwned + JsonSchema`; the input schema is derived from `A`, bounds
+//!   included (`#[schemars(range(min = 1, max = 7))]`).
+//! * [`Tool::new`] / [`Tool::with_handler`]: the raw path, a hand-written JSON Schema and
+//!   the arguments as a [`Value`].
+//!
+//! Either way the session validates the arguments against the input schema before the
+//! handler runs (see [`Tool::check_arguments`]); a handler never sees arguments its schema
+//! rejects, so it need not re-check ranges by hand.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -12,16 +23,20 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcp_tasks_core::RequestorChannel;
 use mcp_tasks_proto::mcp::TaskSupport;
-use mcp_tasks_proto::{ErrorObject, codes, methods};
+use mcp_tasks_proto::{CallToolResult, ErrorObject, codes, methods};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
+
+use crate::validate::ArgsValidator;
 
 /// Runs a tool.
 #[async_trait]
 pub trait ToolHandler: Send + Sync + 'static {
-    /// Run with `args` (the `arguments` object, `{}` when absent). `Ok` is the
-    /// `CallToolResult`; `Err` is the JSON-RPC error of the call.
-    async fn call(&self, args: Value, cx: ToolContext) -> Result<Value, ErrorObject>;
+    /// Run with `args` (the `arguments` object, `{}` when absent, already valid against
+    /// the tool's input schema unless validation is off). `Ok` is the tool's result,
+    /// [`CallToolResult::error`] for a tool execution error the model should see; `Err` is
+    /// the JSON-RPC error of the call (a protocol-level failure).
+    async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject>;
 }
 
 struct FnHandler<F>(F);
@@ -30,9 +45,9 @@ struct FnHandler<F>(F);
 impl<F, Fut> ToolHandler for FnHandler<F>
 where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+    Fut: Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
 {
-    async fn call(&self, args: Value, cx: ToolContext) -> Result<Value, ErrorObject> {
+    async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject> {
         (self.0)(args, cx).await
     }
 }
@@ -44,7 +59,8 @@ pub struct Tool {
     pub name: String,
     /// The description.
     pub description: String,
-    /// JSON Schema of the arguments.
+    /// JSON Schema of the arguments. The argument validator is compiled from it on the
+    /// first call: change it before the tool is first called, not after.
     pub input_schema: Value,
     /// How it may run as a task; `None` lists no `execution` at all (same as forbidden).
     pub task_support: Option<TaskSupport>,
@@ -52,6 +68,8 @@ pub struct Tool {
     pub extra: Map<String, Value>,
     /// The handler.
     pub handler: Arc<dyn ToolHandler>,
+    /// Validates arguments against `input_schema` (compiled once, shared by clones).
+    validator: Option<Arc<ArgsValidator>>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -59,12 +77,16 @@ impl std::fmt::Debug for Tool {
         f.debug_struct("Tool")
             .field("name", &self.name)
             .field("task_support", &self.task_support)
+            .field("validates_arguments", &self.validator.is_some())
             .finish_non_exhaustive()
     }
 }
 
 impl Tool {
-    /// A tool from a closure. Task support defaults to none (forbidden).
+    /// A tool from a closure taking the raw `arguments` object. Task support defaults to
+    /// none (forbidden). Arguments are validated against `input_schema` before `f` runs
+    /// (see [`Tool::check_arguments`]); a schema the validator cannot compile turns
+    /// validation off for this tool, with a warning in the log on its first call.
     pub fn new<F, Fut>(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -73,12 +95,12 @@ impl Tool {
     ) -> Self
     where
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ErrorObject>> + Send + 'static,
+        Fut: Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
     {
         Self::with_handler(name, description, input_schema, Arc::new(FnHandler(f)))
     }
 
-    /// A tool from a handler object.
+    /// A tool from a handler object (arguments validated as for [`Tool::new`]).
     pub fn with_handler(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -92,6 +114,7 @@ impl Tool {
             task_support: None,
             extra: Map::new(),
             handler,
+            validator: Some(Arc::new(ArgsValidator::default())),
         }
     }
 
@@ -102,9 +125,53 @@ impl Tool {
         self
     }
 
+    /// Turn argument validation on (the default) or off. Off suits a tool that forwards
+    /// its arguments to someone who validates them (a gateway's upstream tools).
+    #[must_use]
+    pub fn validate_arguments(mut self, on: bool) -> Self {
+        self.validator = on.then(|| Arc::new(ArgsValidator::default()));
+        self
+    }
+
+    /// Set `outputSchema`, the JSON Schema of the `structuredContent` of the tool's
+    /// results (listed by `tools/list`; clients validate results against it).
+    ///
+    /// Spec (tools page): "If an output schema is provided: Servers MUST provide
+    /// structured results that conform to this schema."
+    #[must_use]
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.extra.insert("outputSchema".into(), schema);
+        self
+    }
+
+    /// Set `title`, the display name of the tool.
+    #[must_use]
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.extra.insert("title".into(), Value::from(title.into()));
+        self
+    }
+
     /// The effective task support (absent means forbidden).
     pub fn effective_task_support(&self) -> TaskSupport {
         self.task_support.unwrap_or_default()
+    }
+
+    /// Check `args` against the input schema.
+    ///
+    /// Spec (tools page, error handling): "Tool Execution Errors: Reported in tool results
+    /// with `isError: true`: API failures; Input validation errors (e.g., date in wrong
+    /// format, value out of range); Business logic errors". So arguments the schema
+    /// rejects give a `CallToolResult` with `isError: true`, not a JSON-RPC error, and
+    /// its text names the field and the violated bound (`days: 9 is greater than the
+    /// maximum of 7`) so that the model can correct the call.
+    ///
+    /// # Errors
+    /// The `isError` result to answer the call with.
+    pub fn check_arguments(&self, args: &Value) -> Result<(), CallToolResult> {
+        match &self.validator {
+            Some(v) => v.check(&self.name, &self.input_schema, args),
+            None => Ok(()),
+        }
     }
 
     /// The `tools/list` entry; `with_execution` false omits `execution`.

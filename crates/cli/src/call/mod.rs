@@ -111,6 +111,11 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
                 report.finish();
                 out.interrupted(None)
             }
+            // No task: the server answered at once (bad arguments); that is the outcome.
+            Some(Err(ClientError::NotStarted(r))) => {
+                report.finish();
+                out.result(None, &r)
+            }
             Some(Err(e)) => {
                 report.finish();
                 out.error(None, &e)

@@ -26,12 +26,18 @@ fn invalid_params_name_the_field() {
     let e = s.err("tools/call", json!({"arguments": {}}));
     assert_eq!(e["code"], -32602);
     assert!(e["message"].as_str().unwrap().contains("name"), "{e}");
-    let e = s.err(
+    // Arguments the tool's schema rejects are a tool execution error (2025-11-25 tools
+    // page: "Input validation errors"), not -32602.
+    let r = s.ok(
         "tools/call",
         json!({"name": "sleep", "arguments": {"ms": "soon"}}),
     );
-    assert_eq!(e["code"], -32602);
-    assert!(e["message"].as_str().unwrap().contains("`ms`"), "{e}");
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        r["content"][0]["text"],
+        "Invalid arguments for tool `sleep`: ms: \"soon\" is not of type \"integer\"",
+        "{r}"
+    );
     let e = s.err("tools/call", json!({"name": "nope", "arguments": {}}));
     assert_eq!(e["code"], -32602);
     assert!(e["message"].as_str().unwrap().contains("nope"), "{e}");

@@ -81,6 +81,17 @@ fn exit_1_when_the_tool_fails() {
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     assert_eq!(stdout(&o), "it broke\n");
 
+    // Bad arguments as a task: no task, the isError result at once, exit 1.
+    let o = call(&["sleep", "--arg", "ms=86400001", "--task", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(keys(&v), ["result"]);
+    assert_eq!(v["result"]["isError"], true);
+    assert_eq!(
+        v["result"]["content"][0]["text"],
+        "Invalid arguments for tool `sleep`: ms: 86400001 is greater than the maximum of 86400000"
+    );
+
     // isError in a task: --json carries the failed task and the exact result.
     let o = call(&["fail", "--arg", "message=it broke", "--task", "--json"]);
     assert_eq!(o.status.code(), Some(1));

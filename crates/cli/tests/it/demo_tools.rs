@@ -183,3 +183,70 @@ fn notifications_cancelled_aborts_a_plain_call_without_a_response() {
         "a cancelled request got a response: {late:?}"
     );
 }
+
+/// Arguments the input schema rejects: a tool execution error naming the field and the
+/// bound, as a plain call and as a task call alike; the task call creates no task.
+///
+/// Spec (tools page): "Tool Execution Errors: Reported in tool results with
+/// `isError: true`: ... Input validation errors (e.g., date in wrong format, value out of
+/// range)".
+#[test]
+fn bad_arguments_are_an_is_error_result_and_create_no_task() {
+    let mut s = Stdio::spawn(&[]);
+    s.initialize();
+    let too_long =
+        "Invalid arguments for tool `sleep`: ms: 86400001 is greater than the maximum of 86400000";
+    let plain = s.ok(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 86_400_001u64}}),
+    );
+    assert_eq!(
+        plain,
+        json!({"content": [{"type": "text", "text": too_long}], "isError": true})
+    );
+    let as_task = s.ok(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 86_400_001u64}, "task": {"ttl": 60000}}),
+    );
+    assert_eq!(
+        as_task, plain,
+        "answered directly, not with a CreateTaskResult"
+    );
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "progress", "arguments": {"ms": 1}, "task": {}}),
+    );
+    assert_eq!(r["isError"], true);
+    assert_eq!(
+        text_of(&r),
+        "Invalid arguments for tool `progress`: \"steps\" is a required property"
+    );
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "ask", "arguments": {"question": 7}, "task": {}}),
+    );
+    assert_eq!(
+        text_of(&r),
+        "Invalid arguments for tool `ask`: question: 7 is not of type \"string\""
+    );
+    assert_eq!(s.ok("tasks/list", json!({}))["tasks"], json!([]));
+    // Good arguments still make a task, and a plain call still works.
+    let created = s.ok(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 1}, "task": {}}),
+    );
+    assert!(created["task"]["taskId"].is_string(), "{created}");
+    assert_eq!(
+        s.ok("tasks/list", json!({}))["tasks"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(
+        text_of(&s.ok(
+            "tools/call",
+            json!({"name": "progress", "arguments": {"steps": 1, "ms": 1}})
+        )),
+        "done 1"
+    );
+}

@@ -128,7 +128,7 @@ fn a_failed_upstream_task_without_a_call_tool_result_fails_with_what_it_sent() {
     let msg = failed_task_message(&mut s, "failjob", json!({"ms": 50}));
     assert!(msg.contains("ended `failed`"), "{msg}");
     assert!(
-        msg.contains("not a valid CallToolResult (no `content` array)"),
+        msg.contains("not a valid CallToolResult (missing field `content`)"),
         "{msg}"
     );
     assert!(

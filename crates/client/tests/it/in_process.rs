@@ -11,8 +11,12 @@ use mcp_tasks_client::{
 };
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::codes;
-use mcp_tasks_server::{Server, ServerConfig, demo};
+use mcp_tasks_server::{Server, ServerConfig};
 use serde_json::json;
+
+/// The demo tools of `mcp-tasks serve`, as the binary builds them (one copy of the code).
+#[path = "../../cli/src/demo.rs"]
+mod demo;
 
 const LIMIT: Duration = Duration::from_secs(20);
 
@@ -247,4 +251,31 @@ async fn requests_time_out_and_closed_connections_fail() {
     assert!(c.is_closed());
     let err = c.list_tools().await.unwrap_err();
     assert!(matches!(err, ClientError::Closed), "{err:?}");
+}
+
+/// Bad arguments: the server answers the task call at once with an `isError` result and
+/// creates no task; `call_tool_as_task` says so with that result, `call_tool` (a required
+/// tool) returns it.
+#[tokio::test]
+async fn bad_arguments_create_no_task_and_come_back_as_the_result() {
+    let c = connect(interactive()).await;
+    let e = c
+        .call_tool_as_task("sleep", json!({"ms": -5}), &CallOptions::default())
+        .await
+        .unwrap_err();
+    let ClientError::NotStarted(r) = &e else {
+        panic!("{e:?}");
+    };
+    assert!(r.is_error());
+    assert_eq!(
+        r.text(),
+        "Invalid arguments for tool `sleep`: ms: -5 is less than the minimum of 0"
+    );
+    let r = c.call_tool("ask", json!({"question": 7})).await.unwrap();
+    assert!(r.is_error());
+    assert_eq!(
+        r.text(),
+        "Invalid arguments for tool `ask`: question: 7 is not of type \"string\""
+    );
+    assert!(c.list_tasks().await.unwrap().is_empty());
 }

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
 use mcp_tasks_core::{RequestorChannel, serve};
 use mcp_tasks_proto::mcp::{
-    CallToolParams, MODEL_IMMEDIATE_RESPONSE_META, TaskSupport, progress_token,
+    CallToolParams, MODEL_IMMEDIATE_RESPONSE_META, TaskStatus, TaskSupport, progress_token,
 };
-use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_proto::{CallToolResult, ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -20,21 +20,25 @@ use crate::tool::ToolContext;
 /// Spec: "For tool calls specifically, this includes cases where the tool call result has
 /// `isError` set to `true`." and "The `tasks/get` response SHOULD include a
 /// `statusMessage` field with diagnostic information about the failure."
-pub fn classify(result: &Value) -> (mcp_tasks_proto::mcp::TaskStatus, Option<String>) {
-    use mcp_tasks_proto::mcp::TaskStatus;
-    if result.get("isError").and_then(Value::as_bool) == Some(true) {
-        let text = result
-            .get("content")
-            .and_then(Value::as_array)
-            .and_then(|c| c.iter().find_map(|b| b.get("text").and_then(Value::as_str)))
-            .unwrap_or("the tool reported an error");
-        (
-            TaskStatus::Failed,
-            Some(format!("Tool execution failed: {text}")),
-        )
-    } else {
-        (TaskStatus::Completed, None)
+pub fn classify(result: &Value) -> (TaskStatus, Option<String>) {
+    // A result that does not parse as a `CallToolResult` still fails on a true `isError`.
+    let parsed = CallToolResult::from_value(result);
+    let is_error = match &parsed {
+        Ok(r) => r.is_error,
+        Err(_) => result.get("isError") == Some(&Value::Bool(true)),
+    };
+    if !is_error {
+        return (TaskStatus::Completed, None);
     }
+    let text = parsed
+        .as_ref()
+        .ok()
+        .and_then(CallToolResult::first_text)
+        .unwrap_or("the tool reported an error");
+    (
+        TaskStatus::Failed,
+        Some(format!("Tool execution failed: {text}")),
+    )
 }
 
 /// Serve `tools/call`.
@@ -47,6 +51,18 @@ pub fn classify(result: &Value) -> (mcp_tasks_proto::mcp::TaskStatus, Option<Str
 /// to do so." Without the tasks capability, "Receivers that do not declare the task
 /// capability for a request type MUST process requests of that type normally, ignoring
 /// any task-augmentation metadata if present."
+///
+/// Arguments are checked before a task exists, and a call with bad arguments is
+/// answered at once with the `isError` result, task-augmented or not: no task is
+/// created for it. Spec (tools page): input validation errors are "Tool Execution
+/// Errors: Reported in tool results with `isError: true`", and "Tool execution errors
+/// contain actionable feedback that language models can use to self-correct and retry
+/// with adjusted parameters". Schema (`CallToolResult.isError`): "Otherwise, the LLM
+/// would not be able to see that an error occurred and self-correct." That feedback
+/// belongs in the reply to the call, not behind a task that was doomed before it
+/// started (a requestor would have to poll it, then fetch `tasks/result`, to learn that
+/// a field was out of range); a `CallToolResult` is a valid answer to a task-augmented
+/// `tools/call`, the one a receiver gives when it does not run the call as a task.
 pub async fn handle(
     session: &Session,
     cx: &RequestContext,
@@ -77,15 +93,26 @@ pub async fn handle(
     let engine = session.tasks();
     let support = tool.effective_task_support();
     let token = progress_token(Some(&params_value));
+    let as_task = engine.is_some() && call.task.is_some();
+    if as_task && support == TaskSupport::Forbidden {
+        return Err(ErrorObject::method_not_found(format!(
+            "tool `{}` does not support task-augmented execution (execution.taskSupport is forbidden)",
+            tool.name
+        )));
+    }
+    if engine.is_some() && !as_task && support == TaskSupport::Required {
+        return Err(ErrorObject::method_not_found(format!(
+            "tool `{}` requires task-augmented execution: call it with a `task` field (execution.taskSupport is required)",
+            tool.name
+        )));
+    }
+    // Bad arguments: the isError result at once, no task (see the doc comment).
+    if let Err(rejected) = tool.check_arguments(&args) {
+        return Ok(rejected.to_value());
+    }
 
     match (engine, &call.task) {
         (Some(engine), Some(task_field)) => {
-            if support == TaskSupport::Forbidden {
-                return Err(ErrorObject::method_not_found(format!(
-                    "tool `{}` does not support task-augmented execution (execution.taskSupport is forbidden)",
-                    tool.name
-                )));
-            }
             let origin: Arc<dyn RequestorChannel> = Arc::new(PeerChannel(cx.peer.clone()));
             let handler = Arc::clone(&tool.handler);
             let caps = Arc::clone(&negotiated.client_capabilities);
@@ -100,7 +127,7 @@ pub async fn handle(
             let runner = Box::new(move |run: TaskRun| {
                 let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
                     .with_request_params(params_value);
-                Box::pin(async move { handler.call(args, cx).await })
+                Box::pin(async move { handler.call(args, cx).await.map(Value::from) })
                     as futures::future::BoxFuture<'static, _>
             });
             let rec = engine
@@ -115,13 +142,7 @@ pub async fn handle(
             result["_meta"] = json!({ MODEL_IMMEDIATE_RESPONSE_META: immediate });
             Ok(result)
         }
-        (engine, _) => {
-            if engine.is_some() && support == TaskSupport::Required {
-                return Err(ErrorObject::method_not_found(format!(
-                    "tool `{}` requires task-augmented execution: call it with a `task` field (execution.taskSupport is required)",
-                    tool.name
-                )));
-            }
+        _ => {
             let channel: Arc<dyn RequestorChannel> = Arc::new(RequestChannel(cx.clone()));
             let tcx = ToolContext::new(
                 channel,
@@ -131,7 +152,7 @@ pub async fn handle(
                 None,
             )
             .with_request_params(params_value);
-            tool.handler.call(args, tcx).await
+            tool.handler.call(args, tcx).await.map(Value::from)
         }
     }
 }

@@ -7,6 +7,7 @@
 
 mod support;
 
+mod argument_validation;
 mod bad_input;
 mod lifecycle;
 mod tasks;

@@ -2,49 +2,31 @@
 //!
 //! | tool | arguments | task support |
 //! |---|---|---|
-//! | `sleep` | `ms` | optional |
+//! | `sleep` | `ms` (0..=86 400 000) | optional |
 //! | `fail` | `message` | optional |
 //! | `error` | `message`, `code?` | optional |
 //! | `ask` | `question` | required |
 //! | `summarize` | `text` | optional |
-//! | `progress` | `steps`, `ms` | optional |
+//! | `progress` | `steps` (0..=100 000), `ms` (0..=86 400 000) | optional |
 //! | `echo` | `text` | none |
+//!
+//! Each is a [`Tool::typed`]: the input schema comes from the argument struct, bounds
+//! from its `#[schemars(range(...))]` attributes, and the session checks the arguments
+//! against it before the tool runs. Bad arguments give a `CallToolResult` with
+//! `isError: true` naming the field and the bound (`ms: 86400001 is greater than the
+//! maximum of 86400000`), as a plain call and as a task call alike (no task is created).
 
 use std::time::Duration;
 
-use mcp_tasks_proto::mcp::{TaskSupport, text_result};
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
+use mcp_tasks_server::{CallToolResult, Tool, ToolContext};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::tool::{Tool, ToolContext};
-
 /// Longest `sleep`/`progress` interval accepted: one day.
-const MAX_MS: u64 = 86_400_000;
-
-fn u64_arg(args: &Value, name: &str, max: u64) -> Result<u64, ErrorObject> {
-    match args.get(name) {
-        Some(v) => v.as_u64().filter(|n| *n <= max).ok_or_else(|| {
-            ErrorObject::invalid_params(format!(
-                "`{name}` must be an integer from 0 to {max}, got {v}"
-            ))
-        }),
-        None => Err(ErrorObject::invalid_params(format!("`{name}` is required"))),
-    }
-}
-
-fn str_arg<'a>(args: &'a Value, name: &str) -> Result<&'a str, ErrorObject> {
-    match args.get(name) {
-        Some(Value::String(s)) => Ok(s),
-        Some(v) => Err(ErrorObject::invalid_params(format!(
-            "`{name}` must be a string, got {v}"
-        ))),
-        None => Err(ErrorObject::invalid_params(format!("`{name}` is required"))),
-    }
-}
-
-fn schema(props: Value, required: &[&str]) -> Value {
-    json!({ "type": "object", "properties": props, "required": required })
-}
+pub(crate) const MAX_MS: u64 = 86_400_000;
 
 async fn sleep_or_cancel(cx: &ToolContext, ms: u64) -> Result<(), ErrorObject> {
     tokio::select! {
@@ -53,69 +35,85 @@ async fn sleep_or_cancel(cx: &ToolContext, ms: u64) -> Result<(), ErrorObject> {
     }
 }
 
+/// Arguments of `sleep`.
+#[derive(Deserialize, JsonSchema)]
+struct SleepArgs {
+    /// Milliseconds to wait (at most one day).
+    #[schemars(range(max = MAX_MS))]
+    ms: u64,
+}
+
 /// `sleep {ms}`: waits, returns `slept <ms>`; stops early when cancelled.
-pub fn sleep() -> Tool {
-    Tool::new(
+pub(crate) fn sleep() -> Tool {
+    Tool::typed(
         "sleep",
         "Wait for `ms` milliseconds, then return `slept <ms>`. Stops early when cancelled.",
-        schema(
-            json!({ "ms": { "type": "integer", "minimum": 0, "maximum": MAX_MS } }),
-            &["ms"],
-        ),
-        |args, cx| async move {
-            let ms = u64_arg(&args, "ms", MAX_MS)?;
-            sleep_or_cancel(&cx, ms).await?;
-            Ok(text_result(format!("slept {ms}"), false))
+        |a: SleepArgs, cx| async move {
+            sleep_or_cancel(&cx, a.ms).await?;
+            Ok(format!("slept {}", a.ms))
         },
     )
     .task_support(TaskSupport::Optional)
+}
+
+/// Arguments of `fail`.
+#[derive(Deserialize, JsonSchema)]
+struct FailArgs {
+    /// The text of the error result.
+    message: String,
 }
 
 /// `fail {message}`: a tool result with `isError: true`.
-pub fn fail() -> Tool {
-    Tool::new(
+pub(crate) fn fail() -> Tool {
+    Tool::typed(
         "fail",
         "Return a tool result with isError: true and `message` as its text.",
-        schema(json!({ "message": { "type": "string" } }), &["message"]),
-        |args, _cx| async move { Ok(text_result(str_arg(&args, "message")?, true)) },
+        |a: FailArgs, _cx| async move { Ok(CallToolResult::error(a.message)) },
     )
     .task_support(TaskSupport::Optional)
 }
 
+/// Arguments of `error`.
+#[derive(Deserialize, JsonSchema)]
+struct ErrorArgs {
+    /// The message of the JSON-RPC error.
+    message: String,
+    /// Its code (default -32603).
+    #[serde(default)]
+    code: Option<i64>,
+}
+
 /// `error {message, code?}`: fails with the JSON-RPC error `{code, message}`.
-pub fn error() -> Tool {
-    Tool::new(
+pub(crate) fn error() -> Tool {
+    Tool::typed(
         "error",
         "Fail with the JSON-RPC error {code (default -32603), message}.",
-        schema(
-            json!({ "message": { "type": "string" }, "code": { "type": "integer" } }),
-            &["message"],
-        ),
-        |args, _cx| async move {
-            let message = str_arg(&args, "message")?.to_owned();
-            let code = match args.get("code") {
-                None | Some(Value::Null) => codes::INTERNAL_ERROR,
-                Some(v) => v.as_i64().ok_or_else(|| {
-                    ErrorObject::invalid_params(format!("`code` must be an integer, got {v}"))
-                })?,
-            };
-            Err(ErrorObject::new(code, message))
+        |a: ErrorArgs, _cx| async move {
+            Err::<CallToolResult, _>(ErrorObject::new(
+                a.code.unwrap_or(codes::INTERNAL_ERROR),
+                a.message,
+            ))
         },
     )
     .task_support(TaskSupport::Optional)
 }
 
+/// Arguments of `ask`.
+#[derive(Deserialize, JsonSchema)]
+struct AskArgs {
+    /// What to ask the user.
+    question: String,
+}
+
 /// `ask {question}`: asks the user through `elicitation/create` (form mode).
-pub fn ask() -> Tool {
-    Tool::new(
+pub(crate) fn ask() -> Tool {
+    Tool::typed(
         "ask",
         "Ask the user `question` (elicitation, form mode) and return the answer, or (decline) / (cancel).",
-        schema(json!({ "question": { "type": "string" } }), &["question"]),
-        |args, cx| async move {
-            let question = str_arg(&args, "question")?;
+        |a: AskArgs, cx| async move {
             let params = json!({
                 "mode": "form",
-                "message": question,
+                "message": a.question,
                 "requestedSchema": {
                     "type": "object",
                     "properties": { "answer": { "type": "string" } },
@@ -133,24 +131,29 @@ pub fn ask() -> Tool {
                 Some("cancel") => "(cancel)".into(),
                 _ => return Err(ErrorObject::invalid_params(format!("malformed elicitation result: {r}"))),
             };
-            Ok(text_result(text, false))
+            Ok(text)
         },
     )
     .task_support(TaskSupport::Required)
 }
 
+/// Arguments of `summarize` and `echo`.
+#[derive(Deserialize, JsonSchema)]
+struct TextArgs {
+    /// The text.
+    text: String,
+}
+
 /// `summarize {text}`: asks the client's model for a one-line summary.
-pub fn summarize() -> Tool {
-    Tool::new(
+pub(crate) fn summarize() -> Tool {
+    Tool::typed(
         "summarize",
         "Ask the client's model (sampling) for a one-line summary of `text`.",
-        schema(json!({ "text": { "type": "string" } }), &["text"]),
-        |args, cx| async move {
-            let text = str_arg(&args, "text")?;
+        |a: TextArgs, cx| async move {
             let params = json!({
                 "messages": [{
                     "role": "user",
-                    "content": { "type": "text", "text": format!("Summarize the following text in one line:\n\n{text}") },
+                    "content": { "type": "text", "text": format!("Summarize the following text in one line:\n\n{}", a.text) },
                 }],
                 "maxTokens": 200,
             });
@@ -164,47 +167,49 @@ pub fn summarize() -> Tool {
                 .and_then(|b| b.get("text"))
                 .and_then(Value::as_str)
                 .ok_or_else(|| ErrorObject::invalid_params(format!("the sampling result has no text content: {r}")))?;
-            Ok(text_result(summary, false))
+            Ok(summary.to_owned())
         },
     )
     .task_support(TaskSupport::Optional)
 }
 
+/// Arguments of `progress`.
+#[derive(Deserialize, JsonSchema)]
+struct ProgressArgs {
+    /// How many progress notifications.
+    #[schemars(range(max = 100_000))]
+    steps: u64,
+    /// Milliseconds between two of them (at most one day).
+    #[schemars(range(max = MAX_MS))]
+    ms: u64,
+}
+
 /// `progress {steps, ms}`: every `ms`, progress `{progress: i, total: steps}`.
-pub fn progress() -> Tool {
-    Tool::new(
+pub(crate) fn progress() -> Tool {
+    Tool::typed(
         "progress",
         "Report progress `steps` times, every `ms` milliseconds, then return `done <steps>`.",
-        schema(
-            json!({ "steps": { "type": "integer", "minimum": 0, "maximum": 100_000 }, "ms": { "type": "integer", "minimum": 0 } }),
-            &["steps", "ms"],
-        ),
-        |args, cx| async move {
-            let steps = u64_arg(&args, "steps", 100_000)?;
-            let ms = u64_arg(&args, "ms", MAX_MS)?;
-            for i in 1..=steps {
-                sleep_or_cancel(&cx, ms).await?;
+        |a: ProgressArgs, cx| async move {
+            for i in 1..=a.steps {
+                sleep_or_cancel(&cx, a.ms).await?;
                 #[allow(clippy::cast_precision_loss)]
-                cx.progress(i as f64, Some(steps as f64), None).await;
+                cx.progress(i as f64, Some(a.steps as f64), None).await;
             }
-            Ok(text_result(format!("done {steps}"), false))
+            Ok(format!("done {}", a.steps))
         },
     )
     .task_support(TaskSupport::Optional)
 }
 
 /// `echo {text}`: returns the text. Lists no `execution` (never a task).
-pub fn echo() -> Tool {
-    Tool::new(
-        "echo",
-        "Return `text`.",
-        schema(json!({ "text": { "type": "string" } }), &["text"]),
-        |args, _cx| async move { Ok(text_result(str_arg(&args, "text")?, false)) },
-    )
+pub(crate) fn echo() -> Tool {
+    Tool::typed("echo", "Return `text`.", |a: TextArgs, _cx| async move {
+        Ok(a.text)
+    })
 }
 
 /// All demo tools, in listing order.
-pub fn all() -> Vec<Tool> {
+pub(crate) fn all() -> Vec<Tool> {
     vec![
         sleep(),
         fail(),

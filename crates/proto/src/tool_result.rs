@@ -1,0 +1,582 @@
+//! `CallToolResult`, the result of `tools/call`, and its content blocks.
+//!
+//! Spec (2025-11-25 schema, `CallToolResult.isError`): "Any errors that originate from the
+//! tool SHOULD be reported inside the result object, with `isError` set to true, _not_ as
+//! an MCP protocol-level error response. Otherwise, the LLM would not be able to see that
+//! an error occurred and self-correct." [`CallToolResult::error`] builds that form.
+//!
+//! Tolerant in what we accept: a content block of a `type` this crate does not know is
+//! kept as raw JSON ([`ContentBlock::Unknown`]), and every struct keeps the fields it does
+//! not know in `extra`, so a result that passes through (a gateway) loses nothing. The one
+//! normalisation is `isError: false`, which is the default and is not written back.
+
+use serde::de::Error as _;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Number, Value};
+
+/// Optional annotations of a content block (`Annotations`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Annotations {
+    /// Who the content is for (`"user"`, `"assistant"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub audience: Option<Vec<String>>,
+    /// Importance from 0 (least) to 1 (most); kept as written (`1` stays `1`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub priority: Option<Number>,
+    /// ISO 8601 time of the last modification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_modified: Option<String>,
+    /// Every other field, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `TextContent`: text for the model or the user.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Optional annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other field, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `ImageContent` or `AudioContent`: base64 data with its MIME type.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MediaContent {
+    /// The base64-encoded data.
+    pub data: String,
+    /// The MIME type of the data.
+    pub mime_type: String,
+    /// Optional annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other field, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `ResourceLink`: a resource the server can read, by URI.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceLink {
+    /// The URI of the resource.
+    pub uri: String,
+    /// Its programmatic name.
+    pub name: String,
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the resource represents.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Its MIME type, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    /// Its size in bytes, if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub size: Option<u64>,
+    /// Optional annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other field (`icons`, ...), unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// The contents of an embedded resource: text or a base64 blob.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ResourceContents {
+    /// `TextResourceContents`.
+    Text {
+        /// The URI of the resource.
+        uri: String,
+        /// The text.
+        text: String,
+        /// The MIME type, if known.
+        #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// `_meta` and every other field, unchanged.
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+    /// `BlobResourceContents`.
+    Blob {
+        /// The URI of the resource.
+        uri: String,
+        /// The base64-encoded data.
+        blob: String,
+        /// The MIME type, if known.
+        #[serde(default, rename = "mimeType", skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        /// `_meta` and every other field, unchanged.
+        #[serde(flatten)]
+        extra: Map<String, Value>,
+    },
+}
+
+/// `EmbeddedResource`: the contents of a resource, inline.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EmbeddedResource {
+    /// The contents.
+    pub resource: ResourceContents,
+    /// Optional annotations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<Annotations>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other field, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// One entry of `content` (`ContentBlock`), by its `type`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ContentBlock {
+    /// `"type": "text"`.
+    Text(TextContent),
+    /// `"type": "image"`.
+    Image(MediaContent),
+    /// `"type": "audio"`.
+    Audio(MediaContent),
+    /// `"type": "resource_link"`.
+    ResourceLink(ResourceLink),
+    /// `"type": "resource"`.
+    Resource(EmbeddedResource),
+    /// A block of a `type` this crate does not know, kept as received (a later protocol
+    /// revision may add types; we pass them on rather than reject the result).
+    Unknown(Value),
+}
+
+/// The known block types, tagged by `type`, for serde.
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Known {
+    Text(TextContent),
+    Image(MediaContent),
+    Audio(MediaContent),
+    ResourceLink(ResourceLink),
+    Resource(EmbeddedResource),
+}
+
+const KNOWN_TYPES: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
+
+impl Serialize for ContentBlock {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Serialising the known variants through `Known` needs owned values; a borrowed
+        // twin of `Known` would duplicate every variant, so clone the (small) block.
+        let known = match self {
+            Self::Text(c) => Known::Text(c.clone()),
+            Self::Image(c) => Known::Image(c.clone()),
+            Self::Audio(c) => Known::Audio(c.clone()),
+            Self::ResourceLink(c) => Known::ResourceLink(c.clone()),
+            Self::Resource(c) => Known::Resource(c.clone()),
+            Self::Unknown(v) => return v.serialize(s),
+        };
+        known.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let ty = match v.get("type") {
+            Some(Value::String(t)) => t.as_str(),
+            Some(_) => return Err(D::Error::custom("content block `type` must be a string")),
+            None if v.is_object() => {
+                return Err(D::Error::custom("content block without a `type`"));
+            }
+            None => return Err(D::Error::custom("a content block must be an object")),
+        };
+        if !KNOWN_TYPES.contains(&ty) {
+            return Ok(Self::Unknown(v));
+        }
+        let ty = ty.to_owned();
+        Ok(
+            match Known::deserialize(v)
+                .map_err(|e| D::Error::custom(format!("`{ty}` content block: {e}")))?
+            {
+                Known::Text(c) => Self::Text(c),
+                Known::Image(c) => Self::Image(c),
+                Known::Audio(c) => Self::Audio(c),
+                Known::ResourceLink(c) => Self::ResourceLink(c),
+                Known::Resource(c) => Self::Resource(c),
+            },
+        )
+    }
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text(TextContent {
+            text: text.into(),
+            ..TextContent::default()
+        })
+    }
+
+    /// An image block from base64 `data`.
+    pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self::Image(MediaContent {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            ..MediaContent::default()
+        })
+    }
+
+    /// An audio block from base64 `data`.
+    pub fn audio(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self::Audio(MediaContent {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            ..MediaContent::default()
+        })
+    }
+
+    /// A link to a resource.
+    pub fn resource_link(uri: impl Into<String>, name: impl Into<String>) -> Self {
+        Self::ResourceLink(ResourceLink {
+            uri: uri.into(),
+            name: name.into(),
+            ..ResourceLink::default()
+        })
+    }
+
+    /// An embedded text resource.
+    pub fn embedded_text(uri: impl Into<String>, text: impl Into<String>) -> Self {
+        Self::Resource(EmbeddedResource {
+            resource: ResourceContents::Text {
+                uri: uri.into(),
+                text: text.into(),
+                mime_type: None,
+                extra: Map::new(),
+            },
+            annotations: None,
+            meta: None,
+            extra: Map::new(),
+        })
+    }
+
+    /// The text of a text block.
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(t) => Some(&t.text),
+            _ => None,
+        }
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The result of `tools/call` (`CallToolResult`).
+///
+/// ```
+/// use mcp_tasks_proto::CallToolResult;
+/// use serde_json::json;
+///
+/// let ok = CallToolResult::text("sunny");
+/// assert_eq!(ok.to_value(), json!({"content": [{"type": "text", "text": "sunny"}]}));
+/// let bad = CallToolResult::error("days: 9 is greater than the maximum of 7");
+/// assert!(bad.is_error);
+/// assert_eq!(bad.to_value()["isError"], json!(true));
+/// ```
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// The unstructured result: content blocks.
+    pub content: Vec<ContentBlock>,
+    /// The structured result, an object (checked against the tool's `outputSchema`, if
+    /// it has one, by the client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Map<String, Value>>,
+    /// Whether the call ended in an error; written only when true (absent means false).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub is_error: bool,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other field, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl CallToolResult {
+    /// A successful result with these blocks.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        Self {
+            content,
+            ..Self::default()
+        }
+    }
+
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![ContentBlock::text(text)])
+    }
+
+    /// A tool execution error (`isError: true`) whose one text block is `message`.
+    ///
+    /// Spec (tools page): "Tool Execution Errors: Reported in tool results with
+    /// `isError: true`" — the model sees the message and can correct itself. Say what
+    /// was wrong and how to fix it.
+    pub fn error(message: impl Into<String>) -> Self {
+        Self {
+            is_error: true,
+            ..Self::text(message)
+        }
+    }
+
+    /// A successful result carrying `value` as `structuredContent`, and its JSON text as
+    /// a text block.
+    ///
+    /// Spec (tools page, structured content): "For backwards compatibility, a tool that
+    /// returns structured content SHOULD also return the serialized JSON in a
+    /// TextContent block."
+    pub fn structured(value: Map<String, Value>) -> Self {
+        let text = Value::Object(value.clone()).to_string();
+        Self {
+            structured_content: Some(value),
+            ..Self::text(text)
+        }
+    }
+
+    /// [`Self::structured`] from any serialisable value.
+    ///
+    /// # Errors
+    /// When `value` fails to serialise or does not serialise to a JSON object (the schema
+    /// types `structuredContent` as an object).
+    pub fn try_structured<T: Serialize + ?Sized>(value: &T) -> Result<Self, serde_json::Error> {
+        match serde_json::to_value(value)? {
+            Value::Object(m) => Ok(Self::structured(m)),
+            other => Err(serde_json::Error::custom(format!(
+                "structuredContent must be a JSON object, got {other}"
+            ))),
+        }
+    }
+
+    /// Append a content block.
+    #[must_use]
+    pub fn with_content(mut self, block: ContentBlock) -> Self {
+        self.content.push(block);
+        self
+    }
+
+    /// Set `structuredContent` (the content blocks are left as they are).
+    #[must_use]
+    pub fn with_structured_content(mut self, value: Map<String, Value>) -> Self {
+        self.structured_content = Some(value);
+        self
+    }
+
+    /// Set one `_meta` key.
+    #[must_use]
+    pub fn with_meta(mut self, key: impl Into<String>, value: Value) -> Self {
+        self.meta
+            .get_or_insert_with(Map::new)
+            .insert(key.into(), value);
+        self
+    }
+
+    /// Set or clear `isError`.
+    #[must_use]
+    pub fn with_error(mut self, is_error: bool) -> Self {
+        self.is_error = is_error;
+        self
+    }
+
+    /// The text of the first text block, if any.
+    pub fn first_text(&self) -> Option<&str> {
+        self.content.iter().find_map(ContentBlock::as_text)
+    }
+
+    /// Parse a result as received.
+    ///
+    /// # Errors
+    /// When `value` is not a valid `CallToolResult` (no `content` array, a known block
+    /// with missing or mistyped fields, `isError` not a boolean, ...).
+    pub fn from_value(value: &Value) -> Result<Self, serde_json::Error> {
+        Self::deserialize(value)
+    }
+
+    /// The JSON of this result.
+    pub fn to_value(&self) -> Value {
+        // Every map in here has string keys and every leaf is JSON already: serialising
+        // to a `Value` cannot fail.
+        serde_json::to_value(self).unwrap_or_else(|e| unreachable!("CallToolResult to JSON: {e}"))
+    }
+}
+
+impl From<CallToolResult> for Value {
+    fn from(r: CallToolResult) -> Self {
+        r.to_value()
+    }
+}
+
+impl From<String> for CallToolResult {
+    fn from(text: String) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<&str> for CallToolResult {
+    fn from(text: &str) -> Self {
+        Self::text(text)
+    }
+}
+
+impl From<ContentBlock> for CallToolResult {
+    fn from(block: ContentBlock) -> Self {
+        Self::new(vec![block])
+    }
+}
+
+impl From<Vec<ContentBlock>> for CallToolResult {
+    fn from(content: Vec<ContentBlock>) -> Self {
+        Self::new(content)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tasks_testkit::schema::validate_def;
+    use serde_json::json;
+
+    fn round_trip(v: &Value) -> CallToolResult {
+        let r = CallToolResult::from_value(v).unwrap();
+        assert_eq!(&r.to_value(), v, "round trip of {v}");
+        r
+    }
+
+    #[test]
+    fn every_block_type_round_trips_and_is_schema_valid() {
+        let v = json!({
+            "content": [
+                {"type": "text", "text": "hi", "annotations": {"audience": ["user"], "priority": 1}, "_meta": {"k": 1}},
+                {"type": "image", "data": "aGk=", "mimeType": "image/png"},
+                {"type": "audio", "data": "aGk=", "mimeType": "audio/wav", "annotations": {"priority": 0.5, "lastModified": "2025-01-12T15:00:58Z"}},
+                {"type": "resource_link", "uri": "file:///a", "name": "a", "title": "A", "size": 3, "icons": [{"src": "https://x.invalid/i.png"}]},
+                {"type": "resource", "resource": {"uri": "file:///b", "text": "b", "mimeType": "text/plain"}},
+                {"type": "resource", "resource": {"uri": "file:///c", "blob": "YmxvYg==", "_meta": {"m": true}}}
+            ],
+            "structuredContent": {"temp": 21},
+            "isError": true,
+            "_meta": {"x": "y"},
+            "future": [1, 2]
+        });
+        validate_def("CallToolResult", &v).unwrap();
+        let r = round_trip(&v);
+        assert!(r.is_error);
+        assert_eq!(r.first_text(), Some("hi"));
+        assert!(matches!(r.content[1], ContentBlock::Image(_)));
+        assert!(matches!(r.content[2], ContentBlock::Audio(_)));
+        assert!(matches!(r.content[3], ContentBlock::ResourceLink(_)));
+        assert!(matches!(
+            &r.content[5],
+            ContentBlock::Resource(EmbeddedResource {
+                resource: ResourceContents::Blob { .. },
+                ..
+            })
+        ));
+        assert_eq!(r.extra["future"], json!([1, 2]));
+    }
+
+    #[test]
+    fn unknown_block_type_is_kept_raw() {
+        let v =
+            json!({"content": [{"type": "hologram", "frames": 3}, {"type": "text", "text": "t"}]});
+        let r = round_trip(&v);
+        assert_eq!(
+            r.content[0],
+            ContentBlock::Unknown(json!({"type": "hologram", "frames": 3}))
+        );
+    }
+
+    #[test]
+    fn invalid_results_are_rejected() {
+        for bad in [
+            json!({}),
+            json!({"content": {}}),
+            json!({"content": [{"type": "text"}]}),
+            json!({"content": [{"type": "image", "data": "x"}]}),
+            json!({"content": [{"text": "no type"}]}),
+            json!({"content": ["a string"]}),
+            json!({"content": [], "isError": "yes"}),
+            json!({"content": [], "structuredContent": [1]}),
+            json!([]),
+        ] {
+            let e = CallToolResult::from_value(&bad);
+            assert!(e.is_err(), "{bad} parsed: {e:?}");
+            assert!(validate_def("CallToolResult", &bad).is_err(), "{bad}");
+        }
+        let e = CallToolResult::from_value(&json!({"content": [{"type": "text"}]}))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`text` content block") && e.contains("text"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn is_error_is_written_only_when_true() {
+        let r = CallToolResult::from_value(&json!({"content": [], "isError": false})).unwrap();
+        assert!(!r.is_error);
+        assert_eq!(r.to_value(), json!({"content": []}));
+        assert_eq!(
+            CallToolResult::error("boom").to_value(),
+            json!({"content": [{"type": "text", "text": "boom"}], "isError": true})
+        );
+    }
+
+    #[test]
+    fn constructors_build_schema_valid_results() {
+        let mut m = Map::new();
+        m.insert("temp".into(), json!(21));
+        let all = [
+            CallToolResult::text("a"),
+            CallToolResult::error("b"),
+            CallToolResult::structured(m.clone()),
+            CallToolResult::try_structured(&json!({"a": [1]})).unwrap(),
+            CallToolResult::default()
+                .with_content(ContentBlock::image("aGk=", "image/png"))
+                .with_content(ContentBlock::audio("aGk=", "audio/wav"))
+                .with_content(ContentBlock::resource_link("file:///a", "a"))
+                .with_content(ContentBlock::embedded_text("file:///b", "b"))
+                .with_structured_content(m.clone())
+                .with_meta("k", json!("v"))
+                .with_error(true),
+            "from str".into(),
+            String::from("from string").into(),
+        ];
+        for r in &all {
+            let v = r.to_value();
+            validate_def("CallToolResult", &v).unwrap_or_else(|e| panic!("{v}: {e}"));
+            assert_eq!(&CallToolResult::from_value(&v).unwrap(), r);
+        }
+        let s = CallToolResult::structured(m);
+        assert_eq!(
+            s.to_value(),
+            json!({"content": [{"type": "text", "text": "{\"temp\":21}"}], "structuredContent": {"temp": 21}})
+        );
+        assert!(CallToolResult::try_structured(&3).is_err());
+    }
+}

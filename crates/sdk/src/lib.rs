@@ -1,0 +1,129 @@
+//! Serve your own tools as MCP 2025-11-25 tasks, with one dependency.
+//!
+//! This crate re-exports what a tool author needs from the crates of mcp-tasks: typed
+//! tools ([`Tool::typed`]), the server builder ([`Server::builder`]), serving over stdio
+//! ([`serve_stdio`]) and Streamable HTTP ([`serve_http`], feature `http`), the task
+//! stores ([`MemoryStore`], [`SqliteStore`] with feature `sqlite`), and the crates your
+//! own code names in derives and macros: [`schemars`], [`serde`], [`serde_json`] and
+//! [`tokio`].
+//!
+//! # Derives and macros through this crate
+//!
+//! A derive finds its crate by name (`::serde`, `::schemars`), which is not in scope when
+//! this crate is your only dependency. Name the re-exported path instead:
+//!
+//! * `#[serde(crate = "mcp_tasks_sdk::serde")]` beside `#[derive(Deserialize)]`;
+//! * `#[schemars(crate = "mcp_tasks_sdk::schemars")]` beside `#[derive(JsonSchema)]`;
+//! * `#[mcp_tasks_sdk::tokio::main(crate = "mcp_tasks_sdk::tokio")]` for `main`.
+//!
+//! (With `serde`, `schemars` and `tokio` as dependencies of your own, the plain derives
+//! work too: the types are the same.)
+//!
+//! # A typed tool, served as a task
+//!
+//! The arguments are a Rust type; its JSON Schema (bounds and defaults included) is the
+//! tool's `inputSchema`, and arguments that break it are an `isError` result naming the
+//! field and the bound, before the handler runs and before any task is created. With
+//! [`TaskSupport::Optional`] a client may call the tool plainly or as a task (the handler
+//! cannot tell the difference); [`TaskSupport::Required`] accepts task calls only.
+//!
+//! ```
+//! use std::time::Duration;
+//!
+//! use mcp_tasks_sdk::schemars::JsonSchema;
+//! use mcp_tasks_sdk::serde::Deserialize;
+//! use mcp_tasks_sdk::{Server, TaskSupport, Tool, tokio};
+//!
+//! /// The arguments of `render`.
+//! #[derive(Deserialize, JsonSchema)]
+//! #[serde(crate = "mcp_tasks_sdk::serde")]
+//! #[schemars(crate = "mcp_tasks_sdk::schemars")]
+//! struct Render {
+//!     /// The report to render.
+//!     report: String,
+//!     /// Pages, 1 to 100.
+//!     #[schemars(range(min = 1, max = 100))]
+//!     pages: u32,
+//! }
+//!
+//! fn render() -> Tool {
+//!     Tool::typed("render", "Renders a report", |a: Render, cx| async move {
+//!         cx.progress(0.0, Some(f64::from(a.pages)), Some("rendering")).await;
+//!         tokio::time::sleep(Duration::from_millis(50)).await;
+//!         Ok(format!("rendered {} ({} pages)", a.report, a.pages))
+//!     })
+//!     .task_support(TaskSupport::Optional)
+//! }
+//!
+//! #[tokio::main(crate = "mcp_tasks_sdk::tokio")]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! // Tasks in memory here; `.store_url("sqlite:tasks.db")` keeps them across restarts.
+//! let server = Server::builder().tool(render()).store_url("memory").build().await?;
+//! # let (client_io, server_io) = tokio::io::duplex(1 << 16);
+//! # let (reader, writer) = tokio::io::split(server_io);
+//! # let serving = { let server = server.clone(); tokio::spawn(async move { server.serve_stdio(reader, writer).await }) };
+//! # let (cr, cw) = tokio::io::split(client_io);
+//! # let client = mcp_tasks_client::Client::connect_io(tokio::io::BufReader::new(cr), cw, Default::default()).await?;
+//! # let args = mcp_tasks_sdk::serde_json::json!({"report": "Q3", "pages": 12});
+//! # let task = client.call_tool_as_task("render", args, &Default::default()).await?;
+//! # let result = task.result().await?;
+//! # assert_eq!(result.text(), "rendered Q3 (12 pages)");
+//! # let bad = client.call_tool("render", mcp_tasks_sdk::serde_json::json!({"report": "Q3", "pages": 0})).await?;
+//! # assert!(bad.is_error() && bad.text().contains("pages"), "{}", bad.text());
+//! # client.close().await;
+//! # let _ = serving.await;
+//! # if false {
+//! // Serve one client on stdin/stdout until its input ends or Ctrl-C.
+//! mcp_tasks_sdk::serve_stdio(&server, async {
+//!     let _ = tokio::signal::ctrl_c().await;
+//! })
+//! .await?;
+//! # }
+//! server.shutdown().await;
+//! Ok(())
+//! }
+//! ```
+//!
+//! `examples/forecast.rs` serves a typed tool over stdio or Streamable HTTP:
+//! `cargo run -p mcp-tasks-sdk --example forecast -- --listen 127.0.0.1:8080`.
+
+#[doc(inline)]
+pub use mcp_tasks_server::{
+    BuildError, CallToolResult, ContentBlock, ExtensionFactory, SHUTDOWN_MESSAGE, Server,
+    ServerBuilder, ServerConfig, SessionExtension, Tool, ToolContext, ToolHandler,
+    object_schema_for, serve_stdio,
+};
+
+/// Serving over Streamable HTTP: [`serve_http`] and its [`HttpOptions`].
+#[cfg(feature = "http")]
+pub mod http {
+    pub use mcp_tasks_server::http::{
+        BearerTokens, HttpConfig, HttpOptions, OriginPolicy, ReplyMode, reply_mode, serve_http,
+    };
+}
+#[cfg(feature = "http")]
+#[doc(inline)]
+pub use mcp_tasks_server::http::{HttpOptions, serve_http};
+
+#[doc(inline)]
+pub use mcp_tasks_proto::mcp::TaskSupport;
+#[doc(inline)]
+pub use mcp_tasks_proto::{ErrorObject, codes};
+
+#[doc(inline)]
+pub use mcp_tasks_core::{Clock, MemoryStore, Policy, SystemClock, TaskStore};
+#[cfg(feature = "sqlite")]
+#[doc(inline)]
+pub use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
+
+pub use schemars;
+pub use serde;
+pub use serde_json;
+pub use tokio;
+
+/// The usual imports: `use mcp_tasks_sdk::prelude::*;`.
+pub mod prelude {
+    pub use crate::schemars::JsonSchema;
+    pub use crate::serde::Deserialize;
+    pub use crate::{CallToolResult, ErrorObject, Server, TaskSupport, Tool, ToolContext};
+}

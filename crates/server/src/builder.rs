@@ -1,0 +1,356 @@
+//! [`ServerBuilder`]: a server with its store opened, its engine started and its
+//! background work running, in the one order that is right.
+//!
+//! ```no_run
+//! use mcp_tasks_server::{Server, Tool};
+//! use mcp_tasks_proto::CallToolResult;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let hello = Tool::new("hello", "Greets", serde_json::json!({"type": "object"}), |_, _| async {
+//!     Ok(CallToolResult::text("hello"))
+//! });
+//! let server = Server::builder()
+//!     .tool(hello)
+//!     .store_url("memory")
+//!     .build()
+//!     .await?;
+//! // ... serve it, then:
+//! server.shutdown().await;
+//! # Ok(()) }
+//! ```
+
+#[cfg(feature = "sqlite")]
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tasks_core::{
+    Clock, EngineError, MemoryStore, Policy, StoreError, SystemClock, TaskEngine, TaskStore,
+};
+
+use crate::extension::ExtensionFactory;
+use crate::tool::Tool;
+use crate::{Server, ServerConfig};
+
+/// Why [`ServerBuilder::build`] failed.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The store URL names no store this build knows.
+    #[error(
+        "unknown store `{0}` (expected `memory` or `sqlite:PATH[?synchronous=normal]`{sqlite})",
+        sqlite = if cfg!(feature = "sqlite") { "" } else { ", which needs the `sqlite` feature" }
+    )]
+    UnknownStore(String),
+    /// The store could not be opened.
+    #[error("{store}: {source}")]
+    OpenStore {
+        /// The store URL (or path) that was asked for.
+        store: String,
+        /// What went wrong.
+        source: StoreError,
+    },
+    /// The store failed when the engine took its lease and failed (or resumed) the tasks
+    /// of executors that died.
+    #[error("the task store failed at start-up: {0}")]
+    Start(EngineError),
+}
+
+/// Where a built server keeps its tasks.
+enum StoreChoice {
+    /// Tasks are turned off.
+    None,
+    /// A store the caller opened.
+    Given(Arc<dyn TaskStore>),
+    /// `memory` or `sqlite:PATH[?...]`, opened by [`ServerBuilder::build`].
+    Url(String),
+    /// A SQLite file with these options.
+    #[cfg(feature = "sqlite")]
+    Sqlite(PathBuf, mcp_tasks_store_sqlite::SqliteOptions),
+}
+
+/// Builds a [`Server`]: see [`Server::builder`].
+///
+/// [`Self::build`] opens the store, creates the engine, installs the resumer of the
+/// extension (a gateway's, which must exist before the engine starts: the engine resumes
+/// orphaned tasks at start-up), starts the engine (takes the executor lease, fails the
+/// tasks of executors that died) and starts its background work (expiry sweeper, lease
+/// renewal, orphan failing). That work lives as long as the server and stops with
+/// [`Server::shutdown`] or when the last clone of the server is dropped.
+#[must_use = "a builder does nothing until `build` is awaited"]
+pub struct ServerBuilder {
+    config: ServerConfig,
+    tools: Vec<Tool>,
+    store: StoreChoice,
+    policy: Policy,
+    clock: Arc<dyn Clock>,
+    extension: Option<Arc<dyn ExtensionFactory>>,
+}
+
+impl std::fmt::Debug for ServerBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerBuilder")
+            .field("config", &self.config)
+            .field("tools", &self.tools.len())
+            .field("policy", &self.policy)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for ServerBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ServerBuilder {
+    /// No tools, tasks on in an in-memory store, [`Policy::default`],
+    /// [`ServerConfig::default`].
+    pub fn new() -> Self {
+        Self {
+            config: ServerConfig::default(),
+            tools: Vec::new(),
+            store: StoreChoice::Url("memory".into()),
+            policy: Policy::default(),
+            clock: Arc::new(SystemClock),
+            extension: None,
+        }
+    }
+
+    /// Serve `tool` too (tools are listed in the order they are added).
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Serve these tools too.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// The whole configuration (replaces what the other setters of it set).
+    pub fn config(mut self, config: ServerConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// `serverInfo.name` and `serverInfo.version`.
+    pub fn info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.config.name = name.into();
+        self.config.version = version.into();
+        self
+    }
+
+    /// Instructions for the model.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.config.instructions = Some(instructions.into());
+        self
+    }
+
+    /// See [`ServerConfig::shutdown_grace`].
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.config.shutdown_grace = grace;
+        self
+    }
+
+    /// See [`ServerConfig::max_line_bytes`].
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_line_bytes = bytes;
+        self
+    }
+
+    /// TTLs, poll interval, per-requester and store limits, lease length.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Edit the policy in place (e.g. `|p| p.max_active_per_requester = 10`).
+    pub fn with_policy(mut self, edit: impl FnOnce(&mut Policy)) -> Self {
+        edit(&mut self.policy);
+        self
+    }
+
+    /// The clock of the engine (tests use a manual one).
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Keep tasks in `store`.
+    pub fn store(mut self, store: Arc<dyn TaskStore>) -> Self {
+        self.store = StoreChoice::Given(store);
+        self
+    }
+
+    /// Keep tasks in the store `url` names, opened by [`Self::build`]: `memory`, or
+    /// (feature `sqlite`) `sqlite:PATH[?synchronous=full|normal][&busy_timeout_ms=N]`.
+    pub fn store_url(mut self, url: impl Into<String>) -> Self {
+        self.store = StoreChoice::Url(url.into());
+        self
+    }
+
+    /// Keep tasks in the SQLite file `path` (created if missing).
+    #[cfg(feature = "sqlite")]
+    pub fn sqlite(
+        mut self,
+        path: impl Into<PathBuf>,
+        options: mcp_tasks_store_sqlite::SqliteOptions,
+    ) -> Self {
+        self.store = StoreChoice::Sqlite(path.into(), options);
+        self
+    }
+
+    /// Turn tasks off: no `tasks` capability, every tool runs as a plain call, no store.
+    pub fn no_tasks(mut self) -> Self {
+        self.store = StoreChoice::None;
+        self
+    }
+
+    /// Extend every session with what `extension` makes (a gateway in front of an
+    /// upstream server); its [`ExtensionFactory::resumer`] is installed before the engine
+    /// starts.
+    pub fn extension(mut self, extension: Arc<dyn ExtensionFactory>) -> Self {
+        self.extension = Some(extension);
+        self
+    }
+
+    /// Open the store, start the engine and its background work: see [`ServerBuilder`].
+    ///
+    /// # Errors
+    /// An unknown store URL, a store that cannot be opened, or a store failure at
+    /// start-up.
+    pub async fn build(self) -> Result<Server, BuildError> {
+        let opened = open_store(self.store)?;
+        let Some((store, description)) = opened else {
+            return Ok(Server::assemble(
+                self.config,
+                self.tools,
+                None,
+                self.extension,
+                "none".into(),
+            ));
+        };
+        let engine = TaskEngine::new(store, self.policy, self.clock);
+        // Before the engine starts: it resumes orphaned tasks (a gateway's upstream tasks)
+        // at start-up and fails the ones nobody can resume.
+        if let Some(resumer) = self.extension.as_ref().and_then(|e| e.resumer()) {
+            engine.set_resumer(resumer);
+        }
+        engine.start().await.map_err(BuildError::Start)?;
+        let server = Server::assemble(
+            self.config,
+            self.tools,
+            Some(engine),
+            self.extension,
+            description,
+        );
+        server.start_background();
+        Ok(server)
+    }
+}
+
+/// An opened store and its description for logs.
+type Opened = (Arc<dyn TaskStore>, String);
+
+/// The store `choice` names and its description for logs; `None` when tasks are off.
+fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
+    match choice {
+        StoreChoice::None => Ok(None),
+        StoreChoice::Given(store) => Ok(Some((store, "custom".into()))),
+        StoreChoice::Url(url) if url == "memory" => {
+            Ok(Some((Arc::new(MemoryStore::new()), "memory".into())))
+        }
+        #[cfg(feature = "sqlite")]
+        StoreChoice::Url(url) if url.starts_with("sqlite:") => {
+            let store = mcp_tasks_store_sqlite::SqliteStore::from_spec(&url)
+                .map_err(|source| BuildError::OpenStore { store: url, source })?;
+            let description = format!("sqlite:{}", store.path().display());
+            Ok(Some((Arc::new(store), description)))
+        }
+        StoreChoice::Url(url) => Err(BuildError::UnknownStore(url)),
+        #[cfg(feature = "sqlite")]
+        StoreChoice::Sqlite(path, options) => {
+            let store =
+                mcp_tasks_store_sqlite::SqliteStore::open(&path, options).map_err(|source| {
+                    BuildError::OpenStore {
+                        store: path.display().to_string(),
+                        source,
+                    }
+                })?;
+            Ok(Some((
+                Arc::new(store),
+                format!("sqlite:{}", path.display()),
+            )))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn memory_store_starts_and_stops_its_background_work() {
+        let server = Server::builder().build().await.unwrap();
+        assert_eq!(server.store_description(), "memory");
+        assert!(server.engine().is_some());
+        assert!(server.background_running());
+        server.shutdown().await;
+        assert!(!server.background_running());
+    }
+
+    #[tokio::test]
+    async fn no_tasks_has_no_engine() {
+        let server = Server::builder().no_tasks().build().await.unwrap();
+        assert!(server.engine().is_none());
+        assert_eq!(server.store_description(), "none");
+    }
+
+    #[tokio::test]
+    async fn unknown_store_is_refused() {
+        let err = Server::builder()
+            .store_url("postgres://x")
+            .build()
+            .await
+            .unwrap_err();
+        assert!(matches!(err, BuildError::UnknownStore(ref s) if s == "postgres://x"));
+        assert!(err.to_string().contains("unknown store `postgres://x`"));
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn sqlite_url_opens_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.db");
+        let server = Server::builder()
+            .store_url(format!("sqlite:{}?synchronous=normal", path.display()))
+            .build()
+            .await
+            .unwrap();
+        assert_eq!(
+            server.store_description(),
+            format!("sqlite:{}", path.display())
+        );
+        assert!(path.exists());
+        server.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn dropping_the_last_clone_stops_the_background_work() {
+        let server = Server::builder().build().await.unwrap();
+        let engine = server.engine().unwrap().clone();
+        let weak = server.background_probe();
+        drop(server);
+        // The engine refuses new work once shut down; the sweeper task ends.
+        tokio::time::timeout(Duration::from_secs(2), async {
+            while !weak.is_finished() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .expect("the background task ends when the server is dropped");
+        drop(engine);
+    }
+}

@@ -1,0 +1,291 @@
+//! [`serve_http`]: a server over Streamable HTTP, with the policy of `mcp-tasks serve`:
+//! sessions bound to the principal of their bearer token, the reply mode of each method,
+//! `Origin` checks and resource bounds, and graceful shutdown.
+
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tasks_core::{Requester, TaskEngine};
+use mcp_tasks_proto::{Request, methods};
+use mcp_tasks_rpc::Handler;
+use mcp_tasks_rpc::http::HttpServer;
+
+pub use mcp_tasks_rpc::http::{BearerTokens, HttpConfig, OriginPolicy, ReplyMode};
+
+use crate::{SHUTDOWN_MESSAGE, Server};
+
+/// How [`serve_http`] serves: [`HttpOptions::new`], then the setters.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HttpOptions {
+    /// The transport: endpoint path, body limit, bearer tokens, allowed origins, session,
+    /// SSE and connection bounds, timeouts, and the reply mode of each request
+    /// ([`reply_mode`] unless replaced).
+    pub transport: HttpConfig,
+    /// Serve a non-loopback address without authentication (anyone who can reach it can
+    /// run tools, and any task id is a capability). Off: [`serve_http`] refuses to.
+    pub allow_unauthenticated: bool,
+}
+
+impl Default for HttpOptions {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl HttpOptions {
+    /// The defaults of `mcp-tasks serve`: endpoint `/mcp`, no authentication (so loopback
+    /// addresses only), loopback origins, [`reply_mode`].
+    pub fn new() -> Self {
+        Self {
+            transport: HttpConfig {
+                reply_policy: Arc::new(reply_mode),
+                ..HttpConfig::default()
+            },
+            allow_unauthenticated: false,
+        }
+    }
+
+    /// Accept the bearer token `token` as `principal`. With any token, every request
+    /// needs `Authorization: Bearer TOKEN`, and each session belongs to its token's
+    /// principal, which sees its own tasks across sessions (and may list them).
+    #[must_use]
+    pub fn token(mut self, token: &str, principal: &str) -> Self {
+        self.transport.tokens.insert(token, principal);
+        self
+    }
+
+    /// Accept these bearer tokens (replacing those given before).
+    #[must_use]
+    pub fn tokens(mut self, tokens: BearerTokens) -> Self {
+        self.transport.tokens = tokens;
+        self
+    }
+
+    /// Browser `Origin`s allowed besides loopback ones.
+    #[must_use]
+    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        self.transport.origins = OriginPolicy::new(origins);
+        self
+    }
+
+    /// Largest request body (413 above it).
+    #[must_use]
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.transport.max_body_bytes = bytes;
+        self
+    }
+
+    /// See [`Self::allow_unauthenticated`](field@Self::allow_unauthenticated).
+    #[must_use]
+    pub fn allow_unauthenticated(mut self, allow: bool) -> Self {
+        self.allow_unauthenticated = allow;
+        self
+    }
+
+    /// Edit the transport's configuration in place (session, SSE and connection bounds,
+    /// timeouts, ...).
+    #[must_use]
+    pub fn with_transport(mut self, edit: impl FnOnce(&mut HttpConfig)) -> Self {
+        edit(&mut self.transport);
+        self
+    }
+}
+
+/// Which requests may be answered with an SSE stream: those before whose response
+/// messages may come (a `tasks/result` relays the task's requests for input; a plain
+/// `tools/call` may report progress or ask). They are answered as JSON all the same when
+/// the response is ready at once. Everything else is `application/json`.
+///
+/// Spec (tasks): "Where possible, the server SHOULD NOT upgrade to an SSE stream in
+/// response to a `tasks/get` request, as the client has indicated it wishes to poll for a
+/// result."
+pub fn reply_mode(req: &Request) -> ReplyMode {
+    match req.method.as_str() {
+        methods::TASKS_RESULT => ReplyMode::Auto,
+        methods::TOOLS_CALL if req.params.as_ref().and_then(|p| p.get("task")).is_none() => {
+            ReplyMode::Auto
+        }
+        _ => ReplyMode::Json,
+    }
+}
+
+/// Serve `server` over Streamable HTTP on `listener` (endpoint
+/// [`HttpConfig::path`], `/mcp` by default) until `shutdown` completes, then shut down
+/// gracefully: stop accepting, close streams with a `retry` field, let running tasks
+/// finish for [`crate::ServerConfig::shutdown_grace`], fail the ones left with
+/// [`SHUTDOWN_MESSAGE`], and give open connections what is left of the grace.
+///
+/// With bearer tokens every session belongs to its principal, which sees its own tasks
+/// across sessions; without, nobody can be identified and `tasks/list` is off.
+///
+/// Spec (transports, security warning): "When running locally, servers SHOULD bind only to
+/// localhost (127.0.0.1) rather than all network interfaces (0.0.0.0)", and "Servers SHOULD
+/// implement proper authentication for all connections".
+///
+/// # Errors
+/// [`io::ErrorKind::PermissionDenied`] for a non-loopback address without tokens and
+/// without [`HttpOptions::allow_unauthenticated`]; an I/O error of the listener.
+pub async fn serve_http(
+    server: &Server,
+    listener: tokio::net::TcpListener,
+    options: HttpOptions,
+    shutdown: impl Future<Output = ()>,
+) -> io::Result<()> {
+    let addr = listener.local_addr()?;
+    let authenticated = !options.transport.tokens.is_empty();
+    check_exposure(addr, &options)?;
+    let sessions = server.clone();
+    let factory = move |principal: Option<&str>| -> Arc<dyn Handler> {
+        let requester = Requester {
+            principal: principal.map(str::to_owned),
+            sees_all: false,
+            session: None,
+        };
+        sessions.session(requester, principal.is_some())
+    };
+    let http = HttpServer::new(options.transport, factory);
+    tracing::info!(address = %addr, authenticated, "serving Streamable HTTP");
+    let mut serving = {
+        let http = http.clone();
+        tokio::spawn(async move { http.serve(listener).await })
+    };
+    tokio::select! {
+        r = &mut serving => {
+            return match r {
+                Ok(r) => r,
+                Err(e) => Err(io::Error::other(format!("the HTTP transport panicked: {e}"))),
+            };
+        }
+        () = shutdown => {}
+    }
+    graceful_shutdown(&http, server, serving, server.state().config.shutdown_grace).await;
+    Ok(())
+}
+
+/// Refuse a non-loopback address without authentication unless allowed.
+fn check_exposure(addr: std::net::SocketAddr, options: &HttpOptions) -> io::Result<()> {
+    if options.transport.tokens.is_empty()
+        && !addr.ip().is_loopback()
+        && !options.allow_unauthenticated
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::PermissionDenied,
+            format!(
+                "refusing to serve the non-loopback address {addr} without authentication \
+                 (give bearer tokens, or allow unauthenticated access)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Stop accepting, close streams with a `retry`, give running tasks `grace` to finish,
+/// then fail what is left.
+async fn graceful_shutdown(
+    http: &HttpServer,
+    server: &Server,
+    serving: tokio::task::JoinHandle<io::Result<()>>,
+    grace: Duration,
+) {
+    let running = || server.engine().map_or(0, TaskEngine::running_count);
+    tracing::info!(
+        running = running(),
+        grace = ?grace,
+        "shutting down: no new connections; running tasks may finish"
+    );
+    http.shutdown();
+    let deadline = tokio::time::Instant::now() + grace;
+    while running() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    if let Some(engine) = server.engine() {
+        let left = engine.running_count();
+        if left > 0 {
+            tracing::warn!("shutdown: failing {left} task(s) still running after the grace period");
+            engine.fail_running(SHUTDOWN_MESSAGE).await;
+        }
+    }
+    // Connections still open (a plain call still running) get what is left of the grace.
+    let rest = deadline.saturating_duration_since(tokio::time::Instant::now());
+    if tokio::time::timeout(rest, serving).await.is_err() {
+        tracing::info!("connections still open at the end of the grace period were dropped");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json as j;
+
+    #[test]
+    fn only_calls_that_may_stream_are_upgraded() {
+        let req = |m: &str, p: serde_json::Value| Request {
+            id: 1.into(),
+            method: m.into(),
+            params: Some(p),
+        };
+        assert_eq!(
+            reply_mode(&req("tasks/result", j!({"taskId": "x"}))),
+            ReplyMode::Auto
+        );
+        assert_eq!(
+            reply_mode(&req("tools/call", j!({"name": "ask"}))),
+            ReplyMode::Auto
+        );
+        assert_eq!(
+            reply_mode(&req("tools/call", j!({"name": "ask", "task": {}}))),
+            ReplyMode::Json
+        );
+        for m in [
+            "tasks/get",
+            "tasks/list",
+            "tasks/cancel",
+            "tools/list",
+            "initialize",
+            "ping",
+        ] {
+            assert_eq!(reply_mode(&req(m, j!({}))), ReplyMode::Json, "{m}");
+        }
+    }
+
+    #[test]
+    fn a_public_address_needs_tokens_or_consent() {
+        let public: std::net::SocketAddr = "192.0.2.1:80".parse().unwrap();
+        let local: std::net::SocketAddr = "127.0.0.1:80".parse().unwrap();
+        let err = check_exposure(public, &HttpOptions::new()).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+        assert!(check_exposure(local, &HttpOptions::new()).is_ok());
+        assert!(check_exposure(public, &HttpOptions::new().token("t", "p")).is_ok());
+        assert!(check_exposure(public, &HttpOptions::new().allow_unauthenticated(true)).is_ok());
+    }
+
+    #[tokio::test]
+    async fn serves_until_shutdown() {
+        let server = Server::builder().build().await.unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = {
+            let server = server.clone();
+            tokio::spawn(async move {
+                serve_http(&server, listener, HttpOptions::new(), async {
+                    let _ = stopped.await;
+                })
+                .await
+            })
+        };
+        stop.send(()).unwrap();
+        tokio::time::timeout(Duration::from_secs(5), serving)
+            .await
+            .expect("serving ends on shutdown")
+            .unwrap()
+            .unwrap();
+        server.shutdown().await;
+    }
+}

@@ -15,7 +15,7 @@ use mcp_tasks_server::{Server, ServerConfig};
 use serde_json::json;
 
 /// The demo tools of `mcp-tasks serve`, as the binary builds them (one copy of the code).
-#[path = "../../cli/src/demo.rs"]
+#[path = "../../../cli/src/demo.rs"]
 mod demo;
 
 const LIMIT: Duration = Duration::from_secs(20);

@@ -10,8 +10,8 @@ use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_gateway::GatewayFactory;
 use mcp_tasks_gateway::connect::{Connected, Connector};
 use mcp_tasks_gateway::error::GatewayError;
+use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::ErrorObject;
-use mcp_tasks_proto::mcp::text_content;
 use mcp_tasks_rpc::{Handler, Peer};
 use mcp_tasks_server::{Server, ServerConfig, Tool};
 use mcp_tasks_testkit::wire::Wire;
@@ -48,7 +48,7 @@ fn upstream_tools(slow: &Arc<SlowCalls>) -> Vec<Tool> {
             json!({"type": "object", "properties": {"text": {"type": "string"}}}),
             |args: Value, _cx| async move {
                 let text = args["text"].as_str().unwrap_or_default().to_owned();
-                Ok(json!({"content": [text_content(text)]}))
+                Ok(CallToolResult::text(text))
             },
         ),
         Tool::new(
@@ -64,7 +64,7 @@ fn upstream_tools(slow: &Arc<SlowCalls>) -> Vec<Tool> {
                     let ms = args["ms"].as_u64().unwrap_or(0);
                     tokio::time::sleep(Duration::from_millis(ms)).await;
                     guard.0 = None;
-                    Ok(json!({"content": [text_content(format!("slept {ms}"))]}))
+                    Ok(CallToolResult::text(format!("slept {ms}")))
                 }
             },
         ),
@@ -73,7 +73,7 @@ fn upstream_tools(slow: &Arc<SlowCalls>) -> Vec<Tool> {
             "Always fails.",
             json!({"type": "object"}),
             |_args: Value, _cx| async move {
-                Err::<Value, _>(ErrorObject::new(-32050, "the upstream refuses"))
+                Err::<CallToolResult, _>(ErrorObject::new(-32050, "the upstream refuses"))
             },
         ),
     ]

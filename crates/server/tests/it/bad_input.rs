@@ -67,10 +67,7 @@ async fn unknown_method_is_32601() {
 
 #[tokio::test]
 async fn an_oversized_line_is_32600_and_skipped() {
-    let mut s = serve(ServerConfig {
-        max_line_bytes: 4096,
-        ..ServerConfig::default()
-    });
+    let mut s = serve(ServerConfig::default().with_max_line_bytes(4096));
     s.initialize().await;
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,

@@ -5,7 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
-use mcp_tasks_proto::mcp::{TaskSupport, text_content};
+use mcp_tasks_proto::CallToolResult;
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
 use mcp_tasks_server::{Server, ServerConfig, Tool};
 use mcp_tasks_testkit::wire::Wire;
@@ -19,7 +20,7 @@ fn echo() -> Tool {
         json!({"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}),
         |args: Value, _cx| async move {
             let text = args["text"].as_str().unwrap_or_default().to_owned();
-            Ok(json!({"content": [text_content(text)]}))
+            Ok(CallToolResult::text(text))
         },
     )
 }
@@ -35,7 +36,7 @@ fn sleep() -> Tool {
                 ErrorObject::new(codes::INVALID_PARAMS, "`ms` must be an integer")
             })?;
             tokio::time::sleep(Duration::from_millis(ms)).await;
-            Ok(json!({"content": [text_content(format!("slept {ms}"))]}))
+            Ok(CallToolResult::text(format!("slept {ms}")))
         },
     )
     .task_support(TaskSupport::Optional)

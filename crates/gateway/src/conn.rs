@@ -1,25 +1,19 @@
 //! One live connection to the upstream, and the handler of what the upstream sends.
 //!
-//! Requests the gateway sends upstream carry ids of its own (`gw-N`, strings, so they
-//! never meet the [`Peer`]'s numeric ids): the gateway must know the id of every request
-//! it sends, because a request abandoned downstream (a cancelled task, a dropped call)
-//! is cancelled upstream with `notifications/cancelled` naming that id.
+//! Requests the gateway sends upstream go through [`Peer::request_with`]: a request
+//! abandoned downstream (a cancelled task, a dropped call) or over `--upstream-timeout`
+//! is cancelled upstream with `notifications/cancelled` naming its id.
 
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{ErrorObject, Message, RequestId, methods};
-use mcp_tasks_rpc::{Handler, Peer, RequestContext, Route};
-use serde_json::{Value, json};
-use tokio::sync::oneshot;
+use mcp_tasks_proto::{ErrorObject, RequestId};
+use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, RequestOptions, Route};
+use serde_json::Value;
 
 use crate::connect::{SessionProbe, UpstreamSession};
 use crate::error::unavailable;
 use crate::lane::LaneInner;
-
-type Answer = oneshot::Sender<Result<Value, ErrorObject>>;
 
 /// Why a call to the upstream did not produce its answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +27,40 @@ pub enum CallError {
     /// large to read (`upstream reply too large: N bytes`), or it did not come within
     /// `--upstream-timeout` (the request was cancelled upstream).
     Failed(ErrorObject),
+}
+
+impl CallError {
+    /// The error of call `method` that got no result: the one place a [`PeerError`]
+    /// becomes a gateway error.
+    fn of(method: &str, e: PeerError) -> Self {
+        match e {
+            PeerError::Remote(e) => Self::Upstream(e),
+            // An answer over the bound, which asking again would not mend.
+            PeerError::Transport(t) if t.is_too_large() => {
+                tracing::warn!(method, error = %t, "upstream reply too large");
+                Self::Failed(match (t.bytes, t.limit) {
+                    (Some(bytes), _) => reply_too_large(method, bytes),
+                    (None, limit) => ErrorObject::new(
+                        mcp_tasks_proto::codes::INTERNAL_ERROR,
+                        format!(
+                            "upstream reply too large: exceeds {} bytes (the answer to `{method}` is over --max-message-bytes)",
+                            limit.unwrap_or_default()
+                        ),
+                    ),
+                })
+            }
+            // The request or its answer was lost.
+            PeerError::Transport(t) => {
+                tracing::debug!(error = %t, "upstream transport error");
+                Self::Lost(Some(t.message))
+            }
+            PeerError::Timeout(timeout) => {
+                tracing::warn!(method, timeout = ?timeout, "upstream call timed out");
+                Self::Failed(timed_out(method, timeout))
+            }
+            _ => Self::Lost(None),
+        }
+    }
 }
 
 /// The error of a call whose answer was `bytes` long, over `--max-message-bytes`.
@@ -56,25 +84,14 @@ pub fn timed_out(method: &str, timeout: std::time::Duration) -> ErrorObject {
 }
 
 pub(crate) struct ConnShared {
-    pending: Mutex<HashMap<RequestId, Answer>>,
-    next: AtomicU64,
     pub(crate) lane: Weak<LaneInner>,
     /// `--upstream-timeout`.
     timeout: Option<std::time::Duration>,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl ConnShared {
     pub(crate) fn new(lane: Weak<LaneInner>, timeout: Option<std::time::Duration>) -> Arc<Self> {
-        Arc::new(Self {
-            pending: Mutex::new(HashMap::new()),
-            next: AtomicU64::new(1),
-            lane,
-            timeout,
-        })
+        Arc::new(Self { lane, timeout })
     }
 }
 
@@ -96,47 +113,6 @@ impl std::fmt::Debug for Conn {
         f.debug_struct("Conn")
             .field("generation", &self.generation)
             .finish_non_exhaustive()
-    }
-}
-
-/// Removes a pending call, and cancels it upstream, when its caller goes away first.
-struct CallGuard {
-    peer: Peer,
-    shared: Arc<ConnShared>,
-    id: Option<RequestId>,
-}
-
-impl CallGuard {
-    fn disarm(&mut self) {
-        if let Some(id) = self.id.take() {
-            lock(&self.shared.pending).remove(&id);
-        }
-    }
-}
-
-impl Drop for CallGuard {
-    fn drop(&mut self) {
-        let Some(id) = self.id.take() else { return };
-        lock(&self.shared.pending).remove(&id);
-        if self.peer.is_closed() {
-            return;
-        }
-        // The caller was dropped (a cancelled task or request): tell the upstream.
-        let peer = self.peer.clone();
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            tracing::debug!(id = %id, "cancelling an abandoned upstream request");
-            rt.spawn(async move {
-                peer.notify(
-                    methods::CANCELLED,
-                    Some(json!({
-                        "requestId": id.to_value(),
-                        "reason": "The request was cancelled by the client of the gateway",
-                    })),
-                    Route::Standalone,
-                )
-                .await;
-            });
-        }
     }
 }
 
@@ -194,17 +170,7 @@ impl Conn {
     /// The upstream's error, [`CallError::Lost`] if the connection ends first,
     /// [`CallError::Failed`] on a timeout or an answer too large to read.
     pub async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
-        let Some(timeout) = self.shared.timeout else {
-            return self.call_unbounded(method, params).await;
-        };
-        // On the timeout the call future is dropped: its guard cancels it upstream.
-        match tokio::time::timeout(timeout, self.call_unbounded(method, params)).await {
-            Ok(out) => out,
-            Err(_) => {
-                tracing::warn!(method, timeout = ?timeout, "upstream call timed out");
-                Err(CallError::Failed(timed_out(method, timeout)))
-            }
-        }
+        self.send(method, params, self.shared.timeout).await
     }
 
     /// [`Self::call`] without `--upstream-timeout` (`initialize` has its own bound).
@@ -213,61 +179,22 @@ impl Conn {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, CallError> {
-        let n = self.shared.next.fetch_add(1, Ordering::Relaxed);
-        let id = RequestId::String(format!("gw-{n}"));
-        let (tx, rx) = oneshot::channel();
-        lock(&self.shared.pending).insert(id.clone(), tx);
-        let mut guard = CallGuard {
-            peer: self.peer.clone(),
-            shared: Arc::clone(&self.shared),
-            id: Some(id.clone()),
-        };
-        if self
-            .peer
-            .send(Message::request(id, method, params), Route::Standalone)
+        self.send(method, params, None).await
+    }
+
+    async fn send(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<std::time::Duration>,
+    ) -> Result<Value, CallError> {
+        let options = RequestOptions::new(Route::Standalone)
+            .timeout(timeout)
+            .cancel_reason("The request was cancelled by the client of the gateway");
+        self.peer
+            .request_with(method, params, options)
             .await
-            .is_err()
-        {
-            guard.disarm();
-            return Err(CallError::Lost(None));
-        }
-        let closed = self.peer.closed();
-        let out = tokio::select! {
-            r = rx => r.ok(),
-            () = closed.cancelled() => None,
-        };
-        guard.disarm();
-        match out {
-            Some(Ok(v)) => Ok(v),
-            // Made up by the HTTP transport: an answer over the bound, which asking again
-            // would not mend.
-            Some(Err(e))
-                if mcp_tasks_rpc::http_client::is_transport_error(&e)
-                    && e.message.starts_with("the reply exceeds ") =>
-            {
-                tracing::warn!(method, error = %e, "upstream reply too large");
-                Err(CallError::Failed(ErrorObject::new(
-                    mcp_tasks_proto::codes::INTERNAL_ERROR,
-                    format!(
-                        "upstream reply too large: {} (the answer to `{method}` is over --max-message-bytes)",
-                        e.message.trim_start_matches("the reply ")
-                    ),
-                )))
-            }
-            // Made up by the HTTP transport: the request or its answer was lost.
-            Some(Err(e)) if mcp_tasks_rpc::http_client::is_transport_error(&e) => {
-                tracing::debug!(error = %e, "upstream transport error");
-                Err(CallError::Lost(Some(e.message)))
-            }
-            Some(Err(e)) => match mcp_tasks_rpc::line::too_large_bytes(&e) {
-                Some(bytes) => {
-                    tracing::warn!(method, bytes, "upstream reply too large");
-                    Err(CallError::Failed(reply_too_large(method, bytes)))
-                }
-                None => Err(CallError::Upstream(e)),
-            },
-            None => Err(CallError::Lost(None)),
-        }
+            .map_err(|e| CallError::of(method, e))
     }
 
     /// Send a notification upstream (best effort).
@@ -306,12 +233,7 @@ impl Handler for UpstreamHandler {
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     ) {
-        let tx = lock(&self.0.pending).remove(&id);
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(outcome);
-            }
-            None => tracing::debug!(id = %id, "late or unknown response from the upstream ignored"),
-        }
+        let _ = outcome;
+        tracing::debug!(id = %id, "late or unknown response from the upstream ignored");
     }
 }

@@ -680,7 +680,9 @@ impl LaneInner {
                 peer
             }
         };
-        peer.request(&method, params, Route::Standalone).await
+        peer.request(&method, params, Route::Standalone)
+            .await
+            .map_err(mcp_tasks_rpc::PeerError::into_error_object)
     }
 
     /// A notification from the upstream: progress goes to its call (with the original

@@ -7,12 +7,16 @@
 //! several streams (Streamable HTTP) can put each message on the right one. It knows
 //! nothing about tasks.
 
+pub mod error;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http-client")]
 pub mod http_client;
 pub mod line;
+mod outgoing;
 pub mod peer;
 pub mod stdio;
 
+pub use error::{PeerError, TransportError, TransportErrorKind};
+pub use outgoing::RequestOptions;
 pub use peer::{Handler, Outbound, Peer, RequestContext, Route, RouteDelivery};

@@ -27,10 +27,10 @@
 //!   new `initialize` ([`ResumeSession`]); should the server have ended it, the 404 starts
 //!   a new one as above.
 //!
-//! A request the transport could not get answered is answered locally with an error
-//! carrying [`TRANSPORT_ERROR_DATA`] in its `data` (see [`is_transport_error`]), so that the
-//! requester can tell a broken connection from the server's own error and retry idempotent
-//! requests. Like the rest of this crate it knows nothing about tasks.
+//! A request the transport could not get answered fails with a
+//! [`crate::PeerError::Transport`] ([`Peer::fail`]), so that the requester can tell a
+//! broken connection from the server's own error and retry idempotent requests. Like the
+//! rest of this crate it knows nothing about tasks.
 
 mod sse;
 #[cfg(test)]
@@ -40,15 +40,16 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use mcp_tasks_proto::{ErrorObject, Message, Request, RequestId, codes, methods};
+use mcp_tasks_proto::{Message, Request, RequestId, methods};
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use reqwest::{Response, StatusCode};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use sse::{SseEvent, SseParser, SseTooLarge};
 
+use crate::error::{TransportError, TransportErrorKind};
 use crate::peer::{Outbound, Peer};
 
 const MCP_SESSION_ID: &str = "mcp-session-id";
@@ -57,30 +58,16 @@ const LAST_EVENT_ID: &str = "last-event-id";
 const EVENT_STREAM: &str = "text/event-stream";
 const ACCEPT_BOTH: &str = "application/json, text/event-stream";
 
-/// The key in `data` of the errors this transport makes up for requests it could not get
-/// answered (never sent on the wire).
-pub const TRANSPORT_ERROR_DATA: &str = "mcp-tasks/transport";
-
-/// Whether `e` was made up by the transport (the request may never have reached the
-/// server, or its answer was lost) rather than sent by the server.
-pub fn is_transport_error(e: &ErrorObject) -> bool {
-    e.data
-        .as_ref()
-        .and_then(|d| d.get(TRANSPORT_ERROR_DATA))
-        .is_some()
-}
-
 fn transport_error(
-    kind: &str,
+    kind: TransportErrorKind,
     message: impl std::fmt::Display,
     status: Option<u16>,
-) -> ErrorObject {
-    let mut detail = json!({ "kind": kind });
-    if let Some(s) = status {
-        detail["httpStatus"] = json!(s);
+) -> TransportError {
+    let e = TransportError::new(kind, message.to_string());
+    match status {
+        Some(s) => e.with_status(s),
+        None => e,
     }
-    ErrorObject::new(codes::INTERNAL_ERROR, message.to_string())
-        .with_data(json!({ TRANSPORT_ERROR_DATA: detail }))
 }
 
 /// Configuration of the HTTP client transport.
@@ -498,8 +485,8 @@ impl State {
         self.peer.receive(message).await;
     }
 
-    async fn fail(&self, id: RequestId, error: ErrorObject) {
-        self.deliver(Message::reply(id, Err(error))).await;
+    fn fail(&self, id: RequestId, error: TransportError) {
+        self.peer.fail(id, error);
     }
 
     fn reply_retry(&self, parser: &SseParser) -> Duration {
@@ -509,7 +496,7 @@ impl State {
     /// Start a new session after a 404 to a request that carried `failed` as its session
     /// id: replay `initialize` and `notifications/initialized`, reopen the standalone
     /// stream. Does nothing when another task already did it.
-    async fn reinitialize(self: &Arc<Self>, failed: &str) -> Result<(), ErrorObject> {
+    async fn reinitialize(self: &Arc<Self>, failed: &str) -> Result<(), TransportError> {
         let _guard = self.reinit.lock().await;
         let params = {
             let mut s = lock(&self.session);
@@ -522,7 +509,7 @@ impl State {
         };
         let Some(params) = params else {
             return Err(transport_error(
-                "session",
+                TransportErrorKind::Session,
                 "the session ended (HTTP 404) before initialize completed",
                 Some(404),
             ));
@@ -531,14 +518,17 @@ impl State {
         let n = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("mcp-tasks-reinitialize-{n}"));
         let msg = Message::request(id.clone(), methods::INITIALIZE, Some(params));
-        let (resp, _) = self
-            .post(msg.to_json())
-            .await
-            .map_err(|e| transport_error("session", format!("re-initialize failed: {e}"), None))?;
+        let (resp, _) = self.post(msg.to_json()).await.map_err(|e| {
+            transport_error(
+                TransportErrorKind::Session,
+                format!("re-initialize failed: {e}"),
+                None,
+            )
+        })?;
         let status = resp.status();
         if !status.is_success() {
             return Err(transport_error(
-                "session",
+                TransportErrorKind::Session,
                 format!("re-initialize failed: HTTP {status}"),
                 Some(status.as_u16()),
             ));
@@ -549,7 +539,7 @@ impl State {
             Message::Response(r) => self.capture_version(&r.result),
             Message::Error(e) => {
                 return Err(transport_error(
-                    "session",
+                    TransportErrorKind::Session,
                     format!("re-initialize refused: {}", e.error),
                     None,
                 ));
@@ -557,13 +547,16 @@ impl State {
             _ => {}
         }
         let note = Message::notification(methods::INITIALIZED, None);
-        let (resp, _) = self
-            .post(note.to_json())
-            .await
-            .map_err(|e| transport_error("session", format!("re-initialize failed: {e}"), None))?;
+        let (resp, _) = self.post(note.to_json()).await.map_err(|e| {
+            transport_error(
+                TransportErrorKind::Session,
+                format!("re-initialize failed: {e}"),
+                None,
+            )
+        })?;
         if !resp.status().is_success() {
             return Err(transport_error(
-                "session",
+                TransportErrorKind::Session,
                 format!("notifications/initialized refused: HTTP {}", resp.status()),
                 Some(resp.status().as_u16()),
             ));
@@ -576,7 +569,11 @@ impl State {
 
     /// The one reply to `id` in a response, JSON or SSE (messages before it are delivered
     /// to the peer).
-    async fn read_one_reply(&self, resp: Response, id: &RequestId) -> Result<Message, ErrorObject> {
+    async fn read_one_reply(
+        &self,
+        resp: Response,
+        id: &RequestId,
+    ) -> Result<Message, TransportError> {
         if is_event_stream(&resp) {
             let mut parser = SseParser::new(self.config.max_message_bytes);
             let mut found = None;
@@ -589,11 +586,21 @@ impl State {
                     (true, false)
                 })
                 .await;
-            found.ok_or_else(|| transport_error("stream", "the stream ended without a reply", None))
+            found.ok_or_else(|| {
+                transport_error(
+                    TransportErrorKind::Stream,
+                    "the stream ended without a reply",
+                    None,
+                )
+            })
         } else {
             let body = self.read_body(resp).await?;
             Message::parse(&body).map_err(|f| {
-                transport_error("body", format!("unreadable reply: {}", f.error), None)
+                transport_error(
+                    TransportErrorKind::Body,
+                    format!("unreadable reply: {}", f.error),
+                    None,
+                )
             })
         }
     }
@@ -614,16 +621,15 @@ impl State {
         }
     }
 
-    async fn read_body(&self, mut resp: Response) -> Result<Vec<u8>, ErrorObject> {
+    async fn read_body(&self, mut resp: Response) -> Result<Vec<u8>, TransportError> {
         let mut body = Vec::new();
         loop {
             match resp.chunk().await {
                 Ok(Some(c)) => {
                     if body.len() + c.len() > self.config.max_message_bytes {
-                        return Err(transport_error(
-                            "body",
-                            format!("the reply exceeds {} bytes", self.config.max_message_bytes),
+                        return Err(TransportError::too_large(
                             None,
+                            self.config.max_message_bytes as u64,
                         ));
                     }
                     body.extend_from_slice(&c);
@@ -631,7 +637,7 @@ impl State {
                 Ok(None) => return Ok(body),
                 Err(e) => {
                     return Err(transport_error(
-                        "body",
+                        TransportErrorKind::Body,
                         format!("reading the reply failed: {e}"),
                         None,
                     ));
@@ -710,8 +716,12 @@ impl State {
             let (resp, sent_session) = match self.post(body.clone()).await {
                 Ok(r) => r,
                 Err(e) => {
-                    let err = transport_error("connect", format!("POST failed: {e}"), None);
-                    self.fail(id, err).await;
+                    let err = transport_error(
+                        TransportErrorKind::Connect,
+                        format!("POST failed: {e}"),
+                        None,
+                    );
+                    self.fail(id, err);
                     return;
                 }
             };
@@ -723,14 +733,14 @@ impl State {
             {
                 retried = true;
                 if let Err(e) = self.reinitialize(&failed).await {
-                    self.fail(id, e).await;
+                    self.fail(id, e);
                     return;
                 }
                 continue;
             }
             if !status.is_success() {
                 let err = self.http_failure(resp).await;
-                self.fail(id, err).await;
+                self.fail(id, err);
                 return;
             }
             if is_init {
@@ -738,11 +748,11 @@ impl State {
             }
             if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
                 let err = transport_error(
-                    "protocol",
+                    TransportErrorKind::Protocol,
                     format!("the server answered a request with HTTP {status} and no reply"),
                     Some(status.as_u16()),
                 );
-                self.fail(id, err).await;
+                self.fail(id, err);
                 return;
             }
             if is_event_stream(&resp) {
@@ -758,14 +768,14 @@ impl State {
                         }
                         Err(f) => {
                             let err = transport_error(
-                                "body",
+                                TransportErrorKind::Body,
                                 format!("unreadable reply: {}", f.error),
                                 None,
                             );
-                            self.fail(id, err).await;
+                            self.fail(id, err);
                         }
                     },
-                    Err(e) => self.fail(id, e).await,
+                    Err(e) => self.fail(id, e),
                 }
             }
             return;
@@ -805,11 +815,11 @@ impl State {
             }
             let Some(last) = parser.last_event_id.clone() else {
                 let err = transport_error(
-                    "stream",
+                    TransportErrorKind::Stream,
                     "the SSE stream ended before the reply, without an event id to resume from",
                     None,
                 );
-                self.fail(id, err).await;
+                self.fail(id, err);
                 return;
             };
             // Spec: "If the client wishes to resume after a disconnection (whether due to
@@ -830,7 +840,7 @@ impl State {
                     }
                     Ok(r) if r.status() == StatusCode::NOT_FOUND => {
                         let err = transport_error(
-                            "session",
+                            TransportErrorKind::Session,
                             "the session ended (HTTP 404) before the reply came",
                             Some(404),
                         );
@@ -840,7 +850,7 @@ impl State {
                                 let _ = me.reinitialize(&s).await;
                             });
                         }
-                        self.fail(id, err).await;
+                        self.fail(id, err);
                         return;
                     }
                     Ok(r) => {
@@ -848,7 +858,7 @@ impl State {
                         tracing::debug!(status = %r.status(), "SSE resumption refused");
                         if failures >= self.config.max_resume_attempts {
                             let err = self.http_failure(r).await;
-                            self.fail(id, err).await;
+                            self.fail(id, err);
                             return;
                         }
                     }
@@ -857,11 +867,11 @@ impl State {
                         tracing::debug!(error = %e, "SSE resumption failed");
                         if failures >= self.config.max_resume_attempts {
                             let err = transport_error(
-                                "connect",
+                                TransportErrorKind::Connect,
                                 format!("resuming the SSE stream failed: {e}"),
                                 None,
                             );
-                            self.fail(id, err).await;
+                            self.fail(id, err);
                             return;
                         }
                     }
@@ -899,7 +909,7 @@ impl State {
 
     /// The error for a non-success HTTP response: its JSON-RPC error if the body holds
     /// one, else the status line.
-    async fn http_failure(&self, resp: Response) -> ErrorObject {
+    async fn http_failure(&self, resp: Response) -> TransportError {
         let status = resp.status();
         let www = resp
             .headers()
@@ -923,7 +933,7 @@ impl State {
         if let Some(w) = www {
             message.push_str(&format!(" (WWW-Authenticate: {w})"));
         }
-        transport_error("http", message, Some(status.as_u16()))
+        transport_error(TransportErrorKind::Http, message, Some(status.as_u16()))
     }
 
     fn start_standalone(self: &Arc<Self>) {

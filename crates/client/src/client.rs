@@ -9,7 +9,7 @@ use mcp_tasks_proto::mcp::{
     LATEST_PROTOCOL_VERSION, MODEL_IMMEDIATE_RESPONSE_META, SUPPORTED_PROTOCOL_VERSIONS, Task,
     TaskSupport, Tool,
 };
-use mcp_tasks_proto::{Notification, methods};
+use mcp_tasks_proto::{Notification, meta, methods};
 use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
 use mcp_tasks_rpc::{Peer, stdio};
 use serde_json::{Map, Value, json};
@@ -458,7 +458,7 @@ impl Client {
         }
         let mut params = json!({ "name": name, "arguments": arguments });
         if let Some(token) = &options.progress_token {
-            params["_meta"] = json!({ "progressToken": token });
+            meta::set_progress_token(&mut params, token.clone());
         }
         let v = self
             .inner
@@ -506,7 +506,7 @@ impl Client {
         }
         let mut params = json!({ "name": name, "arguments": arguments, "task": task });
         if let Some(token) = &options.progress_token {
-            params["_meta"] = json!({ "progressToken": token });
+            meta::set_progress_token(&mut params, token.clone());
         }
         let v = self.request(methods::TOOLS_CALL, Some(params)).await?;
         let Some(task) = v.get("task") else {

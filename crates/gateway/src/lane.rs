@@ -6,11 +6,12 @@
 //! lives while its session or any call it runs needs it ([`Lease`]).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, RwLock, Weak};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use mcp_tasks_proto::mcp::{RELATED_TASK_META, TaskSupport};
+use mcp_tasks_proto::mcp::TaskSupport;
+use mcp_tasks_proto::meta::{progress_token_key as token_key, related_task, strip_related_task};
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::{Peer, Route};
 use mcp_tasks_server::ToolContext;
@@ -41,15 +42,6 @@ pub const EARLY_NOTIFICATION_BYTES: usize = 1024 * 1024;
 /// How many requests from the upstream may wait for the downstream session to be ready;
 /// beyond it they are answered with an error at once.
 pub const EARLY_REQUESTS: usize = 64;
-
-/// Takes one back from `n` when dropped.
-struct Decrement<'a>(&'a AtomicUsize);
-
-impl Drop for Decrement<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
 
 /// The bounds shared by all the lanes of a gateway.
 #[derive(Debug)]
@@ -160,11 +152,12 @@ pub struct LaneInner {
     /// A `tools/list_changed` is being handled (`false`), and another came meanwhile
     /// (`true`): one refresh at a time, whatever the upstream sends.
     refreshing: Mutex<Option<bool>>,
-    /// Requests from the upstream waiting for the downstream to be ready.
-    early_requests: AtomicUsize,
+    /// One permit per request from the upstream waiting for the downstream to be ready.
+    early_requests: Semaphore,
     tools: RwLock<Arc<ToolSet>>,
     routes: Mutex<Routes>,
-    users: AtomicUsize,
+    /// What every [`Lease`] shares: the lane ends when the last one goes.
+    held: OnceLock<Weak<Held>>,
     started: std::sync::Once,
     generation: AtomicU64,
     shutdown: CancellationToken,
@@ -181,21 +174,22 @@ impl std::fmt::Debug for LaneInner {
 
 /// Keeps a lane alive; the lane (and its upstream process) ends when the last lease is
 /// dropped.
-pub struct Lease(Arc<LaneInner>);
+pub struct Lease(Arc<Held>);
+
+/// Shared by the leases of a lane (counted by its `Arc`): dropping it ends the lane.
+struct Held(Arc<LaneInner>);
 
 impl Lease {
     /// The lane held.
     pub fn lane(&self) -> &Arc<LaneInner> {
-        &self.0
+        &self.0.0
     }
 }
 
-impl Drop for Lease {
+impl Drop for Held {
     fn drop(&mut self) {
-        if self.0.users.fetch_sub(1, Ordering::AcqRel) == 1 {
-            tracing::debug!(upstream = %self.0.connector.describe(), "lane released");
-            self.0.shutdown.cancel();
-        }
+        tracing::debug!(upstream = %self.0.connector.describe(), "lane released");
+        self.0.shutdown.cancel();
     }
 }
 
@@ -242,41 +236,6 @@ impl Drop for RouteGuard {
 /// How long a finished call's progress route stays (see [`RouteGuard::linger`]).
 const ROUTE_LINGER: Duration = Duration::from_millis(1000);
 
-fn token_key(params: &Value) -> Option<String> {
-    params
-        .get("_meta")
-        .and_then(|m| m.get("progressToken"))
-        .filter(|t| t.is_string() || t.is_number())
-        .map(Value::to_string)
-}
-
-/// The related-task id in `params._meta`, if any.
-pub(crate) fn related_task(params: &Value) -> Option<&str> {
-    params
-        .get("_meta")?
-        .get(RELATED_TASK_META)?
-        .get("taskId")?
-        .as_str()
-}
-
-/// Remove the related-task key from `obj._meta` (and `_meta` itself if that leaves it
-/// empty): an upstream task id means nothing downstream.
-pub(crate) fn strip_related_task(obj: &mut Value) {
-    let Some(map) = obj.as_object_mut() else {
-        return;
-    };
-    let empty = match map.get_mut("_meta").and_then(Value::as_object_mut) {
-        Some(meta) => {
-            meta.remove(RELATED_TASK_META);
-            meta.is_empty()
-        }
-        None => false,
-    };
-    if empty {
-        map.remove("_meta");
-    }
-}
-
 impl LaneInner {
     /// A new lane (not started) and the first lease on it.
     pub fn open_lane(
@@ -299,33 +258,23 @@ impl LaneInner {
                 ..Early::default()
             }),
             refreshing: Mutex::new(None),
-            early_requests: AtomicUsize::new(0),
+            early_requests: Semaphore::new(EARLY_REQUESTS),
             tools: RwLock::new(Arc::new(ToolSet::default())),
             routes: Mutex::new(Routes::default()),
-            users: AtomicUsize::new(1),
+            held: OnceLock::new(),
             started: std::sync::Once::new(),
             generation: AtomicU64::new(0),
             shutdown: CancellationToken::new(),
             me: me.clone(),
         });
-        Lease(lane)
+        let held = Arc::new(Held(Arc::clone(&lane)));
+        let _ = lane.held.set(Arc::downgrade(&held));
+        Lease(held)
     }
 
     /// Another lease, unless the lane has already ended.
     pub fn lease(self: &Arc<Self>) -> Option<Lease> {
-        let mut n = self.users.load(Ordering::Acquire);
-        loop {
-            if n == 0 {
-                return None;
-            }
-            match self
-                .users
-                .compare_exchange(n, n + 1, Ordering::AcqRel, Ordering::Acquire)
-            {
-                Ok(_) => return Some(Lease(Arc::clone(self))),
-                Err(now) => n = now,
-            }
-        }
+        self.held.get()?.upgrade().map(Lease)
     }
 
     /// The upstream, for logs.
@@ -360,7 +309,8 @@ impl LaneInner {
     /// connection lives on (HTTP), else why the connection ended (waiting briefly for the
     /// supervisor to learn it).
     pub async fn lost_reason(&self, conn: &Conn, detail: Option<&str>) -> String {
-        if !conn.peer.is_closed() {
+        // A request of a connection whose input ended fails at once, before it closes.
+        if !conn.peer.is_input_ended() {
             return detail.map_or_else(
                 || "the upstream connection failed".to_owned(),
                 |d| format!("the upstream connection failed: {d}"),
@@ -666,14 +616,12 @@ impl LaneInner {
             Some(peer) => peer,
             None => {
                 // Wait for the client to be ready, but only so many requests at once.
-                let waiting = self.early_requests.fetch_add(1, Ordering::AcqRel);
-                let _waiting = Decrement(&self.early_requests);
-                if waiting >= EARLY_REQUESTS {
+                let Ok(_waiting) = self.early_requests.try_acquire() else {
                     tracing::warn!(method = %method, "an upstream request before the client is ready refused: {EARLY_REQUESTS} already wait");
                     return Err(unavailable(format!(
                         "the client is not ready for requests yet and {EARLY_REQUESTS} already wait"
                     )));
-                }
+                };
                 let Some(peer) = self.downstream(Duration::from_secs(30)).await else {
                     return Err(unavailable("no client is connected to the gateway session"));
                 };
@@ -1075,16 +1023,5 @@ mod tests {
             json!({"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}}});
         merge_initialize(&mut plain, Some(&up));
         assert!(plain["capabilities"].get("tasks").is_none());
-    }
-
-    #[test]
-    fn related_task_is_stripped_without_touching_other_meta() {
-        let mut v = json!({"a":1,"_meta":{RELATED_TASK_META:{"taskId":"u"},"k":2}});
-        assert_eq!(related_task(&v), Some("u"));
-        strip_related_task(&mut v);
-        assert_eq!(v, json!({"a":1,"_meta":{"k":2}}));
-        let mut w = json!({"_meta":{RELATED_TASK_META:{"taskId":"u"}}});
-        strip_related_task(&mut w);
-        assert_eq!(w, json!({}));
     }
 }

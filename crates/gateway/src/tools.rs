@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
-use crate::lane::{LaneInner, strip_related_task};
+use mcp_tasks_proto::meta::strip_related_task;
+
+use crate::lane::LaneInner;
 
 /// One listing of the upstream's tools.
 #[derive(Default)]

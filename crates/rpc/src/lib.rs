@@ -15,6 +15,7 @@ pub mod http_client;
 pub mod line;
 mod outgoing;
 pub mod peer;
+pub mod sse;
 pub mod stdio;
 
 pub use error::{PeerError, TransportError, TransportErrorKind};

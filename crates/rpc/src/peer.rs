@@ -173,6 +173,12 @@ impl Peer {
         self.inner.pending.fail_all(&PeerError::Closed);
     }
 
+    /// Whether nothing more will be read ([`Self::end_input`], or the peer closed): no
+    /// answer can come.
+    pub fn is_input_ended(&self) -> bool {
+        self.inner.input_ended.is_cancelled()
+    }
+
     pub(crate) fn input_ended(&self) -> CancellationToken {
         self.inner.input_ended.clone()
     }

@@ -32,7 +32,6 @@
 //! broken connection from the server's own error and retry idempotent requests. Like the
 //! rest of this crate it knows nothing about tasks.
 
-mod sse;
 #[cfg(test)]
 mod tests;
 
@@ -47,10 +46,9 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
-pub use sse::{SseEvent, SseParser, SseTooLarge};
-
 use crate::error::{TransportError, TransportErrorKind};
 use crate::peer::{Outbound, Peer};
+use crate::sse::SseParser;
 
 const MCP_SESSION_ID: &str = "mcp-session-id";
 const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";

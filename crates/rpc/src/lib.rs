@@ -15,6 +15,8 @@ pub mod http_client;
 pub mod line;
 mod outgoing;
 pub mod peer;
+#[cfg(feature = "process")]
+pub mod process;
 pub mod sse;
 pub mod stdio;
 

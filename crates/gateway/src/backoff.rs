@@ -3,14 +3,14 @@
 use std::time::Duration;
 
 /// First delay.
-pub const MIN: Duration = Duration::from_secs(1);
+pub(crate) const MIN: Duration = Duration::from_secs(1);
 /// Largest delay.
-pub const MAX: Duration = Duration::from_secs(60);
+pub(crate) const MAX: Duration = Duration::from_secs(60);
 
 /// The delay before restart number `attempt` (1-based): `1 s * 2^(attempt-1)`, capped at
 /// 60 s, plus up to a quarter more of random jitter (so that many gateways restarted by
 /// the same event do not hammer their upstreams in step), never above 60 s.
-pub fn delay(attempt: u32) -> Duration {
+pub(crate) fn delay(attempt: u32) -> Duration {
     let exp = attempt.saturating_sub(1).min(6);
     let base = MIN.saturating_mul(1 << exp).min(MAX);
     let mut b = [0u8; 2];

@@ -17,7 +17,7 @@ use crate::lane::LaneInner;
 
 /// Why a call to the upstream did not produce its answer.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallError {
+pub(crate) enum CallError {
     /// The upstream answered with this JSON-RPC error (passed on unchanged).
     Upstream(ErrorObject),
     /// The connection ended (or, over HTTP, the request or its answer was lost) before
@@ -64,7 +64,7 @@ impl CallError {
 }
 
 /// The error of a call whose answer was `bytes` long, over `--max-message-bytes`.
-pub fn reply_too_large(method: &str, bytes: u64) -> ErrorObject {
+pub(crate) fn reply_too_large(method: &str, bytes: u64) -> ErrorObject {
     ErrorObject::new(
         mcp_tasks_proto::codes::INTERNAL_ERROR,
         format!(
@@ -74,7 +74,7 @@ pub fn reply_too_large(method: &str, bytes: u64) -> ErrorObject {
 }
 
 /// The error of a call the upstream did not answer within `timeout`.
-pub fn timed_out(method: &str, timeout: std::time::Duration) -> ErrorObject {
+pub(crate) fn timed_out(method: &str, timeout: std::time::Duration) -> ErrorObject {
     ErrorObject::new(
         mcp_tasks_proto::codes::INTERNAL_ERROR,
         format!(
@@ -97,7 +97,7 @@ impl ConnShared {
 
 /// One connection: its peer, what its `initialize` answered, and the resources that keep
 /// it alive (dropping the last `Conn` tears the connection down).
-pub struct Conn {
+pub(crate) struct Conn {
     /// The upstream's JSON-RPC peer.
     pub peer: Peer,
     shared: Arc<ConnShared>,
@@ -136,7 +136,7 @@ impl Conn {
 
     /// The upstream session this connection speaks in now, if it has one a later
     /// connection can take up.
-    pub fn upstream_session(&self) -> Option<UpstreamSession> {
+    pub(crate) fn upstream_session(&self) -> Option<UpstreamSession> {
         let (id, protocol_version) = (self.session.as_ref()?)();
         Some(UpstreamSession {
             session_id: id?,
@@ -146,7 +146,7 @@ impl Conn {
     }
 
     /// The upstream's `initialize` result.
-    pub fn init_result(&self) -> &Value {
+    pub(crate) fn init_result(&self) -> &Value {
         static NULL: Value = Value::Null;
         self.init.get().unwrap_or(&NULL)
     }
@@ -156,7 +156,7 @@ impl Conn {
     }
 
     /// Whether the upstream declared `tasks.requests.tools.call`.
-    pub fn runs_tool_tasks(&self) -> bool {
+    pub(crate) fn runs_tool_tasks(&self) -> bool {
         self.init_result()
             .pointer("/capabilities/tasks/requests/tools/call")
             .is_some_and(|v| !v.is_null())
@@ -169,7 +169,11 @@ impl Conn {
     /// # Errors
     /// The upstream's error, [`CallError::Lost`] if the connection ends first,
     /// [`CallError::Failed`] on a timeout or an answer too large to read.
-    pub async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, CallError> {
         self.send(method, params, self.shared.timeout).await
     }
 
@@ -198,7 +202,7 @@ impl Conn {
     }
 
     /// Send a notification upstream (best effort).
-    pub async fn notify(&self, method: &str, params: Option<Value>) {
+    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
         self.peer.notify(method, params, Route::Standalone).await;
     }
 }

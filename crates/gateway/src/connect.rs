@@ -17,7 +17,7 @@ use crate::error::GatewayError;
 /// with it).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct UpstreamSession {
+pub(crate) struct UpstreamSession {
     /// The session id the upstream assigned.
     pub session_id: String,
     /// The protocol version negotiated in it.
@@ -30,10 +30,10 @@ pub struct UpstreamSession {
 
 /// Reads a connection's current session id and protocol version (an HTTP session is
 /// replaced when the upstream answers 404).
-pub type SessionProbe = Box<dyn Fn() -> (Option<String>, Option<String>) + Send + Sync>;
+pub(crate) type SessionProbe = Box<dyn Fn() -> (Option<String>, Option<String>) + Send + Sync>;
 
 /// One open connection.
-pub struct Connected {
+pub(crate) struct Connected {
     /// The JSON-RPC peer of the upstream.
     pub peer: Peer,
     /// Resolves (with a human-readable reason) when the connection has ended: the
@@ -60,7 +60,7 @@ impl std::fmt::Debug for Connected {
 
 /// Opens connections to one upstream.
 #[async_trait]
-pub trait Connector: Send + Sync + 'static {
+pub(crate) trait Connector: Send + Sync + 'static {
     /// Open a new connection whose incoming requests and notifications go to `handler`.
     ///
     /// # Errors
@@ -91,7 +91,10 @@ pub trait Connector: Send + Sync + 'static {
 ///
 /// # Errors
 /// A Streamable HTTP upstream with headers the transport cannot send.
-pub fn connector(spec: &UpstreamSpec, max_line: usize) -> Result<Arc<dyn Connector>, GatewayError> {
+pub(crate) fn connector(
+    spec: &UpstreamSpec,
+    max_line: usize,
+) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
             spec.clone(),

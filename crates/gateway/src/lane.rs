@@ -27,7 +27,7 @@ use crate::resume::{Note, Notes};
 use crate::tools::ToolSet;
 
 /// How long `initialize` (downstream) waits for the upstream's first start.
-pub const FIRST_START_WAIT: Duration = Duration::from_secs(30);
+pub(crate) const FIRST_START_WAIT: Duration = Duration::from_secs(30);
 /// How long one upstream `initialize` may take.
 const INIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// An upstream that stayed up this long restarts from the smallest delay when it dies.
@@ -36,16 +36,16 @@ const STABLE_AFTER: Duration = Duration::from_secs(30);
 const MAX_TOOL_PAGES: usize = 100;
 /// How many notifications from the upstream are kept while the downstream session is not
 /// ready for them (before its `notifications/initialized`); beyond it the oldest go.
-pub const EARLY_NOTIFICATIONS: usize = 64;
+pub(crate) const EARLY_NOTIFICATIONS: usize = 64;
 /// How many bytes (as JSON) of such notifications are kept at most.
-pub const EARLY_NOTIFICATION_BYTES: usize = 1024 * 1024;
+pub(crate) const EARLY_NOTIFICATION_BYTES: usize = 1024 * 1024;
 /// How many requests from the upstream may wait for the downstream session to be ready;
 /// beyond it they are answered with an error at once.
-pub const EARLY_REQUESTS: usize = 64;
+pub(crate) const EARLY_REQUESTS: usize = 64;
 
 /// The bounds shared by all the lanes of a gateway.
 #[derive(Debug)]
-pub struct Limits {
+pub(crate) struct Limits {
     /// One permit per running lane (one upstream connection, for a command a process).
     upstreams: Arc<Semaphore>,
     max_upstreams: usize,
@@ -56,19 +56,12 @@ pub struct Limits {
 impl Limits {
     /// At most `max_upstreams` upstream connections at once; calls bounded by
     /// `call_timeout`.
-    pub fn new(max_upstreams: usize, call_timeout: Option<Duration>) -> Self {
+    pub(crate) fn new(max_upstreams: usize, call_timeout: Option<Duration>) -> Self {
         Self {
             upstreams: Arc::new(Semaphore::new(max_upstreams.min(Semaphore::MAX_PERMITS))),
             max_upstreams,
             call_timeout,
         }
-    }
-
-    /// Upstream connections running now.
-    pub fn upstreams_in_use(&self) -> usize {
-        self.max_upstreams
-            .min(Semaphore::MAX_PERMITS)
-            .saturating_sub(self.upstreams.available_permits())
     }
 }
 
@@ -107,7 +100,7 @@ fn json_len(v: Option<&Value>) -> usize {
 
 /// The state of a lane's connection.
 #[derive(Clone, Debug)]
-pub enum Link {
+pub(crate) enum Link {
     /// Not started yet, or starting.
     Starting,
     /// Connected and initialized.
@@ -136,7 +129,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// The lane's state, shared by its session, its calls, its supervisor and its
 /// connections' handlers.
-pub struct LaneInner {
+pub(crate) struct LaneInner {
     connector: Arc<dyn Connector>,
     overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
     notes: Option<Arc<Notes>>,
@@ -174,14 +167,14 @@ impl std::fmt::Debug for LaneInner {
 
 /// Keeps a lane alive; the lane (and its upstream process) ends when the last lease is
 /// dropped.
-pub struct Lease(Arc<Held>);
+pub(crate) struct Lease(Arc<Held>);
 
 /// Shared by the leases of a lane (counted by its `Arc`): dropping it ends the lane.
 struct Held(Arc<LaneInner>);
 
 impl Lease {
     /// The lane held.
-    pub fn lane(&self) -> &Arc<LaneInner> {
+    pub(crate) fn lane(&self) -> &Arc<LaneInner> {
         &self.0.0
     }
 }
@@ -238,7 +231,7 @@ const ROUTE_LINGER: Duration = Duration::from_millis(1000);
 
 impl LaneInner {
     /// A new lane (not started) and the first lease on it.
-    pub fn open_lane(
+    pub(crate) fn open_lane(
         connector: Arc<dyn Connector>,
         overrides: Arc<std::collections::BTreeMap<String, TaskSupport>>,
         notes: Option<Arc<Notes>>,
@@ -273,22 +266,22 @@ impl LaneInner {
     }
 
     /// Another lease, unless the lane has already ended.
-    pub fn lease(self: &Arc<Self>) -> Option<Lease> {
+    pub(crate) fn lease(self: &Arc<Self>) -> Option<Lease> {
         self.held.get()?.upgrade().map(Lease)
     }
 
     /// The upstream, for logs.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         self.connector.describe()
     }
 
     /// The connection state now.
-    pub fn link(&self) -> Link {
+    pub(crate) fn link(&self) -> Link {
         self.link.borrow().clone()
     }
 
     /// The live connection, if up.
-    pub fn conn(&self) -> Option<Arc<Conn>> {
+    pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
         match &*self.link.borrow() {
             Link::Up(c) => Some(Arc::clone(c)),
             _ => None,
@@ -296,7 +289,7 @@ impl LaneInner {
     }
 
     /// The -32603 error of a call made while the upstream is not up.
-    pub fn unavailable_now(&self) -> ErrorObject {
+    pub(crate) fn unavailable_now(&self) -> ErrorObject {
         match self.link() {
             Link::Down(why) => unavailable(format!("{why}; restarting")),
             Link::Starting => unavailable("the upstream server is starting"),
@@ -308,7 +301,7 @@ impl LaneInner {
     /// Why a call on `conn` got no answer: the transport's explanation while the
     /// connection lives on (HTTP), else why the connection ended (waiting briefly for the
     /// supervisor to learn it).
-    pub async fn lost_reason(&self, conn: &Conn, detail: Option<&str>) -> String {
+    pub(crate) async fn lost_reason(&self, conn: &Conn, detail: Option<&str>) -> String {
         // A request of a connection whose input ended fails at once, before it closes.
         if !conn.peer.is_input_ended() {
             return detail.map_or_else(
@@ -341,7 +334,7 @@ impl LaneInner {
     }
 
     /// Wait until a connection other than `generation` is up; `None` when the lane ends.
-    pub async fn next_conn(&self, after_generation: u64) -> Option<Arc<Conn>> {
+    pub(crate) async fn next_conn(&self, after_generation: u64) -> Option<Arc<Conn>> {
         let mut rx = self.link.subscribe();
         loop {
             {
@@ -359,7 +352,7 @@ impl LaneInner {
     }
 
     /// The tools of the current (or last) connection.
-    pub fn tools(&self) -> Arc<ToolSet> {
+    pub(crate) fn tools(&self) -> Arc<ToolSet> {
         Arc::clone(
             &self
                 .tools
@@ -370,7 +363,7 @@ impl LaneInner {
 
     /// Make the first connection take up `session` again instead of starting a new one
     /// (where the upstream has sessions that can be; else a new one is started).
-    pub fn reattach_first(&self, session: Option<UpstreamSession>) {
+    pub(crate) fn reattach_first(&self, session: Option<UpstreamSession>) {
         *lock(&self.reattach) = session;
     }
 
@@ -380,7 +373,11 @@ impl LaneInner {
     /// # Errors
     /// When the gateway already runs its maximum of upstream connections
     /// (`--max-upstreams`): the lane is closed, nothing was started.
-    pub async fn start(&self, init_params: Value, wait: Duration) -> Result<(), ErrorObject> {
+    pub(crate) async fn start(
+        &self,
+        init_params: Value,
+        wait: Duration,
+    ) -> Result<(), ErrorObject> {
         *lock(&self.init_params) = init_params;
         let Some(me) = self.me.upgrade() else {
             return Err(unavailable("the gateway session has ended"));
@@ -422,7 +419,7 @@ impl LaneInner {
 
     /// The downstream session is ready for messages (it sent `notifications/initialized`):
     /// the notifications kept until now are passed on (in order, before any later one).
-    pub fn set_downstream(&self, peer: Option<Peer>) {
+    pub(crate) fn set_downstream(&self, peer: Option<Peer>) {
         let ready = peer.is_some();
         self.downstream.send_replace(peer);
         if !ready || lock(&self.early).queue.is_none() {
@@ -722,7 +719,7 @@ impl LaneInner {
 
     /// Forward a downstream request the gateway does not interpret; the upstream's answer
     /// (result or error) comes back unchanged.
-    pub async fn forward_request(
+    pub(crate) async fn forward_request(
         &self,
         method: &str,
         params: Option<Value>,
@@ -748,7 +745,7 @@ impl LaneInner {
     }
 
     /// Forward a downstream notification the gateway does not interpret.
-    pub async fn forward_notification(&self, method: &str, params: Option<Value>) {
+    pub(crate) async fn forward_notification(&self, method: &str, params: Option<Value>) {
         if let Some(conn) = self.conn() {
             conn.notify(method, params).await;
         } else {
@@ -968,7 +965,7 @@ async fn supervise_conns(lane: &Arc<LaneInner>) {
 /// `serverInfo`, `instructions` and unknown fields pass unchanged, except that the
 /// protocol version and `capabilities.tasks` are the gateway's, and `tools.listChanged`
 /// is `true` (the tool list changes when the upstream restarts with other tools).
-pub fn merge_initialize(ours: &mut Value, upstream: Option<&Value>) {
+pub(crate) fn merge_initialize(ours: &mut Value, upstream: Option<&Value>) {
     let Some(Value::Object(up)) = upstream else {
         // The upstream is not up: our own result, announcing that the tools will change.
         if let Some(tools) = ours

@@ -16,7 +16,7 @@ use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, Limits, merge_initialize};
 use crate::resume::{GatewayResumer, Notes};
 
 /// Makes one [`GatewaySession`] per downstream session.
-pub struct GatewayFactory {
+pub(crate) struct GatewayFactory {
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
     notes: Option<Arc<Notes>>,
@@ -34,7 +34,10 @@ impl std::fmt::Debug for GatewayFactory {
 impl GatewayFactory {
     /// Sessions in front of what `connector` connects to, with per-tool task support
     /// `overrides`.
-    pub fn new(connector: Arc<dyn Connector>, overrides: BTreeMap<String, TaskSupport>) -> Self {
+    pub(crate) fn new(
+        connector: Arc<dyn Connector>,
+        overrides: BTreeMap<String, TaskSupport>,
+    ) -> Self {
         Self {
             connector,
             overrides: Arc::new(overrides),
@@ -45,26 +48,21 @@ impl GatewayFactory {
 
     /// Bound the upstream connections and calls with `limits`.
     #[must_use]
-    pub fn with_limits(mut self, limits: Arc<Limits>) -> Self {
+    pub(crate) fn with_limits(mut self, limits: Arc<Limits>) -> Self {
         self.limits = limits;
         self
-    }
-
-    /// The bounds of the upstream connections.
-    pub fn limits(&self) -> &Arc<Limits> {
-        &self.limits
     }
 
     /// Note upstream tasks in `notes`, so that they survive a restart (see
     /// [`crate::resume`]).
     #[must_use]
-    pub fn with_notes(mut self, notes: Arc<Notes>) -> Self {
+    pub(crate) fn with_notes(mut self, notes: Arc<Notes>) -> Self {
         self.notes = Some(notes);
         self
     }
 
     /// The resumer of the noted tasks, if notes are kept.
-    pub fn resumer(&self) -> Option<GatewayResumer> {
+    pub(crate) fn resumer(&self) -> Option<GatewayResumer> {
         self.notes.as_ref().map(|n| {
             GatewayResumer::new(
                 Arc::clone(n),
@@ -92,7 +90,7 @@ impl ExtensionFactory for GatewayFactory {
 }
 
 /// One downstream session of the gateway: its own upstream connection (lane).
-pub struct GatewaySession {
+pub(crate) struct GatewaySession {
     lane: Arc<LaneInner>,
     /// The session's hold on its lane; released when the downstream connection closes or
     /// the session is dropped (HTTP DELETE, idle expiry, stdio EOF), whichever is first.

@@ -26,7 +26,7 @@ use crate::error::GatewayError;
 /// every `LC_*` and its own `--upstream-env`: what `npx`, `node`, `python` or `uv` need to
 /// find programs, their caches and the user's locale, temporary directory and extra CA
 /// certificates (the Windows names are there for the same reasons).
-pub const PASS_THROUGH: &[&str] = &[
+pub(crate) const PASS_THROUGH: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -57,11 +57,11 @@ pub const PASS_THROUGH: &[&str] = &[
 
 /// The prefix of the gateway's own variables, never passed to an upstream (some carry
 /// secrets: `MCP_TASKS_AUTH_TOKENS`, `MCP_TASKS_TOKEN`).
-pub const OWN_PREFIX: &str = "MCP_TASKS_";
+pub(crate) const OWN_PREFIX: &str = "MCP_TASKS_";
 
 /// Which of `vars` (the gateway's environment) a stdio upstream inherits: the
 /// [`PASS_THROUGH`] list and `LC_*`, or with `inherit` all but `MCP_TASKS_*`.
-pub fn inherited_env(
+pub(crate) fn inherited_env(
     inherit: bool,
     vars: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
@@ -79,14 +79,14 @@ pub fn inherited_env(
 }
 
 /// Starts the upstream command once per connection.
-pub struct StdioConnector {
+pub(crate) struct StdioConnector {
     spec: UpstreamSpec,
     max_line: usize,
 }
 
 impl StdioConnector {
     /// A connector for a [`UpstreamSpec::Stdio`].
-    pub fn new(spec: UpstreamSpec, max_line: usize) -> Self {
+    pub(crate) fn new(spec: UpstreamSpec, max_line: usize) -> Self {
         Self { spec, max_line }
     }
 }

@@ -71,7 +71,7 @@ impl Drop for CancelUpstream {
 }
 
 /// The error a task ends with when the upstream has forgotten its task.
-pub fn forgotten(upstream_task_id: &str, why: &str) -> ErrorObject {
+pub(crate) fn forgotten(upstream_task_id: &str, why: &str) -> ErrorObject {
     ErrorObject::new(
         codes::INTERNAL_ERROR,
         format!(

@@ -172,6 +172,7 @@ pub(super) async fn supervise(lane: Arc<LaneInner>, permit: OwnedSemaphorePermit
 
 pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
     let mut attempt: u32 = 0;
+    let mut delays = backoff::restarts();
     let mut first = true;
     loop {
         if lane.shutdown.is_cancelled() {
@@ -205,6 +206,7 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
                 drop(conn);
                 if up_at.elapsed() >= STABLE_AFTER {
                     attempt = 0;
+                    delays = backoff::restarts();
                 }
             }
             Err(why) => {
@@ -213,7 +215,7 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
             }
         }
         attempt = attempt.saturating_add(1);
-        let delay = backoff::delay(attempt);
+        let delay = backoff::jittered(delays.next().unwrap_or(backoff::MAX));
         tracing::info!(upstream = %lane.describe(), delay = ?delay, attempt, "restarting the upstream after a delay");
         tokio::select! {
             () = tokio::time::sleep(delay) => {}

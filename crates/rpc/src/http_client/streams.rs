@@ -267,7 +267,9 @@ impl State {
     /// Keep the standalone GET stream open.
     pub(super) async fn standalone(self: Arc<Self>) {
         let mut parser = SseParser::new(self.config.max_message_bytes);
-        let mut failures = 0u32;
+        // The delays after consecutive failures: twice the server's `retry`, doubling,
+        // up to 32 times it and at most 30 s (the workspace's one backoff, `backon`'s).
+        let mut failures: Option<backon::ExponentialBackoff> = None;
         loop {
             if self.stop.is_cancelled() {
                 return;
@@ -294,7 +296,7 @@ impl State {
                     return;
                 }
                 Ok(r) if r.status().is_success() && is_event_stream(&r) => {
-                    failures = 0;
+                    failures = None;
                     self.standalone_state.send_replace(StandaloneState::Open);
                     self.read_events(r, &mut parser, |_| (true, false)).await;
                     self.standalone_state
@@ -309,12 +311,12 @@ impl State {
                         Ok(r) => tracing::debug!(status = %r.status(), "standalone stream refused"),
                         Err(e) => tracing::debug!(error = %e, "standalone stream failed"),
                     }
-                    failures = failures.saturating_add(1);
                     self.standalone_state.send_replace(StandaloneState::Failing);
-                    let backoff = self
-                        .reply_retry(&parser)
-                        .saturating_mul(1 << failures.min(5))
-                        .min(Duration::from_secs(30));
+                    let retry = self.reply_retry(&parser);
+                    let backoff = failures
+                        .get_or_insert_with(|| standalone_retries(retry))
+                        .next()
+                        .unwrap_or(STANDALONE_MAX_DELAY);
                     tokio::select! {
                         () = tokio::time::sleep(backoff) => {}
                         () = self.stop.cancelled() => return,
@@ -323,6 +325,21 @@ impl State {
             }
         }
     }
+}
+
+/// The longest wait before reopening a failing standalone stream.
+const STANDALONE_MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// The delays before reopening a failing standalone stream: `retry * 2^n` for the n-th
+/// consecutive failure (n up to 5), at most [`STANDALONE_MAX_DELAY`].
+fn standalone_retries(retry: Duration) -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    let first = retry.saturating_mul(2).min(STANDALONE_MAX_DELAY);
+    backon::ExponentialBuilder::new()
+        .with_min_delay(first)
+        .with_max_delay(retry.saturating_mul(32).min(STANDALONE_MAX_DELAY))
+        .without_max_times()
+        .build()
 }
 
 /// Drain the peer's queue: requests concurrently, notifications and responses in order.

@@ -11,7 +11,10 @@ use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER, lock};
 use crate::backoff;
+use futures::future::BoxFuture;
+
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
+use crate::connect::Connected;
 use crate::tools::ToolSet;
 
 impl LaneInner {
@@ -55,19 +58,35 @@ impl LaneInner {
             }
         };
         tracing::info!(upstream = %self.describe(), session = %session.session_id, "taking up the upstream session again");
-        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let conn = Arc::new(Conn::new(
-            connected.peer,
-            shared,
-            generation,
-            connected.guard,
-            connected.session,
-        ));
+        let (conn, ended, settled) = self.adopt(connected, shared);
         conn.set_init_result(session.init_result);
-        if let Some(settled) = connected.settled {
+        if let Some(settled) = settled {
             settled.await;
         }
-        Some((conn, connected.ended))
+        Some((conn, ended))
+    }
+
+    /// The lane's next connection, made of what its connector opened; returns with it
+    /// what says when it ends and what to await before it is used.
+    fn adopt(
+        &self,
+        connected: Connected,
+        shared: Arc<ConnShared>,
+    ) -> (
+        Arc<Conn>,
+        oneshot::Receiver<String>,
+        Option<BoxFuture<'static, ()>>,
+    ) {
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let Connected {
+            peer,
+            ended,
+            guard,
+            settled,
+            session,
+        } = connected;
+        let conn = Conn::new(peer, shared, generation, guard, session);
+        (Arc::new(conn), ended, settled)
     }
 
     pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
@@ -81,14 +100,7 @@ impl LaneInner {
             .connect(handler)
             .await
             .map_err(|e| e.to_string())?;
-        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let conn = Arc::new(Conn::new(
-            connected.peer,
-            shared,
-            generation,
-            connected.guard,
-            connected.session,
-        ));
+        let (conn, mut ended, settled) = self.adopt(connected, shared);
         let params = lock(&self.init_params).clone();
         let init = tokio::time::timeout(
             INIT_TIMEOUT,
@@ -103,7 +115,6 @@ impl LaneInner {
             }
             Err(CallError::Failed(e)) => return Err(format!("initialize failed: {e}")),
             Err(CallError::Lost(_)) => {
-                let mut ended = connected.ended;
                 let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
                     .await
                     .ok()
@@ -114,10 +125,10 @@ impl LaneInner {
         };
         conn.set_init_result(init);
         conn.notify(methods::INITIALIZED, None).await;
-        if let Some(settled) = connected.settled {
+        if let Some(settled) = settled {
             settled.await;
         }
-        Ok((conn, connected.ended))
+        Ok((conn, ended))
     }
 
     pub(super) fn notify_tools_changed(&self) {

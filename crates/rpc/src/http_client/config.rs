@@ -17,7 +17,7 @@ pub struct HttpClientConfig {
     /// More headers sent on every request (`(name, value)`), e.g. an API key. The headers
     /// the transport manages itself (`Mcp-Session-Id`, `MCP-Protocol-Version`,
     /// `Last-Event-ID`, `Accept`, `Content-Type`, `Content-Length`, `Host`) are refused by
-    /// [`HttpClientTransport::start`].
+    /// [`HttpClientTransport::start`](super::HttpClientTransport::start).
     pub headers: Vec<(String, String)>,
     /// Take up this existing session instead of starting with `initialize`.
     pub resume: Option<ResumeSession>,
@@ -51,7 +51,7 @@ impl HttpClientConfig {
 }
 
 impl HttpClientConfig {
-    /// Whether [`HttpClientTransport::start`] would accept this configuration (the URL and
+    /// Whether [`HttpClientTransport::start`](super::HttpClientTransport::start) would accept this configuration (the URL and
     /// the headers), without starting anything.
     ///
     /// # Errors

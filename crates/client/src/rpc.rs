@@ -7,7 +7,9 @@
 //! with the peer's); their answers reach [`Handler::handle_unmatched_response`].
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -21,10 +23,6 @@ use crate::input::{ElicitationHandler, SamplingHandler, ServerRequest, tag_relat
 use crate::receiver::{Answerer, Receiving};
 use crate::task::TaskShared;
 use crate::types::parse_task;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 /// What the handler and the client share.
 pub(crate) struct Shared {
@@ -53,7 +51,7 @@ impl Shared {
     }
 
     fn task(&self, id: &str) -> Option<Arc<TaskShared>> {
-        lock(&self.tasks).get(id).and_then(Weak::upgrade)
+        self.tasks.lock().get(id).and_then(Weak::upgrade)
     }
 }
 

@@ -1,6 +1,8 @@
 //! A task seen from the requestor: status, changes, waiting, the result, cancellation.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -12,7 +14,6 @@ use tokio::sync::watch;
 
 use crate::ClientError;
 use crate::client::Client;
-use crate::rpc::lock;
 use crate::types::{CallToolResult, parse_task};
 
 /// Poll interval when the task names none.
@@ -59,7 +60,7 @@ pub(crate) struct TaskShared {
 
 impl Drop for TaskShared {
     fn drop(&mut self) {
-        if let Some(h) = lock(&self.call).take() {
+        if let Some(h) = self.call.lock().take() {
             h.abort();
         }
     }
@@ -348,7 +349,7 @@ impl TaskHandle {
 
     /// Start `tasks/result` in the background unless it runs or ran.
     fn ensure_result_call(&self) {
-        let mut call = lock(&self.shared.call);
+        let mut call = self.shared.call.lock();
         let start = self.shared.result.send_if_modified(|c| {
             if matches!(c, ResultCall::Idle) {
                 *c = ResultCall::InFlight;

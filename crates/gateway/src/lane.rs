@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex, OnceLock, RwLock, Weak};
+use std::sync::{Arc, OnceLock, Weak};
+
+use parking_lot::{Mutex, RwLock};
 use std::time::Duration;
 
 use mcp_tasks_proto::ErrorObject;
@@ -124,10 +126,6 @@ struct Routes {
     tasks: HashMap<String, (u64, ToolContext)>,
     /// Plain upstream calls in flight.
     calls: Vec<(u64, ToolContext)>,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The lane's state, shared by its session, its calls, its supervisor and its
@@ -313,18 +311,13 @@ impl LaneInner {
 
     /// The tools of the current (or last) connection.
     pub(crate) fn tools(&self) -> Arc<ToolSet> {
-        Arc::clone(
-            &self
-                .tools
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Arc::clone(&self.tools.read())
     }
 
     /// Make the first connection take up `session` again instead of starting a new one
     /// (where the upstream has sessions that can be; else a new one is started).
     pub(crate) fn reattach_first(&self, session: Option<UpstreamSession>) {
-        *lock(&self.reattach) = session;
+        *self.reattach.lock() = session;
     }
 
     /// Set what `initialize` sends upstream, start the supervisor (once), and wait for the
@@ -338,7 +331,7 @@ impl LaneInner {
         init_params: Value,
         wait: Duration,
     ) -> Result<(), ErrorObject> {
-        *lock(&self.init_params) = init_params;
+        *self.init_params.lock() = init_params;
         let Some(me) = self.me.upgrade() else {
             return Err(unavailable("the gateway session has ended"));
         };

@@ -1,7 +1,9 @@
 //! The gateway side of one downstream session: a [`SessionExtension`] over a lane.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use mcp_tasks_core::Requester;
@@ -138,7 +140,7 @@ impl SessionExtension for GatewaySession {
             .start(upstream_init_params(params, &version), FIRST_START_WAIT)
             .await
         {
-            self.lease.lock().ok().and_then(|mut g| g.take());
+            self.lease.lock().take();
             return Err(e);
         }
         let conn = self.lane.conn();
@@ -157,7 +159,7 @@ impl SessionExtension for GatewaySession {
                 lane.set_downstream(None);
             }
             if let Some(lease) = lease.upgrade() {
-                let held = lease.lock().ok().and_then(|mut g| g.take());
+                let held = lease.lock().take();
                 drop(held);
             }
         });

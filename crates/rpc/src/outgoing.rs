@@ -6,9 +6,9 @@
 //! MUST NOT be cancelled by clients". A request future dropped (or timed out) after the
 //! request went out and before its answer came sends one, naming the request's id.
 
+use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::collections::HashMap;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
@@ -74,10 +74,6 @@ pub(crate) struct PendingMap {
     next_id: AtomicI64,
 }
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl PendingMap {
     pub(crate) fn new() -> Self {
         Self {
@@ -90,18 +86,18 @@ impl PendingMap {
     fn open(&self) -> (RequestId, oneshot::Receiver<Answer>) {
         let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
-        lock(&self.map).insert(id.clone(), tx);
+        self.map.lock().insert(id.clone(), tx);
         (id, rx)
     }
 
     /// Whether `id` was pending (and no longer is).
     fn forget(&self, id: &RequestId) -> bool {
-        lock(&self.map).remove(id).is_some()
+        self.map.lock().remove(id).is_some()
     }
 
     /// Complete `id`; hands the answer back when no request of ours waits for it.
     pub(crate) fn complete(&self, id: &RequestId, answer: Answer) -> Option<Answer> {
-        match lock(&self.map).remove(id) {
+        match self.map.lock().remove(id) {
             Some(tx) => {
                 let _ = tx.send(answer);
                 None
@@ -112,14 +108,14 @@ impl PendingMap {
 
     /// Fail every pending request with `error`.
     pub(crate) fn fail_all(&self, error: &PeerError) {
-        for (_, tx) in lock(&self.map).drain() {
+        for (_, tx) in self.map.lock().drain() {
             let _ = tx.send(Err(error.clone()));
         }
     }
 
     /// Number of requests waiting for an answer.
     pub(crate) fn len(&self) -> usize {
-        lock(&self.map).len()
+        self.map.lock().len()
     }
 }
 

@@ -1,8 +1,10 @@
 //! The JSON-RPC peer.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
@@ -118,10 +120,6 @@ impl std::fmt::Debug for Peer {
 /// Capacity of the outgoing queue; senders wait when the transport falls behind.
 pub const OUTBOUND_CAPACITY: usize = 4096;
 
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 impl Peer {
     /// A peer serving `handler`; the transport drains the returned receiver.
     pub fn new(handler: Arc<dyn Handler>) -> (Self, mpsc::Receiver<Outbound>) {
@@ -160,7 +158,7 @@ impl Peer {
     pub fn close(&self) {
         self.inner.closed.cancel();
         self.inner.pending.fail_all(&PeerError::Closed);
-        for (_, token) in lock(&self.inner.inflight).drain() {
+        for (_, token) in self.inner.inflight.lock().drain() {
             token.cancel();
         }
     }
@@ -194,7 +192,7 @@ impl Peer {
 
     /// Number of incoming requests being served.
     pub fn inflight(&self) -> usize {
-        lock(&self.inner.inflight).len()
+        self.inner.inflight.lock().len()
     }
 
     /// Resolves once every incoming request has been answered (its response queued) or
@@ -320,7 +318,7 @@ impl Peer {
                         .as_ref()
                         .and_then(|p| p.get("requestId"))
                         .and_then(request_id_of)
-                    && let Some(token) = lock(&self.inner.inflight).get(&id)
+                    && let Some(token) = self.inner.inflight.lock().get(&id)
                 {
                     tracing::debug!(id = %id, "request cancelled by the peer");
                     token.cancel();
@@ -360,7 +358,7 @@ impl Peer {
     ) {
         let token = CancellationToken::new();
         {
-            let mut inflight = lock(&self.inner.inflight);
+            let mut inflight = self.inner.inflight.lock();
             if inflight.contains_key(&id) {
                 drop(inflight);
                 let peer = self.clone();
@@ -394,7 +392,7 @@ impl Peer {
                 () = token.cancelled() => None,
                 r = fut => Some(r),
             };
-            lock(&peer.inner.inflight).remove(&id);
+            peer.inner.inflight.lock().remove(&id);
             if let Some(out) = out {
                 let _ = peer
                     .send(Message::reply(id.clone(), out), Route::Request(id))

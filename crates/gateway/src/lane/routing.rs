@@ -11,9 +11,7 @@ use mcp_tasks_server::ToolContext;
 use serde_json::{Value, json};
 
 use super::supervise::TOOLS_LIST_CHANGED;
-use super::{
-    EARLY_NOTIFICATION_BYTES, EARLY_NOTIFICATIONS, EARLY_REQUESTS, LaneInner, json_len, lock,
-};
+use super::{EARLY_NOTIFICATION_BYTES, EARLY_NOTIFICATIONS, EARLY_REQUESTS, LaneInner, json_len};
 use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
 use crate::resume::Note;
@@ -35,7 +33,7 @@ impl RouteGuard {
 }
 
 fn remove_routes(lane: &LaneInner, id: u64) {
-    let mut r = lock(&lane.routes);
+    let mut r = lane.routes.lock();
     r.progress.retain(|_, (i, _)| *i != id);
     r.tasks.retain(|_, (i, _)| *i != id);
     r.calls.retain(|(i, _)| *i != id);
@@ -67,7 +65,7 @@ impl LaneInner {
     pub(crate) fn set_downstream(&self, peer: Option<Peer>) {
         let ready = peer.is_some();
         self.downstream.send_replace(peer);
-        if !ready || lock(&self.early).queue.is_none() {
+        if !ready || self.early.lock().queue.is_none() {
             return;
         }
         let Some(me) = self.me.upgrade() else { return };
@@ -82,7 +80,7 @@ impl LaneInner {
                 return;
             };
             let batch: Vec<_> = {
-                let mut early = lock(&self.early);
+                let mut early = self.early.lock();
                 let Some(queue) = early.queue.as_mut() else {
                     return;
                 };
@@ -104,7 +102,7 @@ impl LaneInner {
     /// Keep a notification for the downstream until it is ready; `false` when it is
     /// ready (the caller sends it).
     pub(super) fn keep_early(&self, method: &str, params: &mut Option<Value>) -> bool {
-        let mut early = lock(&self.early);
+        let mut early = self.early.lock();
         let early = &mut *early;
         let Some(queue) = early.queue.as_mut() else {
             return false;
@@ -145,7 +143,7 @@ impl LaneInner {
     /// Register a call's routes: its progress token and, for a plain call, the call
     /// itself (so that a request the upstream sends during it reaches its requestor).
     pub(crate) fn register_call(self: &Arc<Self>, cx: &ToolContext, plain: bool) -> RouteGuard {
-        let mut r = lock(&self.routes);
+        let mut r = self.routes.lock();
         r.next += 1;
         let id = r.next;
         if let Some(key) = cx.request_params().and_then(token_key) {
@@ -169,7 +167,7 @@ impl LaneInner {
         params: Option<&Value>,
     ) -> Option<RouteGuard> {
         let key = params.and_then(token_key)?;
-        let mut r = lock(&self.routes);
+        let mut r = self.routes.lock();
         r.next += 1;
         let id = r.next;
         r.progress.insert(key, (id, None));
@@ -189,7 +187,7 @@ impl LaneInner {
                 &Note {
                     upstream_task_id: upstream_task_id.to_owned(),
                     upstream: self.describe(),
-                    init_params: lock(&self.init_params).clone(),
+                    init_params: self.init_params.lock().clone(),
                     upstream_session: conn.upstream_session(),
                 },
             );
@@ -210,7 +208,8 @@ impl LaneInner {
         upstream_task_id: &str,
         cx: &ToolContext,
     ) {
-        lock(&self.routes)
+        self.routes
+            .lock()
             .tasks
             .insert(upstream_task_id.to_owned(), (guard.id, cx.clone()));
     }
@@ -218,7 +217,7 @@ impl LaneInner {
     /// The call a message from the upstream belongs to: by its related-task id, else the
     /// only plain call in flight.
     pub(super) fn route_of(&self, params: &Value) -> Option<ToolContext> {
-        let r = lock(&self.routes);
+        let r = self.routes.lock();
         if let Some(t) = related_task(params) {
             return r.tasks.get(t).map(|(_, cx)| cx.clone());
         }
@@ -288,7 +287,8 @@ impl LaneInner {
             methods::PROGRESS => {
                 let target = params.as_ref().and_then(|p| {
                     let key = p.get("progressToken").map(Value::to_string)?;
-                    lock(&self.routes)
+                    self.routes
+                        .lock()
                         .progress
                         .get(&key)
                         .map(|(_, cx)| cx.clone())
@@ -310,7 +310,7 @@ impl LaneInner {
                 // One refresh at a time: a change announced during one is read by one
                 // more, not by a task per notification.
                 {
-                    let mut r = lock(&self.refreshing);
+                    let mut r = self.refreshing.lock();
                     if r.is_some() {
                         *r = Some(true);
                         return;
@@ -324,7 +324,7 @@ impl LaneInner {
                                 me.refresh_tools(&conn).await;
                             }
                             me.forward_down(method.clone(), params.clone()).await;
-                            let mut r = lock(&me.refreshing);
+                            let mut r = me.refreshing.lock();
                             if *r == Some(true) {
                                 *r = Some(false);
                                 continue;

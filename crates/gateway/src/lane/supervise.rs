@@ -9,7 +9,7 @@ use mcp_tasks_proto::methods;
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
-use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER, lock};
+use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
 use crate::backoff;
 use futures::future::BoxFuture;
 
@@ -27,10 +27,7 @@ impl LaneInner {
                     &self.overrides,
                     self.me.clone(),
                 );
-                let mut g = self
-                    .tools
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let mut g = self.tools.write();
                 let changed = g.listing() != set.listing();
                 *g = Arc::new(set);
                 changed
@@ -45,10 +42,10 @@ impl LaneInner {
     /// A connection that takes up the session noted by [`Self::reattach_first`], if there
     /// is one and the upstream can.
     pub(super) async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
-        let session = lock(&self.reattach).take()?;
+        let session = self.reattach.lock().take()?;
         let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
-        let params = lock(&self.init_params).clone();
+        let params = self.init_params.lock().clone();
         let connected = match self.connector.reattach(handler, &session, &params).await {
             Ok(Some(c)) => c,
             Ok(None) => return None,
@@ -101,7 +98,7 @@ impl LaneInner {
             .await
             .map_err(|e| e.to_string())?;
         let (conn, mut ended, settled) = self.adopt(connected, shared);
-        let params = lock(&self.init_params).clone();
+        let params = self.init_params.lock().clone();
         let init = tokio::time::timeout(
             INIT_TIMEOUT,
             conn.call_unbounded(methods::INITIALIZE, Some(params)),

@@ -38,8 +38,10 @@ mod streams;
 #[cfg(test)]
 mod tests;
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use reqwest::header::HeaderMap;
@@ -109,10 +111,6 @@ struct State {
     reinitializations: AtomicU64,
     resumptions: AtomicU64,
     next_internal_id: AtomicU64,
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// A running Streamable HTTP client transport. Dropping it stops it (and, best effort,
@@ -189,12 +187,12 @@ impl HttpClientTransport {
 
     /// The current session id, if the server assigned one.
     pub fn session_id(&self) -> Option<String> {
-        lock(&self.state.session).id.clone()
+        self.state.session.lock().id.clone()
     }
 
     /// The protocol version sent in `MCP-Protocol-Version` (from the `initialize` result).
     pub fn protocol_version(&self) -> Option<String> {
-        lock(&self.state.session).protocol_version.clone()
+        self.state.session.lock().protocol_version.clone()
     }
 
     /// A way to read the current session id and protocol version later, without keeping
@@ -205,7 +203,7 @@ impl HttpClientTransport {
         let state = Arc::downgrade(&self.state);
         move || {
             state.upgrade().map_or((None, None), |s| {
-                let s = lock(&s.session);
+                let s = s.session.lock();
                 (s.id.clone(), s.protocol_version.clone())
             })
         }
@@ -238,7 +236,7 @@ impl HttpClientTransport {
     /// Stop: end the session with DELETE (a 405 is fine), stop every stream, close the
     /// peer.
     pub async fn close(mut self) {
-        let id = lock(&self.state.session).id.clone();
+        let id = self.state.session.lock().id.clone();
         if let Some(id) = id {
             let req = self
                 .state
@@ -249,7 +247,7 @@ impl HttpClientTransport {
                 Ok(Err(e)) => tracing::debug!(error = %e, "DELETE of the session failed"),
                 Err(_) => tracing::debug!("DELETE of the session timed out"),
             }
-            lock(&self.state.session).id = None;
+            self.state.session.lock().id = None;
         }
         self.state.shutdown();
         if let Some(d) = self.driver.take() {
@@ -260,7 +258,7 @@ impl HttpClientTransport {
 
 impl Drop for HttpClientTransport {
     fn drop(&mut self) {
-        let id = lock(&self.state.session).id.take();
+        let id = self.state.session.lock().id.take();
         if let (Some(id), Ok(rt)) = (id, tokio::runtime::Handle::try_current()) {
             // Best effort: a runtime shutting down may never run it.
             let req = self

@@ -10,7 +10,7 @@ use reqwest::header::{self, HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::{
-    ACCEPT_BOTH, EVENT_STREAM, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, State, lock,
+    ACCEPT_BOTH, EVENT_STREAM, LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, State,
     transport_error,
 };
 use crate::error::{TransportError, TransportErrorKind};
@@ -19,7 +19,7 @@ use crate::sse::SseParser;
 impl State {
     pub(super) fn shutdown(&self) {
         self.stop.cancel();
-        if let Some(h) = lock(&self.standalone).take() {
+        if let Some(h) = self.standalone.lock().take() {
             h.abort();
         }
         self.peer.close();
@@ -38,7 +38,7 @@ impl State {
 
     /// Session and protocol headers of the current session.
     pub(super) fn session_headers(&self) -> (HeaderMap, Option<String>) {
-        let s = lock(&self.session);
+        let s = self.session.lock();
         let mut h = HeaderMap::new();
         if let Some(id) = &s.id
             && let Ok(v) = HeaderValue::from_str(id)
@@ -102,7 +102,7 @@ impl State {
     pub(super) async fn reinitialize(self: &Arc<Self>, failed: &str) -> Result<(), TransportError> {
         let _guard = self.reinit.lock().await;
         let params = {
-            let mut s = lock(&self.session);
+            let mut s = self.session.lock();
             if s.id.as_deref() != Some(failed) {
                 return Ok(());
             }
@@ -164,7 +164,7 @@ impl State {
                 Some(resp.status().as_u16()),
             ));
         }
-        lock(&self.session).initialized = true;
+        self.session.lock().initialized = true;
         self.reinitializations.fetch_add(1, Ordering::Relaxed);
         self.start_standalone();
         Ok(())
@@ -214,13 +214,13 @@ impl State {
             .get(MCP_SESSION_ID)
             .and_then(|v| v.to_str().ok())
         {
-            lock(&self.session).id = Some(id.to_owned());
+            self.session.lock().id = Some(id.to_owned());
         }
     }
 
     pub(super) fn capture_version(&self, result: &Value) {
         if let Some(v) = result.get("protocolVersion").and_then(Value::as_str) {
-            lock(&self.session).protocol_version = Some(v.to_owned());
+            self.session.lock().protocol_version = Some(v.to_owned());
         }
     }
 

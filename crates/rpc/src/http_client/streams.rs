@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::state::{is_event_stream, reply_id};
-use super::{StandaloneState, State, lock, transport_error};
+use super::{StandaloneState, State, transport_error};
 use crate::error::{TransportError, TransportErrorKind};
 use crate::peer::Outbound;
 use crate::sse::SseParser;
@@ -23,7 +23,7 @@ impl State {
         let id = req.id.clone();
         let is_init = req.method == methods::INITIALIZE;
         if is_init {
-            let mut s = lock(&self.session);
+            let mut s = self.session.lock();
             s.init_params = req.params.clone();
         }
         let body = Message::Request(req).to_json();
@@ -259,7 +259,7 @@ impl State {
         self.standalone_state.send_replace(StandaloneState::Pending);
         let me = Arc::clone(self);
         let h = tokio::spawn(async move { me.standalone().await });
-        if let Some(old) = lock(&self.standalone).replace(h) {
+        if let Some(old) = self.standalone.lock().replace(h) {
             old.abort();
         }
     }
@@ -365,7 +365,7 @@ pub(super) async fn drive(state: Arc<State>, mut outbound: mpsc::Receiver<Outbou
                     matches!(&m, Message::Notification(n) if n.method == methods::INITIALIZED);
                 state.send_one_way(m).await;
                 if initialized {
-                    lock(&state.session).initialized = true;
+                    state.session.lock().initialized = true;
                     state.start_standalone();
                 }
             }

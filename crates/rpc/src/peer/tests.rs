@@ -164,7 +164,7 @@ impl Handler for Unmatched {
         id: RequestId,
         _outcome: Result<Value, ErrorObject>,
     ) {
-        lock(&self.0).push(id);
+        self.0.lock().push(id);
     }
 }
 
@@ -190,7 +190,7 @@ async fn a_timeout_fails_forgets_and_cancels_the_request_and_ignores_a_late_answ
     // The answer comes after all: no request waits for it any more.
     peer.receive(Message::reply(q.id.clone(), Ok(json!("late"))))
         .await;
-    assert_eq!(*lock(&handler.0), vec![q.id]);
+    assert_eq!(*handler.0.lock(), vec![q.id]);
     assert_eq!(peer.outstanding(), 0);
 }
 

@@ -17,7 +17,7 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
 
-use crate::sse::{SseEvent, SseParser};
+use mcp_tasks_rpc::sse::SseParser;
 
 /// The protocol revision the bench speaks.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
@@ -136,6 +136,9 @@ impl std::fmt::Debug for McpClient {
             .finish_non_exhaustive()
     }
 }
+
+/// The largest SSE event read (a bound against a server that never ends one).
+const MAX_SSE_EVENT: usize = 16 * 1024 * 1024;
 
 /// How long to wait for the rest of an SSE stream after its response arrived before
 /// giving the connection up.
@@ -298,8 +301,7 @@ impl McpClient {
     }
 
     async fn read_sse(&mut self, id: u64, mut body: Incoming) -> Result<Reply, CallError> {
-        let mut parser = SseParser::new();
-        let mut events: Vec<SseEvent> = Vec::new();
+        let mut parser = SseParser::new(MAX_SSE_EVENT);
         let mut answer: Option<(Result<Value, CallError>, Instant)> = None;
         let mut drain_until: Option<Instant> = None;
         loop {
@@ -326,8 +328,17 @@ impl McpClient {
                 }
                 Some(Ok(f)) => {
                     let Ok(data) = f.into_data() else { continue };
-                    parser.feed(&data, &mut events);
-                    for ev in events.drain(..) {
+                    let events = match parser.feed(&data) {
+                        Ok(events) => events,
+                        Err(e) => {
+                            self.sender = None;
+                            if answer.is_none() {
+                                return Err(CallError::Transport(format!("SSE stream: {e}")));
+                            }
+                            break;
+                        }
+                    };
+                    for ev in events {
                         let Ok(msg) = serde_json::from_str::<Value>(&ev.data) else {
                             if answer.is_none() {
                                 answer = Some((

@@ -9,8 +9,8 @@
 //! the server's pid, the server's CPU and memory, and flags figures that may be the load
 //! generator's limit rather than the server's.
 //!
-//! * [`client`]: the lean MCP-over-HTTP client (JSON or SSE answers);
-//! * [`sse`]: the incremental `text/event-stream` parser;
+//! * [`client`]: the lean MCP-over-HTTP client (JSON or SSE answers, the latter read with
+//!   the workspace's one SSE parser, [`mcp_tasks_rpc::sse`]);
 //! * [`scenario`]: the workloads and the run;
 //! * [`report`]: JSON and text output;
 //! * [`cpu`]: CPU time and memory of the bench and of the server.
@@ -19,7 +19,6 @@ pub mod client;
 pub mod cpu;
 pub mod report;
 pub mod scenario;
-pub mod sse;
 
 pub use client::{CallError, Endpoint, McpClient};
 pub use hdrhistogram::Histogram;

@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use mcp_tasks_gateway::config::{
-    FileConfig, parse_env_pair, parse_header_pair, parse_tool_task_support,
+use mcp_tasks_gateway::{
+    FileConfig, GatewayConfig, UpstreamSpec, parse_env_pair, parse_header_pair,
+    parse_tool_task_support,
 };
-use mcp_tasks_gateway::{GatewayConfig, UpstreamSpec};
 use mcp_tasks_server::ExtensionFactory;
 
 /// Options of `serve` in front of an existing MCP server.
@@ -34,7 +34,7 @@ pub(crate) struct GatewayArgs {
     /// Most upstream connections (for a command: processes) at once; each downstream
     /// session has its own, and an `initialize` beyond the bound is refused with a
     /// JSON-RPC error until a session ends.
-    #[arg(long, value_name = "N", default_value_t = mcp_tasks_gateway::config::DEFAULT_MAX_UPSTREAMS)]
+    #[arg(long, value_name = "N", default_value_t = mcp_tasks_gateway::DEFAULT_MAX_UPSTREAMS)]
     max_upstreams: usize,
     /// How long one call to the upstream may take (ms, or a duration like `30s`); past it
     /// the call fails with an error saying so and `notifications/cancelled` goes upstream.

@@ -1,15 +1,17 @@
 //! The client: connection, `initialize`, tools, tasks.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use mcp_tasks_proto::mcp::{
     LATEST_PROTOCOL_VERSION, MODEL_IMMEDIATE_RESPONSE_META, SUPPORTED_PROTOCOL_VERSIONS, Task,
     TaskSupport, Tool,
 };
-use mcp_tasks_proto::{Notification, methods};
+use mcp_tasks_proto::{Notification, meta, methods};
 use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
 use mcp_tasks_rpc::{Peer, stdio};
 use serde_json::{Map, Value, json};
@@ -20,7 +22,7 @@ use crate::ClientError;
 use crate::config::ClientConfig;
 use crate::process::ChildGuard;
 use crate::receiver::{Receiving, TaskReceiver};
-use crate::rpc::{ClientHandler, Rpc, Shared, lock};
+use crate::rpc::{ClientHandler, Rpc, Shared};
 use crate::task::{TaskHandle, TaskShared};
 use crate::types::{CallToolResult, InitializeResult, TaskCapabilities, parse_task, task_support};
 
@@ -147,7 +149,7 @@ impl Client {
         })
         .await?;
         let settled = {
-            let t = lock(&client.inner.transport);
+            let t = client.inner.transport.lock();
             match &*t {
                 Some(Transport::Http(h)) => Some(h.standalone_state()),
                 _ => None,
@@ -246,7 +248,7 @@ impl Client {
     /// End the connection: DELETE the HTTP session, or close the stdio server's input and
     /// let it exit (killing its process group if it does not within a few seconds).
     pub async fn close(&self) {
-        let transport = lock(&self.inner.transport).take();
+        let transport = self.inner.transport.lock().take();
         match transport {
             Some(Transport::Http(h)) => h.close().await,
             Some(Transport::Stdio { child, io }) => {
@@ -322,7 +324,7 @@ impl Client {
 
     /// The HTTP session, when connected over HTTP.
     pub fn http_session(&self) -> Option<HttpSessionInfo> {
-        match &*lock(&self.inner.transport) {
+        match &*self.inner.transport.lock() {
             Some(Transport::Http(h)) => Some(HttpSessionInfo {
                 session_id: h.session_id(),
                 protocol_version: h.protocol_version(),
@@ -399,7 +401,7 @@ impl Client {
             }
         }
         let tools = Arc::new(tools);
-        *lock(&self.inner.tools) = Some(Arc::clone(&tools));
+        *self.inner.tools.lock() = Some(Arc::clone(&tools));
         Ok(tools)
     }
 
@@ -408,7 +410,7 @@ impl Client {
     /// # Errors
     /// The errors of `tools/list`.
     pub async fn tool(&self, name: &str) -> Result<Option<Tool>, ClientError> {
-        let cached = lock(&self.inner.tools).clone();
+        let cached = self.inner.tools.lock().clone();
         if let Some(tools) = cached
             && let Some(t) = tools.iter().find(|t| t.name == name)
         {
@@ -461,7 +463,7 @@ impl Client {
         }
         let mut params = json!({ "name": name, "arguments": arguments });
         if let Some(token) = &options.progress_token {
-            params["_meta"] = json!({ "progressToken": token });
+            meta::set_progress_token(&mut params, token.clone());
         }
         let v = self
             .inner
@@ -511,7 +513,7 @@ impl Client {
         }
         let mut params = json!({ "name": name, "arguments": arguments, "task": task });
         if let Some(token) = &options.progress_token {
-            params["_meta"] = json!({ "progressToken": token });
+            meta::set_progress_token(&mut params, token.clone());
         }
         let v = self.request(methods::TOOLS_CALL, Some(params)).await?;
         let Some(task) = v.get("task") else {
@@ -560,7 +562,12 @@ impl Client {
             .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
             .await?;
         let task = parse_task(&v)?;
-        if let Some(s) = lock(&self.inner.rpc.shared.tasks)
+        if let Some(s) = self
+            .inner
+            .rpc
+            .shared
+            .tasks
+            .lock()
             .get(task_id)
             .and_then(std::sync::Weak::upgrade)
         {
@@ -637,7 +644,7 @@ impl Client {
 
     /// The shared state of `task`'s handles on this connection.
     fn register(&self, task: Task) -> Arc<TaskShared> {
-        let mut tasks = lock(&self.inner.rpc.shared.tasks);
+        let mut tasks = self.inner.rpc.shared.tasks.lock();
         if let Some(s) = tasks.get(&task.task_id).and_then(std::sync::Weak::upgrade) {
             s.observe(task);
             return s;

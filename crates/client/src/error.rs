@@ -4,6 +4,7 @@ use std::time::Duration;
 
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{Task, TaskStatus};
+use mcp_tasks_rpc::{PeerError, TransportError};
 
 use crate::types::CallToolResult;
 
@@ -49,8 +50,8 @@ pub enum ClientError {
     Transport {
         /// The request's method.
         method: String,
-        /// What the transport reported (HTTP status in `data` when there was one).
-        error: ErrorObject,
+        /// What the transport reported (with the HTTP status when there was one).
+        error: TransportError,
     },
     /// The connection is closed.
     #[error("the connection to the server is closed")]
@@ -87,6 +88,18 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// The error of request `method` that got no result: the one place a [`PeerError`]
+    /// becomes a [`ClientError`].
+    pub(crate) fn of_request(method: &str, e: PeerError) -> Self {
+        let method = method.to_owned();
+        match e {
+            PeerError::Remote(error) => Self::Rpc { method, error },
+            PeerError::Transport(error) => Self::Transport { method, error },
+            PeerError::Timeout(timeout) => Self::Timeout { method, timeout },
+            _ => Self::Closed,
+        }
+    }
+
     /// A local refusal ([`Self::Unsupported`]).
     pub fn unsupported(what: impl Into<String>, why: impl Into<String>) -> Self {
         Self::Unsupported {

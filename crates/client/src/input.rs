@@ -8,8 +8,8 @@
 
 use async_trait::async_trait;
 use mcp_tasks_proto::ErrorObject;
-use mcp_tasks_proto::mcp::RELATED_TASK_META;
-use serde_json::{Value, json};
+use mcp_tasks_proto::meta;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 /// Where a request from the server came from and what it asks.
@@ -30,12 +30,7 @@ pub struct ServerRequest {
 
 impl ServerRequest {
     pub(crate) fn new(params: Value, cancel: CancellationToken) -> Self {
-        let related_task = params
-            .get("_meta")
-            .and_then(|m| m.get(RELATED_TASK_META))
-            .and_then(|r| r.get("taskId"))
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let related_task = meta::related_task(&params).map(str::to_owned);
         Self {
             params,
             related_task,
@@ -170,18 +165,8 @@ pub fn sampling_refused(why: &str) -> ErrorObject {
 /// and responses related to a task MUST include the
 /// `io.modelcontextprotocol/related-task` key in their `_meta` field".
 pub(crate) fn tag_related(mut result: Value, request: &ServerRequest) -> Value {
-    if let Some(task) = &request.related_task
-        && result.is_object()
-    {
-        let meta = result.as_object_mut().and_then(|m| {
-            m.entry("_meta")
-                .or_insert_with(|| json!({}))
-                .as_object_mut()
-        });
-        if let Some(meta) = meta {
-            meta.entry(RELATED_TASK_META)
-                .or_insert_with(|| json!({ "taskId": task }));
-        }
+    if let Some(task) = &request.related_task {
+        meta::tag_related_task(&mut result, task);
     }
     result
 }

@@ -3,15 +3,20 @@
 use std::process::Stdio;
 use std::time::Duration;
 
+use mcp_tasks_rpc::process::ProcessGroup;
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::ClientError;
 
+/// How long the group has to exit on SIGTERM before SIGKILL.
+const TERM_GRACE: Duration = Duration::from_secs(1);
+
 /// Owns a spawned server. Dropping it sends SIGTERM to the whole process group (the
 /// server and anything it started), then SIGKILL to what is left shortly after.
 pub(crate) struct ChildGuard {
-    child: Option<Child>,
-    pgid: Option<u32>,
+    // Declared first: the group is signalled before the child is dropped.
+    _group: ProcessGroup,
+    child: Box<Child>,
 }
 
 impl ChildGuard {
@@ -19,12 +24,9 @@ impl ChildGuard {
     pub(crate) fn spawn(
         command: &mut Command,
     ) -> Result<(Self, ChildStdin, ChildStdout), ClientError> {
-        command
+        ProcessGroup::prepare(command)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true);
-        #[cfg(unix)]
-        command.process_group(0);
+            .stdout(Stdio::piped());
         let program = command
             .as_std()
             .get_program()
@@ -33,16 +35,16 @@ impl ChildGuard {
         let mut child = command
             .spawn()
             .map_err(|e| ClientError::Connect(format!("cannot start `{program}`: {e}")))?;
+        let group = ProcessGroup::of(&child).terminate_first(TERM_GRACE);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(ClientError::Connect(format!(
                 "`{program}` has no stdio pipes"
             )));
         };
-        let pgid = child.id();
         Ok((
             Self {
-                child: Some(child),
-                pgid,
+                _group: group,
+                child: Box::new(child),
             },
             stdin,
             stdout,
@@ -52,46 +54,11 @@ impl ChildGuard {
     /// Wait up to `grace` for the server to exit by itself (its input is closed), then
     /// tear the group down.
     pub(crate) async fn shutdown(mut self, grace: Duration) {
-        if let Some(child) = self.child.as_mut() {
-            match tokio::time::timeout(grace, child.wait()).await {
-                Ok(Ok(status)) => tracing::debug!(%status, "server exited"),
-                Ok(Err(e)) => tracing::debug!(error = %e, "waiting for the server failed"),
-                Err(_) => tracing::debug!("server still running after its input closed"),
-            }
+        match tokio::time::timeout(grace, self.child.wait()).await {
+            Ok(Ok(status)) => tracing::debug!(%status, "server exited"),
+            Ok(Err(e)) => tracing::debug!(error = %e, "waiting for the server failed"),
+            Err(_) => tracing::debug!("server still running after its input closed"),
         }
         // Drop: whatever is left of the group goes.
     }
-}
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        #[cfg(unix)]
-        if let Some(pgid) = self.pgid.take() {
-            kill_group(pgid);
-        }
-        // `kill_on_drop` covers the leader where process groups do not exist.
-        drop(self.child.take());
-    }
-}
-
-#[cfg(unix)]
-fn kill_group(pgid: u32) {
-    use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
-    let Some(pid) = i32::try_from(pgid).ok().and_then(Pid::from_raw) else {
-        return;
-    };
-    if test_kill_process_group(pid).is_err() {
-        return;
-    }
-    let _ = kill_process_group(pid, Signal::TERM);
-    // Give the group a moment to exit on SIGTERM, then make sure.
-    std::thread::spawn(move || {
-        for _ in 0..20 {
-            std::thread::sleep(Duration::from_millis(50));
-            if test_kill_process_group(pid).is_err() {
-                return;
-            }
-        }
-        let _ = kill_process_group(pid, Signal::KILL);
-    });
 }

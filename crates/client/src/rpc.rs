@@ -1,22 +1,22 @@
-//! The client's side of the JSON-RPC peer: its own request ids and pending map (so that a
-//! request can be cancelled by id), and the [`Handler`] that serves what the server sends.
+//! The client's side of the JSON-RPC peer: its requests (sent through
+//! [`Peer::request_with`], which owns their ids, timeouts and cancellation), and the
+//! [`Handler`] that serves what the server sends.
 //!
-//! The client allocates the ids of its requests itself and sends them with
-//! [`Peer::send`]; their responses reach [`Handler::handle_unmatched_response`], which
-//! completes them here. Nothing else may send requests on the client's peer, except the
-//! client's own task engine, whose ids (`mcp-tasks:...` strings) never collide with ours.
+//! Besides the client's own requests, only the client's own task engine sends requests
+//! on the client's peer, with ids it chooses (`mcp-tasks:...` strings that never collide
+//! with the peer's); their answers reach [`Handler::handle_unmatched_response`].
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
-use mcp_tasks_rpc::http_client::is_transport_error;
-use mcp_tasks_rpc::{Handler, Peer, RequestContext, Route};
+use mcp_tasks_proto::{ErrorObject, Notification, RequestId, methods};
+use mcp_tasks_rpc::{Handler, Peer, RequestContext, RequestOptions, Route};
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, oneshot};
+use tokio::sync::broadcast;
 
 use crate::ClientError;
 use crate::input::{ElicitationHandler, SamplingHandler, ServerRequest, tag_related};
@@ -24,16 +24,8 @@ use crate::receiver::{Answerer, Receiving};
 use crate::task::TaskShared;
 use crate::types::parse_task;
 
-type Reply = oneshot::Sender<Result<Value, ErrorObject>>;
-
-pub(crate) fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// What the handler and the client share.
 pub(crate) struct Shared {
-    pending: Mutex<HashMap<RequestId, Reply>>,
-    next_id: AtomicI64,
     /// Live task handles by task id (status notifications update them).
     pub(crate) tasks: Mutex<HashMap<String, Weak<TaskShared>>>,
     pub(crate) notifications: broadcast::Sender<Notification>,
@@ -50,8 +42,6 @@ impl Shared {
         receiving: Option<Receiving>,
     ) -> Arc<Self> {
         Arc::new(Self {
-            pending: Mutex::new(HashMap::new()),
-            next_id: AtomicI64::new(1),
             tasks: Mutex::new(HashMap::new()),
             notifications: broadcast::channel(1024).0,
             elicitation,
@@ -61,7 +51,7 @@ impl Shared {
     }
 
     fn task(&self, id: &str) -> Option<Arc<TaskShared>> {
-        lock(&self.tasks).get(id).and_then(Weak::upgrade)
+        self.tasks.lock().get(id).and_then(Weak::upgrade)
     }
 }
 
@@ -158,22 +148,14 @@ impl Handler for ClientHandler {
         id: RequestId,
         outcome: Result<Value, ErrorObject>,
     ) {
-        let tx = lock(&self.0.pending).remove(&id);
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(outcome);
-            }
-            None => {
-                // An answer to a request one of the client's own tasks relayed.
-                let delivered = self
-                    .0
-                    .receiving
-                    .as_ref()
-                    .is_some_and(|r| r.deliver_answer(&id, outcome));
-                if !delivered {
-                    tracing::debug!(id = %id, "response to no pending request ignored");
-                }
-            }
+        // An answer to a request one of the client's own tasks relayed.
+        let delivered = self
+            .0
+            .receiving
+            .as_ref()
+            .is_some_and(|r| r.deliver_answer(&id, outcome));
+        if !delivered {
+            tracing::debug!(id = %id, "response to no pending request ignored");
         }
     }
 }
@@ -183,34 +165,6 @@ impl Handler for ClientHandler {
 pub(crate) struct Rpc {
     pub(crate) peer: Peer,
     pub(crate) shared: Arc<Shared>,
-}
-
-/// Removes a pending request whose waiter went away, and tells the server.
-struct Abandon<'a> {
-    rpc: &'a Rpc,
-    id: RequestId,
-    method: &'a str,
-    reason: &'static str,
-}
-
-impl Drop for Abandon<'_> {
-    fn drop(&mut self) {
-        if lock(&self.rpc.shared.pending).remove(&self.id).is_none() {
-            return;
-        }
-        // Spec (lifecycle): "The `initialize` request MUST NOT be cancelled by clients".
-        if self.method == methods::INITIALIZE || self.rpc.peer.is_closed() {
-            return;
-        }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            let peer = self.rpc.peer.clone();
-            let params = json!({ "requestId": self.id.to_value(), "reason": self.reason });
-            rt.spawn(async move {
-                peer.notify(methods::CANCELLED, Some(params), Route::Standalone)
-                    .await;
-            });
-        }
-    }
 }
 
 impl Rpc {
@@ -226,55 +180,11 @@ impl Rpc {
         params: Option<Value>,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
-        if self.peer.is_closed() {
-            return Err(ClientError::Closed);
-        }
-        let id = RequestId::Number(self.shared.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        lock(&self.shared.pending).insert(id.clone(), tx);
-        let mut abandon = Abandon {
-            rpc: self,
-            id: id.clone(),
-            method,
-            reason: "the requester stopped waiting",
-        };
+        let options = RequestOptions::new(Route::Standalone).timeout(timeout);
         self.peer
-            .send(Message::request(id, method, params), Route::Standalone)
+            .request_with(method, params, options)
             .await
-            .map_err(|_| ClientError::Closed)?;
-        let closed = self.peer.closed();
-        let wait = async {
-            tokio::select! {
-                r = rx => r.map_err(|_| ClientError::Closed),
-                () = closed.cancelled() => Err(ClientError::Closed),
-            }
-        };
-        let outcome = match timeout {
-            Some(t) => match tokio::time::timeout(t, wait).await {
-                Ok(r) => r,
-                Err(_) => {
-                    abandon.reason = "timed out";
-                    drop(abandon);
-                    return Err(ClientError::Timeout {
-                        method: method.to_owned(),
-                        timeout: t,
-                    });
-                }
-            },
-            None => wait.await,
-        };
-        drop(abandon);
-        match outcome? {
-            Ok(v) => Ok(v),
-            Err(error) if is_transport_error(&error) => Err(ClientError::Transport {
-                method: method.to_owned(),
-                error,
-            }),
-            Err(error) => Err(ClientError::Rpc {
-                method: method.to_owned(),
-                error,
-            }),
-        }
+            .map_err(|e| ClientError::of_request(method, e))
     }
 
     /// Send a notification.

@@ -293,6 +293,23 @@ const OUTCOME_RETRY_FIRST_MS: u64 = 50;
 /// Longest delay between two attempts to store a task's outcome.
 const OUTCOME_RETRY_MAX_MS: u64 = 5_000;
 
+/// The delays between tries to store an outcome: from [`OUTCOME_RETRY_FIRST_MS`],
+/// doubling, up to [`OUTCOME_RETRY_MAX_MS`] (the workspace's one backoff, [`backon`]'s).
+fn outcome_retries() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(OUTCOME_RETRY_FIRST_MS))
+        .with_max_delay(Duration::from_millis(OUTCOME_RETRY_MAX_MS))
+        .without_max_times()
+        .build()
+}
+
+fn next_delay(delays: &mut backon::ExponentialBackoff) -> Duration {
+    delays
+        .next()
+        .unwrap_or(Duration::from_millis(OUTCOME_RETRY_MAX_MS))
+}
+
 /// Longest status message the engine stores for a finished task, in bytes: a tool's
 /// error text is quoted in it and may be as large as its result (which is stored once, as
 /// the outcome).
@@ -804,7 +821,7 @@ impl TaskEngine {
         let limits = self.inner.policy.limits();
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(self.inner.policy.outcome_retry_ms);
-        let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
+        let mut delays = outcome_retries();
         loop {
             match self.inner.store.transition_within(t.clone(), &limits).await {
                 Ok(r) => return Ok(r),
@@ -813,12 +830,12 @@ impl TaskEngine {
                     if now >= deadline || self.inner.shutdown.is_cancelled() {
                         return Err(e);
                     }
+                    let delay = next_delay(&mut delays);
                     tracing::warn!(task_id = %t.task_id, error = %e, retry_in = ?delay, "could not store the outcome of a task; retrying");
                     tokio::select! {
                         () = tokio::time::sleep(delay.min(deadline - now)) => {}
                         () = self.inner.shutdown.cancelled() => return Err(e),
                     }
-                    delay = (delay * 2).min(Duration::from_millis(OUTCOME_RETRY_MAX_MS));
                 }
             }
         }
@@ -828,18 +845,18 @@ impl TaskEngine {
     /// lease stays ours meanwhile, so no sweep fails the task in our place) or the engine
     /// shuts down (then the next start's lease check fails it).
     async fn store_failure(&self, task_id: &str, err: &ErrorObject) -> Option<TransitionResult> {
-        let mut delay = Duration::from_millis(OUTCOME_RETRY_FIRST_MS);
+        let mut delays = outcome_retries();
         loop {
             let t = failed_transition(task_id, err, self.now());
             match self.inner.store.transition(t).await {
                 Ok(r) => return Some(r),
                 Err(e) => {
+                    let delay = next_delay(&mut delays);
                     tracing::warn!(task_id = %task_id, error = %e, retry_in = ?delay, "could not store the failure of a task; retrying");
                     tokio::select! {
                         () = tokio::time::sleep(delay) => {}
                         () = self.inner.shutdown.cancelled() => return None,
                     }
-                    delay = (delay * 2).min(Duration::from_millis(OUTCOME_RETRY_MAX_MS));
                 }
             }
         }

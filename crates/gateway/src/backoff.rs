@@ -1,18 +1,28 @@
-//! Restart delays of a supervised upstream: 1 s doubling up to 60 s, with jitter.
+//! Restart delays of a supervised upstream: 1 s doubling up to 60 s (the workspace's one
+//! backoff, [`backon`]'s exponential one), with up to a quarter more of jitter.
 
 use std::time::Duration;
 
-/// First delay.
-pub const MIN: Duration = Duration::from_secs(1);
-/// Largest delay.
-pub const MAX: Duration = Duration::from_secs(60);
+use backon::{BackoffBuilder, ExponentialBackoff, ExponentialBuilder};
 
-/// The delay before restart number `attempt` (1-based): `1 s * 2^(attempt-1)`, capped at
-/// 60 s, plus up to a quarter more of random jitter (so that many gateways restarted by
+/// First delay.
+pub(crate) const MIN: Duration = Duration::from_secs(1);
+/// Largest delay.
+pub(crate) const MAX: Duration = Duration::from_secs(60);
+
+/// The delays before restarts 1, 2, ... of a connection: `1 s * 2^(n-1)`, capped at 60 s.
+/// Started afresh once a connection stayed up long enough.
+pub(crate) fn restarts() -> ExponentialBackoff {
+    ExponentialBuilder::new()
+        .with_min_delay(MIN)
+        .with_max_delay(MAX)
+        .without_max_times()
+        .build()
+}
+
+/// `base` plus up to a quarter more of random jitter (so that many gateways restarted by
 /// the same event do not hammer their upstreams in step), never above 60 s.
-pub fn delay(attempt: u32) -> Duration {
-    let exp = attempt.saturating_sub(1).min(6);
-    let base = MIN.saturating_mul(1 << exp).min(MAX);
+pub(crate) fn jittered(base: Duration) -> Duration {
     let mut b = [0u8; 2];
     let r = if getrandom::fill(&mut b).is_ok() {
         u16::from_le_bytes(b)
@@ -30,15 +40,18 @@ mod tests {
     #[test]
     fn grows_from_one_second_to_sixty_with_bounded_jitter() {
         for _ in 0..50 {
-            let d1 = delay(1);
+            let mut delays = restarts().map(jittered);
+            let d1 = delays.next().unwrap();
             assert!(d1 >= MIN && d1 <= Duration::from_millis(1250), "{d1:?}");
-            let d3 = delay(3);
+            let _ = delays.next();
+            let d3 = delays.next().unwrap();
             assert!(
                 d3 >= Duration::from_secs(4) && d3 <= Duration::from_secs(5),
                 "{d3:?}"
             );
-            assert!(delay(7) >= Duration::from_secs(60) - Duration::from_millis(1));
-            assert_eq!(delay(100), MAX);
+            let d7 = delays.nth(3).unwrap();
+            assert!(d7 >= Duration::from_secs(60) - Duration::from_millis(1));
+            assert_eq!(delays.nth(100), Some(MAX));
         }
     }
 }

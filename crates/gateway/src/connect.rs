@@ -91,7 +91,10 @@ pub trait Connector: Send + Sync + 'static {
 ///
 /// # Errors
 /// A Streamable HTTP upstream with headers the transport cannot send.
-pub fn connector(spec: &UpstreamSpec, max_line: usize) -> Result<Arc<dyn Connector>, GatewayError> {
+pub(crate) fn connector(
+    spec: &UpstreamSpec,
+    max_line: usize,
+) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
             spec.clone(),

@@ -14,9 +14,9 @@ pub enum GatewayError {
 }
 
 /// The message prefix of every error caused by the upstream being down or gone.
-pub const UNAVAILABLE: &str = "upstream unavailable";
+pub(crate) const UNAVAILABLE: &str = "upstream unavailable";
 
 /// -32603 `upstream unavailable: <why>`.
-pub fn unavailable(why: impl std::fmt::Display) -> ErrorObject {
+pub(crate) fn unavailable(why: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(codes::INTERNAL_ERROR, format!("{UNAVAILABLE}: {why}"))
 }

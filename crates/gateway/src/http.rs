@@ -20,7 +20,7 @@ use crate::connect::{Connected, Connector, UpstreamSession};
 use crate::error::GatewayError;
 
 /// Opens MCP sessions on one endpoint.
-pub struct HttpConnector {
+pub(crate) struct HttpConnector {
     url: String,
     headers: Vec<(String, String)>,
     max_message_bytes: usize,
@@ -33,7 +33,7 @@ impl HttpConnector {
     /// # Errors
     /// A header that cannot be sent: a malformed name or value, or one the transport
     /// manages itself (`Mcp-Session-Id`, `MCP-Protocol-Version`, `Accept`, ...).
-    pub fn new(spec: &UpstreamSpec, max_message_bytes: usize) -> Result<Self, GatewayError> {
+    pub(crate) fn new(spec: &UpstreamSpec, max_message_bytes: usize) -> Result<Self, GatewayError> {
         let UpstreamSpec::Http { url, headers } = spec else {
             return Err(GatewayError::Config("not an HTTP upstream".into()));
         };

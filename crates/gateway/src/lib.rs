@@ -6,36 +6,44 @@
 //! see `docs/adr/0002-gateway-sessions.md`), started with the session's own client
 //! capabilities and supervised: restarted with backoff when it dies.
 //!
-//! * [`config`]: the upstream and the per-tool task support overrides (flags or TOML);
-//! * [`tools`]: the tool policy and the bridge that runs an upstream tool for a task;
-//! * [`upstream_task`]: tools the upstream runs as tasks of its own, and [`resume`]:
+//! The public API is [`extension`] (the [`GatewayFactory`] a server builder takes, with a
+//! custom [`Connector`] if the upstream is reached some other way) and its configuration ([`GatewayConfig`], [`UpstreamSpec`],
+//! the TOML [`FileConfig`] and the flag parsers); everything else is private:
+//!
+//! * `config`: the upstream and the per-tool task support overrides (flags or TOML);
+//! * `tools`: the tool policy and the bridge that runs an upstream tool for a task;
+//! * `upstream_task`: tools the upstream runs as tasks of its own, and `resume`:
 //!   following them again after a restart;
-//! * [`lane`]: the supervised connection, routing of what the upstream sends;
-//! * [`session`]: the [`mcp_tasks_server::SessionExtension`] that plugs it all into the
+//! * `lane`: the supervised connection, routing of what the upstream sends;
+//! * `session`: the [`mcp_tasks_server::SessionExtension`] that plugs it all into the
 //!   receiver;
-//! * [`connect`], [`stdio`], [`http`]: opening connections (a child process group over
+//! * `connect`, `stdio`, `http`: opening connections (a child process group over
 //!   stdio, or a Streamable HTTP session).
 //!
 //! Everything the gateway does not interpret (resources, prompts, completion, logging,
 //! ping, `list_changed` notifications, unknown methods, unknown fields, `_meta`) crosses
 //! in both directions unchanged.
 
-pub mod backoff;
-pub mod config;
-pub mod conn;
-pub mod connect;
-pub mod error;
-pub mod http;
-pub mod lane;
-pub mod resume;
-pub mod session;
-pub mod stdio;
-pub mod tools;
-pub mod upstream_task;
+mod backoff;
+mod config;
+mod conn;
+mod connect;
+mod error;
+mod http;
+mod lane;
+mod resume;
+mod session;
+mod stdio;
+mod tools;
+mod upstream_task;
 
 use std::sync::Arc;
 
-pub use config::{GatewayConfig, UpstreamSpec};
+pub use config::{
+    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamSpec,
+    parse_env_pair, parse_header_pair, parse_tool_task_support,
+};
+pub use connect::{Connected, Connector, SessionProbe, UpstreamSession};
 pub use error::GatewayError;
 pub use session::GatewayFactory;
 

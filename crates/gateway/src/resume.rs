@@ -10,7 +10,7 @@
 //! fails with a message that says so.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use mcp_tasks_core::engine::TaskRun;
@@ -28,7 +28,7 @@ use crate::lane::{FIRST_START_WAIT, LaneInner, Limits};
 /// What the gateway notes about a task backed by an upstream task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Note {
+pub(crate) struct Note {
     /// The upstream's task id.
     pub upstream_task_id: String,
     /// Which upstream ([`Connector::describe`]): only the same upstream resumes it.
@@ -44,7 +44,7 @@ pub struct Note {
 
 /// The directory of notes.
 #[derive(Debug)]
-pub struct Notes {
+pub(crate) struct Notes {
     dir: PathBuf,
 }
 
@@ -57,15 +57,10 @@ impl Notes {
     ///
     /// # Errors
     /// When the directory cannot be created.
-    pub fn open(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
+    pub(crate) fn open(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir)?;
         Ok(Self { dir })
-    }
-
-    /// Where the notes are.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     fn path(&self, task_id: &str) -> Option<PathBuf> {
@@ -73,7 +68,7 @@ impl Notes {
     }
 
     /// Write the note of `task_id` (atomically: a temporary file renamed over it).
-    pub fn put(&self, task_id: &str, note: &Note) {
+    pub(crate) fn put(&self, task_id: &str, note: &Note) {
         let Some(path) = self.path(task_id) else {
             return;
         };
@@ -88,13 +83,13 @@ impl Notes {
     }
 
     /// The note of `task_id`, if any.
-    pub fn get(&self, task_id: &str) -> Option<Note> {
+    pub(crate) fn get(&self, task_id: &str) -> Option<Note> {
         let bytes = std::fs::read(self.path(task_id)?).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Forget `task_id`.
-    pub fn remove(&self, task_id: &str) {
+    pub(crate) fn remove(&self, task_id: &str) {
         if let Some(path) = self.path(task_id) {
             let _ = std::fs::remove_file(path);
         }
@@ -113,7 +108,7 @@ impl RequestorChannel for Nowhere {
 }
 
 /// Resumes the tasks this gateway noted, after a restart.
-pub struct GatewayResumer {
+pub(crate) struct GatewayResumer {
     notes: Arc<Notes>,
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
@@ -131,7 +126,7 @@ impl std::fmt::Debug for GatewayResumer {
 impl GatewayResumer {
     /// A resumer of the notes in `notes`, for the upstream of `connector` (whose
     /// connections count against `limits`).
-    pub fn new(
+    pub(crate) fn new(
         notes: Arc<Notes>,
         connector: Arc<dyn Connector>,
         overrides: Arc<BTreeMap<String, TaskSupport>>,

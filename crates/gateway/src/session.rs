@@ -1,7 +1,9 @@
 //! The gateway side of one downstream session: a [`SessionExtension`] over a lane.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use mcp_tasks_core::Requester;
@@ -45,26 +47,21 @@ impl GatewayFactory {
 
     /// Bound the upstream connections and calls with `limits`.
     #[must_use]
-    pub fn with_limits(mut self, limits: Arc<Limits>) -> Self {
+    pub(crate) fn with_limits(mut self, limits: Arc<Limits>) -> Self {
         self.limits = limits;
         self
-    }
-
-    /// The bounds of the upstream connections.
-    pub fn limits(&self) -> &Arc<Limits> {
-        &self.limits
     }
 
     /// Note upstream tasks in `notes`, so that they survive a restart (see
     /// [`crate::resume`]).
     #[must_use]
-    pub fn with_notes(mut self, notes: Arc<Notes>) -> Self {
+    pub(crate) fn with_notes(mut self, notes: Arc<Notes>) -> Self {
         self.notes = Some(notes);
         self
     }
 
     /// The resumer of the noted tasks, if notes are kept.
-    pub fn resumer(&self) -> Option<GatewayResumer> {
+    pub(crate) fn resumer(&self) -> Option<GatewayResumer> {
         self.notes.as_ref().map(|n| {
             GatewayResumer::new(
                 Arc::clone(n),
@@ -96,7 +93,7 @@ impl ExtensionFactory for GatewayFactory {
 }
 
 /// One downstream session of the gateway: its own upstream connection (lane).
-pub struct GatewaySession {
+pub(crate) struct GatewaySession {
     lane: Arc<LaneInner>,
     /// The session's hold on its lane; released when the downstream connection closes or
     /// the session is dropped (HTTP DELETE, idle expiry, stdio EOF), whichever is first.
@@ -144,7 +141,7 @@ impl SessionExtension for GatewaySession {
             .start(upstream_init_params(params, &version), FIRST_START_WAIT)
             .await
         {
-            self.lease.lock().ok().and_then(|mut g| g.take());
+            self.lease.lock().take();
             return Err(e);
         }
         let conn = self.lane.conn();
@@ -163,7 +160,7 @@ impl SessionExtension for GatewaySession {
                 lane.set_downstream(None);
             }
             if let Some(lease) = lease.upgrade() {
-                let held = lease.lock().ok().and_then(|mut g| g.take());
+                let held = lease.lock().take();
                 drop(held);
             }
         });

@@ -13,6 +13,7 @@ use std::process::Stdio;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use mcp_tasks_rpc::process::ProcessGroup;
 use mcp_tasks_rpc::{Handler, Peer};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
@@ -25,7 +26,7 @@ use crate::error::GatewayError;
 /// every `LC_*` and its own `--upstream-env`: what `npx`, `node`, `python` or `uv` need to
 /// find programs, their caches and the user's locale, temporary directory and extra CA
 /// certificates (the Windows names are there for the same reasons).
-pub const PASS_THROUGH: &[&str] = &[
+pub(crate) const PASS_THROUGH: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -56,11 +57,11 @@ pub const PASS_THROUGH: &[&str] = &[
 
 /// The prefix of the gateway's own variables, never passed to an upstream (some carry
 /// secrets: `MCP_TASKS_AUTH_TOKENS`, `MCP_TASKS_TOKEN`).
-pub const OWN_PREFIX: &str = "MCP_TASKS_";
+pub(crate) const OWN_PREFIX: &str = "MCP_TASKS_";
 
 /// Which of `vars` (the gateway's environment) a stdio upstream inherits: the
 /// [`PASS_THROUGH`] list and `LC_*`, or with `inherit` all but `MCP_TASKS_*`.
-pub fn inherited_env(
+pub(crate) fn inherited_env(
     inherit: bool,
     vars: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
@@ -78,47 +79,17 @@ pub fn inherited_env(
 }
 
 /// Starts the upstream command once per connection.
-pub struct StdioConnector {
+pub(crate) struct StdioConnector {
     spec: UpstreamSpec,
     max_line: usize,
 }
 
 impl StdioConnector {
     /// A connector for a [`UpstreamSpec::Stdio`].
-    pub fn new(spec: UpstreamSpec, max_line: usize) -> Self {
+    pub(crate) fn new(spec: UpstreamSpec, max_line: usize) -> Self {
         Self { spec, max_line }
     }
 }
-
-/// Kills the child's whole process group when dropped (the upstream may have started
-/// children of its own: `npx`, shells, language servers).
-struct GroupGuard {
-    pgid: Option<u32>,
-}
-
-impl Drop for GroupGuard {
-    fn drop(&mut self) {
-        if let Some(pgid) = self.pgid.take() {
-            kill_group(pgid);
-        }
-    }
-}
-
-#[cfg(unix)]
-fn kill_group(pgid: u32) {
-    use nix::sys::signal::{Signal, killpg};
-    use nix::unistd::Pid;
-    if let Ok(pid) = i32::try_from(pgid) {
-        match killpg(Pid::from_raw(pid), Signal::SIGKILL) {
-            Ok(()) => tracing::debug!(pgid, "upstream process group killed"),
-            Err(nix::errno::Errno::ESRCH) => {}
-            Err(e) => tracing::warn!(pgid, error = %e, "could not kill the upstream process group"),
-        }
-    }
-}
-
-#[cfg(not(unix))]
-fn kill_group(_pgid: u32) {}
 
 async fn wait_exit(mut child: Child) -> String {
     match child.wait().await {
@@ -159,17 +130,16 @@ impl Connector for StdioConnector {
             .envs(env.iter().map(|(k, v)| (k, v)))
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true);
+            .stderr(Stdio::inherit());
         if let Some(dir) = cwd {
             cmd.current_dir(dir);
         }
-        #[cfg(unix)]
-        cmd.process_group(0);
-        let mut child = cmd.spawn().map_err(|e| {
+        // The upstream may have started children of its own (`npx`, shells, language
+        // servers): the whole group goes with the connection.
+        let mut child = ProcessGroup::prepare(&mut cmd).spawn().map_err(|e| {
             GatewayError::Connect(format!("cannot start {}: {e}", self.spec.describe()))
         })?;
-        let guard = GroupGuard { pgid: child.id() };
+        let guard = ProcessGroup::of(&child);
         let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
             return Err(GatewayError::Connect(
                 "the upstream's stdio is not piped".into(),

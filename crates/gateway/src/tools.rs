@@ -16,11 +16,13 @@ use serde_json::{Value, json};
 
 use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
-use crate::lane::{LaneInner, strip_related_task};
+use mcp_tasks_proto::meta::strip_related_task;
+
+use crate::lane::LaneInner;
 
 /// One listing of the upstream's tools.
 #[derive(Default)]
-pub struct ToolSet {
+pub(crate) struct ToolSet {
     /// The upstream's tool objects, unchanged.
     raw: Vec<Value>,
     /// The effective task support of each, in listing order.
@@ -45,7 +47,7 @@ fn upstream_support(tool: &Value) -> TaskSupport {
 }
 
 /// The task support the gateway lists for a tool.
-pub fn effective_support(
+pub(crate) fn effective_support(
     tool: &Value,
     upstream_runs_tasks: bool,
     overrides: &BTreeMap<String, TaskSupport>,
@@ -105,17 +107,12 @@ impl ToolSet {
     }
 
     /// How many tools.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.raw.len()
     }
 
-    /// Whether there are none.
-    pub fn is_empty(&self) -> bool {
-        self.raw.is_empty()
-    }
-
     /// The tool `name`.
-    pub fn get(&self, name: &str) -> Option<Tool> {
+    pub(crate) fn get(&self, name: &str) -> Option<Tool> {
         self.by_name.get(name).cloned()
     }
 
@@ -127,7 +124,7 @@ impl ToolSet {
     /// The `tools` array of `tools/list`: each upstream tool object unchanged but for
     /// `execution.taskSupport`, which is the effective one when tasks are on and absent
     /// otherwise.
-    pub fn tools_list(&self, with_execution: bool) -> Vec<Value> {
+    pub(crate) fn tools_list(&self, with_execution: bool) -> Vec<Value> {
         self.raw
             .iter()
             .zip(&self.support)

@@ -26,7 +26,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
-use crate::lane::{LaneInner, strip_related_task};
+use mcp_tasks_proto::meta::strip_related_task;
+
+use crate::lane::LaneInner;
 
 /// Cancels the upstream task when our task is cancelled (the call future is dropped with
 /// its cancellation token fired); a drop for any other reason (shutdown) leaves the
@@ -69,7 +71,7 @@ impl Drop for CancelUpstream {
 }
 
 /// The error a task ends with when the upstream has forgotten its task.
-pub fn forgotten(upstream_task_id: &str, why: &str) -> ErrorObject {
+pub(crate) fn forgotten(upstream_task_id: &str, why: &str) -> ErrorObject {
     ErrorObject::new(
         codes::INTERNAL_ERROR,
         format!(

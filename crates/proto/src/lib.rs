@@ -8,6 +8,7 @@
 pub mod error;
 pub mod jsonrpc;
 pub mod mcp;
+pub mod meta;
 pub mod methods;
 pub mod tool_result;
 

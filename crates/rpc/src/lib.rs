@@ -2,17 +2,29 @@
 //!
 //! A [`Peer`] is one logical connection: it dispatches incoming requests to a [`Handler`]
 //! concurrently (each with a cancellation token that `notifications/cancelled` fires),
-//! matches incoming responses to the requests it sent, and emits every outgoing message as
-//! an [`Outbound`] tagged with the [`Route`] it belongs to, so that a transport with
-//! several streams (Streamable HTTP) can put each message on the right one. It knows
-//! nothing about tasks.
+//! owns the lifecycle of the requests it sends ([`Peer::request_with`]: ids, the pending
+//! map, [`RequestOptions::timeout`], `notifications/cancelled` when the caller goes away,
+//! a typed [`PeerError`]), and emits every outgoing message as an [`Outbound`] tagged with
+//! the [`Route`] it belongs to, so that a transport with several streams (Streamable HTTP)
+//! can put each message on the right one. It knows nothing about tasks.
+//!
+//! Besides the transports ([`stdio`], `http`, `http_client`) it holds the pieces they and
+//! their users share: the bounded line reader ([`line`](mod@line)), the one SSE parser ([`sse`]) and,
+//! with the `process` feature, the process-group guard of stdio children (`process`).
 
+pub mod error;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http-client")]
 pub mod http_client;
 pub mod line;
+mod outgoing;
 pub mod peer;
+#[cfg(feature = "process")]
+pub mod process;
+pub mod sse;
 pub mod stdio;
 
+pub use error::{PeerError, TransportError, TransportErrorKind};
+pub use outgoing::RequestOptions;
 pub use peer::{Handler, Outbound, Peer, RequestContext, Route, RouteDelivery};

@@ -1,6 +1,6 @@
 //! Newline-delimited frames with a size bound.
 
-use mcp_tasks_proto::{ErrorObject, RequestId, codes};
+use mcp_tasks_proto::RequestId;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt};
 
 /// What [`read_line`] found.
@@ -26,24 +26,6 @@ pub struct Oversized {
     pub id: Option<RequestId>,
     /// Whether it has a top-level `method` (a request or a notification).
     pub has_method: bool,
-}
-
-/// The `data` key marking an error made up for an answer too large to read.
-pub const TOO_LARGE_DATA: &str = "mcp-tasks/tooLargeBytes";
-
-/// The error a request gets when its answer was too large to read: `bytes` long, over
-/// the bound `max`.
-pub fn too_large_error(bytes: usize, max: usize) -> ErrorObject {
-    ErrorObject::new(
-        codes::INTERNAL_ERROR,
-        format!("reply too large: {bytes} bytes (the bound is {max} bytes)"),
-    )
-    .with_data(serde_json::json!({ TOO_LARGE_DATA: bytes }))
-}
-
-/// The size of the answer, if `e` was made by [`too_large_error`].
-pub fn too_large_bytes(e: &ErrorObject) -> Option<u64> {
-    e.data.as_ref()?.get(TOO_LARGE_DATA)?.as_u64()
 }
 
 /// Reads the top-level `id` and `method` keys of a JSON object fed in pieces, keeping

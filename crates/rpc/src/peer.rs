@@ -1,14 +1,19 @@
 //! The JSON-RPC peer.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
 
 use async_trait::async_trait;
 use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
 use serde_json::Value;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
+
+use crate::error::{PeerError, TransportError};
+use crate::outgoing::{self, PendingMap, RequestOptions};
 
 /// Which stream an outgoing message belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -86,13 +91,13 @@ pub trait Handler: Send + Sync + 'static {
 struct Inner {
     tx: mpsc::Sender<Outbound>,
     handler: Arc<dyn Handler>,
-    pending: Mutex<HashMap<RequestId, oneshot::Sender<Result<Value, ErrorObject>>>>,
+    /// The requests this peer sent, waiting for their answers.
+    pending: PendingMap,
     inflight: Mutex<HashMap<RequestId, CancellationToken>>,
     /// Incoming requests not yet answered: in flight, or whose response is being queued.
     unanswered: AtomicUsize,
     /// Woken each time `unanswered` drops to zero.
     idle: Notify,
-    next_id: AtomicI64,
     closed: CancellationToken,
     /// Fires when nothing more can be read (a child of `closed`): no response can come.
     input_ended: CancellationToken,
@@ -112,15 +117,8 @@ impl std::fmt::Debug for Peer {
     }
 }
 
-/// The error of a request to a peer whose input has ended.
-const INPUT_ENDED: &str = "connection closed: the peer's input ended, no answer can come";
-
 /// Capacity of the outgoing queue; senders wait when the transport falls behind.
 pub const OUTBOUND_CAPACITY: usize = 4096;
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
 
 impl Peer {
     /// A peer serving `handler`; the transport drains the returned receiver.
@@ -132,11 +130,10 @@ impl Peer {
             input_ended,
             tx,
             handler,
-            pending: Mutex::new(HashMap::new()),
+            pending: PendingMap::new(),
             inflight: Mutex::new(HashMap::new()),
             unanswered: AtomicUsize::new(0),
             idle: Notify::new(),
-            next_id: AtomicI64::new(1),
             closed,
         };
         (
@@ -160,10 +157,8 @@ impl Peer {
     /// Close: pending outgoing requests fail, in-flight handlers are cancelled.
     pub fn close(&self) {
         self.inner.closed.cancel();
-        for (_, tx) in lock(&self.inner.pending).drain() {
-            let _ = tx.send(Err(ErrorObject::internal("connection closed")));
-        }
-        for (_, token) in lock(&self.inner.inflight).drain() {
+        self.inner.pending.fail_all(&PeerError::Closed);
+        for (_, token) in self.inner.inflight.lock().drain() {
             token.cancel();
         }
     }
@@ -173,14 +168,31 @@ impl Peer {
     /// so do those it sends from now on. Requests in flight go on.
     pub fn end_input(&self) {
         self.inner.input_ended.cancel();
-        for (_, tx) in lock(&self.inner.pending).drain() {
-            let _ = tx.send(Err(ErrorObject::internal(INPUT_ENDED)));
-        }
+        self.inner.pending.fail_all(&PeerError::Closed);
+    }
+
+    /// Whether nothing more will be read ([`Self::end_input`], or the peer closed): no
+    /// answer can come.
+    pub fn is_input_ended(&self) -> bool {
+        self.inner.input_ended.is_cancelled()
+    }
+
+    pub(crate) fn input_ended(&self) -> CancellationToken {
+        self.inner.input_ended.clone()
+    }
+
+    pub(crate) fn pending(&self) -> &PendingMap {
+        &self.inner.pending
+    }
+
+    /// Number of requests this peer sent that wait for their answers.
+    pub fn outstanding(&self) -> usize {
+        self.inner.pending.len()
     }
 
     /// Number of incoming requests being served.
     pub fn inflight(&self) -> usize {
-        lock(&self.inner.inflight).len()
+        self.inner.inflight.lock().len()
     }
 
     /// Resolves once every incoming request has been answered (its response queued) or
@@ -226,37 +238,54 @@ impl Peer {
             .await;
     }
 
-    /// Send a request and wait for its response.
+    /// Send a request and wait for its response, without a time bound. Dropping the
+    /// future before the answer cancels the request (`notifications/cancelled`).
     ///
     /// # Errors
-    /// The peer's error response, or an internal error when the connection closes first.
+    /// The other side's error, or why no answer came (see [`PeerError`]).
     pub async fn request(
         &self,
         method: &str,
         params: Option<Value>,
         route: Route,
-    ) -> Result<Value, ErrorObject> {
-        let id = RequestId::Number(self.inner.next_id.fetch_add(1, Ordering::Relaxed));
-        let (tx, rx) = oneshot::channel();
-        lock(&self.inner.pending).insert(id.clone(), tx);
-        struct Forget<'a>(&'a Peer, RequestId);
-        impl Drop for Forget<'_> {
-            fn drop(&mut self) {
-                lock(&self.0.inner.pending).remove(&self.1);
-            }
+    ) -> Result<Value, PeerError> {
+        self.request_with(method, params, RequestOptions::new(route))
+            .await
+    }
+
+    /// Send a request and wait for its response as `options` say. Every request this
+    /// peer sends goes through here: the peer allocates its id and keeps it pending until
+    /// the answer comes, the connection closes or its input ends ([`PeerError::Closed`]),
+    /// the transport fails it ([`PeerError::Transport`]), or the timeout runs out
+    /// ([`PeerError::Timeout`]). When the caller stops waiting (the future is dropped, or
+    /// times out) the request is cancelled with `notifications/cancelled` on its route
+    /// (never `initialize`), and a late answer is ignored.
+    ///
+    /// # Errors
+    /// See [`PeerError`].
+    pub async fn request_with(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        options: RequestOptions,
+    ) -> Result<Value, PeerError> {
+        outgoing::request(self, method, params, options).await
+    }
+
+    /// The transport could not get request `id` answered: it fails with
+    /// [`PeerError::Transport`]. An id this peer did not send (a request whose id the
+    /// sender chose, e.g. one relayed by a task) goes to
+    /// [`Handler::handle_unmatched_response`] as a -32603 error.
+    pub fn fail(&self, id: RequestId, error: TransportError) {
+        if let Some(Err(PeerError::Transport(error))) = self
+            .inner
+            .pending
+            .complete(&id, Err(PeerError::Transport(error)))
+        {
+            self.inner
+                .handler
+                .handle_unmatched_response(self, id, Err(error.to_error_object()));
         }
-        let forget = Forget(self, id.clone());
-        self.send(Message::request(id.clone(), method, params), route.clone())
-            .await?;
-        let closed = self.inner.closed.clone();
-        let ended = self.inner.input_ended.clone();
-        let out = tokio::select! {
-            r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("connection closed"))),
-            () = closed.cancelled() => Err(ErrorObject::internal("connection closed")),
-            () = ended.cancelled() => Err(ErrorObject::internal(INPUT_ENDED)),
-        };
-        drop(forget);
-        out
     }
 
     /// Deliver one incoming message.
@@ -289,7 +318,7 @@ impl Peer {
                         .as_ref()
                         .and_then(|p| p.get("requestId"))
                         .and_then(request_id_of)
-                    && let Some(token) = lock(&self.inner.inflight).get(&id)
+                    && let Some(token) = self.inner.inflight.lock().get(&id)
                 {
                     tracing::debug!(id = %id, "request cancelled by the peer");
                     token.cancel();
@@ -308,15 +337,15 @@ impl Peer {
     }
 
     fn complete(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
-        let tx = lock(&self.inner.pending).remove(&id);
-        match tx {
-            Some(tx) => {
-                let _ = tx.send(outcome);
-            }
-            None => self
-                .inner
+        if let Some(answer) = self
+            .inner
+            .pending
+            .complete(&id, outcome.map_err(PeerError::Remote))
+        {
+            let outcome = answer.map_err(PeerError::into_error_object);
+            self.inner
                 .handler
-                .handle_unmatched_response(self, id, outcome),
+                .handle_unmatched_response(self, id, outcome);
         }
     }
 
@@ -329,7 +358,7 @@ impl Peer {
     ) {
         let token = CancellationToken::new();
         {
-            let mut inflight = lock(&self.inner.inflight);
+            let mut inflight = self.inner.inflight.lock();
             if inflight.contains_key(&id) {
                 drop(inflight);
                 let peer = self.clone();
@@ -363,7 +392,7 @@ impl Peer {
                 () = token.cancelled() => None,
                 r = fut => Some(r),
             };
-            lock(&peer.inner.inflight).remove(&id);
+            peer.inner.inflight.lock().remove(&id);
             if let Some(out) = out {
                 let _ = peer
                     .send(Message::reply(id.clone(), out), Route::Request(id))
@@ -425,115 +454,15 @@ impl RequestContext {
         self.peer.notify(method, params, self.route()).await;
     }
 
-    /// Send a request tied to this request and wait for the answer.
+    /// Send a request tied to this request and wait for the answer (see
+    /// [`Peer::request_with`]); dropping the future cancels it.
     ///
     /// # Errors
-    /// The peer's error, or an internal error if the connection closes.
-    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, ErrorObject> {
+    /// See [`PeerError`].
+    pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, PeerError> {
         self.peer.request(method, params, self.route()).await
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    struct Echo;
-
-    #[async_trait]
-    impl Handler for Echo {
-        async fn handle_request(
-            &self,
-            cx: RequestContext,
-            method: String,
-            params: Option<Value>,
-        ) -> Result<Value, ErrorObject> {
-            match method.as_str() {
-                "echo" => Ok(params.unwrap_or(Value::Null)),
-                "ask" => cx.request("question", None).await,
-                "hang" => std::future::pending().await,
-                _ => Err(ErrorObject::method_not_found(method)),
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn serves_requests_and_matches_responses() {
-        let (peer, mut rx) = Peer::new(Arc::new(Echo));
-        peer.receive(Message::request(1.into(), "echo", Some(json!({"a":1}))))
-            .await;
-        let out = rx.recv().await.unwrap();
-        assert_eq!(out.route, Route::Request(1.into()));
-        assert_eq!(out.message, Message::reply(1.into(), Ok(json!({"a":1}))));
-
-        peer.receive(Message::request(2.into(), "ask", None)).await;
-        let q = rx.recv().await.unwrap();
-        assert_eq!(q.route, Route::Request(2.into()));
-        let Message::Request(req) = q.message else {
-            panic!("expected a request")
-        };
-        peer.receive(Message::reply(req.id, Ok(json!("yes")))).await;
-        let out = rx.recv().await.unwrap();
-        assert_eq!(out.message, Message::reply(2.into(), Ok(json!("yes"))));
-    }
-
-    #[tokio::test]
-    async fn idle_waits_until_every_request_is_answered_or_cancelled() {
-        let (peer, mut rx) = Peer::new(Arc::new(Echo));
-        peer.idle().await;
-        peer.receive(Message::request(1.into(), "hang", None)).await;
-        peer.receive(Message::request(2.into(), "echo", Some(json!(2))))
-            .await;
-        let out = rx.recv().await.unwrap();
-        assert_eq!(out.message, Message::reply(2.into(), Ok(json!(2))));
-        let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), peer.idle());
-        assert!(waiting.await.is_err(), "idle while request 1 hangs");
-        peer.receive(Message::notification(
-            methods::CANCELLED,
-            Some(json!({"requestId": 1})),
-        ))
-        .await;
-        tokio::time::timeout(std::time::Duration::from_secs(5), peer.idle())
-            .await
-            .expect("idle once request 1 is cancelled");
-    }
-
-    #[tokio::test]
-    async fn requests_to_a_peer_whose_input_ended_fail_at_once() {
-        let (peer, mut rx) = Peer::new(Arc::new(Echo));
-        peer.receive(Message::request(1.into(), "ask", None)).await;
-        let q = rx.recv().await.unwrap();
-        assert!(matches!(q.message, Message::Request(_)), "{q:?}");
-        peer.end_input();
-        let out = rx.recv().await.unwrap();
-        let Message::Error(e) = out.message else {
-            panic!("expected an error reply, got {out:?}")
-        };
-        assert!(e.error.message.contains("input ended"), "{e:?}");
-        let late = peer.request("question", None, Route::Standalone).await;
-        assert!(late.is_err());
-        assert!(!peer.is_closed(), "what is sent is still delivered");
-    }
-
-    #[tokio::test]
-    async fn cancelled_requests_get_no_response() {
-        let (peer, mut rx) = Peer::new(Arc::new(Echo));
-        peer.receive(Message::request(7.into(), "hang", None)).await;
-        tokio::task::yield_now().await;
-        assert_eq!(peer.inflight(), 1);
-        peer.receive(Message::notification(
-            methods::CANCELLED,
-            Some(json!({"requestId": 7})),
-        ))
-        .await;
-        for _ in 0..10 {
-            tokio::task::yield_now().await;
-        }
-        assert_eq!(peer.inflight(), 0);
-        peer.receive(Message::request(8.into(), "echo", Some(json!(1))))
-            .await;
-        let out = rx.recv().await.unwrap();
-        assert_eq!(out.message, Message::reply(8.into(), Ok(json!(1))));
-    }
-}
+mod tests;

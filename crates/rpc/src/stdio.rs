@@ -4,6 +4,7 @@ use mcp_tasks_proto::{ErrorObject, Message};
 use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
+use crate::error::TransportError;
 use crate::line::{Frame, read_line};
 use crate::peer::{Outbound, Peer, Route};
 
@@ -15,7 +16,8 @@ pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 ///
 /// An oversized line is answered with -32600 (id null), skipped up to the next newline,
 /// and never held in memory whole (an oversized answer, one with an `id` and no `method`,
-/// instead fails the request it answers with [`crate::line::too_large_error`]); a malformed line gets -32700/-32600; serving goes on.
+/// instead fails the request it answers: [`crate::TransportError::too_large`]); a malformed
+/// line gets -32700/-32600; serving goes on.
 ///
 /// # Errors
 /// I/O errors of the reader or writer.
@@ -102,9 +104,10 @@ where
             Ok(Frame::TooLong(big)) if !big.has_method && big.id.is_some() => {
                 // An answer too large to read: the request it answers fails, saying so,
                 // instead of waiting for ever.
-                let error = crate::line::too_large_error(big.bytes, max_line);
-                let answer = mcp_tasks_proto::ErrorResponse { id: big.id, error };
-                peer.receive(Message::Error(answer)).await;
+                if let Some(id) = big.id {
+                    let error = TransportError::too_large(Some(big.bytes as u64), max_line as u64);
+                    peer.fail(id, error);
+                }
             }
             Ok(Frame::TooLong(_)) => {
                 let err = ErrorObject::invalid_request(format!(

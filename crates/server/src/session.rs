@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine};
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
-use mcp_tasks_rpc::{Handler, Peer, RequestContext, Route};
+use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
 use serde_json::Value;
 
 use crate::ServerState;
@@ -113,6 +113,7 @@ impl RequestorChannel for PeerChannel {
         self.0
             .request(method, Some(params), Route::Standalone)
             .await
+            .map_err(PeerError::into_error_object)
     }
     async fn notify(&self, method: &str, params: Value) {
         self.0.notify(method, Some(params), Route::Standalone).await;
@@ -125,7 +126,10 @@ pub struct RequestChannel(pub RequestContext);
 #[async_trait]
 impl RequestorChannel for RequestChannel {
     async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        self.0.request(method, Some(params)).await
+        self.0
+            .request(method, Some(params))
+            .await
+            .map_err(PeerError::into_error_object)
     }
     async fn notify(&self, method: &str, params: Value) {
         self.0.notify(method, Some(params)).await;

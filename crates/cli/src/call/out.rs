@@ -88,7 +88,8 @@ impl Out {
                 Some(err) => serde_json::to_value(err).unwrap_or(Value::Null),
                 None => match e {
                     ClientError::Transport { error, .. } => {
-                        let mut v = serde_json::to_value(error).unwrap_or(Value::Null);
+                        let mut v =
+                            serde_json::to_value(error.to_error_object()).unwrap_or(Value::Null);
                         v["message"] = json!(e.to_string());
                         v
                     }

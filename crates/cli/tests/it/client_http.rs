@@ -232,10 +232,7 @@ async fn a_bad_token_is_a_transport_error_with_its_status() {
     let ClientError::Transport { error, .. } = &err else {
         panic!("expected a transport error, got {err:?}")
     };
-    assert_eq!(
-        error.data.as_ref().unwrap()["mcp-tasks/transport"]["httpStatus"],
-        json!(401)
-    );
+    assert_eq!(error.http_status, Some(401));
 }
 
 #[tokio::test]

@@ -279,3 +279,45 @@ async fn bad_arguments_create_no_task_and_come_back_as_the_result() {
     );
     assert!(c.list_tasks().await.unwrap().is_empty());
 }
+
+/// Answers no sampling request; reports each one's cancellation (its handler dropped).
+struct NeverSamples(tokio::sync::mpsc::UnboundedSender<&'static str>);
+
+#[async_trait::async_trait]
+impl mcp_tasks_client::SamplingHandler for NeverSamples {
+    async fn create_message(
+        &self,
+        request: mcp_tasks_client::ServerRequest,
+    ) -> Result<serde_json::Value, mcp_tasks_proto::ErrorObject> {
+        // A cancelled request's handler is dropped: the guard tells.
+        struct OnDrop(tokio::sync::mpsc::UnboundedSender<&'static str>);
+        impl Drop for OnDrop {
+            fn drop(&mut self) {
+                let _ = self.0.send("cancelled");
+            }
+        }
+        let _guard = OnDrop(self.0.clone());
+        let _ = self.0.send("asked");
+        request.cancel.cancelled().await;
+        Err(mcp_tasks_proto::ErrorObject::internal("cancelled"))
+    }
+}
+
+/// Issue 16: the server's own request (sampling, as for elicitation) waited for by a
+/// plain call's handler is cancelled with `notifications/cancelled` when that handler is
+/// cancelled (here: the client stops waiting for its call).
+#[tokio::test]
+async fn a_cancelled_call_cancels_the_servers_request_it_waited_for() {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let c = connect(ClientConfig::default().with_sampling(NeverSamples(tx))).await;
+    let mut call = Box::pin(c.call_tool("summarize", json!({"text": "a long text"})));
+    tokio::select! {
+        r = &mut call => panic!("the call ended first: {r:?}"),
+        seen = rx.recv() => assert_eq!(seen, Some("asked")),
+    }
+    // The client stops waiting: its tools/call is cancelled, and the server's handler
+    // with it, which cancels the sampling request.
+    drop(call);
+    let seen = tokio::time::timeout(LIMIT, rx.recv()).await.unwrap();
+    assert_eq!(seen, Some("cancelled"));
+}

@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
+use mcp_tasks_gateway::GatewayError;
 use mcp_tasks_gateway::GatewayFactory;
-use mcp_tasks_gateway::connect::{Connected, Connector};
-use mcp_tasks_gateway::error::GatewayError;
+use mcp_tasks_gateway::{Connected, Connector};
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_rpc::{Handler, Peer};

@@ -248,7 +248,7 @@ async fn a_stream_without_ids_that_ends_early_fails_the_request() {
         .request("lost", None, crate::Route::Standalone)
         .await
         .unwrap_err();
-    assert!(is_transport_error(&err), "{err:?}");
+    assert!(matches!(err, crate::PeerError::Transport(_)), "{err:?}");
 }
 
 #[tokio::test]
@@ -303,13 +303,16 @@ async fn http_errors_carry_their_status_and_message() {
         .request("initialize", Some(json!({})), crate::Route::Standalone)
         .await
         .unwrap_err();
-    assert!(is_transport_error(&err));
+    let crate::PeerError::Transport(err) = err else {
+        panic!("expected a transport error, got {err:?}")
+    };
     assert!(
         err.message.contains("boom") && err.message.contains("500"),
         "{err:?}"
     );
+    assert_eq!(err.http_status, Some(500));
     assert_eq!(
-        err.data.unwrap()[TRANSPORT_ERROR_DATA]["httpStatus"],
+        err.to_error_object().data.unwrap()[crate::error::TRANSPORT_ERROR_DATA]["httpStatus"],
         json!(500)
     );
 }

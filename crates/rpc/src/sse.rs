@@ -1,9 +1,14 @@
-//! A Server-Sent Events parser (the WHATWG `text/event-stream` interpretation rules).
+//! The Server-Sent Events parser of the workspace (the WHATWG `text/event-stream`
+//! interpretation rules the MCP Streamable HTTP transport uses), for the HTTP client
+//! transport and the load generator alike.
 //!
-//! Fed with chunks as they arrive; yields the events whose data buffer is not empty, and
-//! keeps the stream's last event id and `retry` value, which outlive single events: the
-//! priming event a server sends first (an id and an empty `data`) dispatches nothing but
-//! still gives the client a point to resume from.
+//! Fed with chunks as they arrive, split anywhere; lines end with LF, CRLF or CR; `:`
+//! starts a comment; `data` lines are joined with LF; one space after the colon is
+//! dropped; a blank line dispatches the event. It yields the events whose data buffer is
+//! not empty, and keeps the stream's last event id and `retry` value, which outlive single
+//! events: the priming event a server sends first (an id and an empty `data`) dispatches
+//! nothing but still gives the client a point to resume from. One event (and one line) is
+//! bounded: a stream that breaks the bound is refused with [`SseTooLarge`].
 
 use std::time::Duration;
 
@@ -224,5 +229,26 @@ mod tests {
     fn oversized_events_are_refused() {
         let mut p = SseParser::new(8);
         assert!(p.feed(b"data: 0123456789").is_err());
+    }
+
+    #[test]
+    fn split_anywhere_gives_the_same_events() {
+        let stream: &[u8] = b": comment\r\nretry: 2000\r\nevent: message\r\ndata: {\"a\":\r\ndata:1}\r\n\r\ndata: x\rdata: y\r\rdata:z\n\n";
+        let parse = |chunks: &[&[u8]]| {
+            let mut p = SseParser::new(1024);
+            (all(&mut p, chunks), p.retry)
+        };
+        let (whole, retry) = parse(&[stream]);
+        assert_eq!(
+            whole.iter().map(|e| e.data.as_str()).collect::<Vec<_>>(),
+            vec!["{\"a\":\n1}", "x\ny", "z"]
+        );
+        assert_eq!(retry, Some(Duration::from_millis(2000)));
+        for cut in 0..stream.len() {
+            let (a, b) = stream.split_at(cut);
+            assert_eq!(parse(&[a, b]).0, whole, "cut at {cut}");
+        }
+        let bytes: Vec<&[u8]> = stream.chunks(1).collect();
+        assert_eq!(parse(&bytes).0, whole);
     }
 }

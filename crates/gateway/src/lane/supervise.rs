@@ -1,0 +1,296 @@
+//! Supervision: opening the upstream connection, initializing it, reading its tool list,
+//! and restarting it with backoff when it dies.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use mcp_tasks_proto::methods;
+use serde_json::{Map, Value, json};
+use tokio::sync::{OwnedSemaphorePermit, oneshot};
+
+use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
+use crate::backoff;
+use futures::future::BoxFuture;
+
+use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
+use crate::connect::Connected;
+use crate::tools::ToolSet;
+
+impl LaneInner {
+    pub(super) async fn refresh_tools(&self, conn: &Conn) -> bool {
+        match list_all_tools(conn).await {
+            Ok(raw) => {
+                let set = ToolSet::build(
+                    raw,
+                    conn.runs_tool_tasks(),
+                    &self.overrides,
+                    self.me.clone(),
+                );
+                let mut g = self.tools.write();
+                let changed = g.listing() != set.listing();
+                *g = Arc::new(set);
+                changed
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list the upstream's tools");
+                false
+            }
+        }
+    }
+
+    /// A connection that takes up the session noted by [`Self::reattach_first`], if there
+    /// is one and the upstream can.
+    pub(super) async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
+        let session = self.reattach.lock().take()?;
+        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
+        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let params = self.init_params.lock().clone();
+        let connected = match self.connector.reattach(handler, &session, &params).await {
+            Ok(Some(c)) => c,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not take up the upstream session again; starting a new one");
+                return None;
+            }
+        };
+        tracing::info!(upstream = %self.describe(), session = %session.session_id, "taking up the upstream session again");
+        let (conn, ended, settled) = self.adopt(connected, shared);
+        conn.set_init_result(session.init_result);
+        if let Some(settled) = settled {
+            settled.await;
+        }
+        Some((conn, ended))
+    }
+
+    /// The lane's next connection, made of what its connector opened; returns with it
+    /// what says when it ends and what to await before it is used.
+    fn adopt(
+        &self,
+        connected: Connected,
+        shared: Arc<ConnShared>,
+    ) -> (
+        Arc<Conn>,
+        oneshot::Receiver<String>,
+        Option<BoxFuture<'static, ()>>,
+    ) {
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
+        let Connected {
+            peer,
+            ended,
+            guard,
+            settled,
+            session,
+        } = connected;
+        let conn = Conn::new(peer, shared, generation, guard, session);
+        (Arc::new(conn), ended, settled)
+    }
+
+    pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
+        if let Some(reattached) = self.open_reattached().await {
+            return Ok(reattached);
+        }
+        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
+        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let connected = self
+            .connector
+            .connect(handler)
+            .await
+            .map_err(|e| e.to_string())?;
+        let (conn, mut ended, settled) = self.adopt(connected, shared);
+        let params = self.init_params.lock().clone();
+        let init = tokio::time::timeout(
+            INIT_TIMEOUT,
+            conn.call_unbounded(methods::INITIALIZE, Some(params)),
+        )
+        .await
+        .map_err(|_| format!("the upstream did not answer initialize within {INIT_TIMEOUT:?}"))?;
+        let init = match init {
+            Ok(v) => v,
+            Err(CallError::Upstream(e)) => {
+                return Err(format!("the upstream refused initialize: {e}"));
+            }
+            Err(CallError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+            Err(CallError::Lost(_)) => {
+                let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_else(|| "the upstream closed the connection".into());
+                return Err(format!("{why} during initialize"));
+            }
+        };
+        conn.set_init_result(init);
+        conn.notify(methods::INITIALIZED, None).await;
+        if let Some(settled) = settled {
+            settled.await;
+        }
+        Ok((conn, ended))
+    }
+
+    pub(super) fn notify_tools_changed(&self) {
+        if let Some(me) = self.me.upgrade() {
+            tokio::spawn(async move {
+                me.forward_down(TOOLS_LIST_CHANGED.to_owned(), None).await;
+            });
+        }
+    }
+}
+
+pub(super) const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+pub(super) async fn list_all_tools(conn: &Conn) -> Result<Vec<Value>, String> {
+    if conn
+        .init_result()
+        .pointer("/capabilities/tools")
+        .is_none_or(Value::is_null)
+    {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    let mut cursor: Option<Value> = None;
+    for _ in 0..MAX_TOOL_PAGES {
+        let params = cursor.take().map(|c| json!({ "cursor": c }));
+        let page = conn
+            .call(methods::TOOLS_LIST, params)
+            .await
+            .map_err(|e| format!("tools/list failed: {e:?}"))?;
+        if let Some(tools) = page.get("tools").and_then(Value::as_array) {
+            out.extend(
+                tools
+                    .iter()
+                    .filter(|t| t.get("name").is_some_and(Value::is_string))
+                    .cloned(),
+            );
+        }
+        match page.get("nextCursor") {
+            Some(c @ Value::String(_)) => cursor = Some(c.clone()),
+            _ => return Ok(out),
+        }
+    }
+    Ok(out)
+}
+
+/// Runs the lane's connections; `permit` is its place among the gateway's
+/// `--max-upstreams`, given back when the lane ends (its last connection torn down).
+pub(super) async fn supervise(lane: Arc<LaneInner>, permit: OwnedSemaphorePermit) {
+    supervise_conns(&lane).await;
+    drop(permit);
+}
+
+pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
+    let mut attempt: u32 = 0;
+    let mut delays = backoff::restarts();
+    let mut first = true;
+    loop {
+        if lane.shutdown.is_cancelled() {
+            break;
+        }
+        let opened = tokio::select! {
+            r = lane.open() => r,
+            () = lane.shutdown.cancelled() => break,
+        };
+        match opened {
+            Ok((conn, ended)) => {
+                let up_at = Instant::now();
+                let changed = lane.refresh_tools(&conn).await;
+                tracing::info!(upstream = %lane.describe(), generation = conn.generation, tools = lane.tools().len(), "upstream connected");
+                lane.link.send_replace(Link::Up(Arc::clone(&conn)));
+                if changed && !first {
+                    lane.notify_tools_changed();
+                }
+                first = false;
+                let why = tokio::select! {
+                    r = ended => r.unwrap_or_else(|_| "the upstream connection ended".into()),
+                    () = lane.shutdown.cancelled() => {
+                        lane.link.send_replace(Link::Closed);
+                        drop(conn);
+                        return;
+                    }
+                };
+                conn.peer.close();
+                tracing::warn!(upstream = %lane.describe(), reason = %why, "upstream connection lost");
+                lane.link.send_replace(Link::Down(why));
+                drop(conn);
+                if up_at.elapsed() >= STABLE_AFTER {
+                    attempt = 0;
+                    delays = backoff::restarts();
+                }
+            }
+            Err(why) => {
+                tracing::warn!(upstream = %lane.describe(), reason = %why, "upstream failed to start");
+                lane.link.send_replace(Link::Down(why));
+            }
+        }
+        attempt = attempt.saturating_add(1);
+        let delay = backoff::jittered(delays.next().unwrap_or(backoff::MAX));
+        tracing::info!(upstream = %lane.describe(), delay = ?delay, attempt, "restarting the upstream after a delay");
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {}
+            () = lane.shutdown.cancelled() => break,
+        }
+    }
+    lane.link.send_replace(Link::Closed);
+}
+
+/// Merge the upstream's `initialize` result into ours: the upstream's capabilities,
+/// `serverInfo`, `instructions` and unknown fields pass unchanged, except that the
+/// protocol version and `capabilities.tasks` are the gateway's, and `tools.listChanged`
+/// is `true` (the tool list changes when the upstream restarts with other tools).
+pub(crate) fn merge_initialize(ours: &mut Value, upstream: Option<&Value>) {
+    let Some(Value::Object(up)) = upstream else {
+        // The upstream is not up: our own result, announcing that the tools will change.
+        if let Some(tools) = ours
+            .pointer_mut("/capabilities/tools")
+            .and_then(Value::as_object_mut)
+        {
+            tools.insert("listChanged".into(), Value::Bool(true));
+        }
+        return;
+    };
+    let mut merged: Map<String, Value> = up.clone();
+    merged.insert(
+        "protocolVersion".into(),
+        ours.get("protocolVersion").cloned().unwrap_or(Value::Null),
+    );
+    let mut caps = match up.get("capabilities") {
+        Some(Value::Object(c)) => c.clone(),
+        _ => Map::new(),
+    };
+    match ours.pointer("/capabilities/tasks") {
+        Some(t) => {
+            caps.insert("tasks".into(), t.clone());
+        }
+        None => {
+            caps.remove("tasks");
+        }
+    }
+    let mut tools = match caps.get("tools") {
+        Some(Value::Object(t)) => t.clone(),
+        _ => Map::new(),
+    };
+    tools.insert("listChanged".into(), Value::Bool(true));
+    caps.insert("tools".into(), Value::Object(tools));
+    merged.insert("capabilities".into(), Value::Object(caps));
+    *ours = Value::Object(merged);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn initialize_merge_keeps_upstream_fields_and_takes_our_tasks() {
+        let mut ours = json!({"protocolVersion":"2025-11-25","capabilities":{"tools":{"listChanged":false},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"mcp-tasks","version":"0"}});
+        let up = json!({"protocolVersion":"2025-06-18","capabilities":{"resources":{"subscribe":true},"logging":{},"tools":{},"x-future":{"a":1},"tasks":{"list":{}}},"serverInfo":{"name":"up","version":"9","title":"Up"},"instructions":"hi","extra":[1]});
+        merge_initialize(&mut ours, Some(&up));
+        assert_eq!(
+            ours,
+            json!({"protocolVersion":"2025-11-25","capabilities":{"resources":{"subscribe":true},"logging":{},"tools":{"listChanged":true},"x-future":{"a":1},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"up","version":"9","title":"Up"},"instructions":"hi","extra":[1]})
+        );
+        let mut plain =
+            json!({"protocolVersion":"2025-06-18","capabilities":{"tools":{"listChanged":false}}});
+        merge_initialize(&mut plain, Some(&up));
+        assert!(plain["capabilities"].get("tasks").is_none());
+    }
+}

@@ -1,0 +1,376 @@
+//! Sending: a request and its reply (JSON or an SSE stream, resumed with
+//! `Last-Event-ID`), one-way messages, and the standalone GET stream.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use mcp_tasks_proto::{Message, Request, RequestId, methods};
+use reqwest::header;
+use reqwest::{Response, StatusCode};
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use super::state::{is_event_stream, reply_id};
+use super::{StandaloneState, State, transport_error};
+use crate::error::{TransportError, TransportErrorKind};
+use crate::peer::Outbound;
+use crate::sse::SseParser;
+
+impl State {
+    /// POST one request and deliver its reply (or a made-up error) to the peer.
+    pub(super) async fn send_request(self: Arc<Self>, req: Request) {
+        let id = req.id.clone();
+        let is_init = req.method == methods::INITIALIZE;
+        if is_init {
+            let mut s = self.session.lock();
+            s.init_params = req.params.clone();
+        }
+        let body = Message::Request(req).to_json();
+        let mut retried = false;
+        loop {
+            let (resp, sent_session) = match self.post(body.clone()).await {
+                Ok(r) => r,
+                Err(e) => {
+                    let err = transport_error(
+                        TransportErrorKind::Connect,
+                        format!("POST failed: {e}"),
+                        None,
+                    );
+                    self.fail(id, err);
+                    return;
+                }
+            };
+            let status = resp.status();
+            if status == StatusCode::NOT_FOUND
+                && let Some(failed) = sent_session
+                && !retried
+                && !is_init
+            {
+                retried = true;
+                if let Err(e) = self.reinitialize(&failed).await {
+                    self.fail(id, e);
+                    return;
+                }
+                continue;
+            }
+            if !status.is_success() {
+                let err = self.http_failure(resp).await;
+                self.fail(id, err);
+                return;
+            }
+            if is_init {
+                self.capture_session(&resp);
+            }
+            if status == StatusCode::ACCEPTED || status == StatusCode::NO_CONTENT {
+                let err = transport_error(
+                    TransportErrorKind::Protocol,
+                    format!("the server answered a request with HTTP {status} and no reply"),
+                    Some(status.as_u16()),
+                );
+                self.fail(id, err);
+                return;
+            }
+            if is_event_stream(&resp) {
+                self.follow_request_stream(id, resp, is_init).await;
+            } else {
+                match self.read_body(resp).await {
+                    Ok(body) => match Message::parse(&body) {
+                        Ok(m) => {
+                            if is_init && let Message::Response(r) = &m {
+                                self.capture_version(&r.result);
+                            }
+                            self.deliver(m).await;
+                        }
+                        Err(f) => {
+                            let err = transport_error(
+                                TransportErrorKind::Body,
+                                format!("unreadable reply: {}", f.error),
+                                None,
+                            );
+                            self.fail(id, err);
+                        }
+                    },
+                    Err(e) => self.fail(id, e),
+                }
+            }
+            return;
+        }
+    }
+
+    /// Read a request's SSE stream until its reply; resume with `Last-Event-ID` when the
+    /// connection ends first.
+    pub(super) async fn follow_request_stream(
+        self: &Arc<Self>,
+        id: RequestId,
+        first: Response,
+        is_init: bool,
+    ) {
+        let mut parser = SseParser::new(self.config.max_message_bytes);
+        let mut resp = first;
+        let mut failures = 0u32;
+        loop {
+            let mut init_result = None;
+            let done = self
+                .read_events(resp, &mut parser, |m| {
+                    let mine = reply_id(&m) == Some(&id);
+                    if mine
+                        && is_init
+                        && let Message::Response(r) = &m
+                    {
+                        init_result = Some(r.result.clone());
+                    }
+                    (true, mine)
+                })
+                .await;
+            if let Some(r) = init_result {
+                self.capture_version(&r);
+            }
+            if done {
+                return;
+            }
+            let Some(last) = parser.last_event_id.clone() else {
+                let err = transport_error(
+                    TransportErrorKind::Stream,
+                    "the SSE stream ended before the reply, without an event id to resume from",
+                    None,
+                );
+                self.fail(id, err);
+                return;
+            };
+            // Spec: "If the client wishes to resume after a disconnection (whether due to
+            // network failure or server-initiated closure), it SHOULD issue an HTTP GET to
+            // the MCP endpoint, and include the Last-Event-ID header".
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(self.reply_retry(&parser)) => {}
+                    () = self.stop.cancelled() => return,
+                }
+                match self.get(Some(&last)).await {
+                    Ok(r) if r.status().is_success() && is_event_stream(&r) => {
+                        self.resumptions.fetch_add(1, Ordering::Relaxed);
+                        tracing::debug!(last_event_id = %last, "SSE stream resumed");
+                        resp = r;
+                        failures = 0;
+                        break;
+                    }
+                    Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                        let err = transport_error(
+                            TransportErrorKind::Session,
+                            "the session ended (HTTP 404) before the reply came",
+                            Some(404),
+                        );
+                        if let Some(s) = self.session_headers().1 {
+                            let me = Arc::clone(self);
+                            tokio::spawn(async move {
+                                let _ = me.reinitialize(&s).await;
+                            });
+                        }
+                        self.fail(id, err);
+                        return;
+                    }
+                    Ok(r) => {
+                        failures += 1;
+                        tracing::debug!(status = %r.status(), "SSE resumption refused");
+                        if failures >= self.config.max_resume_attempts {
+                            let err = self.http_failure(r).await;
+                            self.fail(id, err);
+                            return;
+                        }
+                    }
+                    Err(e) => {
+                        failures += 1;
+                        tracing::debug!(error = %e, "SSE resumption failed");
+                        if failures >= self.config.max_resume_attempts {
+                            let err = transport_error(
+                                TransportErrorKind::Connect,
+                                format!("resuming the SSE stream failed: {e}"),
+                                None,
+                            );
+                            self.fail(id, err);
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// POST a notification or response; 202 expected.
+    pub(super) async fn send_one_way(self: &Arc<Self>, message: Message) {
+        let body = message.to_json();
+        let mut retried = false;
+        loop {
+            match self.post(body.clone()).await {
+                Ok((resp, sent)) => {
+                    let status = resp.status();
+                    if status == StatusCode::NOT_FOUND
+                        && let Some(failed) = sent
+                        && !retried
+                    {
+                        retried = true;
+                        if self.reinitialize(&failed).await.is_ok() {
+                            continue;
+                        }
+                    }
+                    if !status.is_success() {
+                        tracing::warn!(status = %status, "the server refused a message");
+                    }
+                }
+                Err(e) => tracing::warn!(error = %e, "POST of a message failed"),
+            }
+            return;
+        }
+    }
+
+    /// The error for a non-success HTTP response: its JSON-RPC error if the body holds
+    /// one, else the status line.
+    pub(super) async fn http_failure(&self, resp: Response) -> TransportError {
+        let status = resp.status();
+        let www = resp
+            .headers()
+            .get(header::WWW_AUTHENTICATE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        let body = self.read_body(resp).await.unwrap_or_default();
+        let detail = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("error").and_then(|e| e.get("message")).cloned())
+            .and_then(|m| m.as_str().map(str::to_owned))
+            .or_else(|| {
+                let t = String::from_utf8_lossy(&body).trim().to_owned();
+                (!t.is_empty() && t.len() < 300).then_some(t)
+            });
+        let mut message = format!("HTTP {status}");
+        if let Some(d) = detail {
+            message.push_str(": ");
+            message.push_str(&d);
+        }
+        if let Some(w) = www {
+            message.push_str(&format!(" (WWW-Authenticate: {w})"));
+        }
+        transport_error(TransportErrorKind::Http, message, Some(status.as_u16()))
+    }
+
+    pub(super) fn start_standalone(self: &Arc<Self>) {
+        if !self.config.standalone_stream || self.stop.is_cancelled() {
+            return;
+        }
+        self.standalone_state.send_replace(StandaloneState::Pending);
+        let me = Arc::clone(self);
+        let h = tokio::spawn(async move { me.standalone().await });
+        if let Some(old) = self.standalone.lock().replace(h) {
+            old.abort();
+        }
+    }
+
+    /// Keep the standalone GET stream open.
+    pub(super) async fn standalone(self: Arc<Self>) {
+        let mut parser = SseParser::new(self.config.max_message_bytes);
+        // The delays after consecutive failures: twice the server's `retry`, doubling,
+        // up to 32 times it and at most 30 s (the workspace's one backoff, `backon`'s).
+        let mut failures: Option<backon::ExponentialBackoff> = None;
+        loop {
+            if self.stop.is_cancelled() {
+                return;
+            }
+            let last = parser.last_event_id.clone();
+            match self.get(last.as_deref()).await {
+                Ok(r) if r.status() == StatusCode::METHOD_NOT_ALLOWED => {
+                    tracing::debug!("the server offers no standalone SSE stream (405)");
+                    self.standalone_state
+                        .send_replace(StandaloneState::Unavailable);
+                    return;
+                }
+                Ok(r) if r.status() == StatusCode::NOT_FOUND => {
+                    if let Some(s) = self.session_headers().1 {
+                        let me = Arc::clone(&self);
+                        // Runs in its own task: it replaces (aborts) this one.
+                        tokio::spawn(async move {
+                            if let Err(e) = me.reinitialize(&s).await {
+                                tracing::warn!(error = %e, "could not start a new session");
+                            }
+                        });
+                    }
+                    self.standalone_state.send_replace(StandaloneState::Failing);
+                    return;
+                }
+                Ok(r) if r.status().is_success() && is_event_stream(&r) => {
+                    failures = None;
+                    self.standalone_state.send_replace(StandaloneState::Open);
+                    self.read_events(r, &mut parser, |_| (true, false)).await;
+                    self.standalone_state
+                        .send_replace(StandaloneState::Reconnecting);
+                    tokio::select! {
+                        () = tokio::time::sleep(self.reply_retry(&parser)) => {}
+                        () = self.stop.cancelled() => return,
+                    }
+                }
+                other => {
+                    match other {
+                        Ok(r) => tracing::debug!(status = %r.status(), "standalone stream refused"),
+                        Err(e) => tracing::debug!(error = %e, "standalone stream failed"),
+                    }
+                    self.standalone_state.send_replace(StandaloneState::Failing);
+                    let retry = self.reply_retry(&parser);
+                    let backoff = failures
+                        .get_or_insert_with(|| standalone_retries(retry))
+                        .next()
+                        .unwrap_or(STANDALONE_MAX_DELAY);
+                    tokio::select! {
+                        () = tokio::time::sleep(backoff) => {}
+                        () = self.stop.cancelled() => return,
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The longest wait before reopening a failing standalone stream.
+const STANDALONE_MAX_DELAY: Duration = Duration::from_secs(30);
+
+/// The delays before reopening a failing standalone stream: `retry * 2^n` for the n-th
+/// consecutive failure (n up to 5), at most [`STANDALONE_MAX_DELAY`].
+fn standalone_retries(retry: Duration) -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    let first = retry.saturating_mul(2).min(STANDALONE_MAX_DELAY);
+    backon::ExponentialBuilder::new()
+        .with_min_delay(first)
+        .with_max_delay(retry.saturating_mul(32).min(STANDALONE_MAX_DELAY))
+        .without_max_times()
+        .build()
+}
+
+/// Drain the peer's queue: requests concurrently, notifications and responses in order.
+pub(super) async fn drive(state: Arc<State>, mut outbound: mpsc::Receiver<Outbound>) {
+    let closed = state.peer.closed();
+    loop {
+        let next = tokio::select! {
+            m = outbound.recv() => m,
+            () = state.stop.cancelled() => None,
+            () = closed.cancelled() => None,
+        };
+        let Some(out) = next else { break };
+        match out.message {
+            Message::Request(r) if r.method == methods::INITIALIZE => {
+                // Everything after initialize needs its session id.
+                Arc::clone(&state).send_request(r).await;
+            }
+            Message::Request(r) => {
+                tokio::spawn(Arc::clone(&state).send_request(r));
+            }
+            m @ Message::Notification(_) => {
+                let initialized =
+                    matches!(&m, Message::Notification(n) if n.method == methods::INITIALIZED);
+                state.send_one_way(m).await;
+                if initialized {
+                    state.session.lock().initialized = true;
+                    state.start_standalone();
+                }
+            }
+            m => state.send_one_way(m).await,
+        }
+    }
+    state.shutdown();
+}

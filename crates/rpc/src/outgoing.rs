@@ -1,0 +1,198 @@
+//! The lifecycle of the requests a [`Peer`] sends: id allocation, the pending map, the
+//! timeout, and `notifications/cancelled` when the caller goes away.
+//!
+//! Spec (basic/utilities/cancellation): "When a party wants to cancel an in-progress
+//! request, it sends a `notifications/cancelled` notification"; "The `initialize` request
+//! MUST NOT be cancelled by clients". A request future dropped (or timed out) after the
+//! request went out and before its answer came sends one, naming the request's id.
+
+use parking_lot::Mutex;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::time::Duration;
+
+use mcp_tasks_proto::{RequestId, methods};
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use crate::error::PeerError;
+use crate::peer::{Peer, Route};
+
+pub(crate) type Answer = Result<Value, PeerError>;
+
+/// How one outgoing request is sent and waited for.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct RequestOptions {
+    /// The stream the request (and its cancellation) belongs to.
+    pub route: Route,
+    /// Give up after this long: the request fails with [`PeerError::Timeout`] and is
+    /// cancelled.
+    pub timeout: Option<Duration>,
+    /// The `reason` of the `notifications/cancelled` sent when the caller stops waiting.
+    pub cancel_reason: Cow<'static, str>,
+}
+
+impl Default for RequestOptions {
+    fn default() -> Self {
+        Self {
+            route: Route::Standalone,
+            timeout: None,
+            cancel_reason: Cow::Borrowed("the requester stopped waiting"),
+        }
+    }
+}
+
+impl RequestOptions {
+    /// On `route`, unbounded.
+    pub fn new(route: Route) -> Self {
+        Self {
+            route,
+            ..Self::default()
+        }
+    }
+
+    /// Bounded by `timeout` (`None`: unbounded).
+    #[must_use]
+    pub fn timeout(mut self, timeout: Option<Duration>) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The reason given when the request is cancelled because its caller went away.
+    #[must_use]
+    pub fn cancel_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
+        self.cancel_reason = reason.into();
+        self
+    }
+}
+
+/// The requests sent and not answered yet.
+pub(crate) struct PendingMap {
+    map: Mutex<HashMap<RequestId, oneshot::Sender<Answer>>>,
+    next_id: AtomicI64,
+}
+
+impl PendingMap {
+    pub(crate) fn new() -> Self {
+        Self {
+            map: Mutex::new(HashMap::new()),
+            next_id: AtomicI64::new(1),
+        }
+    }
+
+    /// A fresh id, and the receiver its answer will arrive on.
+    fn open(&self) -> (RequestId, oneshot::Receiver<Answer>) {
+        let id = RequestId::Number(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let (tx, rx) = oneshot::channel();
+        self.map.lock().insert(id.clone(), tx);
+        (id, rx)
+    }
+
+    /// Whether `id` was pending (and no longer is).
+    fn forget(&self, id: &RequestId) -> bool {
+        self.map.lock().remove(id).is_some()
+    }
+
+    /// Complete `id`; hands the answer back when no request of ours waits for it.
+    pub(crate) fn complete(&self, id: &RequestId, answer: Answer) -> Option<Answer> {
+        match self.map.lock().remove(id) {
+            Some(tx) => {
+                let _ = tx.send(answer);
+                None
+            }
+            None => Some(answer),
+        }
+    }
+
+    /// Fail every pending request with `error`.
+    pub(crate) fn fail_all(&self, error: &PeerError) {
+        for (_, tx) in self.map.lock().drain() {
+            let _ = tx.send(Err(error.clone()));
+        }
+    }
+
+    /// Number of requests waiting for an answer.
+    pub(crate) fn len(&self) -> usize {
+        self.map.lock().len()
+    }
+}
+
+/// Removes a pending request whose caller went away, and tells the other side.
+struct Outstanding<'a> {
+    peer: &'a Peer,
+    id: RequestId,
+    method: &'a str,
+    route: Route,
+    reason: Cow<'static, str>,
+    sent: bool,
+}
+
+impl Drop for Outstanding<'_> {
+    fn drop(&mut self) {
+        if !self.peer.pending().forget(&self.id) || !self.sent {
+            return;
+        }
+        // Spec (lifecycle): "The `initialize` request MUST NOT be cancelled by clients".
+        if self.method == methods::INITIALIZE || self.peer.is_closed() {
+            return;
+        }
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        tracing::debug!(id = %self.id, method = self.method, "cancelling an abandoned request");
+        let peer = self.peer.clone();
+        let route = self.route.clone();
+        let params = json!({ "requestId": self.id.to_value(), "reason": self.reason });
+        rt.spawn(async move {
+            peer.notify(methods::CANCELLED, Some(params), route).await;
+        });
+    }
+}
+
+/// Send `method` on `peer` and wait for its answer (see [`Peer::request_with`]).
+pub(crate) async fn request(
+    peer: &Peer,
+    method: &str,
+    params: Option<Value>,
+    options: RequestOptions,
+) -> Result<Value, PeerError> {
+    if peer.is_closed() || peer.input_ended().is_cancelled() {
+        return Err(PeerError::Closed);
+    }
+    let (id, rx) = peer.pending().open();
+    let mut outstanding = Outstanding {
+        peer,
+        id: id.clone(),
+        method,
+        route: options.route.clone(),
+        reason: options.cancel_reason,
+        sent: false,
+    };
+    let message = mcp_tasks_proto::Message::request(id, method, params);
+    peer.send(message, options.route)
+        .await
+        .map_err(|_| PeerError::Closed)?;
+    outstanding.sent = true;
+    let closed = peer.closed();
+    let ended = peer.input_ended();
+    let wait = async {
+        tokio::select! {
+            r = rx => r.unwrap_or(Err(PeerError::Closed)),
+            () = closed.cancelled() => Err(PeerError::Closed),
+            () = ended.cancelled() => Err(PeerError::Closed),
+        }
+    };
+    let Some(limit) = options.timeout else {
+        return wait.await;
+    };
+    match tokio::time::timeout(limit, wait).await {
+        Ok(out) => out,
+        Err(_) => {
+            outstanding.reason = Cow::Owned(format!("no answer within {limit:?}"));
+            drop(outstanding);
+            Err(PeerError::Timeout(limit))
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! The peer: serving, matching answers, and the outgoing-request lifecycle.
+
+use super::*;
+use serde_json::json;
+use std::time::Duration;
+
+struct Echo;
+
+#[async_trait]
+impl Handler for Echo {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        match method.as_str() {
+            "echo" => Ok(params.unwrap_or(Value::Null)),
+            "ask" => cx
+                .request("question", None)
+                .await
+                .map_err(PeerError::into_error_object),
+            "hang" => std::future::pending().await,
+            _ => Err(ErrorObject::method_not_found(method)),
+        }
+    }
+}
+
+#[tokio::test]
+async fn serves_requests_and_matches_responses() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    peer.receive(Message::request(1.into(), "echo", Some(json!({"a":1}))))
+        .await;
+    let out = rx.recv().await.unwrap();
+    assert_eq!(out.route, Route::Request(1.into()));
+    assert_eq!(out.message, Message::reply(1.into(), Ok(json!({"a":1}))));
+
+    peer.receive(Message::request(2.into(), "ask", None)).await;
+    let q = rx.recv().await.unwrap();
+    assert_eq!(q.route, Route::Request(2.into()));
+    let Message::Request(req) = q.message else {
+        panic!("expected a request")
+    };
+    peer.receive(Message::reply(req.id, Ok(json!("yes")))).await;
+    let out = rx.recv().await.unwrap();
+    assert_eq!(out.message, Message::reply(2.into(), Ok(json!("yes"))));
+}
+
+#[tokio::test]
+async fn idle_waits_until_every_request_is_answered_or_cancelled() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    peer.idle().await;
+    peer.receive(Message::request(1.into(), "hang", None)).await;
+    peer.receive(Message::request(2.into(), "echo", Some(json!(2))))
+        .await;
+    let out = rx.recv().await.unwrap();
+    assert_eq!(out.message, Message::reply(2.into(), Ok(json!(2))));
+    let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), peer.idle());
+    assert!(waiting.await.is_err(), "idle while request 1 hangs");
+    peer.receive(Message::notification(
+        methods::CANCELLED,
+        Some(json!({"requestId": 1})),
+    ))
+    .await;
+    tokio::time::timeout(std::time::Duration::from_secs(5), peer.idle())
+        .await
+        .expect("idle once request 1 is cancelled");
+}
+
+#[tokio::test]
+async fn requests_to_a_peer_whose_input_ended_fail_at_once() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    peer.receive(Message::request(1.into(), "ask", None)).await;
+    let q = rx.recv().await.unwrap();
+    assert!(matches!(q.message, Message::Request(_)), "{q:?}");
+    peer.end_input();
+    let out = rx.recv().await.unwrap();
+    let Message::Error(e) = out.message else {
+        panic!("expected an error reply, got {out:?}")
+    };
+    assert!(e.error.message.contains("connection closed"), "{e:?}");
+    let late = peer.request("question", None, Route::Standalone).await;
+    assert_eq!(late, Err(PeerError::Closed));
+    assert!(!peer.is_closed(), "what is sent is still delivered");
+}
+
+/// The next message sent, as a notification of `method`.
+async fn next_notification(rx: &mut mpsc::Receiver<Outbound>, method: &str) -> Outbound {
+    let out = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .expect("a message in time")
+        .expect("the queue is open");
+    assert!(
+        matches!(&out.message, Message::Notification(n) if n.method == method),
+        "expected {method}, got {out:?}"
+    );
+    out
+}
+
+fn params_of(out: &Outbound) -> Value {
+    match &out.message {
+        Message::Notification(n) => n.params.clone().unwrap_or(Value::Null),
+        other => panic!("not a notification: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_dropped_request_is_cancelled_with_its_id() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    let p = peer.clone();
+    let waiting = tokio::spawn(async move { p.request("question", None, Route::Standalone).await });
+    let Message::Request(q) = rx.recv().await.unwrap().message else {
+        panic!("expected the request")
+    };
+    assert_eq!(peer.outstanding(), 1);
+    waiting.abort();
+    let cancel = next_notification(&mut rx, methods::CANCELLED).await;
+    assert_eq!(cancel.route, Route::Standalone);
+    assert_eq!(params_of(&cancel)["requestId"], q.id.to_value());
+    assert_eq!(peer.outstanding(), 0);
+}
+
+#[tokio::test]
+async fn initialize_is_never_cancelled() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    let p = peer.clone();
+    let waiting = tokio::spawn(async move {
+        let options = RequestOptions::default().timeout(Some(Duration::from_millis(10)));
+        p.request_with(methods::INITIALIZE, None, options).await
+    });
+    assert!(matches!(
+        rx.recv().await.unwrap().message,
+        Message::Request(_)
+    ));
+    assert_eq!(
+        waiting.await.unwrap(),
+        Err(PeerError::Timeout(Duration::from_millis(10)))
+    );
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert!(
+        rx.try_recv().is_err(),
+        "no notifications/cancelled for initialize"
+    );
+}
+
+/// Records the answers no request of the peer waited for.
+#[derive(Default)]
+struct Unmatched(Mutex<Vec<RequestId>>);
+
+#[async_trait]
+impl Handler for Unmatched {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        method: String,
+        _params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::method_not_found(method))
+    }
+
+    fn handle_unmatched_response(
+        &self,
+        _peer: &Peer,
+        id: RequestId,
+        _outcome: Result<Value, ErrorObject>,
+    ) {
+        self.0.lock().push(id);
+    }
+}
+
+#[tokio::test]
+async fn a_timeout_fails_forgets_and_cancels_the_request_and_ignores_a_late_answer() {
+    let handler = Arc::new(Unmatched::default());
+    let (peer, mut rx) = Peer::new(Arc::clone(&handler) as Arc<dyn Handler>);
+    let options =
+        RequestOptions::new(Route::Request(9.into())).timeout(Some(Duration::from_millis(50)));
+    let out = peer.request_with("slow", None, options).await;
+    assert_eq!(out, Err(PeerError::Timeout(Duration::from_millis(50))));
+    assert_eq!(peer.outstanding(), 0, "the pending entry is removed");
+    let Message::Request(q) = rx.recv().await.unwrap().message else {
+        panic!("expected the request")
+    };
+    let cancel = next_notification(&mut rx, methods::CANCELLED).await;
+    assert_eq!(
+        cancel.route,
+        Route::Request(9.into()),
+        "on the request's route"
+    );
+    assert_eq!(params_of(&cancel)["requestId"], q.id.to_value());
+    // The answer comes after all: no request waits for it any more.
+    peer.receive(Message::reply(q.id.clone(), Ok(json!("late"))))
+        .await;
+    assert_eq!(*handler.0.lock(), vec![q.id]);
+    assert_eq!(peer.outstanding(), 0);
+}
+
+#[tokio::test]
+async fn a_transport_failure_fails_the_request_it_names() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    let p = peer.clone();
+    let waiting = tokio::spawn(async move { p.request("question", None, Route::Standalone).await });
+    let Message::Request(q) = rx.recv().await.unwrap().message else {
+        panic!("expected the request")
+    };
+    peer.fail(q.id, TransportError::too_large(Some(70), 64));
+    let Err(PeerError::Transport(t)) = waiting.await.unwrap() else {
+        panic!("expected a transport error")
+    };
+    assert!(t.is_too_large(), "{t:?}");
+    assert_eq!((t.bytes, t.limit), (Some(70), Some(64)));
+    // Not a cancellation: the transport failed it, nobody stopped waiting.
+    tokio::task::yield_now().await;
+    assert!(rx.try_recv().is_err());
+}
+
+/// The server side: a handler waiting for the answer to its own request (say an
+/// elicitation) is cancelled by the client; the elicitation is cancelled in turn.
+#[tokio::test]
+async fn a_cancelled_handler_cancels_the_request_it_was_waiting_for() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    peer.receive(Message::request(5.into(), "ask", None)).await;
+    let asked = rx.recv().await.unwrap();
+    assert_eq!(asked.route, Route::Request(5.into()));
+    let Message::Request(q) = asked.message else {
+        panic!("expected the question")
+    };
+    peer.receive(Message::notification(
+        methods::CANCELLED,
+        Some(json!({"requestId": 5})),
+    ))
+    .await;
+    let cancel = next_notification(&mut rx, methods::CANCELLED).await;
+    assert_eq!(cancel.route, Route::Request(5.into()));
+    assert_eq!(params_of(&cancel)["requestId"], q.id.to_value());
+    assert_eq!(peer.outstanding(), 0);
+    tokio::task::yield_now().await;
+    assert!(
+        rx.try_recv().is_err(),
+        "no response to the cancelled request"
+    );
+}
+
+#[tokio::test]
+async fn cancelled_requests_get_no_response() {
+    let (peer, mut rx) = Peer::new(Arc::new(Echo));
+    peer.receive(Message::request(7.into(), "hang", None)).await;
+    tokio::task::yield_now().await;
+    assert_eq!(peer.inflight(), 1);
+    peer.receive(Message::notification(
+        methods::CANCELLED,
+        Some(json!({"requestId": 7})),
+    ))
+    .await;
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert_eq!(peer.inflight(), 0);
+    peer.receive(Message::request(8.into(), "echo", Some(json!(1))))
+        .await;
+    let out = rx.recv().await.unwrap();
+    assert_eq!(out.message, Message::reply(8.into(), Ok(json!(1))));
+}

@@ -17,7 +17,7 @@ import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema } fro
 import { REPO_ROOT, TappedStdioTransport, WireLog, annotate, delay, drain, pollTask, relatedTaskOf, serverBinary } from '../lib/harness.mjs';
 
 const EVERYTHING = resolve(REPO_ROOT, 'interop', 'node_modules', '@modelcontextprotocol', 'server-everything', 'dist', 'index.js');
-const TAP = resolve(REPO_ROOT, 'crates', 'cli', 'tests', 'gateway_fixtures', 'tap.mjs');
+const TAP = resolve(REPO_ROOT, 'crates', 'cli', 'tests', 'it', 'gateway_fixtures', 'tap.mjs');
 const AS_TASKS = ['get-sum', 'echo', 'trigger-elicitation-request', 'trigger-long-running-operation'];
 
 /** The gateway in front of server-everything, what the upstream receives logged. */

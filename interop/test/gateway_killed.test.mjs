@@ -14,7 +14,7 @@ import { CallToolResultSchema, CreateTaskResultSchema } from '@modelcontextproto
 
 import { REPO_ROOT, TappedStdioTransport, WireLog, annotate, delay, pollTask, serverBinary } from '../lib/harness.mjs';
 
-const FAKE = resolve(REPO_ROOT, 'crates', 'cli', 'tests', 'gateway_fixtures', 'fake_upstream.mjs');
+const FAKE = resolve(REPO_ROOT, 'crates', 'cli', 'tests', 'it', 'gateway_fixtures', 'fake_upstream.mjs');
 
 describe('gateway: a stdio upstream killed mid-call (issue #10)', () => {
   it('fails the task, refuses calls while down, keeps tasks readable, comes back', async () => {

@@ -1,0 +1,268 @@
+//! Creating a task, running its work, and storing its outcome (with retries).
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use mcp_tasks_proto::ErrorObject;
+use serde_json::Value;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+use super::relay::{InputState, RunningTask, TaskChannel};
+use super::{
+    AUDIT_TARGET, Classifier, Requester, Runner, TaskEngine, TaskRun, TaskSpec, audit_finished,
+    bounded_message, failed_transition, new_task_id,
+};
+use crate::channel::RequestorChannel;
+use crate::error::EngineError;
+use crate::record::{NewTask, Outcome, TaskRecord};
+use crate::status::TaskStatus;
+use crate::store::{Transition, TransitionResult};
+
+/// First delay before storing a task's outcome again after the store failed; it doubles
+/// up to [`OUTCOME_RETRY_MAX_MS`].
+const OUTCOME_RETRY_FIRST_MS: u64 = 50;
+/// Longest delay between two attempts to store a task's outcome.
+const OUTCOME_RETRY_MAX_MS: u64 = 5_000;
+
+/// The delays between tries to store an outcome: from [`OUTCOME_RETRY_FIRST_MS`],
+/// doubling, up to [`OUTCOME_RETRY_MAX_MS`] (the workspace's one backoff, [`backon`]'s).
+fn outcome_retries() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(OUTCOME_RETRY_FIRST_MS))
+        .with_max_delay(Duration::from_millis(OUTCOME_RETRY_MAX_MS))
+        .without_max_times()
+        .build()
+}
+
+fn next_delay(delays: &mut backon::ExponentialBackoff) -> Duration {
+    delays
+        .next()
+        .unwrap_or(Duration::from_millis(OUTCOME_RETRY_MAX_MS))
+}
+
+impl TaskEngine {
+    /// Create a task and start it.
+    ///
+    /// Spec: "Receivers that accept a task-augmented request MUST return a
+    /// `CreateTaskResult` as the response. This result SHOULD be returned as soon as
+    /// possible after accepting the task." The record is committed before this returns
+    /// (no reply before commit); the work runs in the background.
+    ///
+    /// # Errors
+    /// -32602 for a malformed `task` field, the limit error when the requester has too many
+    /// active tasks, -32603 when the store fails.
+    pub async fn create(&self, spec: TaskSpec, runner: Runner) -> Result<TaskRecord, EngineError> {
+        if self.inner.shutdown.is_cancelled() {
+            return Err(EngineError::ShuttingDown);
+        }
+        let ttl = self.inner.policy.resolve_ttl(&spec.task_field)?;
+        let task_id = new_task_id();
+        let TaskSpec {
+            requester,
+            method,
+            params,
+            origin,
+            classify,
+            ..
+        } = spec;
+        let tool = params
+            .get("name")
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        // The stored text is the only copy of the params the engine keeps: the value goes
+        // now (the runner has what it needs).
+        let request = params.to_string();
+        drop(params);
+        let new = NewTask {
+            task_id: task_id.clone(),
+            owner: requester.principal.clone(),
+            quota_key: requester.quota_key(),
+            created_at_ms: self.now(),
+            ttl_ms: ttl,
+            poll_interval_ms: Some(self.inner.policy.poll_interval_ms),
+            method,
+            request,
+            executor: Some(self.inner.instance.clone()),
+            status_message: None,
+        };
+        let rec = self
+            .inner
+            .store
+            .create(new, &self.inner.policy.limits())
+            .await?;
+        tracing::info!(
+            target: AUDIT_TARGET,
+            task_id = %task_id,
+            method = %rec.method,
+            tool = tool.as_deref(),
+            principal = requester.principal.as_deref(),
+            ttl = ?ttl,
+            "task created"
+        );
+        self.launch(task_id, requester, origin, classify, runner);
+        Ok(rec)
+    }
+
+    /// Run `runner` for the stored task `task_id` in the background, until it ends or the
+    /// task is cancelled or expires.
+    pub(super) fn launch(
+        &self,
+        task_id: String,
+        answerer: Requester,
+        origin: Arc<dyn RequestorChannel>,
+        classify: Classifier,
+        runner: Runner,
+    ) {
+        let task = Arc::new(RunningTask {
+            task_id: task_id.clone(),
+            cancel: CancellationToken::new(),
+            origin,
+            answerer: Mutex::new(answerer),
+            input: Mutex::new(InputState::default()),
+            input_changed: Notify::new(),
+            status_lock: tokio::sync::Mutex::new(()),
+        });
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .insert(task_id.clone(), Arc::clone(&task));
+        let channel: Arc<dyn RequestorChannel> = Arc::new(TaskChannel {
+            engine: self.clone(),
+            task: Arc::clone(&task),
+        });
+        let run = TaskRun {
+            task_id: task_id.clone(),
+            cancel: task.cancel.clone(),
+            channel,
+        };
+        let fut = runner(run);
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let outcome = tokio::select! {
+                biased;
+                () = task.cancel.cancelled() => None,
+                r = fut => Some(r),
+            };
+            if let Some(outcome) = outcome {
+                engine.finish(&task.task_id, outcome, classify).await;
+            }
+            engine.stop_local(&task.task_id);
+        });
+    }
+
+    pub(super) async fn finish(
+        &self,
+        task_id: &str,
+        outcome: Result<Value, ErrorObject>,
+        classify: Classifier,
+    ) {
+        let (to, message, stored) = match &outcome {
+            Ok(v) => {
+                let (status, message) = classify(v);
+                (status, message.map(bounded_message), Outcome::result(v))
+            }
+            Err(e) => (
+                TaskStatus::Failed,
+                Some(bounded_message(format!(
+                    "Request failed: {} ({})",
+                    e.message, e.code
+                ))),
+                Outcome::error(e),
+            ),
+        };
+        drop(outcome);
+        let t = Transition {
+            task_id: task_id.to_owned(),
+            to,
+            status_message: message,
+            outcome: Some(stored),
+            at_ms: self.now(),
+        };
+        let stored = match self.store_outcome(t).await {
+            Ok(r) => Some(r),
+            Err(e) => {
+                // A task that cannot be finished would stay `working` (its lease is ours,
+                // so no sweep fails it) and its waiters would block until its TTL: record
+                // the failure itself, once the store takes it.
+                let err =
+                    ErrorObject::internal(format!("The task's result could not be stored: {e}"));
+                tracing::error!(task_id = %task_id, error = %e, "could not store the outcome of a task; storing its failure instead");
+                self.store_failure(task_id, &err).await
+            }
+        };
+        match stored {
+            Some(TransitionResult::Applied(rec)) => {
+                audit_finished(&rec);
+                self.announce(&rec).await;
+            }
+            Some(TransitionResult::Rejected(rec)) => {
+                // Spec: "Once a task is cancelled, it MUST remain in cancelled status even if
+                // execution continues to completion or fails." A late outcome is dropped.
+                tracing::debug!(task_id = %task_id, status = %rec.status, "late outcome dropped");
+            }
+            Some(TransitionResult::Missing) => {
+                tracing::debug!(task_id = %task_id, "outcome of a deleted task dropped")
+            }
+            None => {}
+        }
+    }
+
+    /// Store a terminal transition within the policy's byte limits, retrying with backoff
+    /// while the store fails, for up to
+    /// [`Policy::outcome_retry_ms`](crate::policy::Policy::outcome_retry_ms). The last error when
+    /// it never succeeded.
+    pub(super) async fn store_outcome(
+        &self,
+        t: Transition,
+    ) -> Result<TransitionResult, crate::StoreError> {
+        let limits = self.inner.policy.limits();
+        let deadline =
+            tokio::time::Instant::now() + Duration::from_millis(self.inner.policy.outcome_retry_ms);
+        let mut delays = outcome_retries();
+        loop {
+            match self.inner.store.transition_within(t.clone(), &limits).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    let now = tokio::time::Instant::now();
+                    if now >= deadline || self.inner.shutdown.is_cancelled() {
+                        return Err(e);
+                    }
+                    let delay = next_delay(&mut delays);
+                    tracing::warn!(task_id = %t.task_id, error = %e, retry_in = ?delay, "could not store the outcome of a task; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay.min(deadline - now)) => {}
+                        () = self.inner.shutdown.cancelled() => return Err(e),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fail `task_id` with `err`, retrying every few seconds until the store takes it (the
+    /// lease stays ours meanwhile, so no sweep fails the task in our place) or the engine
+    /// shuts down (then the next start's lease check fails it).
+    pub(super) async fn store_failure(
+        &self,
+        task_id: &str,
+        err: &ErrorObject,
+    ) -> Option<TransitionResult> {
+        let mut delays = outcome_retries();
+        loop {
+            let t = failed_transition(task_id, err, self.now());
+            match self.inner.store.transition(t).await {
+                Ok(r) => return Some(r),
+                Err(e) => {
+                    let delay = next_delay(&mut delays);
+                    tracing::warn!(task_id = %task_id, error = %e, retry_in = ?delay, "could not store the failure of a task; retrying");
+                    tokio::select! {
+                        () = tokio::time::sleep(delay) => {}
+                        () = self.inner.shutdown.cancelled() => return None,
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! Start-up and background work: the executor lease, orphaned tasks, the expiry sweep,
+//! and stopping local work.
+
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use mcp_tasks_proto::{ErrorObject, RequestId};
+
+use super::{ORPHAN_MESSAGE, Requester, TaskEngine, audit_finished, failed_transition};
+use crate::error::EngineError;
+use crate::store::{Transition, TransitionResult};
+
+impl TaskEngine {
+    /// Adopt and resume the orphaned tasks the [`Resumer`](super::Resumer) can go on with; the others are
+    /// left to [`TaskStore::fail_orphans`](crate::store::TaskStore::fail_orphans).
+    pub(super) async fn resume_orphans(&self, now: i64) {
+        let Some(resumer) = self.inner.resumer.get() else {
+            return;
+        };
+        let orphans = match self.inner.store.orphans(now, 1000).await {
+            Ok(o) => o,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not list orphaned tasks");
+                return;
+            }
+        };
+        for rec in orphans {
+            let Some(resumed) = resumer.resume(&rec) else {
+                continue;
+            };
+            match self
+                .inner
+                .store
+                .adopt(&rec.task_id, &self.inner.instance, now)
+                .await
+            {
+                Ok(Some(rec)) => {
+                    tracing::info!(task_id = %rec.task_id, "task resumed after its executor stopped");
+                    let owner = Requester {
+                        principal: rec.owner.clone(),
+                        ..Requester::default()
+                    };
+                    self.launch(
+                        rec.task_id,
+                        owner,
+                        resumed.origin,
+                        resumed.classify,
+                        resumed.runner,
+                    );
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(task_id = %rec.task_id, error = %e, "could not adopt a task")
+                }
+            }
+        }
+    }
+
+    /// Take the executor lease and fail the tasks of executors that died, before the first
+    /// task is accepted (so that no other process mistakes this one's new tasks for
+    /// orphans, and a restart reports its predecessor's unfinished tasks at once when their
+    /// lease has run out).
+    ///
+    /// # Errors
+    /// A store failure.
+    pub async fn start(&self) -> Result<(), EngineError> {
+        let now = self.now();
+        let until =
+            now.saturating_add(i64::try_from(self.inner.policy.lease_ms).unwrap_or(i64::MAX));
+        self.inner
+            .store
+            .heartbeat(&self.inner.instance, until)
+            .await?;
+        self.resume_orphans(now).await;
+        for r in self.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await? {
+            tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
+        }
+        Ok(())
+    }
+
+    /// Start the background work: one sweeper for expired tasks, lease renewal, and the
+    /// failing of tasks whose executor died. Stops on [`Self::shutdown`].
+    pub fn start_background(&self) -> tokio::task::JoinHandle<()> {
+        let weak = Arc::downgrade(&self.inner);
+        let shutdown = self.inner.shutdown.clone();
+        let sweep = Duration::from_millis(self.inner.policy.sweep_interval_ms.max(10));
+        let lease = self.inner.policy.lease_ms;
+        tokio::spawn(async move {
+            let mut last_beat = i64::MIN;
+            loop {
+                let Some(engine) = Weak::upgrade(&weak).map(|inner| TaskEngine { inner }) else {
+                    return;
+                };
+                let now = engine.now();
+                if now.saturating_sub(last_beat) >= i64::try_from(lease / 3).unwrap_or(i64::MAX) {
+                    let until = now.saturating_add(i64::try_from(lease).unwrap_or(i64::MAX));
+                    match engine
+                        .inner
+                        .store
+                        .heartbeat(&engine.inner.instance, until)
+                        .await
+                    {
+                        Ok(()) => last_beat = now,
+                        Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
+                    }
+                    engine.resume_orphans(now).await;
+                    match engine.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await {
+                        Ok(recs) => {
+                            for r in recs {
+                                tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
+                            }
+                        }
+                        Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
+                    }
+                }
+                engine.sweep_expired().await;
+                drop(engine);
+                tokio::select! {
+                    () = tokio::time::sleep(sweep) => {}
+                    () = shutdown.cancelled() => return,
+                }
+            }
+        })
+    }
+
+    /// Delete expired tasks now; cancel the work of those still running.
+    ///
+    /// Spec: "After a task's `ttl` lifetime has elapsed, receivers MAY delete the task and
+    /// its results, regardless of the task status."
+    pub async fn sweep_expired(&self) -> usize {
+        let mut total = 0;
+        loop {
+            match self.inner.store.delete_expired(self.now(), 1000).await {
+                Ok(ids) => {
+                    total += ids.len();
+                    for id in &ids {
+                        tracing::info!(task_id = %id, "task expired and was deleted");
+                        self.stop_local(id);
+                    }
+                    if ids.len() < 1000 {
+                        return total;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "expiry sweep failed");
+                    return total;
+                }
+            }
+        }
+    }
+
+    /// Stop the local execution of a task (cancel its work, drop its pending requests).
+    pub(super) fn stop_local(&self, task_id: &str) {
+        let task = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .remove(task_id);
+        if let Some(task) = task {
+            task.cancel.cancel();
+            let ids: Vec<RequestId> = task.input().queue.drain(..).map(|p| p.id).collect();
+            let mut answers = self
+                .inner
+                .answers
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            for id in ids {
+                answers.remove(&id);
+            }
+            task.input_changed.notify_waiters();
+        }
+    }
+
+    /// Fail every task this process still runs with `message` (graceful shutdown after the
+    /// grace period) and stop their work.
+    pub async fn fail_running(&self, message: &str) {
+        let ids: Vec<String> = self
+            .inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .keys()
+            .cloned()
+            .collect();
+        for id in ids {
+            let err = ErrorObject::internal(message.to_owned());
+            // The status message is the plain sentence; the stored error carries the code.
+            let t = Transition {
+                status_message: Some(message.to_owned()),
+                ..failed_transition(&id, &err, self.now())
+            };
+            if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
+                audit_finished(&rec);
+                self.announce(&rec).await;
+            }
+            self.stop_local(&id);
+        }
+    }
+}

@@ -1,0 +1,329 @@
+//! The receiver engine: creates tasks, runs them, answers `tasks/*`, relays input.
+//!
+//! It is generic over the request a task wraps (the caller passes a runner future and a
+//! classifier that maps its result to a terminal status) and over the transport (it
+//! reaches peers through [`RequestorChannel`] and
+//! [`RequestSender`](crate::channel::RequestSender)).
+
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+use futures::future::BoxFuture;
+use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use crate::channel::RequestorChannel;
+use crate::clock::Clock;
+use crate::cursor::CursorCodec;
+use crate::error::EngineError;
+use crate::policy::Policy;
+use crate::record::{Outcome, TaskRecord};
+use crate::status::TaskStatus;
+use crate::store::{ListScope, TaskStore, Transition};
+
+mod launch;
+mod lifecycle;
+mod query;
+mod relay;
+
+use relay::{PendingAnswer, RunningTask};
+
+/// Who is asking. Tasks are bound to `principal`; `sees_all` is the local stdio peer,
+/// which sees its whole store.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Requester {
+    /// The authenticated principal, if any.
+    pub principal: Option<String>,
+    /// Whether this requester may see every task (stdio: the local peer owns the store).
+    pub sees_all: bool,
+    /// An opaque id of the session (connection) the request came on, unique per session
+    /// and unguessable. Without a principal it is what a session's own state is bound to:
+    /// its answers to relayed requests and (HTTP without auth) its task quota. Never sent to
+    /// a peer.
+    pub session: Option<String>,
+}
+
+impl Requester {
+    /// The local peer of a stdio server.
+    pub fn local() -> Self {
+        Self {
+            principal: None,
+            sees_all: true,
+            session: None,
+        }
+    }
+
+    /// Spec: "If context-binding is available, receivers MUST reject `tasks/get`,
+    /// `tasks/result`, and `tasks/cancel` requests for tasks that do not belong to the same
+    /// authorization context as the requestor."
+    pub fn can_see(&self, rec: &TaskRecord) -> bool {
+        self.sees_all || rec.owner == self.principal
+    }
+
+    /// What this requester's tasks count against for the per-requester limits (active
+    /// tasks, stored tasks, stored bytes): its principal when it has one; else the local
+    /// stdio peer (one key); else its session, so that without auth each HTTP session has
+    /// its own quota and one client cannot lock task creation for the others. Prefixed so
+    /// that a principal can never share a session's key.
+    pub fn quota_key(&self) -> String {
+        match (&self.principal, self.sees_all, &self.session) {
+            (Some(p), _, _) => format!("principal:{p}"),
+            (None, true, _) => LOCAL_QUOTA_KEY.to_owned(),
+            (None, false, Some(s)) => format!("session:{s}"),
+            (None, false, None) => "anonymous".to_owned(),
+        }
+    }
+
+    /// The `tasks/list` scope, or `None` when this requester cannot be identified.
+    pub fn list_scope(&self) -> Option<ListScope> {
+        if self.sees_all {
+            Some(ListScope::All)
+        } else {
+            self.principal.clone().map(ListScope::Owner)
+        }
+    }
+}
+
+/// The quota key of the local stdio peer (and of tasks stored before quota keys existed
+/// that were bound to no one).
+pub const LOCAL_QUOTA_KEY: &str = "local";
+
+/// The `tracing` target of the audit log: one `info` line when a task is created, reaches
+/// a terminal status, has its result retrieved, or is cancelled (task id, method or tool,
+/// principal; never params, results or tokens). Filter it with
+/// `RUST_LOG=info,mcp_tasks::audit=off` (or `=warn`).
+pub const AUDIT_TARGET: &str = "mcp_tasks::audit";
+
+/// Decides the terminal status of a successful result (a `CallToolResult` with
+/// `isError: true` is `failed`).
+pub type Classifier = fn(&Value) -> (TaskStatus, Option<String>);
+
+/// What a runner gets: the task id, its cancellation, and a channel to the requestor
+/// through which requests become `input_required` and are relayed via `tasks/result`.
+pub struct TaskRun {
+    /// The task id.
+    pub task_id: String,
+    /// Fires when the task is cancelled or expires.
+    pub cancel: CancellationToken,
+    /// Task-mode channel to the requestor.
+    pub channel: Arc<dyn RequestorChannel>,
+}
+
+/// The future that computes a task's outcome.
+pub type Runner = Box<dyn FnOnce(TaskRun) -> BoxFuture<'static, Result<Value, ErrorObject>> + Send>;
+
+/// What to create.
+pub struct TaskSpec {
+    /// Who creates it.
+    pub requester: Requester,
+    /// The wrapped method.
+    pub method: String,
+    /// The wrapped params (kept as the original request).
+    pub params: Value,
+    /// The `task` field of the request.
+    pub task_field: Value,
+    /// Where status notifications go (the connection that created the task).
+    pub origin: Arc<dyn RequestorChannel>,
+    /// How a successful result maps to a terminal status.
+    pub classify: Classifier,
+}
+
+/// Work resumed for a task whose executor stopped: where its notifications go, how its
+/// result maps to a status, and the future that computes its outcome.
+pub struct Resumed {
+    /// Where status notifications go (the original connection is gone).
+    pub origin: Arc<dyn RequestorChannel>,
+    /// How a successful result maps to a terminal status.
+    pub classify: Classifier,
+    /// The work.
+    pub runner: Runner,
+}
+
+/// Picks up the work of tasks whose executor stopped, when that work can go on without
+/// being re-run (a gateway following a task that runs on its upstream). Every other
+/// orphaned task is failed, as before.
+pub trait Resumer: Send + Sync + 'static {
+    /// The work that resumes `rec`, or `None` to let it be failed as an orphan.
+    fn resume(&self, rec: &TaskRecord) -> Option<Resumed>;
+}
+
+struct Inner {
+    resumer: std::sync::OnceLock<Arc<dyn Resumer>>,
+    store: Arc<dyn TaskStore>,
+    policy: Policy,
+    clock: Arc<dyn Clock>,
+    instance: String,
+    running: Mutex<HashMap<String, Arc<RunningTask>>>,
+    answers: Mutex<HashMap<RequestId, PendingAnswer>>,
+    /// Answers refused because they came from another requester than the task's.
+    failed_lookups: AtomicU64,
+    cursor: tokio::sync::OnceCell<CursorCodec>,
+    shutdown: CancellationToken,
+}
+
+/// The engine. Cheap to clone.
+#[derive(Clone)]
+pub struct TaskEngine {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for TaskEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TaskEngine")
+            .field("instance", &self.inner.instance)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Longest status message the engine stores for a finished task, in bytes: a tool's
+/// error text is quoted in it and may be as large as its result (which is stored once, as
+/// the outcome).
+pub const MAX_STATUS_MESSAGE: usize = 1024;
+
+/// `message`, cut to at most [`MAX_STATUS_MESSAGE`] bytes (at a character boundary, with
+/// "…" when cut).
+fn bounded_message(mut message: String) -> String {
+    if message.len() > MAX_STATUS_MESSAGE {
+        let mut end = MAX_STATUS_MESSAGE - '…'.len_utf8();
+        while !message.is_char_boundary(end) {
+            end -= 1;
+        }
+        message.truncate(end);
+        message.push('…');
+    }
+    message
+}
+
+/// The transition that fails `task_id` with `err` (its message is the status message).
+fn failed_transition(task_id: &str, err: &ErrorObject, at_ms: i64) -> Transition {
+    Transition {
+        task_id: task_id.to_owned(),
+        to: TaskStatus::Failed,
+        status_message: Some(err.message.clone()),
+        outcome: Some(Outcome::error(err)),
+        at_ms,
+    }
+}
+
+/// The audit line of a task that reached a terminal status.
+fn audit_finished(rec: &TaskRecord) {
+    tracing::info!(
+        target: AUDIT_TARGET,
+        task_id = %rec.task_id,
+        method = %rec.method,
+        principal = rec.owner.as_deref(),
+        status = %rec.status,
+        "task finished"
+    );
+}
+
+/// The status message of a task failed because its executor stopped.
+pub const ORPHAN_MESSAGE: &str = "The server stopped before the task finished; it was not re-run.";
+/// The status message of a cancelled task.
+pub const CANCELLED_MESSAGE: &str = "The task was cancelled by request.";
+
+/// The outcome `tasks/result` returns for a cancelled task: a JSON-RPC error with code
+/// [`codes::TASK_CANCELLED`], the same every time.
+pub fn cancelled_outcome(task_id: &str) -> ErrorObject {
+    ErrorObject::new(
+        codes::TASK_CANCELLED,
+        "Task cancelled: the task was cancelled before it finished",
+    )
+    .with_data(json!({ "taskId": task_id, "status": "cancelled" }))
+}
+
+/// A new task id: a UUID v4 (122 random bits) from the OS CSPRNG.
+///
+/// Spec: "receivers MUST generate cryptographically secure task IDs with enough entropy to
+/// prevent guessing".
+pub fn new_task_id() -> String {
+    uuid::Uuid::new_v4().to_string()
+}
+
+impl TaskEngine {
+    /// An engine over `store`.
+    pub fn new(store: Arc<dyn TaskStore>, policy: Policy, clock: Arc<dyn Clock>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                resumer: std::sync::OnceLock::new(),
+                store,
+                policy,
+                clock,
+                instance: new_task_id(),
+                running: Mutex::new(HashMap::new()),
+                answers: Mutex::new(HashMap::new()),
+                failed_lookups: AtomicU64::new(0),
+                cursor: tokio::sync::OnceCell::new(),
+                shutdown: CancellationToken::new(),
+            }),
+        }
+    }
+
+    /// Install the [`Resumer`] consulted before orphaned tasks are failed (once; set it
+    /// before [`Self::start`]). Returns `false` if one was installed already.
+    pub fn set_resumer(&self, resumer: Arc<dyn Resumer>) -> bool {
+        self.inner.resumer.set(resumer).is_ok()
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> &Policy {
+        &self.inner.policy
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    /// This process's executor id (for leases).
+    pub fn instance(&self) -> &str {
+        &self.inner.instance
+    }
+
+    fn now(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    fn running(&self, task_id: &str) -> Option<Arc<RunningTask>> {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .get(task_id)
+            .cloned()
+    }
+
+    /// Number of tasks this process is executing.
+    pub fn running_count(&self) -> usize {
+        self.inner
+            .running
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .len()
+    }
+
+    /// Cancel all local work (used at shutdown after the grace period).
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    async fn cursor(&self) -> Result<&CursorCodec, EngineError> {
+        self.inner
+            .cursor
+            .get_or_try_init(|| async { self.inner.store.cursor_key().await.map(CursorCodec::new) })
+            .await
+            .map_err(EngineError::from)
+    }
+
+    async fn announce(&self, rec: &TaskRecord) {
+        let running = self.running(&rec.task_id);
+        if let Some(task) = running {
+            let params = serde_json::to_value(rec.to_wire()).unwrap_or(Value::Null);
+            // Spec: "notifications/tasks/status notifications SHOULD NOT include related-task
+            // metadata, as the task ID is already present in the notification parameters."
+            task.notify_requestor(methods::TASK_STATUS, params).await;
+        }
+    }
+}

@@ -1,0 +1,232 @@
+//! The `tasks/*` queries: `tasks/get`, `tasks/list`, `tasks/result` and `tasks/cancel`.
+
+use std::sync::Arc;
+
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::{Task, set_related_task};
+use serde_json::Value;
+
+use super::relay::Deliverer;
+use super::{AUDIT_TARGET, CANCELLED_MESSAGE, Requester, TaskEngine, cancelled_outcome};
+use crate::channel::RequestSender;
+use crate::error::EngineError;
+use crate::record::{Outcome, TaskRecord};
+use crate::status::TaskStatus;
+use crate::store::{Transition, TransitionResult};
+
+impl TaskEngine {
+    pub(super) async fn visible(
+        &self,
+        task_id: &str,
+        who: &Requester,
+    ) -> Result<TaskRecord, EngineError> {
+        let rec = self.inner.store.get(task_id).await?;
+        self.seen_by(rec, who)
+    }
+
+    /// [`Self::visible`] without the request and outcome (see [`TaskStore::get_summary`]).
+    pub(super) async fn visible_summary(
+        &self,
+        task_id: &str,
+        who: &Requester,
+    ) -> Result<TaskRecord, EngineError> {
+        let rec = self.inner.store.get_summary(task_id).await?;
+        self.seen_by(rec, who)
+    }
+
+    /// `rec` if `who` may see it and it has not expired.
+    pub(super) fn seen_by(
+        &self,
+        rec: Option<TaskRecord>,
+        who: &Requester,
+    ) -> Result<TaskRecord, EngineError> {
+        let rec = rec
+            .filter(|r| who.can_see(r))
+            .ok_or(EngineError::NotFound)?;
+        if rec.is_expired(self.now()) {
+            return Err(EngineError::Expired);
+        }
+        Ok(rec)
+    }
+
+    /// `tasks/get`.
+    ///
+    /// # Errors
+    /// Not found (also for a foreign task), expired, or a store failure.
+    pub async fn get(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
+        Ok(self.visible_summary(task_id, who).await?.to_wire())
+    }
+
+    /// `tasks/cancel`.
+    ///
+    /// Spec: "Receivers MUST reject cancellation requests for tasks already in a terminal
+    /// status with error code -32602"; "Upon receiving a valid cancellation request,
+    /// receivers SHOULD attempt to stop the task's execution and MUST transition the task
+    /// to cancelled status before sending the response."
+    ///
+    /// # Errors
+    /// Not found, expired, already terminal, or a store failure.
+    pub async fn cancel(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
+        let rec = self.visible_summary(task_id, who).await?;
+        if rec.status.is_terminal() {
+            return Err(EngineError::AlreadyTerminal(rec.status));
+        }
+        let t = Transition {
+            task_id: task_id.to_owned(),
+            to: TaskStatus::Cancelled,
+            status_message: Some(CANCELLED_MESSAGE.to_owned()),
+            outcome: Some(Outcome::error(&cancelled_outcome(task_id))),
+            at_ms: self.now(),
+        };
+        match self.inner.store.transition(t).await? {
+            TransitionResult::Applied(rec) => {
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = who.principal.as_deref(),
+                    "task cancelled"
+                );
+                self.announce(&rec).await;
+                self.stop_local(task_id);
+                Ok(rec.to_wire())
+            }
+            TransitionResult::Rejected(rec) => Err(EngineError::AlreadyTerminal(rec.status)),
+            TransitionResult::Missing => Err(EngineError::NotFound),
+        }
+    }
+
+    /// `tasks/list`: one page.
+    ///
+    /// Spec: "If a task is retrievable via `tasks/get` for a requestor, it MUST be
+    /// retrievable via `tasks/list` for that requestor." and "Receivers MUST include a
+    /// `nextCursor` in the response if more tasks are available."
+    ///
+    /// # Errors
+    /// -32602 for a bad cursor; a store failure.
+    pub async fn list(
+        &self,
+        cursor: Option<&str>,
+        who: &Requester,
+    ) -> Result<(Vec<Task>, Option<String>), EngineError> {
+        let scope = who
+            .list_scope()
+            .ok_or_else(|| EngineError::InvalidParams("tasks/list is not available".into()))?;
+        let codec = self.cursor().await?;
+        let after = match cursor {
+            None => None,
+            Some(c) => Some(
+                codec
+                    .decode(c, &scope)
+                    .ok_or_else(|| EngineError::InvalidParams("Invalid cursor".into()))?,
+            ),
+        };
+        let size = self.inner.policy.page_size.max(1);
+        let mut page = self.inner.store.list(&scope, after, size + 1).await?;
+        let next = if page.len() > size {
+            page.truncate(size);
+            page.last().map(|r| codec.encode(r.seq, &scope))
+        } else {
+            None
+        };
+        let now = self.now();
+        Ok((
+            page.iter()
+                .filter(|r| !r.is_expired(now))
+                .map(TaskRecord::to_wire)
+                .collect(),
+            next,
+        ))
+    }
+
+    /// `tasks/result`: block until the task is terminal, relaying its pending requests on
+    /// `sender` meanwhile, then return the stored outcome.
+    ///
+    /// Spec: "When a receiver receives a `tasks/result` request for a task in any other
+    /// non-terminal status (`working` or `input_required`), it MUST block the response
+    /// until the task reaches a terminal status." The wait wakes on the store's change
+    /// signal; nothing polls.
+    ///
+    /// Spec: "When the requestor encounters the `input_required` status, it SHOULD
+    /// preemptively call `tasks/result`." and "In the Streamable HTTP (SSE) transport,
+    /// clients MAY disconnect from an SSE stream opened by the server in response to a
+    /// `tasks/result` request at any time." Every new `tasks/result` of the requester the
+    /// task belongs to gets every pending request (same JSON-RPC id), also those already
+    /// sent on an older stream of its own that the client may have dropped (not those on
+    /// the connection a stdio peer shares: they arrived); requests that come up later go
+    /// on the newest. Another requester's `tasks/result` (one that can see the task
+    /// without owning it) only waits for the outcome: it gets no requests. Without
+    /// `sender` (a `tasks/result` answered as JSON only) the requests stay queued for the
+    /// next stream.
+    ///
+    /// # Errors
+    /// The task's JSON-RPC error outcome (`Ok(Err(..))` never: the stored error is the
+    /// `Err`), or not found / expired / store failures.
+    pub async fn result(
+        &self,
+        task_id: &str,
+        who: &Requester,
+        sender: Option<Arc<dyn RequestSender>>,
+    ) -> Result<Result<Value, ErrorObject>, EngineError> {
+        let mut changes = self.inner.store.subscribe(task_id);
+        let mut rec = self.visible(task_id, who).await?;
+        let mut deliverer: Option<Deliverer> = None;
+        loop {
+            if rec.status.is_terminal() {
+                tracing::info!(
+                    target: AUDIT_TARGET,
+                    task_id = %task_id,
+                    method = %rec.method,
+                    principal = who.principal.as_deref(),
+                    status = %rec.status,
+                    "task result retrieved"
+                );
+                let Some(outcome) = &rec.outcome else {
+                    return Err(EngineError::Store(crate::StoreError::Corrupt(format!(
+                        "terminal task {task_id} has no outcome"
+                    ))));
+                };
+                return Ok(outcome.decode().map(|mut v| {
+                    // Spec: "The tasks/result operation MUST include this metadata in its
+                    // response, as the result structure itself does not contain the task ID."
+                    set_related_task(&mut v, task_id);
+                    v
+                }));
+            }
+            let running = self.running(task_id);
+            let notified = running.as_ref().map(|t| {
+                let n = t.input_changed.notified();
+                (Arc::clone(t), n)
+            });
+            let mut notified = notified.map(|(t, n)| (t, Box::pin(n)));
+            if let (Some((task, n)), Some(sender)) = (notified.as_mut(), sender.as_ref()) {
+                n.as_mut().enable();
+                if deliverer.is_none() && task.may_answer(who, true) {
+                    deliverer = Some(Deliverer::register(Arc::clone(task), Arc::clone(sender)));
+                }
+                if let Some(d) = deliverer.as_mut() {
+                    d.deliver().await;
+                }
+            }
+            let expires = rec.expires_at_ms();
+            tokio::select! {
+                r = changes.changed() => {
+                    if r.is_err() {
+                        return Err(EngineError::ShuttingDown);
+                    }
+                }
+                () = async { match notified { Some((_, n)) => n.await, None => std::future::pending().await } } => {}
+            }
+            rec = match self.inner.store.get(task_id).await? {
+                Some(r) => r,
+                None if expires.is_some_and(|e| self.now() >= e) => {
+                    return Err(EngineError::Expired);
+                }
+                None => return Err(EngineError::NotFound),
+            };
+            if rec.is_expired(self.now()) {
+                return Err(EngineError::Expired);
+            }
+        }
+    }
+}

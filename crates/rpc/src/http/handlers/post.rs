@@ -1,0 +1,380 @@
+//! POST: a JSON-RPC message on the endpoint, `initialize`, and how a request gets
+//! answered (one JSON object or an SSE stream).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use mcp_tasks_proto::{ErrorObject, Message, RequestId, codes, methods};
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use crate::http::session::{Connect, First, HttpSession, Pending, Reader, new_session_id};
+use crate::http::{ClientAddr, Refused, ReplyMode, Shared};
+use crate::peer::{Peer, RouteDelivery};
+
+use super::{
+    Accept, EVENT_STREAM, JSON, MCP_SESSION_ID, accept, bad_request, empty, error_body,
+    find_session, header_str, http_error, json_response, not_acceptable, read_body,
+};
+
+pub(super) async fn post(
+    shared: &Arc<Shared>,
+    parts: &Parts,
+    body: Body,
+    principal: Option<String>,
+) -> Response {
+    if let Some(ct) = header_str(&parts.headers, header::CONTENT_TYPE) {
+        let mt = ct.split(';').next().unwrap_or("").trim();
+        if !mt.eq_ignore_ascii_case(JSON) {
+            return http_error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                codes::INVALID_REQUEST,
+                format!("Unsupported Media Type: the body must be {JSON}, got `{ct}`"),
+            );
+        }
+    }
+    let acc = accept(&parts.headers);
+    if !acc.json && !acc.sse {
+        return not_acceptable("application/json or text/event-stream");
+    }
+    let bytes = match read_body(shared, parts, body).await {
+        Ok(b) => b,
+        Err(r) => return *r,
+    };
+    let message = match Message::parse(&bytes) {
+        Ok(m) => m,
+        Err(f) => {
+            return json_response(StatusCode::BAD_REQUEST, error_body(f.id.as_ref(), &f.error));
+        }
+    };
+    let has_session = parts.headers.contains_key(MCP_SESSION_ID);
+    let client = parts.extensions.get::<ClientAddr>().map(|c| c.0.ip());
+    match message {
+        Message::Request(req) if !has_session => {
+            if req.method == methods::INITIALIZE {
+                initialize(shared, req, principal, client, acc, true).await
+            } else if req.method == methods::SERVER_DISCOVER {
+                // Answered by a throwaway session's handler (-32601), so that a newer
+                // client falls back to initialize.
+                initialize(shared, req, principal, client, acc, false).await
+            } else {
+                bad_request(format!(
+                    "Bad Request: the Mcp-Session-Id header is required for `{}` (send initialize first)",
+                    req.method
+                ))
+            }
+        }
+        other => {
+            let session = match find_session(shared, &parts.headers, principal.as_ref()) {
+                Ok(s) => s,
+                Err(r) => return *r,
+            };
+            match other {
+                Message::Request(req) => {
+                    let mode = mode_for(shared, &req, acc);
+                    let answer = answer(shared, &session, req, mode).await;
+                    answer.into_response(&session)
+                }
+                Message::Notification(n) => {
+                    let cancelled = (n.method == methods::CANCELLED)
+                        .then(|| n.params.as_ref().and_then(|p| p.get("requestId")))
+                        .flatten()
+                        .and_then(request_id_of);
+                    session.peer.receive(Message::Notification(n)).await;
+                    if let Some(id) = cancelled {
+                        session.request_cancelled(&id);
+                    }
+                    empty(StatusCode::ACCEPTED)
+                }
+                response => {
+                    // Answers to what the server asked, possibly on another stream or
+                    // session: the peer (and behind it the handler) routes them by id.
+                    session.peer.receive(response).await;
+                    empty(StatusCode::ACCEPTED)
+                }
+            }
+        }
+    }
+}
+
+fn request_id_of(v: &Value) -> Option<RequestId> {
+    match v {
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        _ => None,
+    }
+}
+
+fn mode_for(shared: &Shared, req: &mcp_tasks_proto::Request, acc: Accept) -> ReplyMode {
+    let mode = (shared.config.reply_policy)(req);
+    match (acc.json, acc.sse) {
+        (true, false) => ReplyMode::Json,
+        (false, true) => ReplyMode::Stream,
+        _ => mode,
+    }
+}
+
+/// Ends a session that never got registered when the POST that created it goes away.
+struct EndUnlessKept(Option<Arc<HttpSession>>);
+
+impl Drop for EndUnlessKept {
+    fn drop(&mut self) {
+        if let Some(s) = self.0.take() {
+            s.end();
+        }
+    }
+}
+
+/// POST without a session: `initialize` creates one (kept when it succeeds); with
+/// `keep == false` the session only answers this one request.
+async fn initialize(
+    shared: &Arc<Shared>,
+    req: mcp_tasks_proto::Request,
+    principal: Option<String>,
+    client: Option<std::net::IpAddr>,
+    acc: Accept,
+    keep: bool,
+) -> Response {
+    let owner = crate::http::owner_key(principal.as_deref(), client);
+    let handler = shared.factory.create(principal.as_deref());
+    let (peer, outbound) = Peer::new(handler);
+    let session = HttpSession::start(
+        new_session_id(),
+        principal,
+        peer,
+        outbound,
+        shared.config.limits(),
+        Arc::clone(&shared.replay_bytes),
+    );
+    let mut guard = EndUnlessKept(Some(Arc::clone(&session)));
+    let id = req.id.clone();
+    let mode = mode_for(shared, &req, acc);
+    let answer = answer(shared, &session, req, mode).await;
+    let ok = match &answer {
+        Answer::Json(m) => matches!(m, Message::Response(_)),
+        Answer::Stream(_) => true,
+        Answer::Gone | Answer::Busy(_) => false,
+    };
+    if keep
+        && ok
+        && let Err(why) = shared.admit(&session, &owner)
+    {
+        return session_refused(&id, &why);
+    }
+    if keep && ok {
+        guard.0 = None;
+        tracing::info!(session = %session.id, principal = ?session.principal, "session started");
+        let mut r = answer.into_response(&session);
+        if let Ok(v) = HeaderValue::from_str(&session.id) {
+            r.headers_mut().insert(MCP_SESSION_ID, v);
+        }
+        r
+    } else {
+        let r = match answer {
+            Answer::Stream(reader) => {
+                // A throwaway session cannot keep a stream: read the answer whole.
+                drop(reader);
+                http_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    codes::INTERNAL_ERROR,
+                    "the request could not be answered",
+                )
+            }
+            other => other.into_response(&session),
+        };
+        drop(guard);
+        r
+    }
+}
+
+/// 503 for an `initialize` beyond the session bounds, every session being in use.
+fn session_refused(id: &RequestId, why: &Refused) -> Response {
+    let message = match why {
+        Refused::Total(n) => format!(
+            "Service Unavailable: the server holds its maximum of {n} sessions (--max-sessions), all in use; try again later"
+        ),
+        Refused::Owner(n) => format!(
+            "Service Unavailable: this principal (or, without authentication, this client address) holds its maximum of {n} sessions (--max-sessions-per-principal), all in use; end one with DELETE or try again later"
+        ),
+    };
+    let err = ErrorObject::new(codes::INTERNAL_ERROR, message);
+    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, error_body(Some(id), &err));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    r
+}
+
+/// How a request got answered.
+enum Answer {
+    /// One JSON response.
+    Json(Message),
+    /// An SSE stream.
+    Stream(Reader),
+    /// The request id is already in flight on this session.
+    Busy(Message),
+    /// No answer: the session ended or the client cancelled the request.
+    Gone,
+}
+
+impl Answer {
+    fn into_response(self, session: &HttpSession) -> Response {
+        match self {
+            Self::Json(m) | Self::Busy(m) => json_response(StatusCode::OK, m.to_json()),
+            Self::Stream(reader) => sse_response(reader),
+            Self::Gone if session.ended.is_cancelled() => http_error(
+                StatusCode::NOT_FOUND,
+                codes::INVALID_REQUEST,
+                "Not found: the session ended",
+            ),
+            // Spec (cancellation): the receiver does not answer a cancelled request.
+            Self::Gone => empty(StatusCode::NO_CONTENT),
+        }
+    }
+}
+
+/// Removes a still-waiting pending entry when the POST goes away first, and cancels its
+/// request.
+///
+/// A POST whose answer is still to come as one JSON object (not yet upgraded to an SSE
+/// stream) goes away when its client's connection closes. That answer can never be
+/// delivered: a JSON response, unlike an SSE stream, has no event id to resume from. So
+/// the request is cancelled, as if the client had sent `notifications/cancelled`: the
+/// handler stops and the request id is free again. (The transports page says, of SSE
+/// streams only: "Disconnection MAY occur at any time (e.g., due to network conditions).
+/// Therefore: Disconnection SHOULD NOT be interpreted as the client cancelling its
+/// request." An SSE stream left by its client is kept for resumption instead, and its
+/// request cancelled only when the stream is dropped unread.)
+struct WaitGuard<'a> {
+    session: &'a HttpSession,
+    id: &'a RequestId,
+    armed: bool,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let abandoned = {
+                let mut st = self.session.lock();
+                matches!(st.pending.get(self.id), Some(Pending::Waiting { .. }))
+                    && st.pending.remove(self.id).is_some()
+            };
+            if abandoned {
+                self.session.cancel_requests(
+                    vec![self.id.clone()],
+                    "the client closed the connection awaiting the JSON response",
+                );
+            }
+        }
+    }
+}
+
+/// Deliver request `req` to the session's peer and wait for how to answer it.
+///
+/// Spec: "If the input is a JSON-RPC request, the server MUST either return
+/// `Content-Type: text/event-stream`, to initiate an SSE stream, or `Content-Type:
+/// application/json`, to return one JSON object."
+async fn answer(
+    shared: &Shared,
+    session: &Arc<HttpSession>,
+    req: mcp_tasks_proto::Request,
+    mode: ReplyMode,
+) -> Answer {
+    let id = req.id.clone();
+    let (tx, mut rx) = oneshot::channel();
+    session.ack_completed();
+    let stream = {
+        let mut st = session.lock();
+        if st.pending.contains_key(&id) {
+            let err = ErrorObject::invalid_request(format!(
+                "request id {id} is already in use by a request in flight"
+            ));
+            return Answer::Busy(Message::reply(id, Err(err)));
+        }
+        if mode == ReplyMode::Stream {
+            Some(HttpSession::new_request_stream(&mut st, id.clone()))
+        } else {
+            st.pending.insert(
+                id.clone(),
+                Pending::Waiting {
+                    tx,
+                    upgrade: mode == ReplyMode::Auto,
+                },
+            );
+            None
+        }
+    };
+    if let Some(n) = stream {
+        session
+            .peer
+            .receive_with(Message::Request(req), RouteDelivery::OwnStream)
+            .await;
+        return connect(shared, session, n);
+    }
+    let mut guard = WaitGuard {
+        session,
+        id: &id,
+        armed: true,
+    };
+    // Json: what the handler sends before the response goes to the standalone stream.
+    let delivery = if mode == ReplyMode::Json {
+        RouteDelivery::Diverted
+    } else {
+        RouteDelivery::OwnStream
+    };
+    session
+        .peer
+        .receive_with(Message::Request(req), delivery)
+        .await;
+    let first = if mode == ReplyMode::Auto {
+        match tokio::time::timeout(shared.config.peek, &mut rx).await {
+            Ok(r) => r.ok(),
+            Err(_) => {
+                let upgraded = {
+                    let mut st = session.lock();
+                    if matches!(st.pending.get(&id), Some(Pending::Waiting { .. })) {
+                        st.pending.remove(&id);
+                        Some(HttpSession::new_request_stream(&mut st, id.clone()))
+                    } else {
+                        None
+                    }
+                };
+                match upgraded {
+                    Some(n) => Some(First::Upgraded(n)),
+                    // The router decided meanwhile; its answer is in the channel.
+                    None => rx.await.ok(),
+                }
+            }
+        }
+    } else {
+        rx.await.ok()
+    };
+    guard.armed = false;
+    match first {
+        Some(First::Response(m)) => Answer::Json(m),
+        Some(First::Upgraded(n)) => connect(shared, session, n),
+        None => Answer::Gone,
+    }
+}
+
+fn connect(shared: &Shared, session: &Arc<HttpSession>, stream: u64) -> Answer {
+    match session.connect(stream, None, shared.shutdown.clone()) {
+        Connect::Reader(r) => Answer::Stream(r),
+        Connect::Complete | Connect::Unknown => Answer::Gone,
+    }
+}
+
+pub(super) fn sse_response(reader: Reader) -> Response {
+    let body = futures::stream::unfold(reader, |mut r| async move {
+        r.next_chunk().await.map(|b| (Ok::<_, Infallible>(b), r))
+    });
+    let mut r = Response::new(Body::from_stream(body));
+    let h = r.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(EVENT_STREAM));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    h.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    r
+}

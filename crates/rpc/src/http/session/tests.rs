@@ -1,0 +1,238 @@
+//! Unit tests of the session's routing and replay buffers.
+
+use super::*;
+use crate::http::stream::Next;
+use crate::peer::{Handler, RequestContext};
+use async_trait::async_trait;
+use mcp_tasks_proto::ErrorObject;
+use serde_json::{Value, json};
+
+/// `chatty` notifies on its own route before answering; `quiet` just answers.
+struct Chatty;
+
+#[async_trait]
+impl Handler for Chatty {
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: String,
+        _params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        if method == "chatty" {
+            cx.notify("notifications/message", Some(json!({"n": 1})))
+                .await;
+            cx.peer
+                .notify("notifications/elsewhere", None, Route::Standalone)
+                .await;
+        }
+        Ok(json!({"ok": method}))
+    }
+}
+
+const LIMITS: SessionLimits = SessionLimits {
+    buffer: BufferLimits {
+        events: 100,
+        bytes: 1 << 20,
+    },
+    total_bytes: 1 << 30,
+    keep: Duration::from_secs(60),
+    ack: Duration::from_secs(5),
+    hold: Duration::from_secs(60),
+    retry: Duration::from_secs(1),
+};
+
+fn session() -> Arc<HttpSession> {
+    let (peer, outbound) = Peer::new(Arc::new(Chatty));
+    HttpSession::start("s".into(), None, peer, outbound, LIMITS, Arc::default())
+}
+
+fn text(session: &HttpSession, stream: u64) -> String {
+    let mut st = session.lock();
+    match st.streams.get_mut(&stream).unwrap().next(0, usize::MAX) {
+        Next::Events(b, _) => String::from_utf8(b.to_vec()).unwrap(),
+        Next::Wait | Next::End => String::new(),
+    }
+}
+
+async fn wait(session: &Arc<HttpSession>, id: i64, method: &str, upgrade: bool) -> First {
+    let (tx, rx) = oneshot::channel();
+    session
+        .lock()
+        .pending
+        .insert(id.into(), Pending::Waiting { tx, upgrade });
+    session
+        .peer
+        .receive(Message::request(id.into(), method, None))
+        .await;
+    tokio::time::timeout(Duration::from_secs(5), rx)
+        .await
+        .unwrap()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_message_before_the_response_upgrades_to_a_stream() {
+    let s = session();
+    let First::Upgraded(n) = wait(&s, 1, "chatty", true).await else {
+        panic!("expected an upgrade")
+    };
+    // Wait for the response to land on the stream.
+    for _ in 0..100 {
+        if s.lock().streams[&n].is_finished() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let t = text(&s, n);
+    assert!(t.starts_with(&format!("id: {n}-0\ndata:\n\n")), "{t}");
+    assert!(t.contains("notifications/message"), "{t}");
+    assert!(t.contains(r#""ok":"chatty""#), "{t}");
+    assert!(!t.contains("elsewhere"), "{t}");
+    assert!(text(&s, STANDALONE).contains("notifications/elsewhere"));
+    assert!(s.lock().pending.is_empty());
+}
+
+#[tokio::test]
+async fn json_only_requests_send_other_messages_to_the_standalone_stream() {
+    let s = session();
+    let First::Response(m) = wait(&s, 2, "chatty", false).await else {
+        panic!("expected the response")
+    };
+    assert_eq!(m, Message::reply(2.into(), Ok(json!({"ok": "chatty"}))));
+    let t = text(&s, STANDALONE);
+    assert!(t.contains("notifications/message"), "{t}");
+    assert!(t.contains("notifications/elsewhere"), "{t}");
+    assert_eq!(s.lock().streams.len(), 1);
+}
+
+#[tokio::test]
+async fn a_response_first_stays_json() {
+    let s = session();
+    let First::Response(m) = wait(&s, 3, "quiet", true).await else {
+        panic!("expected the response")
+    };
+    assert_eq!(m, Message::reply(3.into(), Ok(json!({"ok": "quiet"}))));
+    assert_eq!(s.lock().streams.len(), 1);
+}
+
+/// The replay accounting: every held byte counted for the session and the server;
+/// delivered events go when the session's bound is exceeded; an event larger than the
+/// bound is delivered once and never kept; a stream read to its end goes at the next
+/// request; ending the session gives every byte back.
+#[tokio::test]
+async fn replay_bytes_are_counted_and_bounded() {
+    const BOUND: usize = 8 * 1024;
+    let limits = SessionLimits {
+        buffer: BufferLimits {
+            events: 100,
+            bytes: BOUND,
+        },
+        ..LIMITS
+    };
+    let global = Arc::new(AtomicUsize::new(0));
+    let (peer, outbound) = Peer::new(Arc::new(Chatty));
+    let s = HttpSession::start(
+        "s".into(),
+        None,
+        peer,
+        outbound,
+        limits,
+        Arc::clone(&global),
+    );
+    let meter = Arc::clone(&s.lock().meter);
+    let held = |s: &HttpSession| -> usize { s.lock().streams.values().map(StreamBuf::bytes).sum() };
+    let base = meter.session();
+    assert_eq!(base, held(&s));
+    assert_eq!(global.load(Ordering::Relaxed), base);
+
+    // Three 2.5 KiB events on one request stream, 1 KiB on the standalone one.
+    let n = {
+        let mut st = s.lock();
+        HttpSession::new_request_stream(&mut st, 1.into())
+    };
+    let big = |k: usize| Message::notification("n", Some(json!({ "pad": "x".repeat(k) })));
+    for _ in 0..3 {
+        s.route(Outbound {
+            message: big(2560),
+            route: Route::Request(1.into()),
+        });
+    }
+    s.route(Outbound {
+        message: big(1024),
+        route: Route::Standalone,
+    });
+    // Not yet delivered: kept although over the bound (they are the client's).
+    assert!(meter.session() > BOUND);
+    assert_eq!(meter.session(), held(&s));
+    let Connect::Reader(mut r) = s.connect(n, None, CancellationToken::new()) else {
+        panic!("stream exists")
+    };
+    let bytes = r.next_chunk().await.unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&bytes).matches("\"pad\"").count(),
+        3
+    );
+    // Delivered: replay copies, cut back to the bound.
+    assert!(meter.session() <= BOUND, "{}", meter.session());
+    assert_eq!(meter.session(), held(&s));
+    assert_eq!(global.load(Ordering::Relaxed), meter.session());
+
+    // An event larger than the bound: delivered, then not kept.
+    s.route(Outbound {
+        message: big(4 * BOUND),
+        route: Route::Request(1.into()),
+    });
+    assert!(meter.session() > 4 * BOUND);
+    let bytes = r.next_chunk().await.unwrap();
+    assert!(bytes.len() > 4 * BOUND);
+    assert!(meter.session() <= BOUND, "{}", meter.session());
+
+    // The response ends the stream; read to its end, it goes at the next request.
+    s.route(Outbound {
+        message: Message::reply(1.into(), Ok(json!({}))),
+        route: Route::Request(1.into()),
+    });
+    assert!(r.next_chunk().await.is_some());
+    assert!(r.next_chunk().await.is_none());
+    drop(r);
+    assert!(s.lock().streams.contains_key(&n));
+    s.ack_completed();
+    assert!(!s.lock().streams.contains_key(&n));
+    assert_eq!(meter.session(), held(&s));
+
+    // The server-wide bound applies too: with another session's bytes filling it, a
+    // delivered event is not kept.
+    global.fetch_add(LIMITS.total_bytes, Ordering::Relaxed);
+    let m = {
+        let mut st = s.lock();
+        HttpSession::new_request_stream(&mut st, 2.into())
+    };
+    s.route(Outbound {
+        message: big(1024),
+        route: Route::Request(2.into()),
+    });
+    let Connect::Reader(mut r) = s.connect(m, None, CancellationToken::new()) else {
+        panic!("stream exists")
+    };
+    assert!(r.next_chunk().await.is_some());
+    assert_eq!(s.lock().streams[&m].bytes(), 0);
+    drop(r);
+    global.fetch_sub(LIMITS.total_bytes, Ordering::Relaxed);
+
+    s.end();
+    assert_eq!(meter.session(), 0);
+    assert_eq!(global.load(Ordering::Relaxed), 0);
+}
+
+#[tokio::test]
+async fn ending_a_session_drops_its_streams_and_waiters() {
+    let s = session();
+    let (tx, rx) = oneshot::channel();
+    s.lock()
+        .pending
+        .insert(9.into(), Pending::Waiting { tx, upgrade: true });
+    s.end();
+    assert!(rx.await.is_err());
+    assert!(s.lock().streams.is_empty());
+    assert!(s.peer.is_closed());
+}

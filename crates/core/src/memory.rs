@@ -1,7 +1,7 @@
 //! The in-memory store: fast, and gone with the process.
 
+use parking_lot::Mutex;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 
 use async_trait::async_trait;
 use tokio::sync::watch;
@@ -81,12 +81,6 @@ impl MemoryStore {
             key,
         }
     }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
-        self.inner
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
 }
 
 fn is_active(s: TaskStatus) -> bool {
@@ -97,7 +91,7 @@ fn is_active(s: TaskStatus) -> bool {
 impl TaskStore for MemoryStore {
     async fn create(&self, t: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
         let rec = {
-            let mut g = self.lock();
+            let mut g = self.inner.lock();
             if g.tasks.contains_key(&t.task_id) {
                 return Err(StoreError::Duplicate(t.task_id));
             }
@@ -120,11 +114,16 @@ impl TaskStore for MemoryStore {
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.lock().tasks.get(task_id).cloned())
+        Ok(self.inner.lock().tasks.get(task_id).cloned())
     }
 
     async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        Ok(self.lock().tasks.get(task_id).map(TaskRecord::summary))
+        Ok(self
+            .inner
+            .lock()
+            .tasks
+            .get(task_id)
+            .map(TaskRecord::summary))
     }
 
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
@@ -138,7 +137,7 @@ impl TaskStore for MemoryStore {
     ) -> Result<TransitionResult, StoreError> {
         let task_id = t.task_id.clone();
         let result = {
-            let mut g = self.lock();
+            let mut g = self.inner.lock();
             let g = &mut *g;
             let Some(rec) = g.tasks.get_mut(&task_id) else {
                 return Ok(TransitionResult::Missing);
@@ -181,7 +180,7 @@ impl TaskStore for MemoryStore {
         after_seq: Option<i64>,
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError> {
-        let g = self.lock();
+        let g = self.inner.lock();
         let start = after_seq.map_or(i64::MIN, |s| s.saturating_add(1));
         Ok(g.by_seq
             .range(start..)
@@ -197,7 +196,7 @@ impl TaskStore for MemoryStore {
 
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         let ids: Vec<String> = {
-            let mut g = self.lock();
+            let mut g = self.inner.lock();
             let ids: Vec<String> = g
                 .tasks
                 .values()

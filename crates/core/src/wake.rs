@@ -4,8 +4,8 @@
 //! lost between the read and the wait, and nothing polls. Stores call [`WakeMap::notify`]
 //! after every committed change of a task (and cross-process stores on remote changes).
 
+use parking_lot::Mutex;
 use std::collections::HashMap;
-use std::sync::Mutex;
 
 use tokio::sync::watch;
 
@@ -18,10 +18,7 @@ pub struct WakeMap {
 impl WakeMap {
     /// A receiver that sees every change of `task_id` made after this call.
     pub fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {
-        let mut map = self
-            .senders
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.senders.lock();
         map.entry(task_id.to_owned())
             .or_insert_with(|| watch::channel(0).0)
             .subscribe()
@@ -29,10 +26,7 @@ impl WakeMap {
 
     /// Wake every subscriber of `task_id`.
     pub fn notify(&self, task_id: &str) {
-        let mut map = self
-            .senders
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.senders.lock();
         if let Some(tx) = map.get(task_id) {
             if tx.receiver_count() == 0 {
                 map.remove(task_id);
@@ -44,10 +38,7 @@ impl WakeMap {
 
     /// Wake every subscriber of every task (used when a remote change cannot be located).
     pub fn notify_all(&self) {
-        let mut map = self
-            .senders
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.senders.lock();
         map.retain(|_, tx| tx.receiver_count() > 0);
         for tx in map.values() {
             tx.send_modify(|v| *v = v.wrapping_add(1));
@@ -56,19 +47,13 @@ impl WakeMap {
 
     /// Drop signals nobody listens to any more.
     pub fn prune(&self) {
-        let mut map = self
-            .senders
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut map = self.senders.lock();
         map.retain(|_, tx| tx.receiver_count() > 0);
     }
 
     /// Ids with at least one subscriber.
     pub fn watched(&self) -> Vec<String> {
-        let map = self
-            .senders
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let map = self.senders.lock();
         map.iter()
             .filter(|(_, tx)| tx.receiver_count() > 0)
             .map(|(k, _)| k.clone())

@@ -128,15 +128,12 @@ impl ServerConfig {
 /// the server is shut down or its state dropped.
 #[derive(Default)]
 struct Background {
-    handle: std::sync::Mutex<Option<tokio::task::JoinHandle<()>>>,
+    handle: parking_lot::Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl Background {
     fn take(&self) -> Option<tokio::task::JoinHandle<()>> {
-        self.handle
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take()
+        self.handle.lock().take()
     }
 }
 
@@ -224,12 +221,7 @@ impl Server {
     fn start_background(&self) {
         if let Some(engine) = self.engine() {
             let handle = engine.start_background();
-            *self
-                .state
-                .background
-                .handle
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
+            *self.state.background.handle.lock() = Some(handle);
         }
     }
 
@@ -260,7 +252,6 @@ impl Server {
             .background
             .handle
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
             .is_some_and(|h| !h.is_finished())
     }
@@ -272,7 +263,6 @@ impl Server {
             .background
             .handle
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .as_ref()
             .map(tokio::task::JoinHandle::abort_handle)
             .expect("a built server with tasks on has background work")

@@ -1,12 +1,13 @@
 //! One connection: lifecycle, capabilities, dispatch to the method handlers.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine};
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
+use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::ServerState;
@@ -74,18 +75,12 @@ impl Session {
 
     /// What `initialize` settled, once it has run.
     pub fn negotiated(&self) -> Option<Negotiated> {
-        self.negotiated
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.negotiated.lock().clone()
     }
 
     /// Record the outcome of `initialize`. Returns `false` if it had run already.
     pub(crate) fn set_negotiated(&self, n: Negotiated) -> bool {
-        let mut g = self
-            .negotiated
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut g = self.negotiated.lock();
         if g.is_some() {
             return false;
         }

@@ -21,10 +21,11 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::{Arc, LazyLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError, Validator};
+use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
 /// The official wire schema of MCP 2025-11-25, as vendored in `spec/`.
@@ -108,7 +109,7 @@ impl Schema {
     }
 
     fn validator(&self, def: &str) -> Result<Arc<Validator>, String> {
-        if let Some(v) = self.lock().get(def) {
+        if let Some(v) = self.validators.lock().get(def) {
             return Ok(Arc::clone(v));
         }
         if !self.defs.contains_key(def) {
@@ -126,16 +127,11 @@ impl Schema {
             .build(&root)
             .map_err(|e| format!("`{def}`: the schema does not compile: {e}"))?;
         let compiled = Arc::new(compiled);
-        self.lock()
+        self.validators
+            .lock()
             .entry(def.to_owned())
             .or_insert_with(|| Arc::clone(&compiled));
         Ok(compiled)
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Validator>>> {
-        self.validators
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

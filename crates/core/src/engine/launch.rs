@@ -1,9 +1,10 @@
 //! Creating a task, running its work, and storing its outcome (with retries).
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_proto::ErrorObject;
+use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -127,7 +128,6 @@ impl TaskEngine {
         self.inner
             .running
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(task_id.clone(), Arc::clone(&task));
         let channel: Arc<dyn RequestorChannel> = Arc::new(TaskChannel {
             engine: self.clone(),

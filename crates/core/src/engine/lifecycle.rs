@@ -151,20 +151,11 @@ impl TaskEngine {
 
     /// Stop the local execution of a task (cancel its work, drop its pending requests).
     pub(super) fn stop_local(&self, task_id: &str) {
-        let task = self
-            .inner
-            .running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(task_id);
+        let task = self.inner.running.lock().remove(task_id);
         if let Some(task) = task {
             task.cancel.cancel();
-            let ids: Vec<RequestId> = task.input().queue.drain(..).map(|p| p.id).collect();
-            let mut answers = self
-                .inner
-                .answers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let ids: Vec<RequestId> = task.input.lock().queue.drain(..).map(|p| p.id).collect();
+            let mut answers = self.inner.answers.lock();
             for id in ids {
                 answers.remove(&id);
             }
@@ -175,14 +166,7 @@ impl TaskEngine {
     /// Fail every task this process still runs with `message` (graceful shutdown after the
     /// grace period) and stop their work.
     pub async fn fail_running(&self, message: &str) {
-        let ids: Vec<String> = self
-            .inner
-            .running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .keys()
-            .cloned()
-            .collect();
+        let ids: Vec<String> = self.inner.running.lock().keys().cloned().collect();
         for id in ids {
             let err = ErrorObject::internal(message.to_owned());
             // The status message is the plain sentence; the stored error carries the code.

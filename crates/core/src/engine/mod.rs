@@ -6,11 +6,12 @@
 //! [`RequestSender`](crate::channel::RequestSender)).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
-use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -287,21 +288,12 @@ impl TaskEngine {
     }
 
     fn running(&self, task_id: &str) -> Option<Arc<RunningTask>> {
-        self.inner
-            .running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .get(task_id)
-            .cloned()
+        self.inner.running.lock().get(task_id).cloned()
     }
 
     /// Number of tasks this process is executing.
     pub fn running_count(&self) -> usize {
-        self.inner
-            .running
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .len()
+        self.inner.running.lock().len()
     }
 
     /// Cancel all local work (used at shutdown after the grace period).

@@ -2,11 +2,12 @@
 //! `tasks/result`.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
 
 use async_trait::async_trait;
 use mcp_tasks_proto::mcp::set_related_task;
 use mcp_tasks_proto::{ErrorObject, RequestId, codes};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -61,12 +62,6 @@ pub(super) struct RunningTask {
 }
 
 impl RunningTask {
-    pub(super) fn input(&self) -> std::sync::MutexGuard<'_, InputState> {
-        self.input
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Whether `who` may receive and answer the requests this task relays: the requester
     /// the task belongs to, that is its principal when there is one, else the session
     /// that created it; the local stdio peer owns everything. A task resumed without
@@ -79,10 +74,7 @@ impl RunningTask {
         if who.sees_all {
             return true;
         }
-        let mut owner = self
-            .answerer
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut owner = self.answerer.lock();
         match (&owner.principal, &owner.session) {
             (Some(p), _) => who.principal.as_ref() == Some(p),
             (None, Some(s)) => who.principal.is_none() && who.session.as_ref() == Some(s),
@@ -96,7 +88,8 @@ impl RunningTask {
 
     /// The newest open `tasks/result` stream, if any.
     pub(super) fn newest_sender(&self) -> Option<Arc<dyn RequestSender>> {
-        self.input()
+        self.input
+            .lock()
             .deliverers
             .last()
             .map(|d| Arc::clone(&d.sender))
@@ -147,11 +140,7 @@ impl TaskEngine {
         outcome: Result<Value, ErrorObject>,
     ) -> bool {
         let pending = {
-            let mut answers = self
-                .inner
-                .answers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let mut answers = self.inner.answers.lock();
             let Some(p) = answers.get(id) else {
                 return false;
             };
@@ -215,7 +204,7 @@ pub(super) struct Deliverer {
 impl Deliverer {
     pub(super) fn register(task: Arc<RunningTask>, sender: Arc<dyn RequestSender>) -> Self {
         let generation = {
-            let mut st = task.input();
+            let mut st = task.input.lock();
             st.next_gen += 1;
             let g = st.next_gen;
             st.deliverers.push(OpenDeliverer {
@@ -241,7 +230,7 @@ impl Deliverer {
         self.started = true;
         let own = self.sender.is_own_stream();
         let to_send: Vec<(RequestId, String, Value)> = {
-            let mut st = self.task.input();
+            let mut st = self.task.input.lock();
             let newest = st.deliverers.last().map(|d| d.generation) == Some(self.generation);
             if !first && !newest {
                 return;
@@ -272,7 +261,7 @@ impl Deliverer {
         for (id, method, params) in to_send {
             if let Err(e) = self.sender.send_request(id.clone(), &method, params).await {
                 tracing::debug!(error = %e, "could not relay a task request; it stays queued");
-                let mut st = self.task.input();
+                let mut st = self.task.input.lock();
                 if let Some(p) = st.queue.iter_mut().find(|p| p.id == id) {
                     p.sent_on.retain(|g| *g != self.generation);
                 }
@@ -283,7 +272,7 @@ impl Deliverer {
 
 impl Drop for Deliverer {
     fn drop(&mut self) {
-        let mut st = self.task.input();
+        let mut st = self.task.input.lock();
         st.deliverers.retain(|d| d.generation != self.generation);
         for p in &mut st.queue {
             // Unanswered: send again, with the same id, on the next tasks/result.
@@ -310,13 +299,8 @@ pub(super) struct PendingGuard<'a> {
 
 impl Drop for PendingGuard<'_> {
     fn drop(&mut self) {
-        self.task.input().queue.retain(|p| p.id != self.id);
-        self.engine
-            .inner
-            .answers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .remove(&self.id);
+        self.task.input.lock().queue.retain(|p| p.id != self.id);
+        self.engine.inner.answers.lock().remove(&self.id);
     }
 }
 
@@ -354,21 +338,16 @@ impl RequestorChannel for TaskChannel {
         let guard = {
             let _lock = self.task.status_lock.lock().await;
             let id = {
-                let mut st = self.task.input();
+                let mut st = self.task.input.lock();
                 st.next_request += 1;
                 let id = relayed_request_id(&self.task.task_id, st.next_request);
-                self.engine
-                    .inner
-                    .answers
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .insert(
-                        id.clone(),
-                        PendingAnswer {
-                            task: Arc::downgrade(&self.task),
-                            tx,
-                        },
-                    );
+                self.engine.inner.answers.lock().insert(
+                    id.clone(),
+                    PendingAnswer {
+                        task: Arc::downgrade(&self.task),
+                        tx,
+                    },
+                );
                 st.queue.push(PendingInput {
                     id: id.clone(),
                     method: method.to_owned(),
@@ -397,7 +376,7 @@ impl RequestorChannel for TaskChannel {
         {
             let _lock = self.task.status_lock.lock().await;
             drop(guard);
-            let empty = self.task.input().queue.is_empty();
+            let empty = self.task.input.lock().queue.is_empty();
             // Spec: "When the receiver receives all required input, the task SHOULD
             // transition out of input_required status (typically back to working)."
             if empty && !self.task.cancel.is_cancelled() {

@@ -34,12 +34,13 @@ mod stream;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::Request;
 use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
+use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 pub use auth::{BearerTokens, OriginPolicy};
@@ -269,12 +270,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Sessions> {
-        self.sessions.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
     fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.lock().by_id.get(id).map(|(s, _)| Arc::clone(s))
+        self.sessions
+            .lock()
+            .by_id
+            .get(id)
+            .map(|(s, _)| Arc::clone(s))
     }
 
     /// Register new session `s` of `owner`, within the session bounds: beyond a bound the
@@ -285,7 +286,7 @@ impl Shared {
         let total = self.config.max_sessions.max(1);
         let mut evicted = Vec::new();
         let result = {
-            let mut g = self.lock();
+            let mut g = self.sessions.lock();
             let owner: Arc<str> = g
                 .by_owner
                 .get_key_value(owner)
@@ -320,11 +321,12 @@ impl Shared {
     }
 
     fn remove(&self, id: &str) -> Option<Arc<HttpSession>> {
-        self.lock().remove(id)
+        self.sessions.lock().remove(id)
     }
 
     fn all(&self) -> Vec<Arc<HttpSession>> {
-        self.lock()
+        self.sessions
+            .lock()
             .by_id
             .values()
             .map(|(s, _)| Arc::clone(s))
@@ -387,7 +389,7 @@ impl HttpServer {
 
     /// Number of live sessions.
     pub fn session_count(&self) -> usize {
-        self.shared.lock().by_id.len()
+        self.shared.sessions.lock().by_id.len()
     }
 
     /// Bytes held by the SSE replay buffers of all sessions.
@@ -462,7 +464,7 @@ struct IpSlot(Arc<PerIp>, IpAddr);
 
 impl PerIp {
     fn take(self: &Arc<Self>, ip: IpAddr, max: usize) -> Option<IpSlot> {
-        let mut m = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut m = self.0.lock();
         let n = m.entry(ip).or_insert(0);
         if *n >= max {
             return None;
@@ -474,7 +476,7 @@ impl PerIp {
 
 impl Drop for IpSlot {
     fn drop(&mut self) {
-        let mut m = (self.0).0.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut m = (self.0).0.lock();
         if let Some(n) = m.get_mut(&self.1) {
             *n -= 1;
             if *n == 0 {

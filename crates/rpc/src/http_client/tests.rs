@@ -3,11 +3,12 @@
 //! session that vanished, an error status).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_proto::ErrorObject;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
@@ -78,7 +79,7 @@ async fn fake(script: Script) -> (String, Arc<Mutex<Vec<Seen>>>) {
                     body: serde_json::from_slice(&body).unwrap_or(Value::Null),
                 };
                 let index = {
-                    let mut l = log.lock().unwrap();
+                    let mut l = log.lock();
                     l.push(seen.clone());
                     l.len() - 1
                 };
@@ -183,7 +184,7 @@ async fn json_and_sse_replies_with_session_headers() {
         .unwrap();
     assert_eq!(r, json!({"pong": true}));
     assert_eq!(t.session_id().as_deref(), Some("s1"));
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lock().clone();
     assert_eq!(seen[0].header("mcp-session-id"), None);
     assert_eq!(seen[0].header("authorization"), Some("Bearer t0k"));
     let ping = seen
@@ -225,7 +226,6 @@ async fn a_stream_closed_before_the_reply_is_resumed_with_last_event_id() {
     assert_eq!(t.resumptions(), 1);
     let get = seen
         .lock()
-        .unwrap()
         .iter()
         .find(|s| s.method == "GET")
         .cloned()
@@ -277,7 +277,7 @@ async fn a_404_starts_a_new_session_and_retries() {
     assert_eq!(r, json!({"ok": true}));
     assert_eq!(t.reinitializations(), 1);
     assert_eq!(t.session_id().as_deref(), Some("s2"));
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lock().clone();
     let inits: Vec<_> = seen
         .iter()
         .filter(|s| s.rpc_method() == Some("initialize"))
@@ -335,7 +335,7 @@ async fn configured_headers_go_on_every_request_and_managed_ones_are_refused() {
     peer.request("ping", None, crate::Route::Standalone)
         .await
         .unwrap();
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lock().clone();
     assert_eq!(seen.len(), 3);
     for s in &seen {
         assert_eq!(s.header("x-api-key"), Some("k-123"), "{:?}", s.rpc_method());
@@ -391,7 +391,7 @@ async fn a_resumed_session_is_used_without_initialize_and_replaced_when_gone() {
         .unwrap();
     assert_eq!(r, json!({"session": "old"}));
     {
-        let seen = seen.lock().unwrap();
+        let seen = seen.lock();
         assert_eq!(seen.len(), 1, "no initialize before the first request");
         assert_eq!(seen[0].header("mcp-protocol-version"), Some("2025-06-18"));
     }
@@ -403,7 +403,7 @@ async fn a_resumed_session_is_used_without_initialize_and_replaced_when_gone() {
     assert_eq!(r, json!({"ok": true}));
     assert_eq!(t.session_id().as_deref(), Some("s2"));
     assert_eq!(t.reinitializations(), 1);
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.lock().clone();
     let init = seen
         .iter()
         .find(|s| s.rpc_method() == Some("initialize"))

@@ -258,7 +258,7 @@ impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
         if self.armed {
             let abandoned = {
-                let mut st = self.session.lock();
+                let mut st = self.session.state.lock();
                 matches!(st.pending.get(self.id), Some(Pending::Waiting { .. }))
                     && st.pending.remove(self.id).is_some()
             };
@@ -287,7 +287,7 @@ async fn answer(
     let (tx, mut rx) = oneshot::channel();
     session.ack_completed();
     let stream = {
-        let mut st = session.lock();
+        let mut st = session.state.lock();
         if st.pending.contains_key(&id) {
             let err = ErrorObject::invalid_request(format!(
                 "request id {id} is already in use by a request in flight"
@@ -334,7 +334,7 @@ async fn answer(
             Ok(r) => r.ok(),
             Err(_) => {
                 let upgraded = {
-                    let mut st = session.lock();
+                    let mut st = session.state.lock();
                     if matches!(st.pending.get(&id), Some(Pending::Waiting { .. })) {
                         st.pending.remove(&id);
                         Some(HttpSession::new_request_stream(&mut st, id.clone()))

@@ -2,11 +2,12 @@
 //! router that puts every outgoing message on exactly one of them.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::{Message, RequestId};
+use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -90,7 +91,8 @@ pub(crate) struct HttpSession {
     pub(crate) principal: Option<String>,
     pub(crate) peer: Peer,
     pub(crate) limits: SessionLimits,
-    state: Mutex<State>,
+    /// The streams and pending requests (held briefly, never across an `.await`).
+    pub(crate) state: Mutex<State>,
     last_seen: Mutex<Instant>,
     /// The client completed initialization (sent `notifications/initialized` or any
     /// request after `initialize`).
@@ -165,26 +167,14 @@ impl HttpSession {
         session
     }
 
-    pub(crate) fn lock(&self) -> MutexGuard<'_, State> {
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     /// Note activity (any request naming this session).
     pub(crate) fn touch(&self) {
-        *self
-            .last_seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Instant::now();
+        *self.last_seen.lock() = Instant::now();
     }
 
     /// When the session last saw a request.
     pub(crate) fn last_seen(&self) -> Instant {
-        *self
-            .last_seen
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        *self.last_seen.lock()
     }
 
     /// Whether the session saw no request for `idle`, has no open SSE connection and no
@@ -215,7 +205,7 @@ impl HttpSession {
     pub(crate) fn end(&self) {
         self.ended.cancel();
         self.peer.close();
-        let mut st = self.lock();
+        let mut st = self.state.lock();
         st.pending.clear();
         st.streams.clear();
     }
@@ -241,7 +231,7 @@ impl HttpSession {
     /// to the standalone stream, where it waits (bounded) for a GET.
     fn route(&self, out: Outbound) {
         let abandoned = {
-            let mut st = self.lock();
+            let mut st = self.state.lock();
             self.route_locked(&mut st, out);
             self.enforce(&mut st, Instant::now())
         };
@@ -316,7 +306,7 @@ impl HttpSession {
     /// The client cancelled request `id`: its handler will not answer, so end its stream
     /// (or its waiting JSON answer).
     pub(crate) fn request_cancelled(&self, id: &RequestId) {
-        let mut st = self.lock();
+        let mut st = self.state.lock();
         match st.pending.remove(id) {
             Some(Pending::Stream(n)) => {
                 if let Some(s) = st.streams.get_mut(&n) {
@@ -384,7 +374,8 @@ impl HttpSession {
     /// A new request on the session acknowledges the streams read to their end: the
     /// client has their responses, so their replay buffers go.
     pub(crate) fn ack_completed(&self) {
-        self.lock()
+        self.state
+            .lock()
             .streams
             .retain(|_, s| s.completed_at().is_none());
     }
@@ -417,7 +408,7 @@ impl HttpSession {
         let ack = self.limits.ack;
         let mut abandoned = Vec::new();
         {
-            let mut st = self.lock();
+            let mut st = self.state.lock();
             let State {
                 pending, streams, ..
             } = &mut *st;
@@ -458,7 +449,7 @@ impl HttpSession {
         from: Option<u64>,
         shutdown: CancellationToken,
     ) -> Connect {
-        let mut st = self.lock();
+        let mut st = self.state.lock();
         let limits = self.limits.buffer;
         let Some(s) = st.streams.get_mut(&stream) else {
             return Connect::Unknown;

@@ -48,7 +48,7 @@ impl Reader {
         loop {
             self.wake.borrow_and_update();
             {
-                let mut st = self.session.lock();
+                let mut st = self.session.state.lock();
                 let Some(s) = st.streams.get_mut(&self.stream) else {
                     self.done = true;
                     return None;
@@ -105,7 +105,7 @@ impl Drop for Reader {
     fn drop(&mut self) {
         self.session.connections.fetch_sub(1, Ordering::Relaxed);
         self.session.touch();
-        if let Some(s) = self.session.lock().streams.get_mut(&self.stream) {
+        if let Some(s) = self.session.state.lock().streams.get_mut(&self.stream) {
             s.detach(self.conn_gen, Instant::now());
         }
     }

@@ -47,7 +47,7 @@ fn session() -> Arc<HttpSession> {
 }
 
 fn text(session: &HttpSession, stream: u64) -> String {
-    let mut st = session.lock();
+    let mut st = session.state.lock();
     match st.streams.get_mut(&stream).unwrap().next(0, usize::MAX) {
         Next::Events(b, _) => String::from_utf8(b.to_vec()).unwrap(),
         Next::Wait | Next::End => String::new(),
@@ -57,6 +57,7 @@ fn text(session: &HttpSession, stream: u64) -> String {
 async fn wait(session: &Arc<HttpSession>, id: i64, method: &str, upgrade: bool) -> First {
     let (tx, rx) = oneshot::channel();
     session
+        .state
         .lock()
         .pending
         .insert(id.into(), Pending::Waiting { tx, upgrade });
@@ -78,7 +79,7 @@ async fn a_message_before_the_response_upgrades_to_a_stream() {
     };
     // Wait for the response to land on the stream.
     for _ in 0..100 {
-        if s.lock().streams[&n].is_finished() {
+        if s.state.lock().streams[&n].is_finished() {
             break;
         }
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -89,7 +90,7 @@ async fn a_message_before_the_response_upgrades_to_a_stream() {
     assert!(t.contains(r#""ok":"chatty""#), "{t}");
     assert!(!t.contains("elsewhere"), "{t}");
     assert!(text(&s, STANDALONE).contains("notifications/elsewhere"));
-    assert!(s.lock().pending.is_empty());
+    assert!(s.state.lock().pending.is_empty());
 }
 
 #[tokio::test]
@@ -102,7 +103,7 @@ async fn json_only_requests_send_other_messages_to_the_standalone_stream() {
     let t = text(&s, STANDALONE);
     assert!(t.contains("notifications/message"), "{t}");
     assert!(t.contains("notifications/elsewhere"), "{t}");
-    assert_eq!(s.lock().streams.len(), 1);
+    assert_eq!(s.state.lock().streams.len(), 1);
 }
 
 #[tokio::test]
@@ -112,7 +113,7 @@ async fn a_response_first_stays_json() {
         panic!("expected the response")
     };
     assert_eq!(m, Message::reply(3.into(), Ok(json!({"ok": "quiet"}))));
-    assert_eq!(s.lock().streams.len(), 1);
+    assert_eq!(s.state.lock().streams.len(), 1);
 }
 
 /// The replay accounting: every held byte counted for the session and the server;
@@ -139,15 +140,16 @@ async fn replay_bytes_are_counted_and_bounded() {
         limits,
         Arc::clone(&global),
     );
-    let meter = Arc::clone(&s.lock().meter);
-    let held = |s: &HttpSession| -> usize { s.lock().streams.values().map(StreamBuf::bytes).sum() };
+    let meter = Arc::clone(&s.state.lock().meter);
+    let held =
+        |s: &HttpSession| -> usize { s.state.lock().streams.values().map(StreamBuf::bytes).sum() };
     let base = meter.session();
     assert_eq!(base, held(&s));
     assert_eq!(global.load(Ordering::Relaxed), base);
 
     // Three 2.5 KiB events on one request stream, 1 KiB on the standalone one.
     let n = {
-        let mut st = s.lock();
+        let mut st = s.state.lock();
         HttpSession::new_request_stream(&mut st, 1.into())
     };
     let big = |k: usize| Message::notification("n", Some(json!({ "pad": "x".repeat(k) })));
@@ -195,16 +197,16 @@ async fn replay_bytes_are_counted_and_bounded() {
     assert!(r.next_chunk().await.is_some());
     assert!(r.next_chunk().await.is_none());
     drop(r);
-    assert!(s.lock().streams.contains_key(&n));
+    assert!(s.state.lock().streams.contains_key(&n));
     s.ack_completed();
-    assert!(!s.lock().streams.contains_key(&n));
+    assert!(!s.state.lock().streams.contains_key(&n));
     assert_eq!(meter.session(), held(&s));
 
     // The server-wide bound applies too: with another session's bytes filling it, a
     // delivered event is not kept.
     global.fetch_add(LIMITS.total_bytes, Ordering::Relaxed);
     let m = {
-        let mut st = s.lock();
+        let mut st = s.state.lock();
         HttpSession::new_request_stream(&mut st, 2.into())
     };
     s.route(Outbound {
@@ -215,7 +217,7 @@ async fn replay_bytes_are_counted_and_bounded() {
         panic!("stream exists")
     };
     assert!(r.next_chunk().await.is_some());
-    assert_eq!(s.lock().streams[&m].bytes(), 0);
+    assert_eq!(s.state.lock().streams[&m].bytes(), 0);
     drop(r);
     global.fetch_sub(LIMITS.total_bytes, Ordering::Relaxed);
 
@@ -228,11 +230,12 @@ async fn replay_bytes_are_counted_and_bounded() {
 async fn ending_a_session_drops_its_streams_and_waiters() {
     let s = session();
     let (tx, rx) = oneshot::channel();
-    s.lock()
+    s.state
+        .lock()
         .pending
         .insert(9.into(), Pending::Waiting { tx, upgrade: true });
     s.end();
     assert!(rx.await.is_err());
-    assert!(s.lock().streams.is_empty());
+    assert!(s.state.lock().streams.is_empty());
     assert!(s.peer.is_closed());
 }

@@ -2,9 +2,10 @@
 
 use std::time::Duration;
 
-use anyhow::Context;
 use clap::Args;
 use mcp_tasks_bench::{Config, Endpoint, Scenario};
+
+use crate::duration::{self, MaybeDuration};
 
 /// Options of `bench`.
 #[derive(Args, Debug)]
@@ -20,20 +21,21 @@ pub(crate) struct BenchArgs {
     #[arg(long, short = 'c', default_value_t = 16)]
     concurrency: usize,
     /// How long to measure (ms or a duration like `10s`).
-    #[arg(long, short = 'd', default_value = "10s")]
-    duration: String,
+    #[arg(long, short = 'd', value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse)]
+    duration: Duration,
     /// How long to run before measuring.
-    #[arg(long, default_value = "2s")]
-    warmup: String,
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse)]
+    warmup: Duration,
     /// Stop after this many measured iterations instead of after --duration.
     #[arg(long, short = 'n')]
     requests: Option<u64>,
-    /// The `ms` argument of the work tool (default: 0 for create/get/list, 100 otherwise).
-    #[arg(long, value_name = "MS")]
-    work_ms: Option<u64>,
-    /// `lifecycle`: poll `tasks/get` every this many ms.
-    #[arg(long, value_name = "MS", default_value_t = 50)]
-    poll_ms: u64,
+    /// The `ms` argument of the work tool (ms or a duration; default: 0 for
+    /// create/get/list, 100 otherwise).
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    work_ms: Option<Duration>,
+    /// `lifecycle`: poll `tasks/get` this often (ms or a duration).
+    #[arg(long, value_name = "DURATION", default_value = "50", value_parser = crate::duration::parse)]
+    poll_ms: Duration,
     /// K: tasks created before measuring, for `get` (ids picked among them) and `list`
     /// (tasks stored).
     #[arg(long, short = 'k', default_value_t = 1000)]
@@ -45,8 +47,8 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     no_seed: bool,
     /// The `ttl` to ask for each task, in ms, or `none` to send no `ttl`.
-    #[arg(long, default_value = "3600000")]
-    ttl: String,
+    #[arg(long, value_name = "DURATION", default_value = "3600000", value_parser = crate::duration::parse_or_none)]
+    ttl: MaybeDuration,
     /// The work tool (it must take `{ms}`).
     #[arg(long, default_value = "sleep")]
     tool: String,
@@ -59,8 +61,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, value_name = "PID")]
     server_pid: Option<u32>,
     /// Longest wait for an answer, besides the work itself.
-    #[arg(long, default_value = "30s")]
-    timeout: String,
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::duration::parse)]
+    timeout: Duration,
     /// Print the report as JSON on stdout.
     #[arg(long)]
     json: bool,
@@ -83,37 +85,23 @@ fn parse_scenario(s: &str) -> Result<Scenario, String> {
     s.parse()
 }
 
-fn duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    if let Ok(ms) = s.parse::<u64>() {
-        return Ok(Duration::from_millis(ms));
-    }
-    humantime::parse_duration(s)
-        .with_context(|| format!("{flag}: `{s}` is not milliseconds or a duration like `10s`"))
-}
-
 /// Run `bench`; `Ok(false)` when the run saw errors.
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
     let endpoint = Endpoint::parse(&args.url, args.token.clone()).map_err(anyhow::Error::msg)?;
     let mut cfg = Config::new(endpoint, args.scenario);
     cfg.concurrency = args.concurrency;
-    cfg.duration = duration("--duration", &args.duration)?;
-    cfg.warmup = duration("--warmup", &args.warmup)?;
+    cfg.duration = args.duration;
+    cfg.warmup = args.warmup;
     cfg.requests = args.requests;
-    cfg.work_ms = args.work_ms;
-    cfg.poll_ms = args.poll_ms;
+    cfg.work_ms = args.work_ms.map(duration::millis);
+    cfg.poll_ms = duration::millis(args.poll_ms);
     cfg.tasks = args.tasks;
     cfg.seed_concurrency = args.seed_concurrency;
     cfg.seed = !args.no_seed;
-    cfg.ttl_ms = match args.ttl.as_str() {
-        "none" => None,
-        t => Some(
-            t.parse()
-                .with_context(|| format!("--ttl: `{t}` is not milliseconds or `none`"))?,
-        ),
-    };
+    cfg.ttl_ms = args.ttl.millis();
     cfg.tool = args.tool;
     cfg.server_pid = args.server_pid;
-    cfg.timeout = duration("--timeout", &args.timeout)?;
+    cfg.timeout = args.timeout;
     cfg.progress = true;
     let report = mcp_tasks_bench::run(cfg).await?;
     if args.json {

@@ -40,8 +40,8 @@ pub(crate) struct GatewayArgs {
     /// the call fails with an error saying so and `notifications/cancelled` goes upstream.
     /// A `tasks/result` that outlasts it is followed with `tasks/get` instead. Default:
     /// no bound.
-    #[arg(long, value_name = "DURATION")]
-    upstream_timeout: Option<String>,
+    #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+    upstream_timeout: Option<std::time::Duration>,
     /// Put tasks in front of this Streamable HTTP MCP server.
     #[arg(long, value_name = "URL")]
     upstream_url: Option<String>,
@@ -127,17 +127,9 @@ impl GatewayArgs {
         if self.max_upstreams == 0 {
             bail!("--max-upstreams must be at least 1");
         }
-        let upstream_timeout = match &self.upstream_timeout {
+        let upstream_timeout = match self.upstream_timeout {
             None => None,
-            Some(s) => {
-                let d = match s.parse::<u64>() {
-                    Ok(ms) => std::time::Duration::from_millis(ms),
-                    Err(_) => humantime::parse_duration(s).with_context(|| {
-                        format!(
-                            "--upstream-timeout: `{s}` is not milliseconds or a duration like `30s`"
-                        )
-                    })?,
-                };
+            Some(d) => {
                 if d.is_zero() {
                     bail!("--upstream-timeout must be more than 0");
                 }

@@ -34,24 +34,24 @@ pub(crate) struct HttpArgs {
     #[arg(long)]
     allow_unauthenticated: bool,
     /// End a session without requests or open streams for this long.
-    #[arg(long, value_name = "DURATION", default_value = "1h")]
-    session_idle: String,
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse)]
+    session_idle: Duration,
     /// On SIGTERM, let running tasks finish for this long, then fail them. With `--stdio`,
     /// at the end of the input: let the requests in flight answer for this long, then
     /// cancel them (the running tasks are failed at once: nobody is left to collect them).
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    pub(crate) shutdown_grace: String,
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse)]
+    pub(crate) shutdown_grace: Duration,
     /// Close an SSE connection that waited this long, with a `retry` field; the client
     /// resumes with GET and `Last-Event-ID`.
-    #[arg(long, value_name = "DURATION", default_value = "60s")]
-    sse_hold: String,
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
+    sse_hold: Duration,
     /// The reconnection delay sent in that `retry` field.
-    #[arg(long, value_name = "DURATION", default_value = "2s")]
-    sse_retry: String,
+    #[arg(long, value_name = "DURATION", default_value = "2s", value_parser = crate::duration::parse)]
+    sse_retry: Duration,
     /// End a session whose client never completed initialization (no request naming the
     /// session after `initialize`, not even `notifications/initialized`) after this long.
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    session_init_idle: String,
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::duration::parse)]
+    session_init_idle: Duration,
     /// Most sessions in total. A new one beyond it replaces the idlest session without an
     /// open stream or a request in flight (never-initialized ones first); if every session
     /// is in use, `initialize` gets 503 with a JSON-RPC error.
@@ -72,8 +72,8 @@ pub(crate) struct HttpArgs {
     sse_replay_total_bytes: usize,
     /// Keep an SSE response stream read to its end (response delivered) for replay this
     /// long, unless the client's next request on the session acknowledges it sooner.
-    #[arg(long, value_name = "DURATION", default_value = "5s")]
-    sse_replay_ack: String,
+    #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = crate::duration::parse)]
+    sse_replay_ack: Duration,
     /// Most open connections; further clients wait (in the listen backlog) until one
     /// closes. Keep it below the file descriptor limit (`ulimit -n`).
     #[arg(long, value_name = "N", default_value_t = 512)]
@@ -84,20 +84,11 @@ pub(crate) struct HttpArgs {
     /// Time a client has to send a request's headers (from the connection's start or the
     /// end of the previous response, so it is also the keep-alive idle timeout); then the
     /// connection is closed.
-    #[arg(long, value_name = "DURATION", default_value = "10s")]
-    header_read_timeout: String,
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse)]
+    header_read_timeout: Duration,
     /// Time a client has to send a request's body; then 408 and the connection closes.
-    #[arg(long, value_name = "DURATION", default_value = "30s")]
-    body_read_timeout: String,
-}
-
-/// `1500` (milliseconds), `1.5s`, `1h`.
-pub(crate) fn duration(flag: &str, s: &str) -> anyhow::Result<Duration> {
-    if let Ok(ms) = s.parse::<u64>() {
-        return Ok(Duration::from_millis(ms));
-    }
-    humantime::parse_duration(s)
-        .with_context(|| format!("{flag}: `{s}` is not milliseconds or a duration like `10s`"))
+    #[arg(long, value_name = "DURATION", default_value = "30s", value_parser = crate::duration::parse)]
+    body_read_timeout: Duration,
 }
 
 /// A bound that must be at least 1.
@@ -192,10 +183,10 @@ pub(crate) async fn run(
         .allowed_origins(&args.allowed_origins)
         .allow_unauthenticated(args.allow_unauthenticated);
     let transport = &mut options.transport;
-    transport.session_idle = duration("--session-idle", &args.session_idle)?;
-    transport.sse_hold = duration("--sse-hold", &args.sse_hold)?;
-    transport.sse_retry = duration("--sse-retry", &args.sse_retry)?;
-    transport.session_init_idle = duration("--session-init-idle", &args.session_init_idle)?;
+    transport.session_idle = args.session_idle;
+    transport.sse_hold = args.sse_hold;
+    transport.sse_retry = args.sse_retry;
+    transport.session_init_idle = args.session_init_idle;
     transport.max_sessions = at_least_one("--max-sessions", args.max_sessions)?;
     transport.max_sessions_per_principal = at_least_one(
         "--max-sessions-per-principal",
@@ -204,18 +195,12 @@ pub(crate) async fn run(
     transport.replay_bytes = at_least_one("--sse-replay-bytes", args.sse_replay_bytes)?;
     transport.replay_total_bytes =
         at_least_one("--sse-replay-total-bytes", args.sse_replay_total_bytes)?;
-    transport.replay_ack = duration("--sse-replay-ack", &args.sse_replay_ack)?;
+    transport.replay_ack = args.sse_replay_ack;
     transport.max_connections = at_least_one("--max-connections", args.max_connections)?;
     transport.max_connections_per_ip =
         at_least_one("--max-connections-per-ip", args.max_connections_per_ip)?;
-    transport.header_read_timeout = positive(
-        "--header-read-timeout",
-        duration("--header-read-timeout", &args.header_read_timeout)?,
-    )?;
-    transport.body_read_timeout = positive(
-        "--body-read-timeout",
-        duration("--body-read-timeout", &args.body_read_timeout)?,
-    )?;
+    transport.header_read_timeout = positive("--header-read-timeout", args.header_read_timeout)?;
+    transport.body_read_timeout = positive("--body-read-timeout", args.body_read_timeout)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("--listen: cannot listen on {addr}"))?;

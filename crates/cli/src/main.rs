@@ -5,6 +5,7 @@ mod call;
 mod demo;
 #[cfg(test)]
 mod demo_tests;
+mod duration;
 mod gateway;
 mod http;
 mod serve;

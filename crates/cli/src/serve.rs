@@ -1,5 +1,7 @@
 //! `mcp-tasks serve`.
 
+use std::time::Duration;
+
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_core::Policy;
@@ -7,9 +9,11 @@ use mcp_tasks_server::{BuildError, Server, ServerConfig};
 use mcp_tasks_store_sqlite::{SqliteOptions, default_path};
 
 use crate::demo;
+use crate::duration::{self, MaybeDuration};
 
 /// Options of `serve`.
 #[derive(Args, Debug)]
+#[command(after_help = duration::HELP)]
 pub(crate) struct ServeArgs {
     /// Serve one client on stdin/stdout.
     #[arg(long)]
@@ -22,14 +26,14 @@ pub(crate) struct ServeArgs {
     #[arg(long)]
     no_tasks: bool,
     /// Largest TTL granted to a task (ms, or a duration like `24h`), or `unlimited`.
-    #[arg(long, default_value = "24h")]
-    max_ttl: String,
+    #[arg(long, value_name = "DURATION", default_value = "24h", value_parser = crate::duration::parse_or_unlimited)]
+    max_ttl: MaybeDuration,
     /// TTL of a task whose request names none (ms, a duration, or `unlimited`).
-    #[arg(long, default_value = "1h")]
-    default_ttl: String,
+    #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse_or_unlimited)]
+    default_ttl: MaybeDuration,
     /// Suggested `pollInterval` (ms, or a duration).
-    #[arg(long, default_value = "1000")]
-    poll_interval: String,
+    #[arg(long, value_name = "DURATION", default_value = "1000", value_parser = crate::duration::parse)]
+    poll_interval: Duration,
     /// Most active (non-terminal) tasks per requester: per principal with auth, else per
     /// session (HTTP) or for the one stdio peer.
     #[arg(long, default_value_t = 1000)]
@@ -51,16 +55,16 @@ pub(crate) struct ServeArgs {
     /// How long to keep retrying to store a task's result when the store fails (disk
     /// full, ...) before the task is failed with a message naming the cause (ms, or a
     /// duration).
-    #[arg(long, default_value = "60s")]
-    outcome_retry: String,
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
+    outcome_retry: Duration,
     /// `tasks/list` page size.
     #[arg(long, default_value_t = 100)]
     page_size: usize,
     /// How long this process's lease on the tasks it runs lasts (renewed every third of
     /// it). When the process dies, another process sharing the store, or this one
     /// restarted, fails those tasks once the lease has run out.
-    #[arg(long, default_value = "15s")]
-    executor_lease: String,
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = crate::duration::parse)]
+    executor_lease: Duration,
     /// Largest incoming message, in bytes: a stdio line, an HTTP request body (413 above
     /// it), and a message from a gateway's upstream.
     #[arg(long, default_value_t = mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE)]
@@ -69,20 +73,6 @@ pub(crate) struct ServeArgs {
     http: Box<crate::http::HttpArgs>,
     #[command(flatten)]
     gateway: Box<crate::gateway::GatewayArgs>,
-}
-
-/// Milliseconds from `1500`, `1.5s`, `24h`; `None` for `unlimited`.
-fn parse_ms(flag: &str, s: &str) -> anyhow::Result<Option<u64>> {
-    if s == "unlimited" {
-        return Ok(None);
-    }
-    if let Ok(ms) = s.parse::<u64>() {
-        return Ok(Some(ms));
-    }
-    let d = humantime::parse_duration(s).with_context(|| {
-        format!("{flag}: `{s}` is not milliseconds, a duration like `24h`, or `unlimited`")
-    })?;
-    Ok(Some(u64::try_from(d.as_millis()).unwrap_or(u64::MAX)))
 }
 
 /// Bytes from `1048576`, `512KiB`, `256MiB`, `1GiB` (also `KB`/`MB`/`GB` as powers of
@@ -112,17 +102,15 @@ fn parse_bytes(flag: &str, s: &str) -> anyhow::Result<Option<u64>> {
 }
 
 fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
-    let max_ttl = parse_ms("--max-ttl", &args.max_ttl)?;
-    let mut default_ttl = parse_ms("--default-ttl", &args.default_ttl)?;
+    let max_ttl = args.max_ttl.millis();
+    let mut default_ttl = args.default_ttl.millis();
     if default_ttl.is_none() && max_ttl.is_some() {
         bail!("--default-ttl unlimited needs --max-ttl unlimited");
     }
     if let (Some(d), Some(m)) = (default_ttl, max_ttl) {
         default_ttl = Some(d.min(m));
     }
-    let Some(poll) = parse_ms("--poll-interval", &args.poll_interval)? else {
-        bail!("--poll-interval cannot be unlimited");
-    };
+    let poll = duration::millis(args.poll_interval);
     if args.page_size == 0 {
         bail!("--page-size must be at least 1");
     }
@@ -139,11 +127,10 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
         },
         max_stored_bytes_per_requester: parse_bytes("--max-stored-bytes", &args.max_stored_bytes)?,
         max_store_bytes: parse_bytes("--max-store-bytes", &args.max_store_bytes)?,
-        outcome_retry_ms: parse_ms("--outcome-retry", &args.outcome_retry)?
-            .context("--outcome-retry cannot be unlimited")?,
+        outcome_retry_ms: duration::millis(args.outcome_retry),
         page_size: args.page_size,
-        lease_ms: match parse_ms("--executor-lease", &args.executor_lease)? {
-            Some(ms) if ms >= 100 => ms,
+        lease_ms: match duration::millis(args.executor_lease) {
+            ms if ms >= 100 => ms,
             _ => bail!("--executor-lease must be at least 100 ms"),
         },
         ..Policy::default()
@@ -154,10 +141,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let policy = policy(&args)?;
     let config = ServerConfig::default()
         .with_max_line_bytes(args.max_message_bytes)
-        .with_shutdown_grace(crate::http::duration(
-            "--shutdown-grace",
-            &args.http.shutdown_grace,
-        )?);
+        .with_shutdown_grace(args.http.shutdown_grace);
     let mut builder = Server::builder().config(config).policy(policy);
     builder = match (args.no_tasks, args.store.as_deref()) {
         (true, _) => builder.no_tasks(),

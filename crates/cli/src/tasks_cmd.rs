@@ -10,14 +10,15 @@ use mcp_tasks_proto::methods;
 use serde_json::json;
 
 use crate::call::{
-    AnswerArgs, ConnectArgs, Out, Report, client_config, connect, exit, exit_with, follow,
-    or_interrupt, parse_timeout, task_json,
+    AnswerArgs, ConnectArgs, Out, Report, client_config, connect, exit, exit_with, follow, nonzero,
+    or_interrupt, task_json,
 };
 use crate::term::interrupt::Interrupts;
 use crate::term::{Screen, table};
 
 /// Options of `tasks`.
 #[derive(Args, Debug)]
+#[command(after_help = crate::duration::HELP)]
 pub(crate) struct TasksArgs {
     #[command(subcommand)]
     action: Action,
@@ -63,8 +64,8 @@ enum Action {
         ids: Vec<String>,
         /// How often to refresh (ms or a duration). Default: the shortest `pollInterval`
         /// of the unfinished tasks (1 s when none), kept within 250 ms..5 s.
-        #[arg(long, value_name = "DURATION")]
-        interval: Option<String>,
+        #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
+        interval: Option<Duration>,
         /// Most rows shown on a terminal (the newest tasks).
         #[arg(long, default_value_t = 20)]
         rows: usize,
@@ -117,13 +118,11 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
             interval,
             rows,
             conn,
-        } => match interval.as_deref().map(parse_timeout).transpose() {
-            Err(e) => out.usage(&e.context("--interval")),
-            Ok(interval) => {
-                let target = conn.target();
-                watch(&client, ids, interval.flatten(), *rows, &out, &target).await
-            }
-        },
+        } => {
+            let target = conn.target();
+            let interval = interval.and_then(nonzero);
+            watch(&client, ids, interval, *rows, &out, &target).await
+        }
     };
     client.close().await;
     exit_with(code)

@@ -25,9 +25,7 @@ use clap::Args;
 use mcp_tasks_client::{CallOptions, Client, ClientError, TaskSupport, task_support};
 
 use arguments::build_arguments;
-pub(crate) use connect::{
-    AnswerArgs, ConnectArgs, client_config, connect, or_interrupt, parse_timeout,
-};
+pub(crate) use connect::{AnswerArgs, ConnectArgs, client_config, connect, nonzero, or_interrupt};
 pub(crate) use follow::{Report, follow, show_progress};
 pub(crate) use out::{Exit, Out, exit, exit_with, task_json};
 
@@ -35,6 +33,7 @@ use crate::term::interrupt::Interrupts;
 
 /// Options of `call`.
 #[derive(Args, Debug)]
+#[command(after_help = crate::duration::HELP)]
 pub(crate) struct CallArgs {
     /// The tool to call.
     tool: String,

@@ -28,7 +28,7 @@ use mcp_tasks_core::{
     MemoryStore, Policy, RequestSender, Requester, RequestorChannel, SystemClock, TaskEngine, serve,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
-use mcp_tasks_proto::{ErrorObject, Message, RequestId, methods};
+use mcp_tasks_proto::{ErrorObject, Message, RequestId};
 use mcp_tasks_rpc::{Peer, RequestContext, Route};
 use serde_json::Value;
 use tokio::sync::OnceCell;
@@ -215,17 +215,10 @@ impl Receiving {
         method: &str,
         params: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
-        let (engine, who) = (self.engine(), &self.requester);
-        match method {
-            methods::TASKS_GET => serve::get(engine, who, params).await,
-            methods::TASKS_LIST => serve::list(engine, who, params).await,
-            methods::TASKS_CANCEL => serve::cancel(engine, who, params).await,
-            methods::TASKS_RESULT => {
-                let sender: Arc<dyn RequestSender> = Arc::new(ResultStream(cx.clone()));
-                serve::result(engine, who, params, Some(sender)).await
-            }
-            other => Err(ErrorObject::method_not_found(format!("`{other}`"))),
-        }
+        serve::dispatch(self.engine(), &self.requester, method, params, || {
+            Some(Arc::new(ResultStream(cx.clone())) as Arc<dyn RequestSender>)
+        })
+        .await
     }
 
     /// The answer to a request one of the client's tasks sent through `tasks/result`.

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::{ErrorObject, methods};
 use serde_json::{Value, json};
 
 use crate::channel::RequestSender;
@@ -149,6 +149,38 @@ pub async fn result(
     match engine.result(id, who, sender).await {
         Ok(outcome) => outcome,
         Err(e) => Err(e.to_rpc("Failed to retrieve task")),
+    }
+}
+
+/// Whether `method` is one of the `tasks/*` requests a receiver serves ([`dispatch`]).
+pub fn is_tasks_method(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_LIST | methods::TASKS_CANCEL
+    )
+}
+
+/// Serve one `tasks/*` request (`tasks/get`, `tasks/result`, `tasks/list` or
+/// `tasks/cancel`) for `who`: the one dispatch every receiver uses, the server for its
+/// task-augmented `tools/call` and the client for its task-augmented `elicitation/create`
+/// and `sampling/createMessage`. `sender` is called for `tasks/result` only: where the
+/// task's requests for input travel while it waits (`None`: they stay queued).
+///
+/// # Errors
+/// The JSON-RPC error to answer with; -32601 for a method that is not `tasks/*`.
+pub async fn dispatch(
+    engine: &TaskEngine,
+    who: &Requester,
+    method: &str,
+    params: Option<&Value>,
+    sender: impl FnOnce() -> Option<Arc<dyn RequestSender>>,
+) -> Result<Value, ErrorObject> {
+    match method {
+        methods::TASKS_GET => get(engine, who, params).await,
+        methods::TASKS_LIST => list(engine, who, params).await,
+        methods::TASKS_CANCEL => cancel(engine, who, params).await,
+        methods::TASKS_RESULT => result(engine, who, params, sender()).await,
+        other => Err(ErrorObject::method_not_found(format!("`{other}`"))),
     }
 }
 

@@ -47,7 +47,9 @@ use mcp_tasks_core::{Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 
 pub use builder::{BuildError, ServerBuilder};
-pub use extension::{ExtensionFactory, SessionExtension};
+pub use extension::{
+    ExtensionFactory, Fallback, MethodNotFound, ServerTools, SessionParts, ToolSource,
+};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, serve_http};
 pub use mcp_tasks_proto::{CallToolResult, ContentBlock};

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use mcp_tasks_proto::mcp::Task;
 use mcp_tasks_proto::{ErrorObject, methods};
 use serde_json::{Value, json};
 
@@ -73,12 +74,11 @@ pub async fn get(
     who: &Requester,
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
-    let id = task_id_param(params)?;
     let task = engine
-        .get(id, who)
+        .get(task_id_param(params)?, who)
         .await
-        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
-    serde_json::to_value(task).map_err(ErrorObject::internal)
+        .map_err(|e| e.to_rpc("Failed to retrieve task"));
+    task_answer(task)
 }
 
 /// Serve `tasks/cancel`: the task is `cancelled` (and its work stopped) before the reply.
@@ -93,12 +93,16 @@ pub async fn cancel(
     who: &Requester,
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
-    let id = task_id_param(params)?;
     let task = engine
-        .cancel(id, who)
+        .cancel(task_id_param(params)?, who)
         .await
-        .map_err(|e| e.to_rpc("Failed to cancel task"))?;
-    serde_json::to_value(task).map_err(ErrorObject::internal)
+        .map_err(|e| e.to_rpc("Failed to cancel task"));
+    task_answer(task)
+}
+
+/// The answer of `tasks/get` and `tasks/cancel`: the task as it is on the wire.
+fn task_answer(task: Result<Task, ErrorObject>) -> Result<Value, ErrorObject> {
+    serde_json::to_value(task?).map_err(ErrorObject::internal)
 }
 
 /// Serve `tasks/list`: one page, with an opaque signed `nextCursor` when more remain.

@@ -118,20 +118,18 @@ pub(super) async fn apply(store: &Store, t: Transition) -> TransitionResult {
 
 /// Complete `id` (from `working`) with a small result at `at_ms`.
 pub(super) async fn complete(store: &Store, id: &str, at_ms: i64) -> TaskRecord {
-    applied(
-        apply(
-            store,
-            tr(
-                id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("x")),
-                at_ms,
-            ),
-        )
-        .await,
+    apply_ok(
+        store,
+        tr(
+            id,
+            TaskStatus::Completed,
+            None,
+            Some(result_outcome("x")),
+            at_ms,
+        ),
         "complete",
     )
+    .await
 }
 
 pub(super) fn applied(r: TransitionResult, what: &str) -> TaskRecord {
@@ -139,6 +137,11 @@ pub(super) fn applied(r: TransitionResult, what: &str) -> TaskRecord {
         TransitionResult::Applied(rec) => rec,
         other => panic!("{what}: expected Applied, got {other:?}"),
     }
+}
+
+/// Apply `t`, which must be applied; `what` names the step in the panic message.
+pub(super) async fn apply_ok(store: &Store, t: Transition, what: &str) -> TaskRecord {
+    applied(apply(store, t).await, what)
 }
 
 pub(super) fn rejected(r: TransitionResult, what: &str) -> TaskRecord {

@@ -25,39 +25,37 @@ pub async fn wake_ups(store: Store, leases: Leases) {
     rx.borrow_and_update();
     create(&store, t).await;
     woke(&mut rx, "create").await;
-    applied(
-        apply(
-            &store,
-            tr(&id, TaskStatus::InputRequired, None, None, T0 + 1),
-        )
-        .await,
+    apply_ok(
+        &store,
+        tr(&id, TaskStatus::InputRequired, None, None, T0 + 1),
         "-> input_required",
-    );
+    )
+    .await;
     woke(&mut rx, "working -> input_required").await;
-    applied(
-        apply(&store, tr(&id, TaskStatus::Working, None, None, T0 + 2)).await,
+    apply_ok(
+        &store,
+        tr(&id, TaskStatus::Working, None, None, T0 + 2),
         "-> working",
-    );
+    )
+    .await;
     woke(&mut rx, "input_required -> working").await;
     // Several waiters on one task all wake.
     let mut others: Vec<_> = (0..3).map(|_| store.subscribe(&id)).collect();
     for o in &mut others {
         o.borrow_and_update();
     }
-    applied(
-        apply(
-            &store,
-            tr(
-                &id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("w")),
-                T0 + 3,
-            ),
-        )
-        .await,
+    apply_ok(
+        &store,
+        tr(
+            &id,
+            TaskStatus::Completed,
+            None,
+            Some(result_outcome("w")),
+            T0 + 3,
+        ),
         "-> completed",
-    );
+    )
+    .await;
     woke(&mut rx, "working -> completed").await;
     for o in &mut others {
         woke(o, "working -> completed (another waiter)").await;
@@ -112,53 +110,47 @@ pub async fn lease_orphans(store: Store) {
     store.heartbeat("dead", T0 + 500).await.expect("heartbeat");
     let live = create(&store, new_task(Some("o"), Some("live"))).await;
     let live_input = create(&store, new_task(Some("o"), Some("live"))).await;
-    let live_input = applied(
-        apply(
-            &store,
-            tr(
-                &live_input.task_id,
-                TaskStatus::InputRequired,
-                Some("q"),
-                None,
-                T0 + 5,
-            ),
-        )
-        .await,
+    let live_input = apply_ok(
+        &store,
+        tr(
+            &live_input.task_id,
+            TaskStatus::InputRequired,
+            Some("q"),
+            None,
+            T0 + 5,
+        ),
         "-> input_required",
-    );
+    )
+    .await;
     let dead = create(&store, new_task(Some("o"), Some("dead"))).await;
     let dead_input = create(&store, new_task(Some("o"), Some("dead"))).await;
-    applied(
-        apply(
-            &store,
-            tr(
-                &dead_input.task_id,
-                TaskStatus::InputRequired,
-                Some("q"),
-                None,
-                T0 + 5,
-            ),
-        )
-        .await,
+    apply_ok(
+        &store,
+        tr(
+            &dead_input.task_id,
+            TaskStatus::InputRequired,
+            Some("q"),
+            None,
+            T0 + 5,
+        ),
         "-> input_required",
-    );
+    )
+    .await;
     let unknown = create(&store, new_task(Some("o"), Some("never-heartbeated"))).await;
     let nobody = create(&store, new_task(Some("o"), None)).await;
     let dead_done = create(&store, new_task(Some("o"), Some("dead"))).await;
-    let dead_done = applied(
-        apply(
-            &store,
-            tr(
-                &dead_done.task_id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("ok")),
-                T0 + 6,
-            ),
-        )
-        .await,
+    let dead_done = apply_ok(
+        &store,
+        tr(
+            &dead_done.task_id,
+            TaskStatus::Completed,
+            None,
+            Some(result_outcome("ok")),
+            T0 + 6,
+        ),
         "-> completed",
-    );
+    )
+    .await;
 
     let set = |recs: &[TaskRecord]| ids(recs).into_iter().collect::<BTreeSet<String>>();
     let of = |recs: &[&TaskRecord]| {
@@ -295,8 +287,8 @@ where
     let mut recs = Vec::new();
     recs.push(create(&store, new_task(Some("alice"), Some("exec"))).await);
     let t = create(&store, new_task(None, Some("exec"))).await;
-    recs.push(applied(
-        apply(
+    recs.push(
+        apply_ok(
             &store,
             tr(
                 &t.task_id,
@@ -305,24 +297,24 @@ where
                 None,
                 T0 + 7,
             ),
+            "-> input_required",
         )
         .await,
-        "-> input_required",
-    ));
+    );
     for (to, outcome) in [
         (TaskStatus::Completed, result_outcome("kept")),
         (TaskStatus::Failed, error_outcome(-32603, "kept")),
         (TaskStatus::Cancelled, error_outcome(-32800, "kept")),
     ] {
         let t = create(&store, new_task(Some("bob"), Some("exec"))).await;
-        recs.push(applied(
-            apply(
+        recs.push(
+            apply_ok(
                 &store,
                 tr(&t.task_id, to, Some("end"), Some(outcome), T0 + 9),
+                "-> terminal",
             )
             .await,
-            "-> terminal",
-        ));
+        );
     }
     let newest = create(
         &store,

@@ -29,20 +29,18 @@ pub async fn ttl_deletion(store: Store) {
     let forever = create(&store, mk(None)).await;
     let huge = create(&store, mk(Some(u64::MAX))).await;
     let done = create(&store, mk(Some(1000))).await;
-    applied(
-        apply(
-            &store,
-            tr(
-                &done.task_id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("r")),
-                T0 + 1,
-            ),
-        )
-        .await,
+    apply_ok(
+        &store,
+        tr(
+            &done.task_id,
+            TaskStatus::Completed,
+            None,
+            Some(result_outcome("r")),
+            T0 + 1,
+        ),
         "complete",
-    );
+    )
+    .await;
     let gone = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
     let del = |now: i64| {
         let store = Arc::clone(&store);

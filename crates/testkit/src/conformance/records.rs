@@ -144,20 +144,18 @@ pub async fn legal_transitions(store: Store) {
             let id = t.task_id.clone();
             let mut prev = create(&store, t).await;
             if via_input {
-                let rec = applied(
-                    apply(
-                        &store,
-                        tr(
-                            &id,
-                            TaskStatus::InputRequired,
-                            Some("need input"),
-                            None,
-                            T0 + 10,
-                        ),
-                    )
-                    .await,
+                let rec = apply_ok(
+                    &store,
+                    tr(
+                        &id,
+                        TaskStatus::InputRequired,
+                        Some("need input"),
+                        None,
+                        T0 + 10,
+                    ),
                     "working -> input_required",
-                );
+                )
+                .await;
                 let expected = TaskRecord {
                     status: TaskStatus::InputRequired,
                     status_message: Some("need input".into()),
@@ -166,10 +164,12 @@ pub async fn legal_transitions(store: Store) {
                 };
                 assert_eq!(rec, expected, "working -> input_required");
                 // A clock that went back does not move lastUpdatedAt back.
-                let rec = applied(
-                    apply(&store, tr(&id, TaskStatus::Working, None, None, T0 + 5)).await,
+                let rec = apply_ok(
+                    &store,
+                    tr(&id, TaskStatus::Working, None, None, T0 + 5),
                     "input_required -> working",
-                );
+                )
+                .await;
                 let expected = TaskRecord {
                     status: TaskStatus::Working,
                     status_message: None,
@@ -180,26 +180,22 @@ pub async fn legal_transitions(store: Store) {
                     rec, expected,
                     "input_required -> working clears the message and keeps lastUpdatedAt monotonic"
                 );
-                let rec = applied(
-                    apply(
-                        &store,
-                        tr(&id, TaskStatus::InputRequired, Some("again"), None, T0 + 20),
-                    )
-                    .await,
+                let rec = apply_ok(
+                    &store,
+                    tr(&id, TaskStatus::InputRequired, Some("again"), None, T0 + 20),
                     "working -> input_required (again)",
-                );
+                )
+                .await;
                 assert_eq!(must_get(&store, &id).await, rec);
                 prev = rec;
             }
             let at = T0 + 30;
-            let rec = applied(
-                apply(
-                    &store,
-                    tr(&id, *to, Some("finished"), Some(outcome.clone()), at),
-                )
-                .await,
+            let rec = apply_ok(
+                &store,
+                tr(&id, *to, Some("finished"), Some(outcome.clone()), at),
                 &format!("{} -> {to}", prev.status),
-            );
+            )
+            .await;
             let expected = TaskRecord {
                 status: *to,
                 status_message: Some("finished".into()),
@@ -245,14 +241,12 @@ pub async fn illegal_transitions_rejected(store: Store) {
         rec,
         "a rejected transition changes nothing"
     );
-    let rec = applied(
-        apply(
-            &store,
-            tr(&id, TaskStatus::InputRequired, Some("q"), None, T0 + 2),
-        )
-        .await,
+    let rec = apply_ok(
+        &store,
+        tr(&id, TaskStatus::InputRequired, Some("q"), None, T0 + 2),
         "working -> input_required",
-    );
+    )
+    .await;
     let r = rejected(
         apply(
             &store,
@@ -293,14 +287,12 @@ pub async fn terminal_never_changes(store: Store) {
         } else {
             error_outcome(-32603, "first")
         };
-        let done = applied(
-            apply(
-                &store,
-                tr(&id, first, Some("first"), Some(outcome), T0 + 10),
-            )
-            .await,
+        let done = apply_ok(
+            &store,
+            tr(&id, first, Some("first"), Some(outcome), T0 + 10),
             "working -> terminal",
-        );
+        )
+        .await;
         for to in TaskStatus::ALL {
             assert!(!can_transition(first, to));
             let r = rejected(

@@ -25,11 +25,12 @@ use std::sync::Arc;
 
 use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
 use mcp_tasks_core::{
-    MemoryStore, Policy, RequestSender, Requester, RequestorChannel, SystemClock, TaskEngine, serve,
+    MemoryStore, Policy, RequestSender, Requester, RequestorChannel, SendFn, SystemClock,
+    TaskEngine, serve,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
-use mcp_tasks_proto::{ErrorObject, Message, RequestId};
-use mcp_tasks_rpc::{Peer, RequestContext, Route};
+use mcp_tasks_proto::{ErrorObject, RequestId};
+use mcp_tasks_rpc::RequestContext;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -215,8 +216,14 @@ impl Receiving {
         method: &str,
         params: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
+        // Carries a task's queued requests on the stream of the server's `tasks/result`.
+        let cx = cx.clone();
+        let stream = SendFn::new(false, move |message| {
+            let cx = cx.clone();
+            async move { cx.peer.send(message, cx.route()).await }
+        });
         serve::dispatch(self.engine(), &self.requester, method, params, || {
-            Some(Arc::new(ResultStream(cx.clone())) as Arc<dyn RequestSender>)
+            Some(Arc::new(stream) as Arc<dyn RequestSender>)
         })
         .await
     }
@@ -269,35 +276,5 @@ impl RequestorChannel for ConnectionChannel {
 
     async fn notify(&self, method: &str, params: Value) {
         self.0.notify(method, Some(params)).await;
-    }
-}
-
-/// Carries a task's queued requests on the stream of the server's `tasks/result`.
-struct ResultStream(RequestContext);
-
-#[async_trait::async_trait]
-impl RequestSender for ResultStream {
-    async fn send_request(
-        &self,
-        id: RequestId,
-        method: &str,
-        params: Value,
-    ) -> Result<(), ErrorObject> {
-        let peer: &Peer = &self.0.peer;
-        peer.send(
-            Message::request(id, method, Some(params)),
-            Route::Request(self.0.id.clone()),
-        )
-        .await
-    }
-
-    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
-        self.0
-            .peer
-            .send(
-                Message::notification(method, Some(params)),
-                Route::Request(self.0.id.clone()),
-            )
-            .await
     }
 }

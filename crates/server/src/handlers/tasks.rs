@@ -3,42 +3,12 @@
 
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use mcp_tasks_core::{RequestSender, serve};
-use mcp_tasks_proto::{ErrorObject, Message, RequestId, methods};
+use mcp_tasks_core::{RequestSender, SendFn, serve};
+use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::{RequestContext, RouteDelivery};
 use serde_json::Value;
 
 use crate::session::Session;
-
-/// Carries a task's queued requests on the stream of this `tasks/result`.
-struct ResultStream(RequestContext);
-
-#[async_trait]
-impl RequestSender for ResultStream {
-    async fn send_request(
-        &self,
-        id: RequestId,
-        method: &str,
-        params: Value,
-    ) -> Result<(), ErrorObject> {
-        self.0
-            .peer
-            .send(Message::request(id, method, Some(params)), self.0.route())
-            .await
-    }
-
-    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
-        self.0
-            .peer
-            .send(Message::notification(method, Some(params)), self.0.route())
-            .await
-    }
-
-    fn is_own_stream(&self) -> bool {
-        self.0.delivery == RouteDelivery::OwnStream
-    }
-}
 
 /// Serve one `tasks/*` request of the session: -32601 when tasks are off for it, and for
 /// `tasks/list` when the server cannot identify requesters.
@@ -72,8 +42,17 @@ pub async fn handle(
         ));
     }
     serve::dispatch(engine, &session.requester, method, params, || {
-        (cx.delivery != RouteDelivery::Diverted)
-            .then(|| Arc::new(ResultStream(cx.clone())) as Arc<dyn RequestSender>)
+        (cx.delivery != RouteDelivery::Diverted).then(|| result_stream(cx))
     })
     .await
+}
+
+/// Carries a task's queued requests on the stream of this `tasks/result`.
+fn result_stream(cx: &RequestContext) -> Arc<dyn RequestSender> {
+    let own = cx.delivery == RouteDelivery::OwnStream;
+    let cx = cx.clone();
+    Arc::new(SendFn::new(own, move |message| {
+        let cx = cx.clone();
+        async move { cx.peer.send(message, cx.route()).await }
+    }))
 }

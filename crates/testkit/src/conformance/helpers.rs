@@ -139,6 +139,22 @@ pub(super) fn applied(r: TransitionResult, what: &str) -> TaskRecord {
     }
 }
 
+/// Move `id` to `input_required` (with `message`) at `at_ms`; the store must apply it.
+pub(super) async fn ask_input(
+    store: &Store,
+    id: &str,
+    message: Option<&str>,
+    at_ms: i64,
+) -> TaskRecord {
+    let what = format!("{id} -> input_required");
+    apply_ok(
+        store,
+        tr(id, TaskStatus::InputRequired, message, None, at_ms),
+        &what,
+    )
+    .await
+}
+
 /// Apply `t`, which must be applied; `what` names the step in the panic message.
 pub(super) async fn apply_ok(store: &Store, t: Transition, what: &str) -> TaskRecord {
     applied(apply(store, t).await, what)

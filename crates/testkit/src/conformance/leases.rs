@@ -25,12 +25,7 @@ pub async fn wake_ups(store: Store, leases: Leases) {
     rx.borrow_and_update();
     create(&store, t).await;
     woke(&mut rx, "create").await;
-    apply_ok(
-        &store,
-        tr(&id, TaskStatus::InputRequired, None, None, T0 + 1),
-        "-> input_required",
-    )
-    .await;
+    ask_input(&store, &id, None, T0 + 1).await;
     woke(&mut rx, "working -> input_required").await;
     apply_ok(
         &store,
@@ -44,18 +39,7 @@ pub async fn wake_ups(store: Store, leases: Leases) {
     for o in &mut others {
         o.borrow_and_update();
     }
-    apply_ok(
-        &store,
-        tr(
-            &id,
-            TaskStatus::Completed,
-            None,
-            Some(result_outcome("w")),
-            T0 + 3,
-        ),
-        "-> completed",
-    )
-    .await;
+    complete(&store, &id, T0 + 3).await;
     woke(&mut rx, "working -> completed").await;
     for o in &mut others {
         woke(o, "working -> completed (another waiter)").await;
@@ -110,32 +94,10 @@ pub async fn lease_orphans(store: Store) {
     store.heartbeat("dead", T0 + 500).await.expect("heartbeat");
     let live = create(&store, new_task(Some("o"), Some("live"))).await;
     let live_input = create(&store, new_task(Some("o"), Some("live"))).await;
-    let live_input = apply_ok(
-        &store,
-        tr(
-            &live_input.task_id,
-            TaskStatus::InputRequired,
-            Some("q"),
-            None,
-            T0 + 5,
-        ),
-        "-> input_required",
-    )
-    .await;
+    let live_input = ask_input(&store, &live_input.task_id, Some("q"), T0 + 5).await;
     let dead = create(&store, new_task(Some("o"), Some("dead"))).await;
     let dead_input = create(&store, new_task(Some("o"), Some("dead"))).await;
-    apply_ok(
-        &store,
-        tr(
-            &dead_input.task_id,
-            TaskStatus::InputRequired,
-            Some("q"),
-            None,
-            T0 + 5,
-        ),
-        "-> input_required",
-    )
-    .await;
+    ask_input(&store, &dead_input.task_id, Some("q"), T0 + 5).await;
     let unknown = create(&store, new_task(Some("o"), Some("never-heartbeated"))).await;
     let nobody = create(&store, new_task(Some("o"), None)).await;
     let dead_done = create(&store, new_task(Some("o"), Some("dead"))).await;
@@ -287,20 +249,7 @@ where
     let mut recs = Vec::new();
     recs.push(create(&store, new_task(Some("alice"), Some("exec"))).await);
     let t = create(&store, new_task(None, Some("exec"))).await;
-    recs.push(
-        apply_ok(
-            &store,
-            tr(
-                &t.task_id,
-                TaskStatus::InputRequired,
-                Some("q?"),
-                None,
-                T0 + 7,
-            ),
-            "-> input_required",
-        )
-        .await,
-    );
+    recs.push(ask_input(&store, &t.task_id, Some("q?"), T0 + 7).await);
     for (to, outcome) in [
         (TaskStatus::Completed, result_outcome("kept")),
         (TaskStatus::Failed, error_outcome(-32603, "kept")),

@@ -34,12 +34,7 @@ pub async fn max_active_per_owner(store: Store) {
             .create(new_task(owner, None), limit)
             .await
             .expect("second");
-        apply_ok(
-            &store,
-            tr(&b.task_id, TaskStatus::InputRequired, None, None, T0 + 1),
-            "-> input_required",
-        )
-        .await;
+        ask_input(&store, &b.task_id, None, T0 + 1).await;
         let refused = new_task(owner, None);
         let refused_id = refused.task_id.clone();
         over(store.create(refused, limit).await, &who);

@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::{Limits, ListScope, NewTask, TaskRecord};
-use mcp_tasks_proto::mcp::TaskStatus;
 
 use super::helpers::*;
 use super::{Store, T0};
@@ -29,18 +28,7 @@ pub async fn ttl_deletion(store: Store) {
     let forever = create(&store, mk(None)).await;
     let huge = create(&store, mk(Some(u64::MAX))).await;
     let done = create(&store, mk(Some(1000))).await;
-    apply_ok(
-        &store,
-        tr(
-            &done.task_id,
-            TaskStatus::Completed,
-            None,
-            Some(result_outcome("r")),
-            T0 + 1,
-        ),
-        "complete",
-    )
-    .await;
+    complete(&store, &done.task_id, T0 + 1).await;
     let gone = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
     let del = |now: i64| {
         let store = Arc::clone(&store);

@@ -144,18 +144,7 @@ pub async fn legal_transitions(store: Store) {
             let id = t.task_id.clone();
             let mut prev = create(&store, t).await;
             if via_input {
-                let rec = apply_ok(
-                    &store,
-                    tr(
-                        &id,
-                        TaskStatus::InputRequired,
-                        Some("need input"),
-                        None,
-                        T0 + 10,
-                    ),
-                    "working -> input_required",
-                )
-                .await;
+                let rec = ask_input(&store, &id, Some("need input"), T0 + 10).await;
                 let expected = TaskRecord {
                     status: TaskStatus::InputRequired,
                     status_message: Some("need input".into()),
@@ -180,12 +169,7 @@ pub async fn legal_transitions(store: Store) {
                     rec, expected,
                     "input_required -> working clears the message and keeps lastUpdatedAt monotonic"
                 );
-                let rec = apply_ok(
-                    &store,
-                    tr(&id, TaskStatus::InputRequired, Some("again"), None, T0 + 20),
-                    "working -> input_required (again)",
-                )
-                .await;
+                let rec = ask_input(&store, &id, Some("again"), T0 + 20).await;
                 assert_eq!(must_get(&store, &id).await, rec);
                 prev = rec;
             }
@@ -241,12 +225,7 @@ pub async fn illegal_transitions_rejected(store: Store) {
         rec,
         "a rejected transition changes nothing"
     );
-    let rec = apply_ok(
-        &store,
-        tr(&id, TaskStatus::InputRequired, Some("q"), None, T0 + 2),
-        "working -> input_required",
-    )
-    .await;
+    let rec = ask_input(&store, &id, Some("q"), T0 + 2).await;
     let r = rejected(
         apply(
             &store,

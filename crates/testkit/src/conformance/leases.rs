@@ -58,10 +58,7 @@ pub async fn wake_ups(store: Store, leases: Leases) {
         create(&store, t).await;
         let mut rx = store.subscribe(&id);
         rx.borrow_and_update();
-        let failed = store
-            .fail_orphans(T0 + 10, "gone")
-            .await
-            .expect("fail_orphans");
+        let failed = fail_orphans(&store, T0 + 10, "gone").await;
         assert_eq!(ids(&failed), vec![id]);
         woke(&mut rx, "fail_orphans").await;
     }
@@ -122,17 +119,14 @@ pub async fn lease_orphans(store: Store) {
     };
     // At the lease's last millisecond "dead" is still alive; the tasks of an executor that
     // never heartbeated, or of none, are orphans already.
-    let first = store
-        .fail_orphans(T0 + 500, msg)
-        .await
-        .expect("fail_orphans");
+    let first = fail_orphans(&store, T0 + 500, msg).await;
     assert_eq!(
         set(&first),
         of(&[&unknown, &nobody]),
         "at T0+500 only the tasks without any lease are orphans (a lease is live up to and including lease_until)"
     );
     let now = T0 + 1000;
-    let failed = store.fail_orphans(now, msg).await.expect("fail_orphans");
+    let failed = fail_orphans(&store, now, msg).await;
     assert_eq!(
         set(&failed),
         of(&[&dead, &dead_input]),
@@ -168,11 +162,7 @@ pub async fn lease_orphans(store: Store) {
         "a terminal task is untouched"
     );
     assert!(
-        store
-            .fail_orphans(now, msg)
-            .await
-            .expect("fail_orphans")
-            .is_empty(),
+        fail_orphans(&store, now, msg).await.is_empty(),
         "nothing is failed twice"
     );
 
@@ -181,17 +171,8 @@ pub async fn lease_orphans(store: Store) {
         .heartbeat("live", T0 + 20_000)
         .await
         .expect("heartbeat");
-    assert!(
-        store
-            .fail_orphans(T0 + 15_000, msg)
-            .await
-            .expect("fail_orphans")
-            .is_empty()
-    );
-    let lapsed = store
-        .fail_orphans(T0 + 20_001, msg)
-        .await
-        .expect("fail_orphans");
+    assert!(fail_orphans(&store, T0 + 15_000, msg).await.is_empty());
+    let lapsed = fail_orphans(&store, T0 + 20_001, msg).await;
     let got: BTreeSet<String> = ids(&lapsed).into_iter().collect();
     let expected: BTreeSet<String> = [live.task_id.clone(), live_input.task_id.clone()].into();
     assert_eq!(got, expected, "tasks of a lapsed lease fail");
@@ -201,13 +182,7 @@ pub async fn lease_orphans(store: Store) {
         .await
         .expect("heartbeat");
     let fresh = create(&store, new_task(Some("o"), Some("fresh"))).await;
-    assert!(
-        store
-            .fail_orphans(T0 + 30_000, msg)
-            .await
-            .expect("fail_orphans")
-            .is_empty()
-    );
+    assert!(fail_orphans(&store, T0 + 30_000, msg).await.is_empty());
     assert_eq!(must_get(&store, &fresh.task_id).await, fresh);
 }
 
@@ -218,13 +193,7 @@ pub async fn process_local_leases(store: Store) {
     let a = create(&store, new_task(Some("o"), Some("me"))).await;
     let b = create(&store, new_task(Some("o"), Some("someone-else"))).await;
     let c = create(&store, new_task(Some("o"), None)).await;
-    assert!(
-        store
-            .fail_orphans(i64::MAX, "x")
-            .await
-            .expect("fail_orphans")
-            .is_empty()
-    );
+    assert!(fail_orphans(&store, i64::MAX, "x").await.is_empty());
     for r in [a, b, c] {
         assert_eq!(must_get(&store, &r.task_id).await, r);
     }
@@ -265,14 +234,7 @@ where
             .await,
         );
     }
-    let newest = create(
-        &store,
-        NewTask {
-            ttl_ms: Some(1),
-            ..new_task(None, None)
-        },
-    )
-    .await;
+    let newest = create_expiring(&store).await;
     assert_eq!(
         store
             .delete_expired(T0 + 1, 10)
@@ -310,10 +272,8 @@ where
     );
     // The lease survived: the tasks of "exec" are not orphans before it lapses.
     assert!(
-        store
-            .fail_orphans(T0 + 50_000, "x")
+        fail_orphans(&store, T0 + 50_000, "x")
             .await
-            .expect("fail_orphans")
             .iter()
             .all(|r| r.task_id == next.task_id)
     );

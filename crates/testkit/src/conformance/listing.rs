@@ -140,14 +140,7 @@ pub async fn keyset_pagination(store: Store) {
         "limit 0"
     );
     // A cursor left by a deleted task still works.
-    let t = create(
-        &store,
-        NewTask {
-            ttl_ms: Some(1),
-            ..new_task(None, None)
-        },
-    )
-    .await;
+    let t = create_expiring(&store).await;
     let after = create(&store, new_task(None, None)).await;
     store
         .delete_expired(T0 + 1, 10)

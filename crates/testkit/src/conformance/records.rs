@@ -211,14 +211,12 @@ pub async fn illegal_transitions_rejected(store: Store) {
     let t = new_task(None, Some("executor-1"));
     let id = t.task_id.clone();
     let rec = create(&store, t).await;
-    let r = rejected(
-        apply(
-            &store,
-            tr(&id, TaskStatus::Working, Some("x"), None, T0 + 1),
-        )
-        .await,
+    let r = apply_rejected(
+        &store,
+        tr(&id, TaskStatus::Working, Some("x"), None, T0 + 1),
         "working -> working",
-    );
+    )
+    .await;
     assert_eq!(r, rec, "a rejected transition returns the record as it is");
     assert_eq!(
         must_get(&store, &id).await,
@@ -226,14 +224,12 @@ pub async fn illegal_transitions_rejected(store: Store) {
         "a rejected transition changes nothing"
     );
     let rec = ask_input(&store, &id, Some("q"), T0 + 2).await;
-    let r = rejected(
-        apply(
-            &store,
-            tr(&id, TaskStatus::InputRequired, Some("x"), None, T0 + 3),
-        )
-        .await,
+    let r = apply_rejected(
+        &store,
+        tr(&id, TaskStatus::InputRequired, Some("x"), None, T0 + 3),
         "input_required -> input_required",
-    );
+    )
+    .await;
     assert_eq!(r, rec);
     assert_eq!(must_get(&store, &id).await, rec);
     for to in TaskStatus::ALL {
@@ -274,14 +270,12 @@ pub async fn terminal_never_changes(store: Store) {
         .await;
         for to in TaskStatus::ALL {
             assert!(!can_transition(first, to));
-            let r = rejected(
-                apply(
-                    &store,
-                    tr(&id, to, Some("late"), Some(result_outcome("late")), T0 + 20),
-                )
-                .await,
+            let r = apply_rejected(
+                &store,
+                tr(&id, to, Some("late"), Some(result_outcome("late")), T0 + 20),
                 &format!("{first} -> {to}"),
-            );
+            )
+            .await;
             assert_eq!(
                 r, done,
                 "{first} -> {to} must be rejected with the terminal record"

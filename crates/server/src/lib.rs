@@ -150,7 +150,8 @@ pub struct ServerState {
     pub tools: Vec<Tool>,
     /// The task engine; `None` when tasks are turned off (`--no-tasks`).
     pub engine: Option<TaskEngine>,
-    /// Makes each session's extension (a gateway); `None` for a plain server.
+    /// Makes the tool source and fallback of each session (a gateway); `None` for a plain
+    /// server (its own tools, -32601 for anything else).
     pub extension: Option<Arc<dyn ExtensionFactory>>,
     /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
     store_description: String,

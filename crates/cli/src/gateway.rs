@@ -92,22 +92,16 @@ impl GatewayArgs {
             None => FileConfig::default(),
         };
         let upstream = if let Some(cmd) = &self.upstream_cmd {
-            let env = self
-                .upstream_env
-                .iter()
-                .map(|s| parse_env_pair(s))
-                .collect::<Result<Vec<_>, _>>()
-                .context("--upstream-env")?;
+            let env = parse_each(&self.upstream_env, parse_env_pair, "--upstream-env")?;
             UpstreamSpec::stdio_from_command_line(cmd, env, self.upstream_cwd.clone())
                 .context("--upstream-cmd")?
                 .with_inherit_env(self.upstream_inherit_env)
         } else if let Some(url) = &self.upstream_url {
-            let headers = self
-                .upstream_header
-                .iter()
-                .map(|s| parse_header_pair(s))
-                .collect::<Result<Vec<_>, _>>()
-                .context("--upstream-header")?;
+            let headers = parse_each(
+                &self.upstream_header,
+                parse_header_pair,
+                "--upstream-header",
+            )?;
             UpstreamSpec::Http {
                 url: url.clone(),
                 headers,
@@ -160,6 +154,22 @@ fn notes_dir(store: Option<&str>) -> Option<PathBuf> {
     let mut name = db.file_name()?.to_os_string();
     name.push(".gateway");
     Some(db.with_file_name(name))
+}
+
+/// Every value of the repeated option `flag`, parsed by `parse`.
+fn parse_each<T, E>(
+    values: &[String],
+    parse: impl Fn(&str) -> Result<T, E>,
+    flag: &'static str,
+) -> anyhow::Result<Vec<T>>
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    values
+        .iter()
+        .map(|s| parse(s))
+        .collect::<Result<Vec<_>, _>>()
+        .context(flag)
 }
 
 /// The extension of `serve` in gateway mode; `store` is the `--store` option (upstream

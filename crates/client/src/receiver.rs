@@ -25,11 +25,12 @@ use std::sync::Arc;
 
 use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
 use mcp_tasks_core::{
-    MemoryStore, Policy, RequestSender, Requester, RequestorChannel, SystemClock, TaskEngine, serve,
+    MemoryStore, Policy, RequestSender, Requester, RequestorChannel, SendFn, SystemClock,
+    TaskEngine, serve,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
-use mcp_tasks_proto::{ErrorObject, Message, RequestId, methods};
-use mcp_tasks_rpc::{Peer, RequestContext, Route};
+use mcp_tasks_proto::{ErrorObject, RequestId};
+use mcp_tasks_rpc::RequestContext;
 use serde_json::Value;
 use tokio::sync::OnceCell;
 
@@ -215,17 +216,16 @@ impl Receiving {
         method: &str,
         params: Option<&Value>,
     ) -> Result<Value, ErrorObject> {
-        let (engine, who) = (self.engine(), &self.requester);
-        match method {
-            methods::TASKS_GET => serve::get(engine, who, params).await,
-            methods::TASKS_LIST => serve::list(engine, who, params).await,
-            methods::TASKS_CANCEL => serve::cancel(engine, who, params).await,
-            methods::TASKS_RESULT => {
-                let sender: Arc<dyn RequestSender> = Arc::new(ResultStream(cx.clone()));
-                serve::result(engine, who, params, Some(sender)).await
-            }
-            other => Err(ErrorObject::method_not_found(format!("`{other}`"))),
-        }
+        // Carries a task's queued requests on the stream of the server's `tasks/result`.
+        let cx = cx.clone();
+        let stream = SendFn::new(false, move |message| {
+            let cx = cx.clone();
+            async move { cx.peer.send(message, cx.route()).await }
+        });
+        serve::dispatch(self.engine(), &self.requester, method, params, || {
+            Some(Arc::new(stream) as Arc<dyn RequestSender>)
+        })
+        .await
     }
 
     /// The answer to a request one of the client's tasks sent through `tasks/result`.
@@ -276,35 +276,5 @@ impl RequestorChannel for ConnectionChannel {
 
     async fn notify(&self, method: &str, params: Value) {
         self.0.notify(method, Some(params)).await;
-    }
-}
-
-/// Carries a task's queued requests on the stream of the server's `tasks/result`.
-struct ResultStream(RequestContext);
-
-#[async_trait::async_trait]
-impl RequestSender for ResultStream {
-    async fn send_request(
-        &self,
-        id: RequestId,
-        method: &str,
-        params: Value,
-    ) -> Result<(), ErrorObject> {
-        let peer: &Peer = &self.0.peer;
-        peer.send(
-            Message::request(id, method, Some(params)),
-            Route::Request(self.0.id.clone()),
-        )
-        .await
-    }
-
-    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
-        self.0
-            .peer
-            .send(
-                Message::notification(method, Some(params)),
-                Route::Request(self.0.id.clone()),
-            )
-            .await
     }
 }

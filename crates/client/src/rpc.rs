@@ -113,10 +113,7 @@ impl Handler for ClientHandler {
                     .await
                     .map(|r| tag_related(r, &request))
             }
-            methods::TASKS_GET
-            | methods::TASKS_RESULT
-            | methods::TASKS_LIST
-            | methods::TASKS_CANCEL => match &self.0.receiving {
+            m if mcp_tasks_core::serve::is_tasks_method(m) => match &self.0.receiving {
                 Some(receiving) => receiving.serve(&cx, &method, Some(&params)).await,
                 None => Err(ErrorObject::method_not_found(format!(
                     "`{method}`: this client runs no tasks of its own"

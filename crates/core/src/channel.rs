@@ -1,7 +1,7 @@
 //! How the engine talks to peers without knowing the transport.
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{ErrorObject, RequestId};
+use mcp_tasks_proto::{ErrorObject, Message, RequestId};
 use serde_json::Value;
 
 /// A way to reach the requestor: send it requests and notifications.
@@ -46,5 +46,57 @@ pub trait RequestSender: Send + Sync {
     /// on a new one of its own; on a shared connection it already arrived.
     fn is_own_stream(&self) -> bool {
         false
+    }
+}
+
+/// A [`RequestSender`] over a function that puts one message on the stream: the requests
+/// and notifications are built here, once for every receiver (the server's and the
+/// client's `tasks/result` streams differ only in how a message goes out).
+pub struct SendFn<F> {
+    send: F,
+    own_stream: bool,
+}
+
+impl<F> std::fmt::Debug for SendFn<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SendFn")
+            .field("own_stream", &self.own_stream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<F, Fut> SendFn<F>
+where
+    F: Fn(Message) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<(), ErrorObject>> + Send,
+{
+    /// Messages go out through `send`; `own_stream` is what
+    /// [`RequestSender::is_own_stream`] answers.
+    pub fn new(own_stream: bool, send: F) -> Self {
+        Self { send, own_stream }
+    }
+}
+
+#[async_trait]
+impl<F, Fut> RequestSender for SendFn<F>
+where
+    F: Fn(Message) -> Fut + Send + Sync,
+    Fut: Future<Output = Result<(), ErrorObject>> + Send,
+{
+    async fn send_request(
+        &self,
+        id: RequestId,
+        method: &str,
+        params: Value,
+    ) -> Result<(), ErrorObject> {
+        (self.send)(Message::request(id, method, Some(params))).await
+    }
+
+    async fn send_notification(&self, method: &str, params: Value) -> Result<(), ErrorObject> {
+        (self.send)(Message::notification(method, Some(params))).await
+    }
+
+    fn is_own_stream(&self) -> bool {
+        self.own_stream
     }
 }

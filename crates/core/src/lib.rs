@@ -26,7 +26,7 @@ pub mod status;
 pub mod store;
 pub mod wake;
 
-pub use channel::{RequestSender, RequestorChannel};
+pub use channel::{RequestSender, RequestorChannel, SendFn};
 pub use clock::{Clock, SystemClock};
 pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, Limit, StoreError};

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::{ErrorObject, methods};
 use serde_json::{Value, json};
 
 use crate::channel::RequestSender;
@@ -60,47 +60,6 @@ pub fn create_error(e: &EngineError) -> ErrorObject {
     }
 }
 
-/// Serve `tasks/get`: the task as it is now.
-///
-/// Spec: "Receivers MUST include the actual `ttl` duration (or `null` for unlimited) in
-/// `tasks/get` responses." Unknown, foreign and malformed ids are -32602; so is an
-/// expired task ("Task has expired").
-///
-/// # Errors
-/// The JSON-RPC error to answer with.
-pub async fn get(
-    engine: &TaskEngine,
-    who: &Requester,
-    params: Option<&Value>,
-) -> Result<Value, ErrorObject> {
-    let id = task_id_param(params)?;
-    let task = engine
-        .get(id, who)
-        .await
-        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
-    serde_json::to_value(task).map_err(ErrorObject::internal)
-}
-
-/// Serve `tasks/cancel`: the task is `cancelled` (and its work stopped) before the reply.
-///
-/// Spec: "Receivers MUST reject cancellation requests for tasks already in a terminal
-/// status (`completed`, `failed`, or `cancelled`) with error code `-32602`".
-///
-/// # Errors
-/// The JSON-RPC error to answer with.
-pub async fn cancel(
-    engine: &TaskEngine,
-    who: &Requester,
-    params: Option<&Value>,
-) -> Result<Value, ErrorObject> {
-    let id = task_id_param(params)?;
-    let task = engine
-        .cancel(id, who)
-        .await
-        .map_err(|e| e.to_rpc("Failed to cancel task"))?;
-    serde_json::to_value(task).map_err(ErrorObject::internal)
-}
-
 /// Serve `tasks/list`: one page, with an opaque signed `nextCursor` when more remain.
 ///
 /// Spec: "Receivers SHOULD use cursor-based pagination to limit the number of tasks
@@ -109,7 +68,7 @@ pub async fn cancel(
 ///
 /// # Errors
 /// The JSON-RPC error to answer with.
-pub async fn list(
+async fn list(
     engine: &TaskEngine,
     who: &Requester,
     params: Option<&Value>,
@@ -139,7 +98,7 @@ pub async fn list(
 ///
 /// # Errors
 /// The task's own JSON-RPC error, or the error of the request (an unknown task).
-pub async fn result(
+async fn result(
     engine: &TaskEngine,
     who: &Requester,
     params: Option<&Value>,
@@ -150,6 +109,55 @@ pub async fn result(
         Ok(outcome) => outcome,
         Err(e) => Err(e.to_rpc("Failed to retrieve task")),
     }
+}
+
+/// Whether `method` is one of the `tasks/*` requests a receiver serves ([`dispatch`]).
+pub fn is_tasks_method(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TASKS_GET | methods::TASKS_RESULT | methods::TASKS_LIST | methods::TASKS_CANCEL
+    )
+}
+
+/// Serve one `tasks/*` request for `who`: the one dispatch every receiver uses, the
+/// server for its task-augmented `tools/call` and the client for its task-augmented
+/// `elicitation/create` and `sampling/createMessage`. `sender` is called for
+/// `tasks/result` only: where the task's requests for input travel while it waits
+/// (`None`: they stay queued).
+///
+/// * `tasks/get`, the task as it is now. Spec: "Receivers MUST include the actual `ttl`
+///   duration (or `null` for unlimited) in `tasks/get` responses." Unknown, foreign and
+///   malformed ids are -32602; so is an expired task ("Task has expired").
+/// * `tasks/cancel`, the task `cancelled` (and its work stopped) before the reply. Spec:
+///   "Receivers MUST reject cancellation requests for tasks already in a terminal status
+///   (`completed`, `failed`, or `cancelled`) with error code `-32602`".
+/// * `tasks/list`, one page with an opaque signed `nextCursor` when more remain.
+/// * `tasks/result`, blocking until the task is terminal, then exactly what the wrapped
+///   request would have returned.
+///
+/// # Errors
+/// The JSON-RPC error to answer with; -32601 for a method that is not `tasks/*`.
+pub async fn dispatch(
+    engine: &TaskEngine,
+    who: &Requester,
+    method: &str,
+    params: Option<&Value>,
+    sender: impl FnOnce() -> Option<Arc<dyn RequestSender>>,
+) -> Result<Value, ErrorObject> {
+    let task = match method {
+        methods::TASKS_LIST => return list(engine, who, params).await,
+        methods::TASKS_RESULT => return result(engine, who, params, sender()).await,
+        methods::TASKS_GET => engine
+            .get(task_id_param(params)?, who)
+            .await
+            .map_err(|e| e.to_rpc("Failed to retrieve task"))?,
+        methods::TASKS_CANCEL => engine
+            .cancel(task_id_param(params)?, who)
+            .await
+            .map_err(|e| e.to_rpc("Failed to cancel task"))?,
+        other => return Err(ErrorObject::method_not_found(format!("`{other}`"))),
+    };
+    serde_json::to_value(task).map_err(ErrorObject::internal)
 }
 
 #[cfg(test)]

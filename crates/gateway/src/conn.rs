@@ -12,7 +12,6 @@ use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, RequestOptions, Ro
 use serde_json::Value;
 
 use crate::connect::{SessionProbe, UpstreamSession};
-use crate::error::unavailable;
 use crate::lane::LaneInner;
 
 /// Why a call to the upstream did not produce its answer.
@@ -221,7 +220,7 @@ impl Handler for UpstreamHandler {
     ) -> Result<Value, ErrorObject> {
         match self.0.lane.upgrade() {
             Some(lane) => lane.on_upstream_request(method, params).await,
-            None => Err(unavailable("the gateway session has ended")),
+            None => Err(crate::lane::ended()),
         }
     }
 

@@ -187,6 +187,11 @@ impl Drop for Held {
     }
 }
 
+/// The -32603 error of a call on a lane that has ended.
+pub(crate) fn ended() -> ErrorObject {
+    unavailable("the gateway session has ended")
+}
+
 impl LaneInner {
     /// A new lane (not started) and the first lease on it.
     pub(crate) fn open_lane(
@@ -246,12 +251,20 @@ impl LaneInner {
         }
     }
 
+    /// A lease on this lane and its live connection, held for one call; the -32603 error
+    /// to answer with when the session has ended or the upstream is not up.
+    pub(crate) fn lease_and_conn(self: &Arc<Self>) -> Result<(Lease, Arc<Conn>), ErrorObject> {
+        let lease = self.lease().ok_or_else(ended)?;
+        let conn = self.conn().ok_or_else(|| self.unavailable_now())?;
+        Ok((lease, conn))
+    }
+
     /// The -32603 error of a call made while the upstream is not up.
     pub(crate) fn unavailable_now(&self) -> ErrorObject {
         match self.link() {
             Link::Down(why) => unavailable(format!("{why}; restarting")),
             Link::Starting => unavailable("the upstream server is starting"),
-            Link::Closed => unavailable("the gateway session has ended"),
+            Link::Closed => ended(),
             Link::Up(_) => unavailable("the upstream connection is being replaced"),
         }
     }
@@ -332,9 +345,7 @@ impl LaneInner {
         wait: Duration,
     ) -> Result<(), ErrorObject> {
         *self.init_params.lock() = init_params;
-        let Some(me) = self.me.upgrade() else {
-            return Err(unavailable("the gateway session has ended"));
-        };
+        let me = self.me.upgrade().ok_or_else(ended)?;
         let mut refused = false;
         self.started.call_once(
             || match Arc::clone(&self.limits.upstreams).try_acquire_owned() {

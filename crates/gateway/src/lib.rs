@@ -15,7 +15,7 @@
 //! * `upstream_task`: tools the upstream runs as tasks of its own, and `resume`:
 //!   following them again after a restart;
 //! * `lane`: the supervised connection, routing of what the upstream sends;
-//! * `session`: the [`mcp_tasks_server::SessionExtension`] that plugs it all into the
+//! * `session`: the [`mcp_tasks_server::SessionParts`] (tool source and fallback) that plugs it all into the
 //!   receiver;
 //! * `connect`, `stdio`, `http`: opening connections (a child process group over
 //!   stdio, or a Streamable HTTP session).

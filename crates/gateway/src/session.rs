@@ -1,4 +1,6 @@
-//! The gateway side of one downstream session: a [`SessionExtension`] over a lane.
+//! The gateway side of one downstream session, over a lane: the session's
+//! [`ToolSource`] (the upstream's tools) and its [`Fallback`] (everything else goes
+//! upstream).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -10,7 +12,7 @@ use mcp_tasks_core::Requester;
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::{Peer, RequestContext};
-use mcp_tasks_server::{ExtensionFactory, SessionExtension, Tool};
+use mcp_tasks_server::{ExtensionFactory, Fallback, SessionParts, Tool, ToolSource};
 use serde_json::{Value, json};
 
 use crate::connect::Connector;
@@ -74,17 +76,21 @@ impl GatewayFactory {
 }
 
 impl ExtensionFactory for GatewayFactory {
-    fn make(&self, _requester: &Requester) -> Arc<dyn SessionExtension> {
+    fn make(&self, _requester: &Requester) -> SessionParts {
         let lease = LaneInner::open_lane(
             Arc::clone(&self.connector),
             Arc::clone(&self.overrides),
             self.notes.clone(),
             Arc::clone(&self.limits),
         );
-        Arc::new(GatewaySession {
+        let session = Arc::new(GatewaySession {
             lane: Arc::clone(lease.lane()),
             lease: Arc::new(Mutex::new(Some(lease))),
-        })
+        });
+        SessionParts {
+            tools: Arc::clone(&session) as Arc<dyn ToolSource>,
+            fallback: session,
+        }
     }
 
     fn resumer(&self) -> Option<Arc<dyn mcp_tasks_core::Resumer>> {
@@ -124,8 +130,19 @@ fn upstream_init_params(downstream: &Value, version: &Value) -> Value {
     p
 }
 
+/// The gateway lists every upstream tool on one page and never issues a cursor.
+impl ToolSource for GatewaySession {
+    fn listing(&self, with_execution: bool) -> Vec<Value> {
+        self.lane.tools().tools_list(with_execution)
+    }
+
+    fn tool(&self, name: &str) -> Option<Tool> {
+        self.lane.tools().get(name)
+    }
+}
+
 #[async_trait]
-impl SessionExtension for GatewaySession {
+impl Fallback for GatewaySession {
     async fn initialize(
         &self,
         cx: &RequestContext,
@@ -167,25 +184,8 @@ impl SessionExtension for GatewaySession {
         Ok(())
     }
 
-    async fn list_tools(
-        &self,
-        params: Option<&Value>,
-        with_execution: bool,
-    ) -> Result<Value, ErrorObject> {
-        if let Some(c) = params.and_then(|p| p.get("cursor")) {
-            if c.is_string() {
-                // The gateway lists every tool on one page and never issues a cursor.
-                return Err(ErrorObject::invalid_params("Invalid cursor"));
-            }
-            if !c.is_null() {
-                return Err(ErrorObject::invalid_params("`cursor` must be a string"));
-            }
-        }
-        Ok(json!({ "tools": self.lane.tools().tools_list(with_execution) }))
-    }
-
-    fn tool(&self, name: &str) -> Option<Tool> {
-        self.lane.tools().get(name)
+    fn forwards_ping(&self) -> bool {
+        true
     }
 
     async fn request(

@@ -18,7 +18,7 @@ use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
 use mcp_tasks_proto::meta::strip_related_task;
 
-use crate::lane::LaneInner;
+use crate::lane::{LaneInner, ended};
 
 /// One listing of the upstream's tools.
 #[derive(Default)]
@@ -166,15 +166,8 @@ pub(crate) struct BridgeTool {
 #[async_trait]
 impl ToolHandler for BridgeTool {
     async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject> {
-        let Some(lane) = self.lane.upgrade() else {
-            return Err(unavailable("the gateway session has ended"));
-        };
-        let Some(_lease) = lane.lease() else {
-            return Err(unavailable("the gateway session has ended"));
-        };
-        let Some(conn) = lane.conn() else {
-            return Err(lane.unavailable_now());
-        };
+        let lane = self.lane.upgrade().ok_or_else(ended)?;
+        let (_lease, conn) = lane.lease_and_conn()?;
         let mut params = cx
             .request_params()
             .cloned()

@@ -43,6 +43,20 @@ struct CancelUpstream {
     armed: bool,
 }
 
+impl CancelUpstream {
+    /// Armed: cancelling `cx` cancels `upstream_id` on `conn`.
+    fn new(lane: &Arc<LaneInner>, conn: &Arc<Conn>, upstream_id: &str, cx: &ToolContext) -> Self {
+        Self {
+            lane: Arc::clone(lane),
+            conn: Arc::clone(conn),
+            task_id: upstream_id.to_owned(),
+            ours: cx.task_id().map(str::to_owned),
+            cancel: cx.cancellation().clone(),
+            armed: true,
+        }
+    }
+}
+
 impl Drop for CancelUpstream {
     fn drop(&mut self) {
         if !self.armed || !self.cancel.is_cancelled() {
@@ -128,14 +142,7 @@ pub(crate) async fn run(
     if let Some(ours) = cx.task_id() {
         lane.note_task(ours, &upstream_id, &conn);
     }
-    let mut guard = CancelUpstream {
-        lane: Arc::clone(lane),
-        conn: Arc::clone(&conn),
-        task_id: upstream_id.clone(),
-        ours: cx.task_id().map(str::to_owned),
-        cancel: cx.cancellation().clone(),
-        armed: true,
-    };
+    let mut guard = CancelUpstream::new(lane, &conn, &upstream_id, cx);
     let out = follow(lane, conn, &upstream_id, &mut guard).await;
     guard.armed = false;
     if let Some(ours) = cx.task_id() {
@@ -154,14 +161,7 @@ pub(crate) async fn resume(
 ) -> Result<Value, ErrorObject> {
     let mut routes = lane.register_call(cx, false);
     lane.register_task(&routes, upstream_id, cx);
-    let mut guard = CancelUpstream {
-        lane: Arc::clone(lane),
-        conn: Arc::clone(&conn),
-        task_id: upstream_id.to_owned(),
-        ours: cx.task_id().map(str::to_owned),
-        cancel: cx.cancellation().clone(),
-        armed: true,
-    };
+    let mut guard = CancelUpstream::new(lane, &conn, upstream_id, cx);
     // The upstream may have forgotten the task while the gateway was down.
     if let Err(CallError::Upstream(e)) = conn
         .call(methods::TASKS_GET, Some(json!({ "taskId": upstream_id })))

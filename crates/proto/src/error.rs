@@ -87,3 +87,14 @@ impl std::fmt::Display for ErrorObject {
 }
 
 impl std::error::Error for ErrorObject {}
+
+/// `s` cut to its first `max_chars` characters, with `...` when anything was cut: a
+/// reason quoted in an error message stays readable however long the original is.
+pub fn clip(s: &str, max_chars: usize) -> String {
+    if s.chars().count() <= max_chars {
+        return s.to_owned();
+    }
+    let mut t: String = s.chars().take(max_chars).collect();
+    t.push_str("...");
+    t
+}

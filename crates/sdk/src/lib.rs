@@ -89,9 +89,9 @@
 
 #[doc(inline)]
 pub use mcp_tasks_server::{
-    BuildError, CallToolResult, ContentBlock, ExtensionFactory, SHUTDOWN_MESSAGE, Server,
-    ServerBuilder, ServerConfig, SessionExtension, Tool, ToolContext, ToolHandler,
-    object_schema_for, serve_stdio,
+    BuildError, CallToolResult, ContentBlock, ExtensionFactory, Fallback, MethodNotFound,
+    SHUTDOWN_MESSAGE, Server, ServerBuilder, ServerConfig, ServerTools, SessionParts, Tool,
+    ToolContext, ToolHandler, ToolSource, object_schema_for, serve_stdio,
 };
 
 /// Serving over Streamable HTTP: [`serve_http`] and its [`HttpOptions`].

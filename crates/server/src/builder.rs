@@ -208,9 +208,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Extend every session with what `extension` makes (a gateway in front of an
-    /// upstream server); its [`ExtensionFactory::resumer`] is installed before the engine
-    /// starts.
+    /// Compose every session with the tool source and fallback `extension` makes (a
+    /// gateway in front of an upstream server); its [`ExtensionFactory::resumer`] is
+    /// installed before the engine starts.
     pub fn extension(mut self, extension: Arc<dyn ExtensionFactory>) -> Self {
         self.extension = Some(extension);
         self

@@ -1,76 +1,149 @@
-//! A per-session extension point: what a gateway plugs into the receiver.
+//! A session as a composition: built-in methods, a tool source and a fallback handler.
 //!
-//! The receiver serves `initialize`, `tools/list`, `tools/call` and `tasks/*` itself. A
-//! server built with an [`ExtensionFactory`] gives every session its own
-//! [`SessionExtension`], which
+//! Every [`crate::Session`] serves the built-in methods itself: `initialize`, `ping`,
+//! `tools/list` and `tools/call` over its [`ToolSource`], and `tasks/*` (through
+//! [`mcp_tasks_core::serve::dispatch`], the same dispatch the client uses as a receiver).
+//! What it does not serve goes to its [`Fallback`].
 //!
-//! * edits the `initialize` result (e.g. merges an upstream server's capabilities),
-//! * supplies the session's tools (a dynamic set instead of the server's fixed list),
-//! * serves every request the receiver does not handle (`resources/*`, `prompts/*`,
-//!   `completion/*`, `logging/*`, `ping`, unknown methods) and every notification it
-//!   does not interpret.
-//!
-//! Without an extension a server behaves exactly as before.
+//! A plain server composes [`ServerTools`] (its own fixed list) with [`MethodNotFound`]
+//! (-32601 for every other request). A server built with an [`ExtensionFactory`] gets
+//! both parts of each session from [`ExtensionFactory::make`]: a gateway lists and calls
+//! its upstream's tools and forwards everything else (`resources/*`, `prompts/*`,
+//! `completion/*`, `logging/*`, `ping` once initialized, unknown methods, notifications)
+//! upstream.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::{Requester, Resumer};
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::{Peer, RequestContext};
 use serde_json::Value;
 
+use crate::ServerState;
 use crate::tool::Tool;
 
-/// One session's extension.
+/// Where a session's tools come from: listed by `tools/list`, run by `tools/call`.
+pub trait ToolSource: Send + Sync + 'static {
+    /// The `tools/list` entries, in order; `with_execution` is whether tasks are on (and
+    /// so `execution.taskSupport` is listed).
+    ///
+    /// Spec: "tools indicate their support for tasks through `execution.taskSupport`".
+    fn listing(&self, with_execution: bool) -> Vec<Value>;
+
+    /// The tool `name`, for `tools/call`.
+    fn tool(&self, name: &str) -> Option<Tool>;
+}
+
+/// The server's own tools (the fixed list it was built with).
+#[derive(Clone)]
+pub struct ServerTools(pub Arc<ServerState>);
+
+impl std::fmt::Debug for ServerTools {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ServerTools")
+            .field(&self.0.tools.len())
+            .finish()
+    }
+}
+
+impl ToolSource for ServerTools {
+    fn listing(&self, with_execution: bool) -> Vec<Value> {
+        self.0
+            .tools
+            .iter()
+            .map(|t| t.to_listing(with_execution))
+            .collect()
+    }
+
+    fn tool(&self, name: &str) -> Option<Tool> {
+        self.0.tool(name).cloned()
+    }
+}
+
+/// What serves the requests and notifications the built-in methods do not.
 #[async_trait]
-pub trait SessionExtension: Send + Sync + 'static {
+pub trait Fallback: Send + Sync + 'static {
     /// Called once `initialize` has been validated and negotiated, before the result is
-    /// sent; may edit `result` (capabilities, `serverInfo`, `instructions`).
+    /// sent; may edit `result` (capabilities, `serverInfo`, `instructions`). Leaves it
+    /// as it is by default.
     ///
     /// # Errors
     /// The JSON-RPC error `initialize` is answered with instead (the session cannot be
     /// served, e.g. a gateway at its bound of upstream connections).
     async fn initialize(
         &self,
-        cx: &RequestContext,
-        params: &Value,
-        result: &mut Value,
-    ) -> Result<(), ErrorObject>;
+        _cx: &RequestContext,
+        _params: &Value,
+        _result: &mut Value,
+    ) -> Result<(), ErrorObject> {
+        Ok(())
+    }
 
-    /// The `tools/list` result of this session; `with_execution` is whether tasks are on
-    /// (and so `execution.taskSupport` is listed).
-    ///
-    /// # Errors
-    /// The JSON-RPC error to answer with.
-    async fn list_tools(
-        &self,
-        params: Option<&Value>,
-        with_execution: bool,
-    ) -> Result<Value, ErrorObject>;
+    /// Whether `ping` on an initialized session comes here (a gateway answers it from its
+    /// upstream) rather than being answered at once. `false` by default.
+    fn forwards_ping(&self) -> bool {
+        false
+    }
 
-    /// The tool `name` of this session, for `tools/call`.
-    fn tool(&self, name: &str) -> Option<Tool>;
-
-    /// Serve a request the receiver does not handle itself.
+    /// Serve a request of an initialized session that no built-in method serves.
+    /// -32601 by default.
     ///
     /// # Errors
     /// The JSON-RPC error to answer with.
     async fn request(
         &self,
-        cx: RequestContext,
+        _cx: RequestContext,
         method: String,
-        params: Option<Value>,
-    ) -> Result<Value, ErrorObject>;
+        _params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::method_not_found(format!("`{method}`")))
+    }
 
-    /// A notification the receiver does not interpret.
-    async fn notification(&self, peer: &Peer, method: String, params: Option<Value>);
+    /// A notification of an initialized session other than `notifications/cancelled`
+    /// (which the connection handles). Ignored by default.
+    async fn notification(&self, _peer: &Peer, method: String, _params: Option<Value>) {
+        if method != methods::INITIALIZED {
+            tracing::debug!(method = %method, "notification ignored");
+        }
+    }
 }
 
-/// Makes the extension of each new session.
+/// The fallback of a plain server: -32601 for every request no built-in method serves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MethodNotFound;
+
+impl Fallback for MethodNotFound {}
+
+/// The parts a session is composed of besides the built-in methods.
+#[derive(Clone)]
+pub struct SessionParts {
+    /// The tools of `tools/list` and `tools/call`.
+    pub tools: Arc<dyn ToolSource>,
+    /// What serves everything else.
+    pub fallback: Arc<dyn Fallback>,
+}
+
+impl std::fmt::Debug for SessionParts {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SessionParts").finish_non_exhaustive()
+    }
+}
+
+impl SessionParts {
+    /// A plain server's session: its own tools, -32601 for anything else.
+    pub fn plain(state: Arc<ServerState>) -> Self {
+        Self {
+            tools: Arc::new(ServerTools(state)),
+            fallback: Arc::new(MethodNotFound),
+        }
+    }
+}
+
+/// Makes the parts of each new session (a gateway's sessions in front of an upstream).
 pub trait ExtensionFactory: Send + Sync + 'static {
-    /// The extension of a new session of `requester`.
-    fn make(&self, requester: &Requester) -> Arc<dyn SessionExtension>;
+    /// The tool source and fallback of a new session of `requester`.
+    fn make(&self, requester: &Requester) -> SessionParts;
 
     /// What resumes the tasks of this extension that a previous process left running (a
     /// gateway following its upstream tasks again). [`crate::ServerBuilder::build`]

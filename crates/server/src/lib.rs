@@ -47,7 +47,9 @@ use mcp_tasks_core::{Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 
 pub use builder::{BuildError, ServerBuilder};
-pub use extension::{ExtensionFactory, SessionExtension};
+pub use extension::{
+    ExtensionFactory, Fallback, MethodNotFound, ServerTools, SessionParts, ToolSource,
+};
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, serve_http};
 pub use mcp_tasks_proto::{CallToolResult, ContentBlock};
@@ -145,7 +147,8 @@ pub struct ServerState {
     pub tools: Vec<Tool>,
     /// The task engine; `None` when tasks are turned off (`--no-tasks`).
     pub engine: Option<TaskEngine>,
-    /// Makes each session's extension (a gateway); `None` for a plain server.
+    /// Makes the tool source and fallback of each session (a gateway); `None` for a plain
+    /// server (its own tools, -32601 for anything else).
     pub extension: Option<Arc<dyn ExtensionFactory>>,
     /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
     store_description: String,

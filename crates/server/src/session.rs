@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine};
+use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
@@ -11,7 +11,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::ServerState;
-use crate::extension::SessionExtension;
+use crate::extension::{Fallback, SessionParts, ToolSource};
 use crate::handlers;
 use crate::tool::Tool;
 
@@ -35,7 +35,8 @@ pub struct Session {
     /// Whether `tasks.list` is declared (the receiver can identify the requester).
     pub can_list: bool,
     negotiated: Mutex<Option<Negotiated>>,
-    extension: Option<Arc<dyn SessionExtension>>,
+    tools: Arc<dyn ToolSource>,
+    fallback: Arc<dyn Fallback>,
 }
 
 impl std::fmt::Debug for Session {
@@ -49,28 +50,29 @@ impl std::fmt::Debug for Session {
 impl Session {
     /// A fresh, uninitialized session.
     pub fn new(state: Arc<ServerState>, requester: Requester, can_list: bool) -> Self {
-        let extension = state.extension.as_ref().map(|f| f.make(&requester));
+        let parts = match &state.extension {
+            Some(factory) => factory.make(&requester),
+            None => SessionParts::plain(Arc::clone(&state)),
+        };
         Self {
             state,
             requester,
             can_list,
             negotiated: Mutex::new(None),
-            extension,
+            tools: parts.tools,
+            fallback: parts.fallback,
         }
     }
 
-    /// This session's extension, if the server has one (see [`crate::extension`]).
-    pub fn extension(&self) -> Option<&Arc<dyn SessionExtension>> {
-        self.extension.as_ref()
-    }
-
-    /// The tool `name` of this session: the extension's when there is one, else the
-    /// server's.
+    /// The tool `name` of this session, from its [`ToolSource`].
     pub fn tool(&self, name: &str) -> Option<Tool> {
-        match &self.extension {
-            Some(ext) => ext.tool(name),
-            None => self.state.tool(name).cloned(),
-        }
+        self.tools.tool(name)
+    }
+
+    /// The `tools/list` entries of this session, with `execution.taskSupport` only when
+    /// tasks are on.
+    pub(crate) fn tool_listing(&self) -> Vec<Value> {
+        self.tools.listing(self.tasks().is_some())
     }
 
     /// What `initialize` settled, once it has run.
@@ -142,14 +144,13 @@ impl Handler for Session {
         match method.as_str() {
             methods::INITIALIZE => {
                 let mut result = handlers::initialize::handle(self, params.clone())?;
-                if let Some(ext) = &self.extension {
-                    ext.initialize(&cx, params.as_ref().unwrap_or(&Value::Null), &mut result)
-                        .await?;
-                }
+                self.fallback
+                    .initialize(&cx, params.as_ref().unwrap_or(&Value::Null), &mut result)
+                    .await?;
                 return Ok(result);
             }
-            // With an extension an initialized session's ping goes on (to an upstream).
-            methods::PING if self.extension.is_none() || self.negotiated().is_none() => {
+            // A fallback may take an initialized session's ping (a gateway, to its upstream).
+            methods::PING if !self.fallback.forwards_ping() || self.negotiated().is_none() => {
                 return Ok(serde_json::json!({}));
             }
             methods::SERVER_DISCOVER => {
@@ -166,26 +167,14 @@ impl Handler for Session {
             ));
         };
         match method.as_str() {
-            methods::TOOLS_LIST => match &self.extension {
-                Some(ext) => {
-                    ext.list_tools(params.as_ref(), self.tasks().is_some())
-                        .await
-                }
-                None => handlers::tools_list::handle(self, params.as_ref()),
-            },
+            methods::TOOLS_LIST => handlers::tools_list::handle(self, params.as_ref()),
             methods::TOOLS_CALL => {
                 handlers::tools_call::handle(self, &cx, &negotiated, params).await
             }
-            methods::TASKS_GET => handlers::tasks_get::handle(self, params.as_ref()).await,
-            methods::TASKS_RESULT => {
-                handlers::tasks_result::handle(self, &cx, params.as_ref()).await
+            m if serve::is_tasks_method(m) => {
+                handlers::tasks::handle(self, &cx, m, params.as_ref()).await
             }
-            methods::TASKS_LIST => handlers::tasks_list::handle(self, params.as_ref()).await,
-            methods::TASKS_CANCEL => handlers::tasks_cancel::handle(self, params.as_ref()).await,
-            _ => match &self.extension {
-                Some(ext) => ext.request(cx, method, params).await,
-                None => Err(ErrorObject::method_not_found(format!("`{method}`"))),
-            },
+            _ => self.fallback.request(cx, method, params).await,
         }
     }
 
@@ -198,10 +187,8 @@ impl Handler for Session {
         match method.as_str() {
             // The peer already stopped the cancelled request; the cancellation is per hop.
             methods::CANCELLED => {}
-            _ if self.extension.is_some() && self.negotiated().is_some() => {
-                if let Some(ext) = &self.extension {
-                    ext.notification(peer, method, params).await;
-                }
+            _ if self.negotiated().is_some() => {
+                self.fallback.notification(peer, method, params).await;
             }
             methods::INITIALIZED => {}
             other => tracing::debug!(method = %other, "notification ignored"),

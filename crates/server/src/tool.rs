@@ -316,14 +316,7 @@ impl ToolContext {
     /// # Errors
     /// The client's error, or -32601 when the client did not declare `elicitation`.
     pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
-        if !self.client_supports("elicitation") {
-            return Err(ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                "the client does not support elicitation (no `elicitation` capability)",
-            ));
-        }
-        self.channel
-            .request(methods::ELICITATION_CREATE, params)
+        self.ask_client("elicitation", methods::ELICITATION_CREATE, params)
             .await
     }
 
@@ -333,14 +326,23 @@ impl ToolContext {
     /// # Errors
     /// The client's error, or -32601 when the client did not declare `sampling`.
     pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
-        if !self.client_supports("sampling") {
+        self.ask_client("sampling", methods::SAMPLING_CREATE_MESSAGE, params)
+            .await
+    }
+
+    /// Send `method` to the client, which must have declared `capability`.
+    async fn ask_client(
+        &self,
+        capability: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        if !self.client_supports(capability) {
             return Err(ErrorObject::new(
                 codes::METHOD_NOT_FOUND,
-                "the client does not support sampling (no `sampling` capability)",
+                format!("the client does not support {capability} (no `{capability}` capability)"),
             ));
         }
-        self.channel
-            .request(methods::SAMPLING_CREATE_MESSAGE, params)
-            .await
+        self.channel.request(method, params).await
     }
 }

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 
 use jsonschema::Validator;
 use mcp_tasks_proto::CallToolResult;
+use mcp_tasks_proto::error::clip;
 use serde_json::Value;
 
 /// At most this many violations are listed (the first ones the validator finds).
@@ -53,7 +54,7 @@ impl ArgsValidator {
                 more += 1;
                 continue;
             }
-            let reason = truncate(&e.to_string());
+            let reason = clip(&e.to_string(), MAX_REASON);
             reasons.push(match field(e.instance_path().as_str()) {
                 Some(f) => format!("{f}: {reason}"),
                 None => reason,
@@ -100,15 +101,6 @@ fn field(pointer: &str) -> Option<String> {
         }
     }
     Some(out)
-}
-
-fn truncate(s: &str) -> String {
-    if s.chars().count() <= MAX_REASON {
-        return s.to_owned();
-    }
-    let mut t: String = s.chars().take(MAX_REASON).collect();
-    t.push_str("...");
-    t
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::sync::{Arc, LazyLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError, Validator};
+use mcp_tasks_proto::error::clip;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
@@ -178,7 +179,7 @@ pub fn validate_message(msg: &Value) -> Result<(), String> {
     let Some(obj) = msg.as_object() else {
         return Err(format!(
             "a JSON-RPC message must be a JSON object, got {}",
-            truncate(&msg.to_string())
+            clip(&msg.to_string(), MAX_REASON)
         ));
     };
     let kinds: Vec<&str> = ["method", "result", "error"]
@@ -300,19 +301,10 @@ fn describe(out: &mut String, e: &ValidationError<'_>, depth: usize) {
             let _ = write!(
                 out,
                 "\n{indent}- at {path}: {} [schema {keyword}]",
-                truncate(&e.to_string())
+                clip(&e.to_string(), MAX_REASON)
             );
         }
     }
-}
-
-fn truncate(s: &str) -> String {
-    if s.chars().count() <= MAX_REASON {
-        return s.to_owned();
-    }
-    let mut t: String = s.chars().take(MAX_REASON).collect();
-    t.push_str("...");
-    t
 }
 
 #[cfg(test)]

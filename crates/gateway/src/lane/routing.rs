@@ -372,15 +372,8 @@ impl LaneInner {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
-        let Some(me) = self.me.upgrade() else {
-            return Err(unavailable("the gateway session has ended"));
-        };
-        let Some(_lease) = me.lease() else {
-            return Err(unavailable("the gateway session has ended"));
-        };
-        let Some(conn) = self.conn() else {
-            return Err(self.unavailable_now());
-        };
+        let me = self.me.upgrade().ok_or_else(super::ended)?;
+        let (_lease, conn) = me.lease_and_conn()?;
         let _routes = me.register_forwarded(params.as_ref());
         match conn.call(method, params).await {
             Ok(v) => Ok(v),

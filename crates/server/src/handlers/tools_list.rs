@@ -5,7 +5,8 @@ use serde_json::{Value, json};
 
 use crate::session::Session;
 
-/// Serve `tools/list`: every tool, with `execution.taskSupport` only when tasks are on.
+/// Serve `tools/list`: every tool of the session's [`crate::extension::ToolSource`], on
+/// one page, with `execution.taskSupport` only when tasks are on.
 ///
 /// Spec: "tools indicate their support for tasks through `execution.taskSupport`".
 pub fn handle(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
@@ -18,12 +19,5 @@ pub fn handle(session: &Session, params: Option<&Value>) -> Result<Value, ErrorO
             return Err(ErrorObject::invalid_params("Invalid cursor"));
         }
     }
-    let with_execution = session.tasks().is_some();
-    let tools: Vec<Value> = session
-        .state
-        .tools
-        .iter()
-        .map(|t| t.to_listing(with_execution))
-        .collect();
-    Ok(json!({ "tools": tools }))
+    Ok(json!({ "tools": session.tool_listing() }))
 }

@@ -5,7 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_tasks_core::{
-    Limits, ListScope, NewTask, Outcome, OutcomeKind, TaskRecord, Transition, TransitionResult,
+    Limit, Limits, ListScope, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord, Transition,
+    TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use serde_json::Value;
@@ -118,20 +119,18 @@ pub(super) async fn apply(store: &Store, t: Transition) -> TransitionResult {
 
 /// Complete `id` (from `working`) with a small result at `at_ms`.
 pub(super) async fn complete(store: &Store, id: &str, at_ms: i64) -> TaskRecord {
-    applied(
-        apply(
-            store,
-            tr(
-                id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("x")),
-                at_ms,
-            ),
-        )
-        .await,
+    apply_ok(
+        store,
+        tr(
+            id,
+            TaskStatus::Completed,
+            None,
+            Some(result_outcome("x")),
+            at_ms,
+        ),
         "complete",
     )
+    .await
 }
 
 pub(super) fn applied(r: TransitionResult, what: &str) -> TaskRecord {
@@ -139,6 +138,60 @@ pub(super) fn applied(r: TransitionResult, what: &str) -> TaskRecord {
         TransitionResult::Applied(rec) => rec,
         other => panic!("{what}: expected Applied, got {other:?}"),
     }
+}
+
+/// Move `id` to `input_required` (with `message`) at `at_ms`; the store must apply it.
+pub(super) async fn ask_input(
+    store: &Store,
+    id: &str,
+    message: Option<&str>,
+    at_ms: i64,
+) -> TaskRecord {
+    let what = format!("{id} -> input_required");
+    apply_ok(
+        store,
+        tr(id, TaskStatus::InputRequired, message, None, at_ms),
+        &what,
+    )
+    .await
+}
+
+/// Apply `t`, which must be applied; `what` names the step in the panic message.
+pub(super) async fn apply_ok(store: &Store, t: Transition, what: &str) -> TaskRecord {
+    applied(apply(store, t).await, what)
+}
+
+/// Apply `t`, which must be rejected; `what` names the step in the panic message.
+pub(super) async fn apply_rejected(store: &Store, t: Transition, what: &str) -> TaskRecord {
+    rejected(apply(store, t).await, what)
+}
+
+/// Fail the orphans at `now_ms` with `message`; the store must not fail.
+pub(super) async fn fail_orphans(store: &Store, now_ms: i64, message: &str) -> Vec<TaskRecord> {
+    store
+        .fail_orphans(now_ms, message)
+        .await
+        .unwrap_or_else(|e| panic!("fail_orphans at {now_ms} failed: {e}"))
+}
+
+/// `r` must be the refusal of a create over `limit` (of `max`); `what` names the check.
+pub(super) fn refused_with(r: Result<TaskRecord, StoreError>, limit: Limit, max: u64, what: &str) {
+    match r {
+        Err(StoreError::LimitExceeded { limit: l, max: m }) if l == limit && m == max => {}
+        other => panic!("{what}: expected LimitExceeded {limit:?} (max {max}), got {other:?}"),
+    }
+}
+
+/// Create a task with a TTL of 1 ms: expired by any sweep after [`T0`] + 1.
+pub(super) async fn create_expiring(store: &Store) -> TaskRecord {
+    create(
+        store,
+        NewTask {
+            ttl_ms: Some(1),
+            ..new_task(None, None)
+        },
+    )
+    .await
 }
 
 pub(super) fn rejected(r: TransitionResult, what: &str) -> TaskRecord {

@@ -25,39 +25,21 @@ pub async fn wake_ups(store: Store, leases: Leases) {
     rx.borrow_and_update();
     create(&store, t).await;
     woke(&mut rx, "create").await;
-    applied(
-        apply(
-            &store,
-            tr(&id, TaskStatus::InputRequired, None, None, T0 + 1),
-        )
-        .await,
-        "-> input_required",
-    );
+    ask_input(&store, &id, None, T0 + 1).await;
     woke(&mut rx, "working -> input_required").await;
-    applied(
-        apply(&store, tr(&id, TaskStatus::Working, None, None, T0 + 2)).await,
+    apply_ok(
+        &store,
+        tr(&id, TaskStatus::Working, None, None, T0 + 2),
         "-> working",
-    );
+    )
+    .await;
     woke(&mut rx, "input_required -> working").await;
     // Several waiters on one task all wake.
     let mut others: Vec<_> = (0..3).map(|_| store.subscribe(&id)).collect();
     for o in &mut others {
         o.borrow_and_update();
     }
-    applied(
-        apply(
-            &store,
-            tr(
-                &id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("w")),
-                T0 + 3,
-            ),
-        )
-        .await,
-        "-> completed",
-    );
+    complete(&store, &id, T0 + 3).await;
     woke(&mut rx, "working -> completed").await;
     for o in &mut others {
         woke(o, "working -> completed (another waiter)").await;
@@ -76,10 +58,7 @@ pub async fn wake_ups(store: Store, leases: Leases) {
         create(&store, t).await;
         let mut rx = store.subscribe(&id);
         rx.borrow_and_update();
-        let failed = store
-            .fail_orphans(T0 + 10, "gone")
-            .await
-            .expect("fail_orphans");
+        let failed = fail_orphans(&store, T0 + 10, "gone").await;
         assert_eq!(ids(&failed), vec![id]);
         woke(&mut rx, "fail_orphans").await;
     }
@@ -112,53 +91,25 @@ pub async fn lease_orphans(store: Store) {
     store.heartbeat("dead", T0 + 500).await.expect("heartbeat");
     let live = create(&store, new_task(Some("o"), Some("live"))).await;
     let live_input = create(&store, new_task(Some("o"), Some("live"))).await;
-    let live_input = applied(
-        apply(
-            &store,
-            tr(
-                &live_input.task_id,
-                TaskStatus::InputRequired,
-                Some("q"),
-                None,
-                T0 + 5,
-            ),
-        )
-        .await,
-        "-> input_required",
-    );
+    let live_input = ask_input(&store, &live_input.task_id, Some("q"), T0 + 5).await;
     let dead = create(&store, new_task(Some("o"), Some("dead"))).await;
     let dead_input = create(&store, new_task(Some("o"), Some("dead"))).await;
-    applied(
-        apply(
-            &store,
-            tr(
-                &dead_input.task_id,
-                TaskStatus::InputRequired,
-                Some("q"),
-                None,
-                T0 + 5,
-            ),
-        )
-        .await,
-        "-> input_required",
-    );
+    ask_input(&store, &dead_input.task_id, Some("q"), T0 + 5).await;
     let unknown = create(&store, new_task(Some("o"), Some("never-heartbeated"))).await;
     let nobody = create(&store, new_task(Some("o"), None)).await;
     let dead_done = create(&store, new_task(Some("o"), Some("dead"))).await;
-    let dead_done = applied(
-        apply(
-            &store,
-            tr(
-                &dead_done.task_id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("ok")),
-                T0 + 6,
-            ),
-        )
-        .await,
+    let dead_done = apply_ok(
+        &store,
+        tr(
+            &dead_done.task_id,
+            TaskStatus::Completed,
+            None,
+            Some(result_outcome("ok")),
+            T0 + 6,
+        ),
         "-> completed",
-    );
+    )
+    .await;
 
     let set = |recs: &[TaskRecord]| ids(recs).into_iter().collect::<BTreeSet<String>>();
     let of = |recs: &[&TaskRecord]| {
@@ -168,17 +119,14 @@ pub async fn lease_orphans(store: Store) {
     };
     // At the lease's last millisecond "dead" is still alive; the tasks of an executor that
     // never heartbeated, or of none, are orphans already.
-    let first = store
-        .fail_orphans(T0 + 500, msg)
-        .await
-        .expect("fail_orphans");
+    let first = fail_orphans(&store, T0 + 500, msg).await;
     assert_eq!(
         set(&first),
         of(&[&unknown, &nobody]),
         "at T0+500 only the tasks without any lease are orphans (a lease is live up to and including lease_until)"
     );
     let now = T0 + 1000;
-    let failed = store.fail_orphans(now, msg).await.expect("fail_orphans");
+    let failed = fail_orphans(&store, now, msg).await;
     assert_eq!(
         set(&failed),
         of(&[&dead, &dead_input]),
@@ -214,11 +162,7 @@ pub async fn lease_orphans(store: Store) {
         "a terminal task is untouched"
     );
     assert!(
-        store
-            .fail_orphans(now, msg)
-            .await
-            .expect("fail_orphans")
-            .is_empty(),
+        fail_orphans(&store, now, msg).await.is_empty(),
         "nothing is failed twice"
     );
 
@@ -227,17 +171,8 @@ pub async fn lease_orphans(store: Store) {
         .heartbeat("live", T0 + 20_000)
         .await
         .expect("heartbeat");
-    assert!(
-        store
-            .fail_orphans(T0 + 15_000, msg)
-            .await
-            .expect("fail_orphans")
-            .is_empty()
-    );
-    let lapsed = store
-        .fail_orphans(T0 + 20_001, msg)
-        .await
-        .expect("fail_orphans");
+    assert!(fail_orphans(&store, T0 + 15_000, msg).await.is_empty());
+    let lapsed = fail_orphans(&store, T0 + 20_001, msg).await;
     let got: BTreeSet<String> = ids(&lapsed).into_iter().collect();
     let expected: BTreeSet<String> = [live.task_id.clone(), live_input.task_id.clone()].into();
     assert_eq!(got, expected, "tasks of a lapsed lease fail");
@@ -247,13 +182,7 @@ pub async fn lease_orphans(store: Store) {
         .await
         .expect("heartbeat");
     let fresh = create(&store, new_task(Some("o"), Some("fresh"))).await;
-    assert!(
-        store
-            .fail_orphans(T0 + 30_000, msg)
-            .await
-            .expect("fail_orphans")
-            .is_empty()
-    );
+    assert!(fail_orphans(&store, T0 + 30_000, msg).await.is_empty());
     assert_eq!(must_get(&store, &fresh.task_id).await, fresh);
 }
 
@@ -264,13 +193,7 @@ pub async fn process_local_leases(store: Store) {
     let a = create(&store, new_task(Some("o"), Some("me"))).await;
     let b = create(&store, new_task(Some("o"), Some("someone-else"))).await;
     let c = create(&store, new_task(Some("o"), None)).await;
-    assert!(
-        store
-            .fail_orphans(i64::MAX, "x")
-            .await
-            .expect("fail_orphans")
-            .is_empty()
-    );
+    assert!(fail_orphans(&store, i64::MAX, "x").await.is_empty());
     for r in [a, b, c] {
         assert_eq!(must_get(&store, &r.task_id).await, r);
     }
@@ -295,43 +218,23 @@ where
     let mut recs = Vec::new();
     recs.push(create(&store, new_task(Some("alice"), Some("exec"))).await);
     let t = create(&store, new_task(None, Some("exec"))).await;
-    recs.push(applied(
-        apply(
-            &store,
-            tr(
-                &t.task_id,
-                TaskStatus::InputRequired,
-                Some("q?"),
-                None,
-                T0 + 7,
-            ),
-        )
-        .await,
-        "-> input_required",
-    ));
+    recs.push(ask_input(&store, &t.task_id, Some("q?"), T0 + 7).await);
     for (to, outcome) in [
         (TaskStatus::Completed, result_outcome("kept")),
         (TaskStatus::Failed, error_outcome(-32603, "kept")),
         (TaskStatus::Cancelled, error_outcome(-32800, "kept")),
     ] {
         let t = create(&store, new_task(Some("bob"), Some("exec"))).await;
-        recs.push(applied(
-            apply(
+        recs.push(
+            apply_ok(
                 &store,
                 tr(&t.task_id, to, Some("end"), Some(outcome), T0 + 9),
+                "-> terminal",
             )
             .await,
-            "-> terminal",
-        ));
+        );
     }
-    let newest = create(
-        &store,
-        NewTask {
-            ttl_ms: Some(1),
-            ..new_task(None, None)
-        },
-    )
-    .await;
+    let newest = create_expiring(&store).await;
     assert_eq!(
         store
             .delete_expired(T0 + 1, 10)
@@ -369,10 +272,8 @@ where
     );
     // The lease survived: the tasks of "exec" are not orphans before it lapses.
     assert!(
-        store
-            .fail_orphans(T0 + 50_000, "x")
+        fail_orphans(&store, T0 + 50_000, "x")
             .await
-            .expect("fail_orphans")
             .iter()
             .all(|r| r.task_id == next.task_id)
     );

@@ -15,14 +15,9 @@ use super::{Leases, Store, T0};
 /// Spec: "Receivers SHOULD ... limit the number of concurrent tasks per requestor".
 pub async fn max_active_per_owner(store: Store) {
     let limit = &Limits::active(2);
-    let over = |r: Result<TaskRecord, StoreError>, who: &str| match r {
-        Err(StoreError::LimitExceeded {
-            limit: Limit::ActiveTasks,
-            max: 2,
-        }) => {}
-        other => {
-            panic!("{who}: the third active task must be refused with LimitExceeded, got {other:?}")
-        }
+    let over = |r: Result<TaskRecord, StoreError>, who: &str| {
+        let what = format!("{who}: the third active task must be refused with LimitExceeded");
+        refused_with(r, Limit::ActiveTasks, 2, &what);
     };
     for owner in [Some("alice"), None] {
         let who = format!("{owner:?}");
@@ -34,14 +29,7 @@ pub async fn max_active_per_owner(store: Store) {
             .create(new_task(owner, None), limit)
             .await
             .expect("second");
-        applied(
-            apply(
-                &store,
-                tr(&b.task_id, TaskStatus::InputRequired, None, None, T0 + 1),
-            )
-            .await,
-            "-> input_required",
-        );
+        ask_input(&store, &b.task_id, None, T0 + 1).await;
         let refused = new_task(owner, None);
         let refused_id = refused.task_id.clone();
         over(store.create(refused, limit).await, &who);
@@ -145,13 +133,12 @@ pub async fn quota_keys_not_owners(store: Store) {
         .create(anon("b"), &limits)
         .await
         .expect("session b has its own limit though the owner (none) is the same");
-    match store.create(anon("a"), &limits).await {
-        Err(StoreError::LimitExceeded {
-            limit: Limit::ActiveTasks,
-            max: 1,
-        }) => {}
-        other => panic!("session a's second active task must be refused, got {other:?}"),
-    }
+    refused_with(
+        store.create(anon("a"), &limits).await,
+        Limit::ActiveTasks,
+        1,
+        "session a's second active task must be refused",
+    );
     let rec = create(&store, anon("c")).await;
     assert_eq!(
         must_get(&store, &rec.task_id).await.quota_key,
@@ -183,15 +170,12 @@ pub async fn stored_tasks_limit(store: Store) {
         .expect("second");
     let refused = new_task(Some("hoarder"), None);
     let refused_id = refused.task_id.clone();
-    match store.create(refused, &limits).await {
-        Err(StoreError::LimitExceeded {
-            limit: Limit::StoredTasks,
-            max: 2,
-        }) => {}
-        other => panic!(
-            "a third stored task (one of them completed) must be refused with StoredTasks, got {other:?}"
-        ),
-    }
+    refused_with(
+        store.create(refused, &limits).await,
+        Limit::StoredTasks,
+        2,
+        "a third stored task (one of them completed) must be refused with StoredTasks",
+    );
     assert_eq!(
         get(&store, &refused_id).await,
         None,
@@ -246,13 +230,12 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
         .expect("800 of 1000");
     let refused = sized_task("bytes", 201);
     let refused_id = refused.task_id.clone();
-    match store.create(refused, &per_key).await {
-        Err(StoreError::LimitExceeded {
-            limit: Limit::StoredBytes,
-            max: 1000,
-        }) => {}
-        other => panic!("1001 of 1000 bytes must be refused with StoredBytes, got {other:?}"),
-    }
+    refused_with(
+        store.create(refused, &per_key).await,
+        Limit::StoredBytes,
+        1000,
+        "1001 of 1000 bytes must be refused with StoredBytes",
+    );
     assert_eq!(get(&store, &refused_id).await, None, "not stored");
     let c = store
         .create(sized_task("bytes", 200), &per_key)

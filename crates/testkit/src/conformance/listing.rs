@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::{Limits, ListScope, NewTask, TaskRecord};
-use mcp_tasks_proto::mcp::TaskStatus;
 
 use super::helpers::*;
 use super::{Store, T0};
@@ -29,20 +28,7 @@ pub async fn ttl_deletion(store: Store) {
     let forever = create(&store, mk(None)).await;
     let huge = create(&store, mk(Some(u64::MAX))).await;
     let done = create(&store, mk(Some(1000))).await;
-    applied(
-        apply(
-            &store,
-            tr(
-                &done.task_id,
-                TaskStatus::Completed,
-                None,
-                Some(result_outcome("r")),
-                T0 + 1,
-            ),
-        )
-        .await,
-        "complete",
-    );
+    complete(&store, &done.task_id, T0 + 1).await;
     let gone = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
     let del = |now: i64| {
         let store = Arc::clone(&store);
@@ -154,14 +140,7 @@ pub async fn keyset_pagination(store: Store) {
         "limit 0"
     );
     // A cursor left by a deleted task still works.
-    let t = create(
-        &store,
-        NewTask {
-            ttl_ms: Some(1),
-            ..new_task(None, None)
-        },
-    )
-    .await;
+    let t = create_expiring(&store).await;
     let after = create(&store, new_task(None, None)).await;
     store
         .delete_expired(T0 + 1, 10)

@@ -100,50 +100,22 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
             }
             let at = T0 + 100 + i64::try_from(i).unwrap_or(0);
             let msg = format!("op {i}");
-            let r = match op {
-                RaceOp::Cancel => store
-                    .transition(tr(
-                        &id,
-                        TaskStatus::Cancelled,
-                        Some(&msg),
-                        Some(error_outcome(-32800, &msg)),
-                        at,
-                    ))
-                    .await
-                    .map(RaceResult::Transition),
-                RaceOp::Complete => store
-                    .transition(tr(
-                        &id,
-                        TaskStatus::Completed,
-                        Some(&msg),
-                        Some(result_outcome(&msg)),
-                        at,
-                    ))
-                    .await
-                    .map(RaceResult::Transition),
-                RaceOp::Fail => store
-                    .transition(tr(
-                        &id,
-                        TaskStatus::Failed,
-                        Some(&msg),
-                        Some(error_outcome(-32603, &msg)),
-                        at,
-                    ))
-                    .await
-                    .map(RaceResult::Transition),
-                RaceOp::AskInput => store
-                    .transition(tr(&id, TaskStatus::InputRequired, Some(&msg), None, at))
-                    .await
-                    .map(RaceResult::Transition),
-                RaceOp::Resume => store
-                    .transition(tr(&id, TaskStatus::Working, Some(&msg), None, at))
-                    .await
-                    .map(RaceResult::Transition),
-                RaceOp::Expire => store
+            let to = |status, outcome| Some(tr(&id, status, Some(&msg), outcome, at));
+            let transition = match op {
+                RaceOp::Cancel => to(TaskStatus::Cancelled, Some(error_outcome(-32800, &msg))),
+                RaceOp::Complete => to(TaskStatus::Completed, Some(result_outcome(&msg))),
+                RaceOp::Fail => to(TaskStatus::Failed, Some(error_outcome(-32603, &msg))),
+                RaceOp::AskInput => to(TaskStatus::InputRequired, None),
+                RaceOp::Resume => to(TaskStatus::Working, None),
+                RaceOp::Expire | RaceOp::Orphan => None,
+            };
+            let r = match transition {
+                Some(t) => store.transition(t).await.map(RaceResult::Transition),
+                None if op == RaceOp::Expire => store
                     .delete_expired(T0 + 1000, 1000)
                     .await
                     .map(RaceResult::Deleted),
-                RaceOp::Orphan => store
+                None => store
                     .fail_orphans(T0 + 100, orphaned_msg)
                     .await
                     .map(RaceResult::Orphaned),

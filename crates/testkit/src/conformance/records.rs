@@ -144,20 +144,7 @@ pub async fn legal_transitions(store: Store) {
             let id = t.task_id.clone();
             let mut prev = create(&store, t).await;
             if via_input {
-                let rec = applied(
-                    apply(
-                        &store,
-                        tr(
-                            &id,
-                            TaskStatus::InputRequired,
-                            Some("need input"),
-                            None,
-                            T0 + 10,
-                        ),
-                    )
-                    .await,
-                    "working -> input_required",
-                );
+                let rec = ask_input(&store, &id, Some("need input"), T0 + 10).await;
                 let expected = TaskRecord {
                     status: TaskStatus::InputRequired,
                     status_message: Some("need input".into()),
@@ -166,10 +153,12 @@ pub async fn legal_transitions(store: Store) {
                 };
                 assert_eq!(rec, expected, "working -> input_required");
                 // A clock that went back does not move lastUpdatedAt back.
-                let rec = applied(
-                    apply(&store, tr(&id, TaskStatus::Working, None, None, T0 + 5)).await,
+                let rec = apply_ok(
+                    &store,
+                    tr(&id, TaskStatus::Working, None, None, T0 + 5),
                     "input_required -> working",
-                );
+                )
+                .await;
                 let expected = TaskRecord {
                     status: TaskStatus::Working,
                     status_message: None,
@@ -180,26 +169,17 @@ pub async fn legal_transitions(store: Store) {
                     rec, expected,
                     "input_required -> working clears the message and keeps lastUpdatedAt monotonic"
                 );
-                let rec = applied(
-                    apply(
-                        &store,
-                        tr(&id, TaskStatus::InputRequired, Some("again"), None, T0 + 20),
-                    )
-                    .await,
-                    "working -> input_required (again)",
-                );
+                let rec = ask_input(&store, &id, Some("again"), T0 + 20).await;
                 assert_eq!(must_get(&store, &id).await, rec);
                 prev = rec;
             }
             let at = T0 + 30;
-            let rec = applied(
-                apply(
-                    &store,
-                    tr(&id, *to, Some("finished"), Some(outcome.clone()), at),
-                )
-                .await,
+            let rec = apply_ok(
+                &store,
+                tr(&id, *to, Some("finished"), Some(outcome.clone()), at),
                 &format!("{} -> {to}", prev.status),
-            );
+            )
+            .await;
             let expected = TaskRecord {
                 status: *to,
                 status_message: Some("finished".into()),
@@ -231,36 +211,25 @@ pub async fn illegal_transitions_rejected(store: Store) {
     let t = new_task(None, Some("executor-1"));
     let id = t.task_id.clone();
     let rec = create(&store, t).await;
-    let r = rejected(
-        apply(
-            &store,
-            tr(&id, TaskStatus::Working, Some("x"), None, T0 + 1),
-        )
-        .await,
+    let r = apply_rejected(
+        &store,
+        tr(&id, TaskStatus::Working, Some("x"), None, T0 + 1),
         "working -> working",
-    );
+    )
+    .await;
     assert_eq!(r, rec, "a rejected transition returns the record as it is");
     assert_eq!(
         must_get(&store, &id).await,
         rec,
         "a rejected transition changes nothing"
     );
-    let rec = applied(
-        apply(
-            &store,
-            tr(&id, TaskStatus::InputRequired, Some("q"), None, T0 + 2),
-        )
-        .await,
-        "working -> input_required",
-    );
-    let r = rejected(
-        apply(
-            &store,
-            tr(&id, TaskStatus::InputRequired, Some("x"), None, T0 + 3),
-        )
-        .await,
+    let rec = ask_input(&store, &id, Some("q"), T0 + 2).await;
+    let r = apply_rejected(
+        &store,
+        tr(&id, TaskStatus::InputRequired, Some("x"), None, T0 + 3),
         "input_required -> input_required",
-    );
+    )
+    .await;
     assert_eq!(r, rec);
     assert_eq!(must_get(&store, &id).await, rec);
     for to in TaskStatus::ALL {
@@ -293,24 +262,20 @@ pub async fn terminal_never_changes(store: Store) {
         } else {
             error_outcome(-32603, "first")
         };
-        let done = applied(
-            apply(
-                &store,
-                tr(&id, first, Some("first"), Some(outcome), T0 + 10),
-            )
-            .await,
+        let done = apply_ok(
+            &store,
+            tr(&id, first, Some("first"), Some(outcome), T0 + 10),
             "working -> terminal",
-        );
+        )
+        .await;
         for to in TaskStatus::ALL {
             assert!(!can_transition(first, to));
-            let r = rejected(
-                apply(
-                    &store,
-                    tr(&id, to, Some("late"), Some(result_outcome("late")), T0 + 20),
-                )
-                .await,
+            let r = apply_rejected(
+                &store,
+                tr(&id, to, Some("late"), Some(result_outcome("late")), T0 + 20),
                 &format!("{first} -> {to}"),
-            );
+            )
+            .await;
             assert_eq!(
                 r, done,
                 "{first} -> {to} must be rejected with the terminal record"

@@ -59,8 +59,14 @@ async fn loopback_and_configured_origins_are_served_with_cors() {
         let (_, r) = c.request("ping", json!({})).await;
         assert_eq!(r.status, 200);
         assert_eq!(r.header("access-control-allow-origin"), Some(origin));
-        let expose = r.header("access-control-expose-headers").unwrap_or("");
-        assert!(expose.contains("Mcp-Session-Id"), "{expose}");
+        // Header names are case-insensitive (tower-http sends them lowercase).
+        let expose = r
+            .header("access-control-expose-headers")
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        for h in ["mcp-session-id", "mcp-protocol-version", "www-authenticate"] {
+            assert!(expose.contains(h), "{expose}");
+        }
     }
     // Preflight.
     let pre = send(
@@ -78,7 +84,8 @@ async fn loopback_and_configured_origins_are_served_with_cors() {
         b"",
     )
     .await;
-    assert_eq!(pre.status, 204);
+    // A preflight is answered with an "ok status" (any 2xx, Fetch standard).
+    assert!((200..300).contains(&pre.status), "{}", pre.status);
     assert_eq!(
         pre.header("access-control-allow-origin"),
         Some("https://app.example.com")
@@ -118,4 +125,35 @@ async fn requests_without_origin_are_served() {
     c.initialize().await;
     let (_, r) = c.request("ping", json!({})).await;
     assert!(r.header("access-control-allow-origin").is_none());
+}
+
+#[tokio::test]
+async fn other_paths_get_404_and_other_methods_405_with_json_rpc_errors() {
+    let server = Server::start(&[]);
+    let r = send(server.addr, "POST", "/other", &[], b"{}").await;
+    assert_eq!(r.status, 404);
+    let body = r.json().await;
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    assert!(
+        body["error"]["message"].as_str().unwrap().contains("/mcp"),
+        "{body}"
+    );
+    let r = send(server.addr, "PUT", "/mcp", &[], b"{}").await;
+    assert_eq!(r.status, 405);
+    let allow = r.header("allow").unwrap_or("").to_owned();
+    for m in ["GET", "POST", "DELETE"] {
+        assert!(allow.contains(m), "{allow}");
+    }
+    let body = r.json().await;
+    assert_eq!(body["error"]["code"], -32600, "{body}");
+    // A foreign origin is refused before routing, on any path.
+    let r = send(
+        server.addr,
+        "GET",
+        "/other",
+        &[("Origin".into(), "http://evil.example".into())],
+        b"",
+    )
+    .await;
+    assert_eq!(r.status, 403);
 }

@@ -42,6 +42,7 @@ use mcp_tasks_proto::Request;
 use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+use tower::ServiceExt;
 
 pub use auth::{BearerTokens, OriginPolicy};
 
@@ -506,6 +507,7 @@ async fn accept_loop(
     let per_ip = Arc::new(PerIp::default());
     // Every connection task holds a receiver; `closed()` fires when all are gone.
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
+    let app = handlers::router(Arc::clone(shared));
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .timer(hyper_util::rt::TokioTimer::new())
@@ -547,7 +549,7 @@ async fn accept_loop(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let shared = Arc::clone(shared);
+        let app = app.clone();
         let stop = stop.clone();
         let open = open_rx.clone();
         let http1 = http1.clone();
@@ -555,12 +557,9 @@ async fn accept_loop(
             let _held = (permit, slot, open);
             let service =
                 hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let shared = Arc::clone(&shared);
-                    async move {
-                        let mut req = req.map(axum::body::Body::new);
-                        req.extensions_mut().insert(ClientAddr(addr));
-                        Ok::<_, std::convert::Infallible>(handlers::handle(shared, req).await)
-                    }
+                    let mut req = req.map(axum::body::Body::new);
+                    req.extensions_mut().insert(ClientAddr(addr));
+                    app.clone().oneshot(req)
                 });
             let conn = http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
             let mut conn = std::pin::pin!(conn);

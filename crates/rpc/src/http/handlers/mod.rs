@@ -3,15 +3,19 @@
 
 use std::sync::Arc;
 
-use axum::Router;
+use std::time::Duration;
+
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
 use axum::response::Response;
+use axum::{Extension, Router, routing};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use mcp_tasks_proto::{ErrorObject, RequestId, codes};
 use serde_json::json;
+use tower_http::cors::{AllowOrigin, CorsLayer};
 
 use super::Shared;
 use super::session::{Connect, HttpSession};
@@ -27,8 +31,33 @@ const LAST_EVENT_ID: &str = "last-event-id";
 const EVENT_STREAM: &str = "text/event-stream";
 const JSON: &str = "application/json";
 
+/// The endpoint's routes and layers, outermost first:
+///
+/// 1. the `Origin` check (403 with a JSON-RPC error body for a foreign origin, on every
+///    path and method, preflights included);
+/// 2. CORS for the origins that passed it (`tower-http`: preflight answers, the
+///    `Access-Control-*` headers on every response);
+/// 3. axum routing: POST, GET and DELETE on the endpoint's path, behind the checks every
+///    method shares (bearer token, `MCP-Protocol-Version`); 404 elsewhere and 405 for
+///    other methods, both with JSON-RPC error bodies.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
-    Router::new().fallback(endpoint).with_state(shared)
+    let path = shared.config.path.clone();
+    Router::new()
+        .route(
+            &path,
+            routing::post(on_post)
+                .get(on_get)
+                .delete(on_delete)
+                .route_layer(middleware::from_fn_with_state(Arc::clone(&shared), checked)),
+        )
+        .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
+        .layer(cors())
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&shared),
+            origin_guard,
+        ))
+        .with_state(shared)
 }
 
 fn header_str(h: &HeaderMap, name: impl header::AsHeaderName) -> Option<&str> {
@@ -68,15 +97,11 @@ fn empty(status: StatusCode) -> Response {
     r
 }
 
-async fn endpoint(State(shared): State<Arc<Shared>>, req: Request) -> Response {
-    handle(shared, req).await
-}
-
-/// Serve one HTTP request on the endpoint (or 404 elsewhere).
-pub(crate) async fn handle(shared: Arc<Shared>, req: Request) -> Response {
-    let (parts, body) = req.into_parts();
-    let origin = header_str(&parts.headers, header::ORIGIN).map(str::to_owned);
-    if let Some(o) = &origin
+/// Spec (transports, security warning): "Servers MUST validate the `Origin` header on all
+/// incoming connections to prevent DNS rebinding attacks. If the `Origin` header is
+/// present and invalid, servers MUST respond with HTTP 403 Forbidden."
+async fn origin_guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if let Some(o) = header_str(req.headers(), header::ORIGIN)
         && !shared.config.origins.allows(o)
     {
         tracing::debug!(origin = %o, "request from a foreign origin refused");
@@ -86,50 +111,108 @@ pub(crate) async fn handle(shared: Arc<Shared>, req: Request) -> Response {
             format!("Forbidden: origin `{o}` is not allowed"),
         );
     }
-    let mut resp = if parts.uri.path() != shared.config.path {
-        http_error(
-            StatusCode::NOT_FOUND,
-            codes::INVALID_REQUEST,
-            format!("Not found: the MCP endpoint is {}", shared.config.path),
-        )
-    } else if parts.method == Method::OPTIONS {
-        preflight()
-    } else {
-        serve(&shared, parts, body).await
-    };
-    if let Some(o) = origin
-        && let Ok(v) = HeaderValue::from_str(&o)
-    {
-        let h = resp.headers_mut();
-        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, v);
-        h.insert(header::VARY, HeaderValue::from_static("Origin"));
-        h.insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static("Mcp-Session-Id, Mcp-Protocol-Version, WWW-Authenticate"),
-        );
-    }
-    resp
+    next.run(req).await
 }
 
-/// CORS preflight of browser clients.
-fn preflight() -> Response {
-    let mut r = empty(StatusCode::NO_CONTENT);
-    let h = r.headers_mut();
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_METHODS,
+/// CORS for browser clients. Every origin that reaches this layer passed
+/// [`origin_guard`], so the request's own origin is mirrored.
+fn cors() -> CorsLayer {
+    const SESSION: HeaderName = HeaderName::from_static(MCP_SESSION_ID);
+    const VERSION: HeaderName = HeaderName::from_static(MCP_PROTOCOL_VERSION);
+    CorsLayer::new()
+        .allow_origin(AllowOrigin::mirror_request())
+        .allow_methods([Method::GET, Method::POST, Method::DELETE, Method::OPTIONS])
+        .allow_headers([
+            header::CONTENT_TYPE,
+            header::ACCEPT,
+            header::AUTHORIZATION,
+            SESSION,
+            VERSION,
+            HeaderName::from_static(LAST_EVENT_ID),
+        ])
+        .expose_headers([SESSION, VERSION, header::WWW_AUTHENTICATE])
+        .max_age(Duration::from_secs(86_400))
+}
+
+async fn not_found(State(shared): State<Arc<Shared>>) -> Response {
+    http_error(
+        StatusCode::NOT_FOUND,
+        codes::INVALID_REQUEST,
+        format!("Not found: the MCP endpoint is {}", shared.config.path),
+    )
+}
+
+async fn method_not_allowed() -> Response {
+    let mut r = http_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        codes::INVALID_REQUEST,
+        "Method not allowed: use POST, GET or DELETE",
+    );
+    r.headers_mut().insert(
+        header::ALLOW,
         HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
     );
-    h.insert(
-        header::ACCESS_CONTROL_ALLOW_HEADERS,
-        HeaderValue::from_static(
-            "Content-Type, Accept, Authorization, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID",
-        ),
-    );
-    h.insert(
-        header::ACCESS_CONTROL_MAX_AGE,
-        HeaderValue::from_static("86400"),
-    );
     r
+}
+
+/// Who sent the request (`None` without authentication); put in the request's extensions
+/// by [`checked`].
+#[derive(Debug, Clone)]
+struct Principal(Option<String>);
+
+/// The checks every method on the endpoint shares: the bearer token, then the protocol
+/// version header.
+///
+/// Spec: "If the server receives a request with an invalid or unsupported
+/// MCP-Protocol-Version, it MUST respond with 400 Bad Request." Without the header the
+/// session's negotiated version (or 2025-03-26) applies; the handler knows it.
+async fn checked(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
+    let principal = match authenticate(&shared, req.headers()) {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    if let Some(v) = req.headers().get(MCP_PROTOCOL_VERSION) {
+        let ok = v.to_str().is_ok_and(|v| {
+            shared
+                .config
+                .protocol_versions
+                .iter()
+                .any(|s| s == v.trim())
+        });
+        if !ok {
+            return bad_request(format!(
+                "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
+                shared.config.protocol_versions.join(", ")
+            ));
+        }
+    }
+    req.extensions_mut().insert(Principal(principal));
+    next.run(req).await
+}
+
+async fn on_post(
+    State(shared): State<Arc<Shared>>,
+    Extension(Principal(principal)): Extension<Principal>,
+    req: Request,
+) -> Response {
+    let (parts, body) = req.into_parts();
+    post(&shared, &parts, body, principal).await
+}
+
+async fn on_get(
+    State(shared): State<Arc<Shared>>,
+    Extension(Principal(principal)): Extension<Principal>,
+    req: Request,
+) -> Response {
+    get(&shared, &req.into_parts().0, principal.as_ref())
+}
+
+async fn on_delete(
+    State(shared): State<Arc<Shared>>,
+    Extension(Principal(principal)): Extension<Principal>,
+    req: Request,
+) -> Response {
+    delete(&shared, &req.into_parts().0, principal.as_ref())
 }
 
 /// The principal of the request: `Ok(None)` without authentication; a 401 with
@@ -162,48 +245,6 @@ fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Option<String>, 
         HeaderValue::from_static(challenge),
     );
     Err(Box::new(r))
-}
-
-async fn serve(shared: &Arc<Shared>, parts: Parts, body: Body) -> Response {
-    let principal = match authenticate(shared, &parts.headers) {
-        Ok(p) => p,
-        Err(r) => return *r,
-    };
-    // Spec: "If the server receives a request with an invalid or unsupported
-    // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Without the header the
-    // session's negotiated version (or 2025-03-26) applies; the handler knows it.
-    if let Some(v) = parts.headers.get(MCP_PROTOCOL_VERSION) {
-        let ok = v.to_str().is_ok_and(|v| {
-            shared
-                .config
-                .protocol_versions
-                .iter()
-                .any(|s| s == v.trim())
-        });
-        if !ok {
-            return bad_request(format!(
-                "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
-                shared.config.protocol_versions.join(", ")
-            ));
-        }
-    }
-    match parts.method {
-        Method::POST => post(shared, &parts, body, principal).await,
-        Method::GET => get(shared, &parts, principal.as_ref()),
-        Method::DELETE => delete(shared, &parts, principal.as_ref()),
-        _ => {
-            let mut r = http_error(
-                StatusCode::METHOD_NOT_ALLOWED,
-                codes::INVALID_REQUEST,
-                "Method not allowed: use POST, GET or DELETE",
-            );
-            r.headers_mut().insert(
-                header::ALLOW,
-                HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
-            );
-            r
-        }
-    }
 }
 
 /// The session a request names, if it is live and belongs to the same principal.

@@ -130,13 +130,11 @@ impl GatewayArgs {
                 Some(d)
             }
         };
-        Ok(GatewayConfig {
-            upstream,
-            tool_task_support,
-            notes_dir: None,
-            max_upstreams: self.max_upstreams,
-            upstream_timeout,
-        })
+        let mut config = GatewayConfig::new(upstream);
+        config.tool_task_support = tool_task_support;
+        config.max_upstreams = self.max_upstreams;
+        config.upstream_timeout = upstream_timeout;
+        Ok(config)
     }
 }
 

@@ -114,27 +114,26 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
     if args.page_size == 0 {
         bail!("--page-size must be at least 1");
     }
-    Ok(Policy {
-        default_ttl_ms: default_ttl,
-        max_ttl_ms: max_ttl,
-        poll_interval_ms: poll,
-        max_active_per_requester: args.max_active_tasks,
-        max_stored_per_requester: match args.max_stored_tasks.as_str() {
-            "unlimited" => None,
-            n => Some(n.parse().with_context(|| {
-                format!("--max-stored-tasks: `{n}` is not a number of tasks or `unlimited`")
-            })?),
-        },
-        max_stored_bytes_per_requester: parse_bytes("--max-stored-bytes", &args.max_stored_bytes)?,
-        max_store_bytes: parse_bytes("--max-store-bytes", &args.max_store_bytes)?,
-        outcome_retry_ms: duration::millis(args.outcome_retry),
-        page_size: args.page_size,
-        lease_ms: match duration::millis(args.executor_lease) {
-            ms if ms >= 100 => ms,
-            _ => bail!("--executor-lease must be at least 100 ms"),
-        },
-        ..Policy::default()
-    })
+    let mut p = Policy::default();
+    p.default_ttl_ms = default_ttl;
+    p.max_ttl_ms = max_ttl;
+    p.poll_interval_ms = poll;
+    p.max_active_per_requester = args.max_active_tasks;
+    p.max_stored_per_requester = match args.max_stored_tasks.as_str() {
+        "unlimited" => None,
+        n => Some(n.parse().with_context(|| {
+            format!("--max-stored-tasks: `{n}` is not a number of tasks or `unlimited`")
+        })?),
+    };
+    p.max_stored_bytes_per_requester = parse_bytes("--max-stored-bytes", &args.max_stored_bytes)?;
+    p.max_store_bytes = parse_bytes("--max-store-bytes", &args.max_store_bytes)?;
+    p.outcome_retry_ms = duration::millis(args.outcome_retry);
+    p.page_size = args.page_size;
+    p.lease_ms = match duration::millis(args.executor_lease) {
+        ms if ms >= 100 => ms,
+        _ => bail!("--executor-lease must be at least 100 ms"),
+    };
+    Ok(p)
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {

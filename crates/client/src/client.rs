@@ -57,6 +57,7 @@ pub struct HttpSessionInfo {
 }
 
 /// Options of one tool call.
+#[non_exhaustive]
 #[derive(Debug, Clone, Default)]
 pub struct CallOptions {
     /// Requested task lifetime in milliseconds (task-augmented calls only).
@@ -68,6 +69,20 @@ pub struct CallOptions {
     /// `progressToken` provided in the initial request remains valid throughout the
     /// task's lifetime").
     pub progress_token: Option<Value>,
+}
+
+impl CallOptions {
+    /// Ask for a task lifetime of `ttl_ms` milliseconds.
+    pub fn with_ttl(mut self, ttl_ms: u64) -> Self {
+        self.ttl = Some(ttl_ms);
+        self
+    }
+
+    /// Send `token` as `_meta.progressToken`.
+    pub fn with_progress_token(mut self, token: Value) -> Self {
+        self.progress_token = Some(token);
+        self
+    }
 }
 
 struct Inner {

@@ -9,6 +9,7 @@ use crate::input::{ElicitationHandler, SamplingHandler};
 use crate::receiver::TaskReceiver;
 
 /// Configuration of a [`crate::Client`].
+#[non_exhaustive]
 #[derive(Clone)]
 pub struct ClientConfig {
     /// `clientInfo.name`.

@@ -13,6 +13,7 @@ use crate::types::CallToolResult;
 /// The server's own JSON-RPC errors are kept exactly ([`ClientError::Rpc`]); the error a
 /// task *ended with* is told apart from an error of the request that asked for it
 /// ([`ClientError::Task`]), so an application never sees a bare "task failed".
+#[non_exhaustive]
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ClientError {
     /// The server answered `method` with this JSON-RPC error.

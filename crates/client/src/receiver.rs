@@ -70,10 +70,9 @@ impl TaskReceiver {
     /// Tasks in memory, with the default policy (TTL 1 h by default, 24 h at most) and a
     /// `pollInterval` of [`DEFAULT_RECEIVER_POLL_MS`].
     pub fn new() -> Self {
-        Self::with_policy(Policy {
-            poll_interval_ms: DEFAULT_RECEIVER_POLL_MS,
-            ..Policy::default()
-        })
+        let mut policy = Policy::default();
+        policy.poll_interval_ms = DEFAULT_RECEIVER_POLL_MS;
+        Self::with_policy(policy)
     }
 
     /// Tasks in memory, with `policy`.

@@ -39,10 +39,8 @@ impl RequestorChannel for Nobody {
 }
 
 fn engine() -> TaskEngine {
-    let policy = Policy {
-        max_active_per_requester: u32::MAX,
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.max_active_per_requester = u32::MAX;
     TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock))
 }
 

@@ -51,6 +51,7 @@ impl Limit {
 }
 
 /// A storage backend failed.
+#[non_exhaustive]
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum StoreError {
     /// Creating the task would go over `limit`.
@@ -73,6 +74,7 @@ pub enum StoreError {
 }
 
 /// Why the engine refused or failed a request.
+#[non_exhaustive]
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum EngineError {
     /// No such task (or one the requester may not see: a foreign task looks exactly like

@@ -12,6 +12,7 @@ pub const DEFAULT_MAX_STORED_BYTES: u64 = 256 << 20;
 pub const DEFAULT_MAX_STORE_BYTES: u64 = 1 << 30;
 
 /// The knobs of the receiver.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct Policy {
     /// TTL when the requestor asks for none. `None` is unlimited.

@@ -147,6 +147,7 @@ pub fn parse_tool_task_support(s: &str) -> Result<(String, TaskSupport), Gateway
 }
 
 /// Everything the gateway needs to know.
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GatewayConfig {
     /// The upstream server.
@@ -161,6 +162,20 @@ pub struct GatewayConfig {
     pub max_upstreams: usize,
     /// How long one call to the upstream may take; `None`: no bound.
     pub upstream_timeout: Option<std::time::Duration>,
+}
+
+impl GatewayConfig {
+    /// A gateway in front of `upstream`: no task-support overrides, no notes, at most
+    /// [`DEFAULT_MAX_UPSTREAMS`] upstream connections, no bound on a call's time.
+    pub fn new(upstream: UpstreamSpec) -> Self {
+        Self {
+            upstream,
+            tool_task_support: BTreeMap::new(),
+            notes_dir: None,
+            max_upstreams: DEFAULT_MAX_UPSTREAMS,
+            upstream_timeout: None,
+        }
+    }
 }
 
 /// The default of [`GatewayConfig::max_upstreams`]: 32. A Node.js upstream takes about

@@ -3,6 +3,7 @@
 use mcp_tasks_proto::{ErrorObject, codes};
 
 /// What can go wrong in the gateway.
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum GatewayError {
     /// Bad configuration (flags or config file).

@@ -39,11 +39,10 @@ impl HttpOptions {
     /// The defaults of `mcp-tasks serve`: endpoint `/mcp`, no authentication (so loopback
     /// addresses only), loopback origins, [`reply_mode`].
     pub fn new() -> Self {
+        let mut transport = HttpConfig::default();
+        transport.reply_policy = Arc::new(reply_mode);
         Self {
-            transport: HttpConfig {
-                reply_policy: Arc::new(reply_mode),
-                ..HttpConfig::default()
-            },
+            transport,
             allow_unauthenticated: false,
         }
     }

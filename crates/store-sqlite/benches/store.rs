@@ -53,14 +53,9 @@ fn task(i: u64) -> NewTask {
 }
 
 fn open(path: &Path, synchronous: Synchronous) -> SqliteStore {
-    SqliteStore::open(
-        path,
-        SqliteOptions {
-            synchronous,
-            ..SqliteOptions::default()
-        },
-    )
-    .expect("open the bench store")
+    let mut options = SqliteOptions::default();
+    options.synchronous = synchronous;
+    SqliteStore::open(path, options).expect("open the bench store")
 }
 
 /// Transitions per second from `writers` concurrent tasks, each toggling its own tasks

@@ -33,6 +33,7 @@ impl Synchronous {
 }
 
 /// Options of a [`crate::SqliteStore`].
+#[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SqliteOptions {
     /// Durability of commits; see [`Synchronous`].

@@ -158,18 +158,17 @@ pub(crate) fn client_config(
         .transpose()?;
     // Prompts need someone at the keyboard.
     let interactive = std::io::stdin().is_terminal();
-    let mut config = ClientConfig {
-        name: "mcp-tasks-cli".into(),
-        ..ClientConfig::default()
-    }
-    .with_request_timeout(timeout)
-    .with_elicitation(CliElicitation { reply, interactive })
-    .with_sampling(CliSampling {
-        reply: answers.and_then(|a| a.sample_reply.clone()),
-        interactive,
-    })
-    // A server may task-augment what it asks: the answers then run as tasks of the CLI.
-    .with_task_receiver(TaskReceiver::new());
+    let mut config = ClientConfig::default();
+    config.name = "mcp-tasks-cli".into();
+    let mut config = config
+        .with_request_timeout(timeout)
+        .with_elicitation(CliElicitation { reply, interactive })
+        .with_sampling(CliSampling {
+            reply: answers.and_then(|a| a.sample_reply.clone()),
+            interactive,
+        })
+        // A server may task-augment what it asks: the answers then run as tasks of the CLI.
+        .with_task_receiver(TaskReceiver::new());
     config.call_timeout = None;
     Ok(config)
 }

@@ -93,10 +93,8 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
         || args.ttl.is_some()
         || (task_support(&tool) == TaskSupport::Required && client.server_tasks().tools_call);
     let token = client.new_progress_token();
-    let options = CallOptions {
-        ttl: args.ttl,
-        progress_token: Some(token.clone()),
-    };
+    let mut options = CallOptions::default().with_progress_token(token.clone());
+    options.ttl = args.ttl;
     let report = Arc::new(Report::new(&args.tool));
     let progress = show_progress(client, Some(token), Arc::clone(&report));
     let mut interrupts = Interrupts::new();

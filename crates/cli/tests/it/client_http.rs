@@ -140,10 +140,7 @@ async fn closed_sse_connections_are_resumed() {
         .call_tool_with(
             "progress",
             json!({"steps": 4, "ms": 150}),
-            &CallOptions {
-                ttl: None,
-                progress_token: Some(token),
-            },
+            &CallOptions::default().with_progress_token(token),
         )
         .await
         .unwrap();

@@ -21,10 +21,8 @@ mod demo;
 const LIMIT: Duration = Duration::from_secs(20);
 
 async fn connect(config: ClientConfig) -> Client {
-    let policy = Policy {
-        poll_interval_ms: 100,
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.poll_interval_ms = 100;
     let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
     let server = Server::new(ServerConfig::default(), demo::all(), Some(engine));
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
@@ -135,10 +133,7 @@ async fn cancel_and_resume_and_list() {
         .call_tool_as_task(
             "sleep",
             json!({"ms": 60_000}),
-            &CallOptions {
-                ttl: Some(120_000),
-                progress_token: None,
-            },
+            &CallOptions::default().with_ttl(120_000),
         )
         .await
         .unwrap();
@@ -221,10 +216,7 @@ async fn progress_notifications_reach_the_application() {
         .call_tool_as_task(
             "progress",
             json!({"steps": 3, "ms": 10}),
-            &CallOptions {
-                ttl: None,
-                progress_token: Some(token.clone()),
-            },
+            &CallOptions::default().with_progress_token(token.clone()),
         )
         .await
         .unwrap();

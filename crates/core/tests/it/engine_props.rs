@@ -81,10 +81,8 @@ struct Harness {
 impl Harness {
     async fn new(n: usize, ttl: u64) -> Self {
         let clock = Arc::new(ManualClock(AtomicI64::new(1_000_000)));
-        let policy = Policy {
-            default_ttl_ms: Some(ttl),
-            ..Policy::default()
-        };
+        let mut policy = Policy::default();
+        policy.default_ttl_ms = Some(ttl);
         let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, clock.clone());
         let mut ids = Vec::new();
         let mut triggers = Vec::new();

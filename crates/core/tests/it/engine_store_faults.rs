@@ -107,10 +107,8 @@ async fn start(failures: u32, retry_ms: u64) -> (TaskEngine, Arc<FullDisk>, Stri
         failures: AtomicU32::new(failures),
         attempts: AtomicU32::new(0),
     });
-    let policy = Policy {
-        outcome_retry_ms: retry_ms,
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.outcome_retry_ms = retry_ms;
     let engine = TaskEngine::new(store.clone(), policy, Arc::new(SystemClock));
     let spec = TaskSpec {
         requester: Requester::local(),

@@ -123,10 +123,8 @@ impl Connector for InProcessUpstream {
 /// A gateway (with a memory store) in front of an in-process upstream; the requestor's
 /// end of the pipe to it, and the upstream connector.
 pub(crate) fn gateway() -> (Wire, Arc<InProcessUpstream>) {
-    let policy = Policy {
-        poll_interval_ms: 50,
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.poll_interval_ms = 50;
     let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
     let upstream = Arc::new(InProcessUpstream::default());
     let factory = GatewayFactory::new(Arc::clone(&upstream) as Arc<dyn Connector>, BTreeMap::new());

@@ -73,6 +73,7 @@ impl BearerTokens {
 /// incoming connections to prevent DNS rebinding attacks. If the `Origin` header is
 /// present and invalid, servers MUST respond with HTTP 403 Forbidden." A request without
 /// an `Origin` header comes from a non-browser client and is accepted.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct OriginPolicy {
     allowed: Vec<String>,

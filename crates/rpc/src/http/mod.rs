@@ -82,6 +82,7 @@ pub enum ReplyMode {
 pub type ReplyPolicy = Arc<dyn Fn(&Request) -> ReplyMode + Send + Sync>;
 
 /// Configuration of the HTTP transport.
+#[non_exhaustive]
 #[derive(Clone)]
 pub struct HttpConfig {
     /// The MCP endpoint path.

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::{LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID};
 
 /// Configuration of the HTTP client transport.
+#[non_exhaustive]
 #[derive(Debug, Clone)]
 pub struct HttpClientConfig {
     /// The MCP endpoint, e.g. `http://127.0.0.1:8080/mcp`.
@@ -127,6 +128,7 @@ fn extra_headers(config: &HttpClientConfig) -> Result<HeaderMap, HttpClientError
 }
 
 /// Why the transport could not start.
+#[non_exhaustive]
 #[derive(Debug, thiserror::Error)]
 pub enum HttpClientError {
     /// The endpoint is not a usable URL.

@@ -44,10 +44,8 @@ fn sleep() -> Tool {
 
 /// A server with `config`, serving the other end of the returned pipe.
 pub(crate) fn serve(config: ServerConfig) -> Wire {
-    let policy = Policy {
-        poll_interval_ms: 50,
-        ..Policy::default()
-    };
+    let mut policy = Policy::default();
+    policy.poll_interval_ms = 50;
     let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
     let server = Server::new(config, vec![echo(), sleep()], Some(engine));
     let (wire, (reader, writer)) = Wire::pair();

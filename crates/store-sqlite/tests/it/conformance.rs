@@ -16,10 +16,8 @@ fn factory(sync: Synchronous) -> impl Fn() -> std::future::Ready<Store> {
         let path = dir
             .path()
             .join(format!("store-{}.db", n.fetch_add(1, Ordering::Relaxed)));
-        let opts = SqliteOptions {
-            synchronous: sync,
-            ..SqliteOptions::default()
-        };
+        let mut opts = SqliteOptions::default();
+        opts.synchronous = sync;
         let store = SqliteStore::open(&path, opts).expect("open the store");
         std::future::ready(Arc::new(store) as Store)
     }

@@ -127,10 +127,8 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
 async fn a_lock_held_elsewhere_fails_writes_after_busy_timeout_then_clears() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("locked.db");
-    let opts = SqliteOptions {
-        busy_timeout: Duration::from_millis(300),
-        ..SqliteOptions::default()
-    };
+    let mut opts = SqliteOptions::default();
+    opts.busy_timeout = Duration::from_millis(300);
     let store = SqliteStore::open(&path, opts).unwrap();
     let seeded = seed(&store).await;
     let other = rusqlite::Connection::open(&path).unwrap();
@@ -293,10 +291,8 @@ mod outcome_store_faults {
     /// An engine over `store` and one task that returns [`big_result`] when told to, with
     /// a `tasks/result` waiting for it.
     async fn start(store: Arc<SqliteStore>, retry_ms: u64) -> Running {
-        let policy = Policy {
-            outcome_retry_ms: retry_ms,
-            ..Policy::default()
-        };
+        let mut policy = Policy::default();
+        policy.outcome_retry_ms = retry_ms;
         let engine = TaskEngine::new(store, policy, Arc::new(SystemClock));
         let (go, ready) = oneshot::channel::<()>();
         let spec = TaskSpec {
@@ -383,10 +379,8 @@ mod outcome_store_faults {
     async fn a_result_that_cannot_be_stored_in_time_fails_the_task_naming_the_cause() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("locked.db");
-        let opts = SqliteOptions {
-            busy_timeout: Duration::from_millis(50),
-            ..SqliteOptions::default()
-        };
+        let mut opts = SqliteOptions::default();
+        opts.busy_timeout = Duration::from_millis(50);
         let store = Arc::new(SqliteStore::open(&path, opts).unwrap());
         let running = start(Arc::clone(&store), 300).await;
         let other = rusqlite::Connection::open(&path).unwrap();

@@ -27,7 +27,7 @@ use mcp_tasks_proto::{CallToolResult, ErrorObject, codes, methods};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::validate::ArgsValidator;
+use crate::validate::{ArgsValidator, OutputCheck};
 
 /// Runs a tool.
 #[async_trait]
@@ -70,6 +70,8 @@ pub struct Tool {
     pub handler: Arc<dyn ToolHandler>,
     /// Validates arguments against `input_schema` (compiled once, shared by clones).
     validator: Option<Arc<ArgsValidator>>,
+    /// Checks results against the schema [`Tool::output_schema`] set.
+    output: Option<Arc<OutputCheck>>,
 }
 
 impl std::fmt::Debug for Tool {
@@ -115,6 +117,7 @@ impl Tool {
             extra: Map::new(),
             handler,
             validator: Some(Arc::new(ArgsValidator::default())),
+            output: None,
         }
     }
 
@@ -137,9 +140,11 @@ impl Tool {
     /// results (listed by `tools/list`; clients validate results against it).
     ///
     /// Spec (tools page): "If an output schema is provided: Servers MUST provide
-    /// structured results that conform to this schema."
+    /// structured results that conform to this schema." So every result the handler
+    /// returns is checked against it (see [`Tool::check_result`]).
     #[must_use]
     pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output = Some(Arc::new(OutputCheck::new(schema.clone())));
         self.extra.insert("outputSchema".into(), schema);
         self
     }
@@ -171,6 +176,38 @@ impl Tool {
         match &self.validator {
             Some(v) => v.check(&self.name, &self.input_schema, args),
             None => Ok(()),
+        }
+    }
+
+    /// Check a result of the handler against the output schema, if the tool has one
+    /// (set with [`Tool::output_schema`]): a result that is not an error must carry
+    /// `structuredContent` that conforms.
+    ///
+    /// # Errors
+    /// -32603 naming the tool and what breaks the schema (a bug of the tool, not of the
+    /// call); the handler's own errors pass through unchanged.
+    pub fn check_result(
+        &self,
+        result: Result<CallToolResult, ErrorObject>,
+    ) -> Result<CallToolResult, ErrorObject> {
+        match &self.output {
+            Some(check) => check.check(&self.name, result?),
+            None => result,
+        }
+    }
+
+    /// [`Tool::check_result`] as an owned function, for a handler run as a task.
+    pub(crate) fn result_checker(
+        &self,
+    ) -> impl Fn(Result<CallToolResult, ErrorObject>) -> Result<CallToolResult, ErrorObject>
+    + Send
+    + Sync
+    + 'static {
+        let name = self.name.clone();
+        let output = self.output.clone();
+        move |result| match &output {
+            Some(check) => check.check(&name, result?),
+            None => result,
         }
     }
 

@@ -1,4 +1,5 @@
-//! Validation of `tools/call` arguments against a tool's input schema.
+//! Validation of `tools/call` arguments against a tool's input schema, and of its
+//! results against its output schema.
 //!
 //! Spec (tools page, error handling): "Input validation errors (e.g., date in wrong
 //! format, value out of range)" are "Tool Execution Errors: Reported in tool results with
@@ -9,8 +10,8 @@
 use std::sync::OnceLock;
 
 use jsonschema::Validator;
-use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::error::clip;
+use mcp_tasks_proto::{CallToolResult, ErrorObject};
 use serde_json::Value;
 
 /// At most this many violations are listed (the first ones the validator finds).
@@ -18,35 +19,31 @@ const MAX_LISTED: usize = 5;
 /// Longest reason quoted from the validator (its messages embed the offending value).
 const MAX_REASON: usize = 200;
 
-/// A validator compiled on first use from the tool's input schema, and kept.
+/// A validator compiled on first use from a schema, and kept.
 #[derive(Default)]
-pub(crate) struct ArgsValidator {
+pub(crate) struct SchemaValidator {
     compiled: OnceLock<Option<Validator>>,
 }
 
-impl ArgsValidator {
-    /// Check `args` against `schema` (compiled on the first call; a schema that does not
-    /// compile disables the check, with a warning).
-    pub(crate) fn check(
+impl SchemaValidator {
+    /// What in `instance` breaks `schema` (compiled on the first call; a schema that does
+    /// not compile disables the check, with a warning naming `what`), as one line naming
+    /// each offending field; `None` when it conforms.
+    pub(crate) fn violations(
         &self,
-        tool: &str,
+        what: &str,
         schema: &Value,
-        args: &Value,
-    ) -> Result<(), CallToolResult> {
+        instance: &Value,
+    ) -> Option<String> {
         let compiled = self.compiled.get_or_init(|| match compile(schema) {
             Ok(v) => Some(v),
             Err(e) => {
-                tracing::warn!(tool, error = %e, "the input schema of the tool does not compile: its arguments are not validated");
+                tracing::warn!(error = %e, "{what} does not compile: it is not checked");
                 None
             }
         });
-        let Some(validator) = compiled else {
-            return Ok(());
-        };
-        let mut errors = validator.iter_errors(args).peekable();
-        if errors.peek().is_none() {
-            return Ok(());
-        }
+        let mut errors = compiled.as_ref()?.iter_errors(instance).peekable();
+        errors.peek()?;
         let mut reasons = Vec::new();
         let mut more = 0usize;
         for e in errors {
@@ -60,14 +57,87 @@ impl ArgsValidator {
                 None => reason,
             });
         }
-        let mut msg = format!(
-            "Invalid arguments for tool `{tool}`: {}",
-            reasons.join("; ")
-        );
+        let mut line = reasons.join("; ");
         if more > 0 {
-            msg.push_str(&format!(" (and {more} more)"));
+            line.push_str(&format!(" (and {more} more)"));
         }
-        Err(CallToolResult::error(msg))
+        Some(line)
+    }
+}
+
+/// The argument check of a tool: its input schema's validator.
+#[derive(Default)]
+pub(crate) struct ArgsValidator(SchemaValidator);
+
+impl ArgsValidator {
+    /// Check `args` against `schema`.
+    pub(crate) fn check(
+        &self,
+        tool: &str,
+        schema: &Value,
+        args: &Value,
+    ) -> Result<(), CallToolResult> {
+        let what = format!("the input schema of tool `{tool}`");
+        match self.0.violations(&what, schema, args) {
+            None => Ok(()),
+            Some(reasons) => Err(CallToolResult::error(format!(
+                "Invalid arguments for tool `{tool}`: {reasons}"
+            ))),
+        }
+    }
+}
+
+/// The result check of a tool with an `outputSchema`.
+///
+/// Spec (tools page, output schema): "If an output schema is provided: Servers MUST
+/// provide structured results that conform to this schema." A handler that breaks this
+/// is a bug of the server, not of the call: the call fails with -32603 naming the tool
+/// and the offending fields (and a warning is logged), rather than sending a client a
+/// result its validation would reject. Error results (`isError: true`) carry no
+/// structured content and are passed through.
+pub(crate) struct OutputCheck {
+    schema: Value,
+    validator: SchemaValidator,
+}
+
+impl OutputCheck {
+    pub(crate) fn new(schema: Value) -> Self {
+        Self {
+            schema,
+            validator: SchemaValidator::default(),
+        }
+    }
+
+    /// `result` if it conforms; the error to answer with if not.
+    pub(crate) fn check(
+        &self,
+        tool: &str,
+        mut result: CallToolResult,
+    ) -> Result<CallToolResult, ErrorObject> {
+        if result.is_error {
+            return Ok(result);
+        }
+        let problem = match result.structured_content.take() {
+            None => "it has no structuredContent".to_owned(),
+            Some(sc) => {
+                // Checked in place (moved out and back), not copied: results may be large.
+                let what = format!("the output schema of tool `{tool}`");
+                let instance = Value::Object(sc);
+                let found = self.validator.violations(&what, &self.schema, &instance);
+                let Value::Object(sc) = instance else {
+                    unreachable!("built as an object above")
+                };
+                result.structured_content = Some(sc);
+                match found {
+                    None => return Ok(result),
+                    Some(reasons) => format!("its structuredContent does not conform: {reasons}"),
+                }
+            }
+        };
+        tracing::warn!(tool, "{problem}");
+        Err(ErrorObject::internal(format!(
+            "tool `{tool}` returned a result that breaks its outputSchema: {problem}"
+        )))
     }
 }
 

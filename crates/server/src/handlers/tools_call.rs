@@ -115,6 +115,7 @@ pub async fn handle(
         (Some(engine), Some(task_field)) => {
             let origin: Arc<dyn RequestorChannel> = Arc::new(PeerChannel(cx.peer.clone()));
             let handler = Arc::clone(&tool.handler);
+            let checked = tool.result_checker();
             let caps = Arc::clone(&negotiated.client_capabilities);
             let spec = TaskSpec {
                 requester: session.requester.clone(),
@@ -127,7 +128,7 @@ pub async fn handle(
             let runner = Box::new(move |run: TaskRun| {
                 let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
                     .with_request_params(params_value);
-                Box::pin(async move { handler.call(args, cx).await.map(Value::from) })
+                Box::pin(async move { checked(handler.call(args, cx).await).map(Value::from) })
                     as futures::future::BoxFuture<'static, _>
             });
             let rec = engine
@@ -152,7 +153,8 @@ pub async fn handle(
                 None,
             )
             .with_request_params(params_value);
-            tool.handler.call(args, tcx).await.map(Value::from)
+            tool.check_result(tool.handler.call(args, tcx).await)
+                .map(Value::from)
         }
     }
 }

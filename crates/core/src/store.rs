@@ -191,6 +191,13 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Apply a transition atomically.
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError>;
 
+    /// Whether the store answers a trivial query now (readiness probes). The default
+    /// reads a task that cannot exist; a store with a cheaper or more telling check (a
+    /// database round trip, the writer's lock) overrides it.
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.get_summary("").await.map(|_| ())
+    }
+
     /// Apply a transition atomically; when it is terminal and its outcome would take the
     /// task's quota key over `limits.max_bytes` or the store over `limits.max_total_bytes`,
     /// store [`within_limits`]'s `failed` transition instead (decided in the same atomic

@@ -7,12 +7,12 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{Requester, TaskEngine};
+use mcp_tasks_core::{Requester, TaskEngine, TaskStore};
 use mcp_tasks_proto::{Request, methods};
 use mcp_tasks_rpc::Handler;
 use mcp_tasks_rpc::http::HttpServer;
 
-pub use mcp_tasks_rpc::http::{BearerTokens, HttpConfig, OriginPolicy, ReplyMode};
+pub use mcp_tasks_rpc::http::{BearerTokens, HttpConfig, OriginPolicy, Readiness, ReplyMode};
 
 use crate::{SHUTDOWN_MESSAGE, Server};
 
@@ -149,7 +149,13 @@ pub async fn serve_http(
         };
         sessions.session(requester, principal.is_some())
     };
-    let http = HttpServer::new(options.transport, factory);
+    let mut transport = options.transport;
+    if transport.readiness.is_none()
+        && let Some(engine) = server.engine()
+    {
+        transport.readiness = Some(store_readiness(Arc::clone(engine.store())));
+    }
+    let http = HttpServer::new(transport, factory);
     tracing::info!(address = %addr, authenticated, "serving Streamable HTTP");
     let mut serving = {
         let http = http.clone();
@@ -166,6 +172,19 @@ pub async fn serve_http(
     }
     graceful_shutdown(&http, server, serving, server.state().config.shutdown_grace).await;
     Ok(())
+}
+
+/// `/readyz` asks the task store for a trivial query ([`TaskStore::ready`]).
+fn store_readiness(store: Arc<dyn TaskStore>) -> Readiness {
+    Arc::new(move || {
+        let store = Arc::clone(&store);
+        Box::pin(async move {
+            store
+                .ready()
+                .await
+                .map_err(|e| format!("the task store does not answer: {e}"))
+        })
+    })
 }
 
 /// Refuse a non-loopback address without authentication unless allowed.
@@ -263,6 +282,91 @@ mod tests {
         assert!(check_exposure(local, &HttpOptions::new()).is_ok());
         assert!(check_exposure(public, &HttpOptions::new().token("t", "p")).is_ok());
         assert!(check_exposure(public, &HttpOptions::new().allow_unauthenticated(true)).is_ok());
+    }
+
+    /// `GET path` on a fresh connection: the status and the body.
+    async fn probe(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+        tcp.write_all(req.as_bytes()).await.unwrap();
+        let mut raw = String::new();
+        tcp.read_to_string(&mut raw).await.unwrap();
+        let status = raw[9..12].parse().unwrap();
+        let body = raw.split_once("\r\n\r\n").map_or("", |(_, b)| b).to_owned();
+        (status, body)
+    }
+
+    /// Serve `options` on a loopback port until the returned sender fires.
+    async fn serving(
+        server: &Server,
+        options: HttpOptions,
+    ) -> (std::net::SocketAddr, tokio::sync::oneshot::Sender<()>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = server.clone();
+        tokio::spawn(async move {
+            serve_http(&server, listener, options, async {
+                let _ = stopped.await;
+            })
+            .await
+        });
+        (addr, stop)
+    }
+
+    #[tokio::test]
+    async fn probes_need_no_token_and_readyz_asks_the_store() {
+        let server = Server::builder().build().await.unwrap();
+        let (addr, _stop) = serving(&server, HttpOptions::new().token("secret", "alice")).await;
+        assert_eq!(probe(addr, "/healthz").await, (200, "ok\n".into()));
+        assert_eq!(probe(addr, "/readyz").await, (200, "ready\n".into()));
+        // The endpoint itself still wants the token.
+        assert_eq!(probe(addr, "/mcp").await.0, 401);
+        server.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn readyz_is_503_with_the_reason_when_the_check_fails_or_hangs() {
+        let server = Server::builder().build().await.unwrap();
+        let failing: Readiness =
+            Arc::new(|| Box::pin(async { Err("the store is on fire".to_owned()) }));
+        let (addr, _stop) = serving(
+            &server,
+            HttpOptions::new().with_transport(|t| t.readiness = Some(failing)),
+        )
+        .await;
+        let (status, body) = probe(addr, "/readyz").await;
+        assert_eq!(status, 503);
+        assert_eq!(body, "not ready: the store is on fire\n");
+        assert_eq!(probe(addr, "/healthz").await.0, 200);
+
+        let hanging: Readiness = Arc::new(|| Box::pin(std::future::pending()));
+        let (addr, _stop) = serving(
+            &server,
+            HttpOptions::new().with_transport(|t| {
+                t.readiness = Some(hanging);
+                t.readiness_timeout = Duration::from_millis(50);
+            }),
+        )
+        .await;
+        let (status, body) = probe(addr, "/readyz").await;
+        assert_eq!(status, 503);
+        assert!(body.contains("did not answer within 50 ms"), "{body}");
+        server.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn probes_can_be_turned_off() {
+        let server = Server::builder().build().await.unwrap();
+        let (addr, _stop) = serving(
+            &server,
+            HttpOptions::new().with_transport(|t| t.probes = false),
+        )
+        .await;
+        assert_eq!(probe(addr, "/healthz").await.0, 404);
+        assert_eq!(probe(addr, "/readyz").await.0, 404);
+        server.shutdown().await;
     }
 
     #[tokio::test]

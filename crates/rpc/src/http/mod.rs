@@ -81,6 +81,11 @@ pub enum ReplyMode {
 /// Picks the [`ReplyMode`] of each request.
 pub type ReplyPolicy = Arc<dyn Fn(&Request) -> ReplyMode + Send + Sync>;
 
+/// What `/readyz` asks besides "not shutting down": `Err(reason)` when the service cannot
+/// serve (its store does not answer, ...). Bounded by [`HttpConfig::readiness_timeout`].
+pub type Readiness =
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+
 /// Configuration of the HTTP transport.
 #[non_exhaustive]
 #[derive(Clone)]
@@ -144,6 +149,15 @@ pub struct HttpConfig {
     pub header_read_timeout: Duration,
     /// Time a client has to send a request's body; then 408 and the connection closes.
     pub body_read_timeout: Duration,
+    /// Serve the probes `GET /healthz` (200 while the process answers) and `GET /readyz`
+    /// (200 when ready, 503 with the reason otherwise) beside the endpoint, with no
+    /// authentication (they tell nothing about tasks). Off when the endpoint's path is
+    /// one of theirs.
+    pub probes: bool,
+    /// The check of `/readyz` besides "not shutting down"; `None`: none.
+    pub readiness: Option<Readiness>,
+    /// How long `/readyz` waits for [`Self::readiness`] before it answers 503.
+    pub readiness_timeout: Duration,
 }
 
 impl std::fmt::Debug for HttpConfig {
@@ -193,6 +207,9 @@ impl Default for HttpConfig {
             max_connections_per_ip: 256,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            probes: true,
+            readiness: None,
+            readiness_timeout: Duration::from_secs(2),
         }
     }
 }

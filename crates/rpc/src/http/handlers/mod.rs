@@ -42,7 +42,13 @@ const JSON: &str = "application/json";
 ///    other methods, both with JSON-RPC error bodies.
 pub(crate) fn router(shared: Arc<Shared>) -> Router {
     let path = shared.config.path.clone();
-    Router::new()
+    let mut router = Router::new();
+    if shared.config.probes && path != HEALTHZ && path != READYZ {
+        router = router
+            .route(HEALTHZ, routing::get(healthz))
+            .route(READYZ, routing::get(readyz));
+    }
+    router
         .route(
             &path,
             routing::post(on_post)
@@ -132,6 +138,53 @@ fn cors() -> CorsLayer {
         ])
         .expose_headers([SESSION, VERSION, header::WWW_AUTHENTICATE])
         .max_age(Duration::from_secs(86_400))
+}
+
+const HEALTHZ: &str = "/healthz";
+const READYZ: &str = "/readyz";
+
+fn text_response(status: StatusCode, body: String) -> Response {
+    let mut r = Response::new(Body::from(body));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r
+}
+
+/// Liveness: the process answers.
+async fn healthz() -> Response {
+    text_response(StatusCode::OK, "ok\n".into())
+}
+
+/// Readiness: not shutting down, and [`super::HttpConfig::readiness`] holds within
+/// [`super::HttpConfig::readiness_timeout`]; 503 with the reason otherwise.
+async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+    let not_ready = |reason: String| {
+        tracing::debug!(%reason, "not ready");
+        text_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {reason}\n"),
+        )
+    };
+    if shared.shutdown.is_cancelled() {
+        return not_ready("the server is shutting down".into());
+    }
+    if let Some(check) = &shared.config.readiness {
+        let limit = shared.config.readiness_timeout;
+        match tokio::time::timeout(limit, check()).await {
+            Ok(Ok(())) => {}
+            Ok(Err(reason)) => return not_ready(reason),
+            Err(_) => {
+                return not_ready(format!(
+                    "the readiness check did not answer within {} ms",
+                    limit.as_millis()
+                ));
+            }
+        }
+    }
+    text_response(StatusCode::OK, "ready\n".into())
 }
 
 async fn not_found(State(shared): State<Arc<Shared>>) -> Response {

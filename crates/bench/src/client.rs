@@ -128,14 +128,10 @@ pub struct McpClient {
     pub reconnects: u64,
 }
 
-impl std::fmt::Debug for McpClient {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("McpClient")
-            .field("endpoint", &self.endpoint)
-            .field("session_id", &self.session_id)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(McpClient, |s| {
+    endpoint: s.endpoint,
+    session_id: s.session_id,
+});
 
 /// The largest SSE event read (a bound against a server that never ends one).
 const MAX_SSE_EVENT: usize = 16 * 1024 * 1024;

@@ -112,14 +112,10 @@ pub struct Client {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Client {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client")
-            .field("protocol_version", &self.inner.init.protocol_version)
-            .field("server_info", &self.inner.init.server_info)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Client, |s| {
+    protocol_version: s.inner.init.protocol_version,
+    server_info: s.inner.init.server_info,
+});
 
 impl Client {
     /// Spawn `command` as a stdio server (in its own process group, stdin/stdout piped,

@@ -33,19 +33,15 @@ pub struct ClientConfig {
     pub extra_capabilities: Map<String, Value>,
 }
 
-impl std::fmt::Debug for ClientConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientConfig")
-            .field("name", &self.name)
-            .field("version", &self.version)
-            .field("request_timeout", &self.request_timeout)
-            .field("call_timeout", &self.call_timeout)
-            .field("elicitation", &self.elicitation.is_some())
-            .field("sampling", &self.sampling.is_some())
-            .field("task_receiver", &self.task_receiver.is_some())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(ClientConfig, |s| {
+    name: s.name,
+    version: s.version,
+    request_timeout: s.request_timeout,
+    call_timeout: s.call_timeout,
+    elicitation: s.elicitation.is_some(),
+    sampling: s.sampling.is_some(),
+    task_receiver: s.task_receiver.is_some(),
+});
 
 impl Default for ClientConfig {
     fn default() -> Self {

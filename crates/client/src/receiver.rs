@@ -52,13 +52,7 @@ pub struct TaskReceiver {
     started: Arc<OnceCell<()>>,
 }
 
-impl std::fmt::Debug for TaskReceiver {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskReceiver")
-            .field("engine", &self.engine)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(TaskReceiver, |s| { engine: s.engine });
 
 impl Default for TaskReceiver {
     fn default() -> Self {

@@ -126,14 +126,7 @@ pub struct TaskHandle {
     immediate_response: Option<String>,
 }
 
-impl std::fmt::Debug for TaskHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskHandle")
-            .field("task", &self.task())
-            .field("tool", &self.tool)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(TaskHandle, |s| { task: s.task(), tool: s.tool });
 
 impl TaskHandle {
     pub(crate) fn new(

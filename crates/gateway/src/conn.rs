@@ -107,13 +107,7 @@ pub(crate) struct Conn {
     _guard: Box<dyn Send + Sync>,
 }
 
-impl std::fmt::Debug for Conn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Conn")
-            .field("generation", &self.generation)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Conn, |s| { generation: s.generation });
 
 impl Conn {
     pub(crate) fn new(

@@ -50,13 +50,7 @@ pub struct Connected {
     pub session: Option<SessionProbe>,
 }
 
-impl std::fmt::Debug for Connected {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connected")
-            .field("peer", &self.peer)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Connected, |s| { peer: s.peer });
 
 /// Opens connections to one upstream.
 #[async_trait]

@@ -158,13 +158,9 @@ pub(crate) struct LaneInner {
     me: Weak<LaneInner>,
 }
 
-impl std::fmt::Debug for LaneInner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Lane")
-            .field("upstream", &self.connector.describe())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(LaneInner as "Lane", |s| {
+    upstream: s.connector.describe(),
+});
 
 /// Keeps a lane alive; the lane (and its upstream process) ends when the last lease is
 /// dropped.

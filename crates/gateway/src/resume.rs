@@ -115,13 +115,7 @@ pub(crate) struct GatewayResumer {
     limits: Arc<Limits>,
 }
 
-impl std::fmt::Debug for GatewayResumer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GatewayResumer")
-            .field("notes", &self.notes.dir)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(GatewayResumer, |s| { notes: s.notes.dir });
 
 impl GatewayResumer {
     /// A resumer of the notes in `notes`, for the upstream of `connector` (whose

@@ -27,13 +27,7 @@ pub struct GatewayFactory {
     limits: Arc<Limits>,
 }
 
-impl std::fmt::Debug for GatewayFactory {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GatewayFactory")
-            .field("upstream", &self.connector.describe())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(GatewayFactory, |s| { upstream: s.connector.describe() });
 
 impl GatewayFactory {
     /// Sessions in front of what `connector` connects to, with per-tool task support
@@ -107,13 +101,7 @@ pub(crate) struct GatewaySession {
     lease: Arc<Mutex<Option<Lease>>>,
 }
 
-impl std::fmt::Debug for GatewaySession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GatewaySession")
-            .field("lane", &self.lane)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(GatewaySession, |s| { lane: s.lane });
 
 /// The `initialize` params sent upstream: the client's own, with the negotiated protocol
 /// version, and without the client's `tasks` capability (the gateway does not relay

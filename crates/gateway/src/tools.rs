@@ -30,13 +30,7 @@ pub(crate) struct ToolSet {
     by_name: HashMap<String, Tool>,
 }
 
-impl std::fmt::Debug for ToolSet {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolSet")
-            .field("tools", &self.raw.len())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(ToolSet, |s| { tools: s.raw.len() });
 
 /// The upstream's own `execution.taskSupport` of a tool (absent: forbidden).
 fn upstream_support(tool: &Value) -> TaskSupport {

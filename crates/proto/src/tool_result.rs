@@ -32,11 +32,9 @@ pub struct Annotations {
     pub extra: Map<String, Value>,
 }
 
-/// `TextContent`: text for the model or the user.
+/// What every content block may carry besides its own fields.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct TextContent {
-    /// The text.
-    pub text: String,
+pub struct BlockCommon {
     /// Optional annotations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
@@ -48,6 +46,16 @@ pub struct TextContent {
     pub extra: Map<String, Value>,
 }
 
+/// `TextContent`: text for the model or the user.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct TextContent {
+    /// The text.
+    pub text: String,
+    /// Annotations, `_meta` and every other field.
+    #[serde(flatten)]
+    pub common: BlockCommon,
+}
+
 /// `ImageContent` or `AudioContent`: base64 data with its MIME type.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -56,15 +64,20 @@ pub struct MediaContent {
     pub data: String,
     /// The MIME type of the data.
     pub mime_type: String,
-    /// Optional annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Every other field, unchanged.
+    /// Annotations, `_meta` and every other field.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub common: BlockCommon,
+}
+
+impl MediaContent {
+    /// Base64 `data` of `mime_type`, without annotations.
+    pub fn new(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
+        Self {
+            data: data.into(),
+            mime_type: mime_type.into(),
+            ..Self::default()
+        }
+    }
 }
 
 /// `ResourceLink`: a resource the server can read, by URI.
@@ -87,15 +100,9 @@ pub struct ResourceLink {
     /// Its size in bytes, if known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
-    /// Optional annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Every other field (`icons`, ...), unchanged.
+    /// Annotations, `_meta` and every other field (`icons`, ...).
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub common: BlockCommon,
 }
 
 /// The contents of an embedded resource: text or a base64 blob.
@@ -135,15 +142,9 @@ pub enum ResourceContents {
 pub struct EmbeddedResource {
     /// The contents.
     pub resource: ResourceContents,
-    /// Optional annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub annotations: Option<Annotations>,
-    /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
-    pub meta: Option<Map<String, Value>>,
-    /// Every other field, unchanged.
+    /// Annotations, `_meta` and every other field.
     #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    pub common: BlockCommon,
 }
 
 /// One entry of `content` (`ContentBlock`), by its `type`.
@@ -233,20 +234,12 @@ impl ContentBlock {
 
     /// An image block from base64 `data`.
     pub fn image(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Self::Image(MediaContent {
-            data: data.into(),
-            mime_type: mime_type.into(),
-            ..MediaContent::default()
-        })
+        Self::Image(MediaContent::new(data, mime_type))
     }
 
     /// An audio block from base64 `data`.
     pub fn audio(data: impl Into<String>, mime_type: impl Into<String>) -> Self {
-        Self::Audio(MediaContent {
-            data: data.into(),
-            mime_type: mime_type.into(),
-            ..MediaContent::default()
-        })
+        Self::Audio(MediaContent::new(data, mime_type))
     }
 
     /// A link to a resource.
@@ -267,9 +260,7 @@ impl ContentBlock {
                 mime_type: None,
                 extra: Map::new(),
             },
-            annotations: None,
-            meta: None,
-            extra: Map::new(),
+            common: BlockCommon::default(),
         })
     }
 

@@ -109,13 +109,7 @@ pub struct Peer {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for Peer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Peer")
-            .field("closed", &self.inner.closed.is_cancelled())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Peer, |s| { closed: s.inner.closed.is_cancelled() });
 
 /// Capacity of the outgoing queue; senders wait when the transport falls behind.
 pub const OUTBOUND_CAPACITY: usize = 4096;

@@ -87,15 +87,11 @@ pub struct ServerBuilder {
     extension: Option<Arc<dyn ExtensionFactory>>,
 }
 
-impl std::fmt::Debug for ServerBuilder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerBuilder")
-            .field("config", &self.config)
-            .field("tools", &self.tools.len())
-            .field("policy", &self.policy)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(ServerBuilder, |s| {
+    config: s.config,
+    tools: s.tools.len(),
+    policy: s.policy,
+});
 
 impl Default for ServerBuilder {
     fn default() -> Self {

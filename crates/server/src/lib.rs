@@ -179,13 +179,7 @@ pub struct Server {
     state: Arc<ServerState>,
 }
 
-impl std::fmt::Debug for Server {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server")
-            .field("tools", &self.state.tools.len())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Server, |s| { tools: s.state.tools.len() });
 
 impl Server {
     /// A [`ServerBuilder`]: the way to make a server whose store, engine and background

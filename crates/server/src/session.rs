@@ -39,13 +39,7 @@ pub struct Session {
     fallback: Arc<dyn Fallback>,
 }
 
-impl std::fmt::Debug for Session {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
-            .field("requester", &self.requester)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Session, |s| { requester: s.requester });
 
 impl Session {
     /// A fresh, uninitialized session.

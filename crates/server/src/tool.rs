@@ -74,15 +74,11 @@ pub struct Tool {
     output: Option<Arc<OutputCheck>>,
 }
 
-impl std::fmt::Debug for Tool {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool")
-            .field("name", &self.name)
-            .field("task_support", &self.task_support)
-            .field("validates_arguments", &self.validator.is_some())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Tool, |s| {
+    name: s.name,
+    task_support: s.task_support,
+    validates_arguments: s.validator.is_some(),
+});
 
 impl Tool {
     /// A tool from a closure taking the raw `arguments` object. Task support defaults to
@@ -245,13 +241,7 @@ pub struct ToolContext {
     request_params: Option<Arc<Value>>,
 }
 
-impl std::fmt::Debug for ToolContext {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ToolContext")
-            .field("task_id", &self.task_id)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(ToolContext, |s| { task_id: s.task_id });
 
 impl ToolContext {
     /// A context over `channel`.

@@ -156,14 +156,10 @@ pub struct SqliteStore {
     key: [u8; 32],
 }
 
-impl std::fmt::Debug for SqliteStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SqliteStore")
-            .field("path", &self.shared.path)
-            .field("opts", &self.shared.opts)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(SqliteStore, |s| {
+    path: s.shared.path,
+    opts: s.shared.opts,
+});
 
 impl SqliteStore {
     /// Open (or create, with its parent directories) the store at `path`, migrate its

@@ -36,14 +36,7 @@ pub struct Wire {
     pub eof: bool,
 }
 
-impl std::fmt::Debug for Wire {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Wire")
-            .field("backlog", &self.backlog)
-            .field("eof", &self.eof)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Wire, |s| { backlog: s.backlog, eof: s.eof });
 
 impl Wire {
     /// A pipe (1 MiB each way): our end, and the server's.

@@ -80,15 +80,16 @@ fn origin(request: &ServerRequest) -> String {
     }
 }
 
-/// Answers elicitations from `--elicit-reply`, at a prompt on a terminal, or declines
-/// (saying so).
-struct CliElicitation {
-    reply: Option<Value>,
+/// Answers one kind of request from the server: with the reply of its `--*-reply` flag,
+/// at a prompt on a terminal, or not at all (saying so).
+struct CliAnswer<T> {
+    reply: Option<T>,
     interactive: bool,
 }
 
+/// Elicitations: from `--elicit-reply`, at a prompt, or declined.
 #[async_trait]
-impl ElicitationHandler for CliElicitation {
+impl ElicitationHandler for CliAnswer<Value> {
     async fn elicit(&self, request: ServerRequest) -> Result<Value, ErrorObject> {
         let origin = origin(&request);
         if let Some(reply) = &self.reply {
@@ -109,15 +110,9 @@ impl ElicitationHandler for CliElicitation {
     }
 }
 
-/// Answers sampling requests from `--sample-reply`, at a prompt on a terminal, or refuses
-/// (saying so).
-struct CliSampling {
-    reply: Option<String>,
-    interactive: bool,
-}
-
+/// Sampling requests: from `--sample-reply`, at a prompt, or refused.
 #[async_trait]
-impl SamplingHandler for CliSampling {
+impl SamplingHandler for CliAnswer<String> {
     async fn create_message(&self, request: ServerRequest) -> Result<Value, ErrorObject> {
         let origin = origin(&request);
         if let Some(text) = &self.reply {
@@ -162,8 +157,8 @@ pub(crate) fn client_config(
     config.name = "mcp-tasks-cli".into();
     let mut config = config
         .with_request_timeout(timeout)
-        .with_elicitation(CliElicitation { reply, interactive })
-        .with_sampling(CliSampling {
+        .with_elicitation(CliAnswer { reply, interactive })
+        .with_sampling(CliAnswer {
             reply: answers.and_then(|a| a.sample_reply.clone()),
             interactive,
         })

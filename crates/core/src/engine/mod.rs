@@ -170,13 +170,7 @@ pub struct TaskEngine {
     inner: Arc<Inner>,
 }
 
-impl std::fmt::Debug for TaskEngine {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskEngine")
-            .field("instance", &self.inner.instance)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(TaskEngine, |s| { instance: s.inner.instance });
 
 /// Longest status message the engine stores for a finished task, in bytes: a tool's
 /// error text is quoted in it and may be as large as its result (which is stored once, as

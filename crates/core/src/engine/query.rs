@@ -14,23 +14,29 @@ use crate::record::{Outcome, TaskRecord};
 use crate::status::TaskStatus;
 use crate::store::{Transition, TransitionResult};
 
+/// How much of a task's record a query reads.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Read {
+    /// All of it.
+    Full,
+    /// All but the request and outcome (see [`TaskStore::get_summary`]).
+    Summary,
+}
+
 impl TaskEngine {
+    /// The record of `task_id` (as much as `read` says) if `who` may see it and it has not
+    /// expired.
     pub(super) async fn visible(
         &self,
         task_id: &str,
         who: &Requester,
+        read: Read,
     ) -> Result<TaskRecord, EngineError> {
-        let rec = self.inner.store.get(task_id).await?;
-        self.seen_by(rec, who)
-    }
-
-    /// [`Self::visible`] without the request and outcome (see [`TaskStore::get_summary`]).
-    pub(super) async fn visible_summary(
-        &self,
-        task_id: &str,
-        who: &Requester,
-    ) -> Result<TaskRecord, EngineError> {
-        let rec = self.inner.store.get_summary(task_id).await?;
+        let store = &self.inner.store;
+        let rec = match read {
+            Read::Full => store.get(task_id).await?,
+            Read::Summary => store.get_summary(task_id).await?,
+        };
         self.seen_by(rec, who)
     }
 
@@ -54,7 +60,7 @@ impl TaskEngine {
     /// # Errors
     /// Not found (also for a foreign task), expired, or a store failure.
     pub async fn get(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        Ok(self.visible_summary(task_id, who).await?.to_wire())
+        Ok(self.visible(task_id, who, Read::Summary).await?.to_wire())
     }
 
     /// `tasks/cancel`.
@@ -67,7 +73,7 @@ impl TaskEngine {
     /// # Errors
     /// Not found, expired, already terminal, or a store failure.
     pub async fn cancel(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        let rec = self.visible_summary(task_id, who).await?;
+        let rec = self.visible(task_id, who, Read::Summary).await?;
         if rec.status.is_terminal() {
             return Err(EngineError::AlreadyTerminal(rec.status));
         }
@@ -169,7 +175,7 @@ impl TaskEngine {
         sender: Option<Arc<dyn RequestSender>>,
     ) -> Result<Result<Value, ErrorObject>, EngineError> {
         let mut changes = self.inner.store.subscribe(task_id);
-        let mut rec = self.visible(task_id, who).await?;
+        let mut rec = self.visible(task_id, who, Read::Full).await?;
         let mut deliverer: Option<Deliverer> = None;
         loop {
             if rec.status.is_terminal() {

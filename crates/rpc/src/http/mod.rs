@@ -160,21 +160,17 @@ pub struct HttpConfig {
     pub readiness_timeout: Duration,
 }
 
-impl std::fmt::Debug for HttpConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpConfig")
-            .field("path", &self.path)
-            .field("max_body_bytes", &self.max_body_bytes)
-            .field("tokens", &self.tokens)
-            .field("origins", &self.origins)
-            .field("session_idle", &self.session_idle)
-            .field("sse_hold", &self.sse_hold)
-            .field("sse_retry", &self.sse_retry)
-            .field("max_sessions", &self.max_sessions)
-            .field("max_connections", &self.max_connections)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
+    path: s.path,
+    max_body_bytes: s.max_body_bytes,
+    tokens: s.tokens,
+    origins: s.origins,
+    session_idle: s.session_idle,
+    sse_hold: s.sse_hold,
+    sse_retry: s.sse_retry,
+    max_sessions: s.max_sessions,
+    max_connections: s.max_connections,
+});
 
 /// Default body limit: 16 MiB.
 pub const DEFAULT_MAX_BODY: usize = 16 * 1024 * 1024;
@@ -379,13 +375,7 @@ pub struct HttpServer {
     shared: Arc<Shared>,
 }
 
-impl std::fmt::Debug for HttpServer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpServer")
-            .field("config", &self.shared.config)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(HttpServer, |s| { config: s.shared.config });
 
 impl HttpServer {
     /// A server whose sessions get their handler from `factory`.

@@ -121,16 +121,12 @@ pub(crate) struct StreamBuf {
     wake: watch::Sender<()>,
 }
 
-impl std::fmt::Debug for StreamBuf {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StreamBuf")
-            .field("id", &self.id)
-            .field("events", &self.events.len())
-            .field("next_seq", &self.next_seq)
-            .field("finished", &self.finished)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(StreamBuf, |s| {
+    id: s.id,
+    events: s.events.len(),
+    next_seq: s.next_seq,
+    finished: s.finished,
+});
 
 /// What a connection may write next.
 pub(crate) enum Next {

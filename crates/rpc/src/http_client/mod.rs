@@ -120,14 +120,10 @@ pub struct HttpClientTransport {
     driver: Option<tokio::task::JoinHandle<()>>,
 }
 
-impl std::fmt::Debug for HttpClientTransport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpClientTransport")
-            .field("url", &self.state.url.as_str())
-            .field("session_id", &self.session_id())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(HttpClientTransport, |s| {
+    url: s.state.url.as_str(),
+    session_id: s.session_id(),
+});
 
 impl HttpClientTransport {
     /// Start draining `outbound` (the queue of `peer`) onto the endpoint. Must be called

@@ -92,6 +92,16 @@ impl State {
         self.peer.fail(id, error);
     }
 
+    /// [`Self::fail`] with a transport error of `kind` that carries no HTTP status.
+    pub(super) fn fail_as(
+        &self,
+        id: RequestId,
+        kind: TransportErrorKind,
+        message: impl std::fmt::Display,
+    ) {
+        self.fail(id, transport_error(kind, message, None));
+    }
+
     pub(super) fn reply_retry(&self, parser: &SseParser) -> Duration {
         parser.retry.unwrap_or(self.config.default_retry)
     }

@@ -32,12 +32,7 @@ impl State {
             let (resp, sent_session) = match self.post(body.clone()).await {
                 Ok(r) => r,
                 Err(e) => {
-                    let err = transport_error(
-                        TransportErrorKind::Connect,
-                        format!("POST failed: {e}"),
-                        None,
-                    );
-                    self.fail(id, err);
+                    self.fail_as(id, TransportErrorKind::Connect, format!("POST failed: {e}"));
                     return;
                 }
             };
@@ -83,12 +78,11 @@ impl State {
                             self.deliver(m).await;
                         }
                         Err(f) => {
-                            let err = transport_error(
+                            self.fail_as(
+                                id,
                                 TransportErrorKind::Body,
                                 format!("unreadable reply: {}", f.error),
-                                None,
                             );
-                            self.fail(id, err);
                         }
                     },
                     Err(e) => self.fail(id, e),
@@ -130,12 +124,11 @@ impl State {
                 return;
             }
             let Some(last) = parser.last_event_id.clone() else {
-                let err = transport_error(
+                self.fail_as(
+                    id,
                     TransportErrorKind::Stream,
                     "the SSE stream ended before the reply, without an event id to resume from",
-                    None,
                 );
-                self.fail(id, err);
                 return;
             };
             // Spec: "If the client wishes to resume after a disconnection (whether due to
@@ -182,12 +175,11 @@ impl State {
                         failures += 1;
                         tracing::debug!(error = %e, "SSE resumption failed");
                         if failures >= self.config.max_resume_attempts {
-                            let err = transport_error(
+                            self.fail_as(
+                                id,
                                 TransportErrorKind::Connect,
                                 format!("resuming the SSE stream failed: {e}"),
-                                None,
                             );
-                            self.fail(id, err);
                             return;
                         }
                     }

@@ -139,14 +139,46 @@ impl Handler for Quiet {
     }
 }
 
-fn start(url: &str) -> (Peer, HttpClientTransport) {
+/// A transport to `url` without a standalone stream, with what `configure` sets.
+fn start_with(
+    url: &str,
+    configure: impl FnOnce(&mut HttpClientConfig),
+) -> (Peer, HttpClientTransport) {
     let (peer, rx) = Peer::new(Arc::new(Quiet));
     let mut config = HttpClientConfig::new(url);
     config.standalone_stream = false;
-    config.default_retry = Duration::from_millis(10);
-    config.bearer_token = Some("t0k".into());
+    configure(&mut config);
     let t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
     (peer, t)
+}
+
+/// [`start_with`] a short retry interval and a bearer token.
+fn start(url: &str) -> (Peer, HttpClientTransport) {
+    start_with(url, |config| {
+        config.default_retry = Duration::from_millis(10);
+        config.bearer_token = Some("t0k".into());
+    })
+}
+
+/// A [`start`]ed transport, after the `initialize` handshake.
+async fn initialized(url: &str) -> (Peer, HttpClientTransport) {
+    let (peer, t) = start(url);
+    initialize(&peer).await;
+    (peer, t)
+}
+
+/// A request of `method`, without params, on the standalone route.
+async fn call(peer: &Peer, method: &str) -> Result<Value, crate::PeerError> {
+    peer.request(method, None, crate::Route::Standalone).await
+}
+
+/// The first request of `method` the fake server saw.
+fn first(seen: &Mutex<Vec<Seen>>, method: &str) -> Seen {
+    seen.lock()
+        .iter()
+        .find(|s| s.rpc_method() == Some(method))
+        .cloned()
+        .unwrap()
 }
 
 async fn initialize(peer: &Peer) {
@@ -161,36 +193,34 @@ async fn initialize(peer: &Peer) {
         .await;
 }
 
-const ACCEPTED: &str = "HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+fn accepted() -> Vec<u8> {
+    b"HTTP/1.1 202 Accepted\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
+}
+
+fn bad_request() -> Vec<u8> {
+    status(400, "Bad Request", "{}")
+}
 
 #[tokio::test]
 async fn json_and_sse_replies_with_session_headers() {
     let (url, seen) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
         Some("initialize") => json_reply(Some("s1"), &result_for(s, &init_result())),
-        Some("notifications/initialized") => ACCEPTED.as_bytes().to_vec(),
+        Some("notifications/initialized") => accepted(),
         Some("ping") => sse_reply(&format!(
             "id: e1\ndata: {}\n\ndata: {}\n\n",
             json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {}}),
             result_for(s, &json!({"pong": true}))
         )),
-        _ => status(400, "Bad Request", "{}"),
+        _ => bad_request(),
     }))
     .await;
-    let (peer, t) = start(&url);
-    initialize(&peer).await;
-    let r = peer
-        .request("ping", None, crate::Route::Standalone)
-        .await
-        .unwrap();
-    assert_eq!(r, json!({"pong": true}));
+    let (peer, t) = initialized(&url).await;
+    assert_eq!(call(&peer, "ping").await.unwrap(), json!({"pong": true}));
     assert_eq!(t.session_id().as_deref(), Some("s1"));
-    let seen = seen.lock().clone();
-    assert_eq!(seen[0].header("mcp-session-id"), None);
-    assert_eq!(seen[0].header("authorization"), Some("Bearer t0k"));
-    let ping = seen
-        .iter()
-        .find(|s| s.rpc_method() == Some("ping"))
-        .unwrap();
+    let init = first(&seen, "initialize");
+    assert_eq!(init.header("mcp-session-id"), None);
+    assert_eq!(init.header("authorization"), Some("Bearer t0k"));
+    let ping = first(&seen, "ping");
     assert_eq!(ping.method, "POST");
     assert_eq!(ping.header("mcp-session-id"), Some("s1"));
     assert_eq!(ping.header("mcp-protocol-version"), Some("2025-11-25"));
@@ -205,24 +235,19 @@ async fn a_stream_closed_before_the_reply_is_resumed_with_last_event_id() {
     let (url, seen) = fake(Arc::new(|s: &Seen, _| {
         match (s.method.as_str(), s.rpc_method()) {
             ("POST", Some("initialize")) => json_reply(Some("s1"), &result_for(s, &init_result())),
-            ("POST", Some("notifications/initialized")) => ACCEPTED.as_bytes().to_vec(),
+            ("POST", Some("notifications/initialized")) => accepted(),
             // Priming event and a retry, then the connection closes.
             ("POST", Some("slow")) => sse_reply("id: 7-0\ndata:\n\nretry: 20\n\n"),
             ("GET", _) if s.header("last-event-id") == Some("7-0") => sse_reply(&format!(
                 "id: 7-1\ndata: {}\n\n",
                 json!({"jsonrpc": "2.0", "id": 2, "result": {"done": 1}})
             )),
-            _ => status(400, "Bad Request", "{}"),
+            _ => bad_request(),
         }
     }))
     .await;
-    let (peer, t) = start(&url);
-    initialize(&peer).await;
-    let r = peer
-        .request("slow", None, crate::Route::Standalone)
-        .await
-        .unwrap();
-    assert_eq!(r, json!({"done": 1}));
+    let (peer, t) = initialized(&url).await;
+    assert_eq!(call(&peer, "slow").await.unwrap(), json!({"done": 1}));
     assert_eq!(t.resumptions(), 1);
     let get = seen
         .lock()
@@ -238,16 +263,12 @@ async fn a_stream_closed_before_the_reply_is_resumed_with_last_event_id() {
 async fn a_stream_without_ids_that_ends_early_fails_the_request() {
     let (url, _) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
         Some("initialize") => json_reply(None, &result_for(s, &init_result())),
-        Some("notifications/initialized") => ACCEPTED.as_bytes().to_vec(),
+        Some("notifications/initialized") => accepted(),
         _ => sse_reply("data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\"}\n\n"),
     }))
     .await;
-    let (peer, _t) = start(&url);
-    initialize(&peer).await;
-    let err = peer
-        .request("lost", None, crate::Route::Standalone)
-        .await
-        .unwrap_err();
+    let (peer, _t) = initialized(&url).await;
+    let err = call(&peer, "lost").await.unwrap_err();
     assert!(matches!(err, crate::PeerError::Transport(_)), "{err:?}");
 }
 
@@ -261,20 +282,15 @@ async fn a_404_starts_a_new_session_and_retries() {
                 let n = if s.body["id"].is_string() { "s2" } else { "s1" };
                 json_reply(Some(n), &result_for(s, &init_result()))
             }
-            (Some("notifications/initialized"), Some(_)) => ACCEPTED.as_bytes().to_vec(),
+            (Some("notifications/initialized"), Some(_)) => accepted(),
             (Some("work"), Some("s1")) => status(404, "Not Found", "{}"),
             (Some("work"), Some("s2")) => json_reply(None, &result_for(s, &json!({"ok": true}))),
-            _ => status(400, "Bad Request", "{}"),
+            _ => bad_request(),
         }
     }))
     .await;
-    let (peer, t) = start(&url);
-    initialize(&peer).await;
-    let r = peer
-        .request("work", None, crate::Route::Standalone)
-        .await
-        .unwrap();
-    assert_eq!(r, json!({"ok": true}));
+    let (peer, t) = initialized(&url).await;
+    assert_eq!(call(&peer, "work").await.unwrap(), json!({"ok": true}));
     assert_eq!(t.reinitializations(), 1);
     assert_eq!(t.session_id().as_deref(), Some("s2"));
     let seen = seen.lock().clone();
@@ -295,7 +311,7 @@ async fn http_errors_carry_their_status_and_message() {
             "Internal Server Error",
             r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"boom"}}"#,
         ),
-        _ => status(400, "Bad Request", "{}"),
+        _ => bad_request(),
     }))
     .await;
     let (peer, _t) = start(&url);
@@ -321,20 +337,16 @@ async fn http_errors_carry_their_status_and_message() {
 async fn configured_headers_go_on_every_request_and_managed_ones_are_refused() {
     let (url, seen) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
         Some("initialize") => json_reply(Some("s1"), &result_for(s, &init_result())),
-        Some("notifications/initialized") => ACCEPTED.as_bytes().to_vec(),
+        Some("notifications/initialized") => accepted(),
         Some("ping") => json_reply(None, &result_for(s, &json!({}))),
-        _ => status(400, "Bad Request", "{}"),
+        _ => bad_request(),
     }))
     .await;
-    let (peer, rx) = Peer::new(Arc::new(Quiet));
-    let mut config = HttpClientConfig::new(&url);
-    config.standalone_stream = false;
-    config.headers = vec![("X-Api-Key".into(), " k-123 ".into())];
-    let _t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
+    let (peer, _t) = start_with(&url, |config| {
+        config.headers = vec![("X-Api-Key".into(), " k-123 ".into())];
+    });
     initialize(&peer).await;
-    peer.request("ping", None, crate::Route::Standalone)
-        .await
-        .unwrap();
+    call(&peer, "ping").await.unwrap();
     let seen = seen.lock().clone();
     assert_eq!(seen.len(), 3);
     for s in &seen {
@@ -364,31 +376,26 @@ async fn a_resumed_session_is_used_without_initialize_and_replaced_when_gone() {
         let sid = s.header("mcp-session-id").map(str::to_owned);
         match (s.rpc_method(), sid.as_deref()) {
             (Some("initialize"), None) => json_reply(Some("s2"), &result_for(s, &init_result())),
-            (Some("notifications/initialized"), Some("s2")) => ACCEPTED.as_bytes().to_vec(),
+            (Some("notifications/initialized"), Some("s2")) => accepted(),
             (Some("tasks/get"), Some("old")) => {
                 json_reply(None, &result_for(s, &json!({"session": "old"})))
             }
             (Some("work"), Some("old")) => status(404, "Not Found", "{}"),
             (Some("work"), Some("s2")) => json_reply(None, &result_for(s, &json!({"ok": true}))),
-            _ => status(400, "Bad Request", "{}"),
+            _ => bad_request(),
         }
     }))
     .await;
-    let (peer, rx) = Peer::new(Arc::new(Quiet));
-    let mut config = HttpClientConfig::new(&url);
-    config.standalone_stream = false;
     let init_params = json!({"protocolVersion": "2025-06-18", "capabilities": {"x": {}}, "clientInfo": {"name": "t", "version": "0"}});
-    config.resume = Some(ResumeSession {
-        session_id: "old".into(),
-        protocol_version: Some("2025-06-18".into()),
-        init_params: init_params.clone(),
+    let (peer, t) = start_with(&url, |config| {
+        config.resume = Some(ResumeSession {
+            session_id: "old".into(),
+            protocol_version: Some("2025-06-18".into()),
+            init_params: init_params.clone(),
+        });
     });
-    let t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
     assert_eq!(t.session_id().as_deref(), Some("old"));
-    let r = peer
-        .request("tasks/get", None, crate::Route::Standalone)
-        .await
-        .unwrap();
+    let r = call(&peer, "tasks/get").await.unwrap();
     assert_eq!(r, json!({"session": "old"}));
     {
         let seen = seen.lock();
@@ -396,17 +403,8 @@ async fn a_resumed_session_is_used_without_initialize_and_replaced_when_gone() {
         assert_eq!(seen[0].header("mcp-protocol-version"), Some("2025-06-18"));
     }
     // The server has forgotten the session: a new one, initialized with the same params.
-    let r = peer
-        .request("work", None, crate::Route::Standalone)
-        .await
-        .unwrap();
-    assert_eq!(r, json!({"ok": true}));
+    assert_eq!(call(&peer, "work").await.unwrap(), json!({"ok": true}));
     assert_eq!(t.session_id().as_deref(), Some("s2"));
     assert_eq!(t.reinitializations(), 1);
-    let seen = seen.lock().clone();
-    let init = seen
-        .iter()
-        .find(|s| s.rpc_method() == Some("initialize"))
-        .unwrap();
-    assert_eq!(init.body["params"], init_params);
+    assert_eq!(first(&seen, "initialize").body["params"], init_params);
 }

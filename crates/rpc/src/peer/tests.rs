@@ -1,6 +1,7 @@
 //! The peer: serving, matching answers, and the outgoing-request lifecycle.
 
 use super::*;
+use mcp_tasks_proto::Request;
 use serde_json::json;
 use std::time::Duration;
 
@@ -38,9 +39,7 @@ async fn serves_requests_and_matches_responses() {
     peer.receive(Message::request(2.into(), "ask", None)).await;
     let q = rx.recv().await.unwrap();
     assert_eq!(q.route, Route::Request(2.into()));
-    let Message::Request(req) = q.message else {
-        panic!("expected a request")
-    };
+    let req = request_of(q);
     peer.receive(Message::reply(req.id, Ok(json!("yes")))).await;
     let out = rx.recv().await.unwrap();
     assert_eq!(out.message, Message::reply(2.into(), Ok(json!("yes"))));
@@ -104,14 +103,32 @@ fn params_of(out: &Outbound) -> Value {
     }
 }
 
-#[tokio::test]
-async fn a_dropped_request_is_cancelled_with_its_id() {
+/// The request `out` carries.
+fn request_of(out: Outbound) -> Request {
+    match out.message {
+        Message::Request(q) => q,
+        other => panic!("expected a request, got {other:?}"),
+    }
+}
+
+/// A peer over [`Echo`] waiting for the answer to the standalone `question` it sent: the
+/// peer, its outbound queue, the waiting task and the request as sent.
+async fn asked_question() -> (
+    Peer,
+    mpsc::Receiver<Outbound>,
+    tokio::task::JoinHandle<Result<Value, PeerError>>,
+    Request,
+) {
     let (peer, mut rx) = Peer::new(Arc::new(Echo));
     let p = peer.clone();
     let waiting = tokio::spawn(async move { p.request("question", None, Route::Standalone).await });
-    let Message::Request(q) = rx.recv().await.unwrap().message else {
-        panic!("expected the request")
-    };
+    let q = request_of(rx.recv().await.unwrap());
+    (peer, rx, waiting, q)
+}
+
+#[tokio::test]
+async fn a_dropped_request_is_cancelled_with_its_id() {
+    let (peer, mut rx, waiting, q) = asked_question().await;
     assert_eq!(peer.outstanding(), 1);
     waiting.abort();
     let cancel = next_notification(&mut rx, methods::CANCELLED).await;
@@ -177,9 +194,7 @@ async fn a_timeout_fails_forgets_and_cancels_the_request_and_ignores_a_late_answ
     let out = peer.request_with("slow", None, options).await;
     assert_eq!(out, Err(PeerError::Timeout(Duration::from_millis(50))));
     assert_eq!(peer.outstanding(), 0, "the pending entry is removed");
-    let Message::Request(q) = rx.recv().await.unwrap().message else {
-        panic!("expected the request")
-    };
+    let q = request_of(rx.recv().await.unwrap());
     let cancel = next_notification(&mut rx, methods::CANCELLED).await;
     assert_eq!(
         cancel.route,
@@ -196,12 +211,7 @@ async fn a_timeout_fails_forgets_and_cancels_the_request_and_ignores_a_late_answ
 
 #[tokio::test]
 async fn a_transport_failure_fails_the_request_it_names() {
-    let (peer, mut rx) = Peer::new(Arc::new(Echo));
-    let p = peer.clone();
-    let waiting = tokio::spawn(async move { p.request("question", None, Route::Standalone).await });
-    let Message::Request(q) = rx.recv().await.unwrap().message else {
-        panic!("expected the request")
-    };
+    let (peer, mut rx, waiting, q) = asked_question().await;
     peer.fail(q.id, TransportError::too_large(Some(70), 64));
     let Err(PeerError::Transport(t)) = waiting.await.unwrap() else {
         panic!("expected a transport error")
@@ -221,9 +231,7 @@ async fn a_cancelled_handler_cancels_the_request_it_was_waiting_for() {
     peer.receive(Message::request(5.into(), "ask", None)).await;
     let asked = rx.recv().await.unwrap();
     assert_eq!(asked.route, Route::Request(5.into()));
-    let Message::Request(q) = asked.message else {
-        panic!("expected the question")
-    };
+    let q = request_of(asked);
     peer.receive(Message::notification(
         methods::CANCELLED,
         Some(json!({"requestId": 5})),

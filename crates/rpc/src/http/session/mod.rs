@@ -103,13 +103,7 @@ pub(crate) struct HttpSession {
     pub(crate) ended: CancellationToken,
 }
 
-impl std::fmt::Debug for HttpSession {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpSession")
-            .field("principal", &self.principal)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(HttpSession, |s| { principal: s.principal });
 
 /// A new session id: 128 bits from the OS CSPRNG, as 32 hex digits (visible ASCII).
 ///

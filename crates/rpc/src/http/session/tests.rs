@@ -71,6 +71,15 @@ async fn wait(session: &Arc<HttpSession>, id: i64, method: &str, upgrade: bool) 
         .unwrap()
 }
 
+/// Sends request `id` of `method` and checks that it is answered with a plain JSON
+/// response (no stream), `{"ok": method}`.
+async fn expect_response(session: &Arc<HttpSession>, id: i64, method: &str, upgrade: bool) {
+    let First::Response(m) = wait(session, id, method, upgrade).await else {
+        panic!("expected the response")
+    };
+    assert_eq!(m, Message::reply(id.into(), Ok(json!({"ok": method}))));
+}
+
 #[tokio::test]
 async fn a_message_before_the_response_upgrades_to_a_stream() {
     let s = session();
@@ -96,10 +105,7 @@ async fn a_message_before_the_response_upgrades_to_a_stream() {
 #[tokio::test]
 async fn json_only_requests_send_other_messages_to_the_standalone_stream() {
     let s = session();
-    let First::Response(m) = wait(&s, 2, "chatty", false).await else {
-        panic!("expected the response")
-    };
-    assert_eq!(m, Message::reply(2.into(), Ok(json!({"ok": "chatty"}))));
+    expect_response(&s, 2, "chatty", false).await;
     let t = text(&s, STANDALONE);
     assert!(t.contains("notifications/message"), "{t}");
     assert!(t.contains("notifications/elsewhere"), "{t}");
@@ -109,10 +115,7 @@ async fn json_only_requests_send_other_messages_to_the_standalone_stream() {
 #[tokio::test]
 async fn a_response_first_stays_json() {
     let s = session();
-    let First::Response(m) = wait(&s, 3, "quiet", true).await else {
-        panic!("expected the response")
-    };
-    assert_eq!(m, Message::reply(3.into(), Ok(json!({"ok": "quiet"}))));
+    expect_response(&s, 3, "quiet", true).await;
     assert_eq!(s.state.lock().streams.len(), 1);
 }
 

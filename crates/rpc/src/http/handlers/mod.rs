@@ -52,8 +52,8 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         .route(
             &path,
             routing::post(on_post)
-                .get(on_get)
-                .delete(on_delete)
+                .get(get)
+                .delete(delete)
                 .route_layer(middleware::from_fn_with_state(Arc::clone(&shared), checked)),
         )
         .method_not_allowed_fallback(method_not_allowed)
@@ -252,22 +252,6 @@ async fn on_post(
     post(&shared, &parts, body, principal).await
 }
 
-async fn on_get(
-    State(shared): State<Arc<Shared>>,
-    Extension(Principal(principal)): Extension<Principal>,
-    req: Request,
-) -> Response {
-    get(&shared, &req.into_parts().0, principal.as_ref())
-}
-
-async fn on_delete(
-    State(shared): State<Arc<Shared>>,
-    Extension(Principal(principal)): Extension<Principal>,
-    req: Request,
-) -> Response {
-    delete(&shared, &req.into_parts().0, principal.as_ref())
-}
-
 /// The principal of the request: `Ok(None)` without authentication; a 401 with
 /// `WWW-Authenticate: Bearer` when a token is missing or unknown.
 fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
@@ -431,11 +415,16 @@ async fn read_body(
 /// after the last event ID, on the stream that was disconnected, and to resume the stream
 /// from that point." and "The server MUST NOT replay messages that would have been
 /// delivered on a different stream."
-fn get(shared: &Arc<Shared>, parts: &Parts, principal: Option<&String>) -> Response {
-    if !accept(&parts.headers).sse {
+async fn get(
+    State(shared): State<Arc<Shared>>,
+    Extension(Principal(principal)): Extension<Principal>,
+    headers: HeaderMap,
+) -> Response {
+    let principal = principal.as_ref();
+    if !accept(&headers).sse {
         return not_acceptable(EVENT_STREAM);
     }
-    let session = match find_session(shared, &parts.headers, principal) {
+    let session = match find_session(&shared, &headers, principal) {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -449,7 +438,7 @@ fn get(shared: &Arc<Shared>, parts: &Parts, principal: Option<&String>) -> Respo
             .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
         return r;
     }
-    let (stream, from) = match header_str(&parts.headers, LAST_EVENT_ID) {
+    let (stream, from) = match header_str(&headers, LAST_EVENT_ID) {
         // The event after `seq`, saturating: for the largest sequence number it used to
         // wrap to 0 and replay the whole stream (or panic in a debug build). A cursor past
         // the newest event is answered as "nothing after it" (`HttpSession::connect`).
@@ -467,14 +456,18 @@ fn get(shared: &Arc<Shared>, parts: &Parts, principal: Option<&String>) -> Respo
         Connect::Complete => empty(StatusCode::NO_CONTENT),
         Connect::Unknown => bad_request(format!(
             "Bad Request: the stream of Last-Event-ID `{}` is unknown or expired",
-            header_str(&parts.headers, LAST_EVENT_ID).unwrap_or("")
+            header_str(&headers, LAST_EVENT_ID).unwrap_or("")
         )),
     }
 }
 
 /// DELETE: end the session. What it started (tasks) goes on.
-fn delete(shared: &Arc<Shared>, parts: &Parts, principal: Option<&String>) -> Response {
-    let session = match find_session(shared, &parts.headers, principal) {
+async fn delete(
+    State(shared): State<Arc<Shared>>,
+    Extension(Principal(principal)): Extension<Principal>,
+    headers: HeaderMap,
+) -> Response {
+    let session = match find_session(&shared, &headers, principal.as_ref()) {
         Ok(s) => s,
         Err(r) => return *r,
     };

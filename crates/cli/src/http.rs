@@ -205,7 +205,7 @@ pub(crate) async fn run(
         .await
         .with_context(|| format!("--listen: cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    eprintln!("listening on http://{local}/mcp");
+    crate::announce(&format!("listening on http://{local}/mcp"));
     mcp_tasks_server::serve_http(server, listener, options, shutdown)
         .await
         .context("HTTP transport failed")

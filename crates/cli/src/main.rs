@@ -18,8 +18,26 @@ use clap::{Parser, Subcommand};
 #[derive(Parser, Debug)]
 #[command(name = "mcp-tasks", version, about, long_about = None, after_help = EXAMPLES)]
 struct Cli {
+    /// How log lines on stderr look: `text` (one line per event, for people) or `json`
+    /// (one JSON object per line: `timestamp`, `level`, `target`, `fields` with the
+    /// message and the event's fields such as the task id, `span` and `spans`).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        default_value_t = LogFormat::Text,
+        env = "MCP_TASKS_LOG_FORMAT"
+    )]
+    log_format: LogFormat,
     #[command(subcommand)]
     command: Command,
+}
+
+/// See [`Cli::log_format`].
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 const EXAMPLES: &str = "\
@@ -77,7 +95,11 @@ fn main() -> std::process::ExitCode {
     scrub_secrets();
     // The requestor commands speak to a person: only warnings unless RUST_LOG says more.
     let requestor = matches!(cli.command, Command::Call(_) | Command::Tasks(_));
-    init_logging(if requestor { "warn" } else { "info" }, requestor);
+    init_logging(
+        if requestor { "warn" } else { "info" },
+        requestor,
+        cli.log_format,
+    );
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -115,18 +137,43 @@ fn main() -> std::process::ExitCode {
     }
 }
 
+/// Whether log lines are JSON (`--log-format json`).
+static JSON_LOGS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Say `line` on stderr whatever `RUST_LOG` says (`listening on URL`: scripts and tests
+/// read it to find the port): as it is, or with `--log-format json` as a log object like
+/// the others (`fields.message` is the line).
+pub(crate) fn announce(line: &str) {
+    if JSON_LOGS.load(std::sync::atomic::Ordering::Relaxed) {
+        let v = serde_json::json!({
+            "timestamp": humantime::format_rfc3339_micros(std::time::SystemTime::now()).to_string(),
+            "level": "INFO",
+            "fields": {"message": line},
+            "target": "mcp_tasks",
+        });
+        eprintln!("{v}");
+    } else {
+        eprintln!("{line}");
+    }
+}
+
 /// Logs go to stderr only: stdout is the stdio transport. `RUST_LOG` is honoured, else
 /// `default` applies. `above_live_line`: printed above the live line of a requestor
 /// command on a terminal (see [`term::Screen`]).
-fn init_logging(default: &str, above_live_line: bool) {
+fn init_logging(default: &str, above_live_line: bool, format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let fmt = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(false);
-    if above_live_line {
-        fmt.with_writer(term::LogWriter).init();
-    } else {
-        fmt.with_writer(std::io::stderr).init();
+    JSON_LOGS.store(
+        format == LogFormat::Json,
+        std::sync::atomic::Ordering::Relaxed,
+    );
+    match (format, above_live_line) {
+        (LogFormat::Json, true) => fmt.json().with_writer(term::LogWriter).init(),
+        (LogFormat::Json, false) => fmt.json().with_writer(std::io::stderr).init(),
+        (LogFormat::Text, true) => fmt.with_writer(term::LogWriter).init(),
+        (LogFormat::Text, false) => fmt.with_writer(std::io::stderr).init(),
     }
 }

@@ -96,7 +96,12 @@ impl Server {
                 for line in BufReader::new(err).lines() {
                     let Ok(line) = line else { break };
                     eprintln!("[server] {line}");
-                    if let Some(rest) = line.strip_prefix("listening on http://")
+                    // As it is, or as the message of a JSON log line (`--log-format json`).
+                    let said = serde_json::from_str::<Value>(&line)
+                        .ok()
+                        .and_then(|v| v["fields"]["message"].as_str().map(str::to_owned))
+                        .unwrap_or_else(|| line.clone());
+                    if let Some(rest) = said.strip_prefix("listening on http://")
                         && let Some(addr) = rest.strip_suffix("/mcp")
                         && let Some(tx) = tx.take()
                     {

@@ -41,6 +41,10 @@ pub(crate) struct HttpArgs {
     /// cancel them (the running tasks are failed at once: nobody is left to collect them).
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = crate::duration::parse)]
     pub(crate) shutdown_grace: Duration,
+    /// On SIGTERM over HTTP, first answer `/readyz` with 503 for this long while still
+    /// serving every request (a load balancer stops sending new ones), then shut down.
+    #[arg(long, value_name = "DURATION", default_value = "0s", value_parser = crate::duration::parse)]
+    drain: Duration,
     /// Close an SSE connection that waited this long, with a `retry` field; the client
     /// resumes with GET and `Last-Event-ID`.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
@@ -181,7 +185,8 @@ pub(crate) async fn run(
         .max_body_bytes(max_body)
         .tokens(tokens)
         .allowed_origins(&args.allowed_origins)
-        .allow_unauthenticated(args.allow_unauthenticated);
+        .allow_unauthenticated(args.allow_unauthenticated)
+        .drain(args.drain);
     let transport = &mut options.transport;
     transport.session_idle = args.session_idle;
     transport.sse_hold = args.sse_hold;

@@ -27,6 +27,10 @@ pub struct HttpOptions {
     /// Serve a non-loopback address without authentication (anyone who can reach it can
     /// run tools, and any task id is a capability). Off: [`serve_http`] refuses to.
     pub allow_unauthenticated: bool,
+    /// On shutdown, how long `/readyz` answers 503 while requests are still served, so
+    /// that a load balancer stops sending new ones before connections are refused.
+    /// Zero (the default): no such wait.
+    pub drain: Duration,
 }
 
 impl Default for HttpOptions {
@@ -44,6 +48,7 @@ impl HttpOptions {
         Self {
             transport,
             allow_unauthenticated: false,
+            drain: Duration::ZERO,
         }
     }
 
@@ -85,6 +90,13 @@ impl HttpOptions {
     #[must_use]
     pub fn allow_unauthenticated(mut self, allow: bool) -> Self {
         self.allow_unauthenticated = allow;
+        self
+    }
+
+    /// See [`Self::drain`](field@Self::drain).
+    #[must_use]
+    pub fn drain(mut self, period: Duration) -> Self {
+        self.drain = period;
         self
     }
 
@@ -139,6 +151,7 @@ pub async fn serve_http(
 ) -> io::Result<()> {
     let addr = listener.local_addr()?;
     let authenticated = !options.transport.tokens.is_empty();
+    let drain = options.drain;
     check_exposure(addr, &options)?;
     let sessions = server.clone();
     let factory = move |principal: Option<&str>| -> Arc<dyn Handler> {
@@ -169,6 +182,12 @@ pub async fn serve_http(
             };
         }
         () = shutdown => {}
+    }
+    // `/readyz` turns 503 first; requests are still served for the drain period.
+    http.drain();
+    if !drain.is_zero() {
+        tracing::info!(drain = ?drain, "draining: /readyz answers 503, requests are still served");
+        tokio::time::sleep(drain).await;
     }
     graceful_shutdown(&http, server, serving, server.state().config.shutdown_grace).await;
     Ok(())
@@ -353,6 +372,22 @@ mod tests {
         let (status, body) = probe(addr, "/readyz").await;
         assert_eq!(status, 503);
         assert!(body.contains("did not answer within 50 ms"), "{body}");
+        server.shutdown().await;
+    }
+
+    #[tokio::test]
+    async fn on_shutdown_readyz_turns_503_first_while_requests_are_served() {
+        let server = Server::builder().build().await.unwrap();
+        let options = HttpOptions::new().drain(Duration::from_millis(400));
+        let (addr, stop) = serving(&server, options).await;
+        assert_eq!(probe(addr, "/readyz").await.0, 200);
+        stop.send(()).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let (status, body) = probe(addr, "/readyz").await;
+        assert_eq!(status, 503);
+        assert!(body.contains("shutting down"), "{body}");
+        // Still accepting and serving during the drain period.
+        assert_eq!(probe(addr, "/healthz").await.0, 200);
         server.shutdown().await;
     }
 

@@ -282,6 +282,8 @@ pub(crate) struct Shared {
     /// Bytes held by every session's SSE replay buffers.
     replay_bytes: Arc<AtomicUsize>,
     shutdown: CancellationToken,
+    /// Set by [`HttpServer::drain`]: `/readyz` answers 503 while everything else is served.
+    draining: std::sync::atomic::AtomicBool,
 }
 
 impl Shared {
@@ -387,6 +389,7 @@ impl HttpServer {
                 sessions: Mutex::new(Sessions::default()),
                 replay_bytes: Arc::default(),
                 shutdown: CancellationToken::new(),
+                draining: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
@@ -406,6 +409,15 @@ impl HttpServer {
         self.shared
             .replay_bytes
             .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Tell load balancers to stop sending requests: `/readyz` answers 503 from now on,
+    /// while every request that still arrives is served as before (the first step of a
+    /// graceful shutdown, before [`Self::shutdown`]).
+    pub fn drain(&self) {
+        self.shared
+            .draining
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Begin shutting down: stop accepting connections, close every SSE connection after

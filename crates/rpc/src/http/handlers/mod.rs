@@ -168,7 +168,8 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
             format!("not ready: {reason}\n"),
         )
     };
-    if shared.shutdown.is_cancelled() {
+    if shared.shutdown.is_cancelled() || shared.draining.load(std::sync::atomic::Ordering::Relaxed)
+    {
         return not_ready("the server is shutting down".into());
     }
     if let Some(check) = &shared.config.readiness {

@@ -338,6 +338,14 @@ impl TaskStore for SqliteStore {
         self.read(move |c| ops::get_summary(c, &id)).await
     }
 
+    /// An empty write through the writer thread: it proves the thread is alive and that
+    /// the write lock can be taken (`BEGIN IMMEDIATE` within the busy timeout), which a
+    /// read would not (in WAL mode readers go on while another process holds the lock).
+    /// An empty transaction commits without writing to the WAL.
+    async fn ready(&self) -> Result<(), StoreError> {
+        self.write(|_| Ok(((), Vec::new()))).await
+    }
+
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
         self.write(move |c| ops::transition(c, &t)).await
     }

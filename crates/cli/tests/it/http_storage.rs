@@ -279,3 +279,28 @@ async fn a_result_the_store_cannot_take_fails_the_task_once_it_can() {
     assert_eq!(task["result"]["status"], "failed");
     assert_eq!(task["result"]["statusMessage"], message);
 }
+
+/// `/readyz` asks the store: 503 naming the cause while another process holds the SQLite
+/// write lock, 200 again once it is released; `/healthz` stays 200 throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_is_503_while_the_sqlite_file_is_locked() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tasks.db");
+    let store = format!("sqlite:{}?busy_timeout_ms=50", path.display());
+    let server = Server::start(&["--store", &store]);
+    let get = |p: &'static str| http_common::send(server.addr, "GET", p, &[], b"");
+    let ready = get("/readyz").await;
+    assert_eq!(ready.status, 200);
+    let lock = rusqlite::Connection::open(&path).unwrap();
+    lock.execute_batch("BEGIN EXCLUSIVE").unwrap();
+    let r = get("/readyz").await;
+    assert_eq!(r.status, 503);
+    let body = String::from_utf8_lossy(&r.bytes().await).into_owned();
+    assert!(
+        body.contains("the task store does not answer") && body.contains("locked"),
+        "{body}"
+    );
+    assert_eq!(get("/healthz").await.status, 200);
+    lock.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(get("/readyz").await.status, 200);
+}

@@ -1,0 +1,238 @@
+//! The schema, its migrations, and the mapping of PostgreSQL errors.
+//!
+//! The store's tables live in one PostgreSQL schema (`mcp_tasks` by default). Its version
+//! is the largest `version` in `schema_migrations`. Migrations run at open in one
+//! transaction, under a transaction-scoped advisory lock, so that several replicas starting
+//! at once migrate it once. A schema written by a newer version is refused, naming the
+//! database.
+
+use mcp_tasks_core::StoreError;
+use tokio_postgres::error::SqlState;
+
+use crate::options::PgConfig;
+
+/// The schema version this build writes; a schema with a higher one is refused.
+pub const SCHEMA_VERSION: i32 = 1;
+
+/// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
+/// names: the store's schema is first on the search path.
+const MIGRATIONS: &[&str] = &[
+    // 0 -> 1: the first schema.
+    "
+    CREATE TABLE tasks (
+        -- Insertion order for keyset pagination; a sequence never hands a value out twice.
+        seq              bigserial PRIMARY KEY,
+        task_id          text NOT NULL UNIQUE,
+        owner            text,
+        -- What the task counts against for the per-requester limits.
+        quota_key        text NOT NULL,
+        status           text NOT NULL CHECK (status IN
+                             ('working', 'input_required', 'completed', 'failed', 'cancelled')),
+        status_message   text,
+        created_ms       bigint NOT NULL,
+        last_updated_ms  bigint NOT NULL,
+        -- u64 milliseconds stored with their bit pattern (i64), NULL = unlimited.
+        ttl_ms           bigint,
+        -- created_ms + ttl_ms, saturating; NULL = never expires.
+        expires_at       bigint,
+        poll_interval_ms bigint,
+        method           text NOT NULL,
+        -- The exact bytes of the request's params (JSON).
+        request          bytea NOT NULL,
+        outcome_kind     text CHECK (outcome_kind IN ('result', 'error')),
+        -- The exact bytes of the JSON-RPC result or error object.
+        outcome          bytea,
+        -- The bytes of request and outcome (what the byte limits count).
+        bytes            bigint NOT NULL,
+        executor         text,
+        CHECK ((outcome_kind IS NULL) = (outcome IS NULL))
+    );
+    CREATE INDEX tasks_owner_seq ON tasks (owner, seq);
+    CREATE INDEX tasks_quota ON tasks (quota_key) INCLUDE (bytes);
+    CREATE INDEX tasks_expires ON tasks (expires_at) WHERE expires_at IS NOT NULL;
+    CREATE INDEX tasks_active_quota ON tasks (quota_key)
+        WHERE status IN ('working', 'input_required');
+    CREATE INDEX tasks_active_seq ON tasks (seq)
+        WHERE status IN ('working', 'input_required');
+    CREATE TABLE executors (
+        instance    text PRIMARY KEY,
+        lease_until bigint NOT NULL
+    );
+    CREATE TABLE meta (
+        key   text PRIMARY KEY,
+        value bytea NOT NULL
+    );
+    -- Every committed change of a task wakes its waiters in every process: the
+    -- notification is sent by the transaction of the change, at its commit, on the channel
+    -- named after the schema, with the task id as payload.
+    CREATE FUNCTION notify_task_change() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        IF TG_OP = 'DELETE' THEN
+            PERFORM pg_notify(TG_TABLE_SCHEMA, OLD.task_id);
+        ELSE
+            PERFORM pg_notify(TG_TABLE_SCHEMA, NEW.task_id);
+        END IF;
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER tasks_notify AFTER INSERT OR UPDATE OR DELETE ON tasks
+        FOR EACH ROW EXECUTE FUNCTION notify_task_change();
+    ",
+];
+
+/// The advisory lock (one `bigint` key) held while a schema is checked and migrated.
+const MIGRATION_LOCK: &str =
+    "SELECT pg_advisory_xact_lock(hashtextextended('mcp-tasks migrate ' || $1, 0))";
+
+/// What went wrong, in words an operator can act on, naming the database (never the
+/// password).
+pub(crate) fn map_err(target: &str, e: &tokio_postgres::Error) -> StoreError {
+    let Some(db) = e.as_db_error() else {
+        if e.is_closed() {
+            return StoreError::Unavailable(format!(
+                "{target}: the connection to PostgreSQL is closed ({e})"
+            ));
+        }
+        return StoreError::Unavailable(format!("{target}: {e}"));
+    };
+    let code = db.code();
+    if *code == SqlState::QUERY_CANCELED {
+        return StoreError::Unavailable(format!(
+            "{target}: the statement timed out or was cancelled ({})",
+            db.message()
+        ));
+    }
+    if code.code().starts_with("22") || *code == SqlState::CHECK_VIOLATION {
+        return StoreError::Corrupt(format!("{target}: {}", db.message()));
+    }
+    StoreError::Unavailable(format!(
+        "{target}: {} ({}: {})",
+        db.message(),
+        db.severity(),
+        code.code()
+    ))
+}
+
+/// A failure of the pool (no connection could be had).
+pub(crate) fn map_pool_err(target: &str, e: &deadpool_postgres::PoolError) -> StoreError {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => map_err(target, e),
+        other => {
+            StoreError::Unavailable(format!("{target}: no connection to PostgreSQL ({other})"))
+        }
+    }
+}
+
+/// Whether a failure to connect at start is worth retrying: the server is unreachable,
+/// starting, shutting down or out of connections; not a refused password, a missing
+/// database or a missing privilege.
+pub(crate) fn retryable(e: &tokio_postgres::Error) -> bool {
+    match e.code() {
+        None => true,
+        Some(c) => {
+            !(c.code().starts_with("28")
+                || *c == SqlState::INVALID_CATALOG_NAME
+                || *c == SqlState::INSUFFICIENT_PRIVILEGE
+                || c.code().starts_with("42"))
+        }
+    }
+}
+
+/// Check the schema, migrate it to [`SCHEMA_VERSION`] (creating it when missing), and
+/// return the cursor key (created on first open), in one transaction under the migration
+/// lock.
+pub(crate) async fn prepare(
+    client: &mut tokio_postgres::Client,
+    cfg: &PgConfig,
+) -> Result<[u8; 32], StoreError> {
+    let target = cfg.target();
+    let schema = &cfg.options.schema;
+    let err = |e: tokio_postgres::Error| map_err(&target, &e);
+    let tx = client.transaction().await.map_err(err)?;
+    tx.execute(MIGRATION_LOCK, &[schema]).await.map_err(err)?;
+    tx.batch_execute(&format!(
+        "CREATE SCHEMA IF NOT EXISTS {schema}; SET LOCAL search_path = {schema}"
+    ))
+    .await
+    .map_err(err)?;
+    let has_versions: bool = tx
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])
+        .await
+        .map_err(err)?
+        .get(0);
+    let mut version: i32 = if has_versions {
+        tx.query_one(
+            "SELECT coalesce(max(version), 0) FROM schema_migrations",
+            &[],
+        )
+        .await
+        .map_err(err)?
+        .get(0)
+    } else {
+        let others: i64 = tx
+            .query_one(
+                "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+                 WHERE n.nspname = $1 AND c.relkind IN ('r', 'v', 'm', 'p', 'f')",
+                &[schema],
+            )
+            .await
+            .map_err(err)?
+            .get(0);
+        if others > 0 {
+            return Err(StoreError::Corrupt(format!(
+                "{target}: the schema {schema} is not an mcp-tasks store (it holds {others} \
+                 other tables); name another one with ?schema=NAME"
+            )));
+        }
+        tx.batch_execute(
+            "CREATE TABLE schema_migrations (version integer PRIMARY KEY, \
+             applied_at timestamptz NOT NULL DEFAULT now())",
+        )
+        .await
+        .map_err(err)?;
+        0
+    };
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Unavailable(format!(
+            "{target}: the schema {schema} was written by a newer version of mcp-tasks \
+             (schema version {version}; this build knows versions up to {SCHEMA_VERSION}); \
+             refusing to open it"
+        )));
+    }
+    while version < SCHEMA_VERSION {
+        let step = usize::try_from(version).unwrap_or(usize::MAX);
+        let sql = MIGRATIONS.get(step).ok_or_else(|| {
+            StoreError::Corrupt(format!("{target}: unknown schema version {version}"))
+        })?;
+        tx.batch_execute(sql).await.map_err(err)?;
+        version += 1;
+        tx.execute(
+            "INSERT INTO schema_migrations (version) VALUES ($1)",
+            &[&version],
+        )
+        .await
+        .map_err(err)?;
+        tracing::info!(store = %cfg.description(), version, "task store schema migrated");
+    }
+    let mut fresh = [0u8; 32];
+    getrandom::fill(&mut fresh).map_err(|e| {
+        StoreError::Unavailable(format!("the OS random number generator failed: {e}"))
+    })?;
+    tx.execute(
+        "INSERT INTO meta (key, value) VALUES ('cursor_key', $1) ON CONFLICT (key) DO NOTHING",
+        &[&&fresh[..]],
+    )
+    .await
+    .map_err(err)?;
+    let key: Vec<u8> = tx
+        .query_one("SELECT value FROM meta WHERE key = 'cursor_key'", &[])
+        .await
+        .map_err(err)?
+        .get(0);
+    tx.commit().await.map_err(err)?;
+    key.try_into().map_err(|k: Vec<u8>| {
+        StoreError::Corrupt(format!(
+            "{target}: the stored cursor key has {} bytes, not 32",
+            k.len()
+        ))
+    })
+}

@@ -7,8 +7,9 @@
 //!   between replicas. Spec: "Tasks in `completed`, `failed`, or `cancelled` status are in
 //!   a terminal state and MUST NOT transition to any other state."
 //! * **Limits** (active, stored tasks and bytes per requester, bytes of the store) are
-//!   counted in the transaction of the insert, under an advisory lock of the requester's
-//!   quota key, so concurrent creations on any replicas never go over them.
+//!   checked in the transaction of the insert, under an advisory lock of the requester's
+//!   quota key, so concurrent creations on any replicas never go over them; stored tasks
+//!   and bytes are counters that triggers keep in the transaction of every change.
 //! * **Sweeps** (TTL deletion, failing the tasks of dead executors) select their rows
 //!   `FOR UPDATE SKIP LOCKED`: replicas sweeping at once share the work and never wait for
 //!   each other.

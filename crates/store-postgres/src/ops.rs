@@ -36,18 +36,20 @@ pub(crate) const LOCK_KEY: &str = "SELECT pg_advisory_xact_lock(1296257108, hash
 pub(crate) const LOCK_TOTAL: &str = "SELECT pg_advisory_xact_lock(1296257108, 0)";
 
 /// What a creation checks, read after its lock is held: whether the id exists, the key's
-/// active tasks, stored tasks and bytes, and the store's bytes (`$2`: whether to sum them).
+/// active tasks (on the partial index: at most `max_active` rows), its stored tasks and
+/// bytes, and the store's bytes (`$2`: whether to read them), the last three from the
+/// counters the triggers keep.
 pub(crate) const COUNTS: &str = "SELECT \
      EXISTS (SELECT 1 FROM tasks WHERE task_id = $3), \
      (SELECT count(*) FROM tasks WHERE quota_key = $1 AND status IN ('working', 'input_required')), \
-     (SELECT count(*) FROM tasks WHERE quota_key = $1), \
-     (SELECT coalesce(sum(bytes), 0)::bigint FROM tasks WHERE quota_key = $1), \
-     CASE WHEN $2 THEN (SELECT coalesce(sum(bytes), 0)::bigint FROM tasks) ELSE 0 END";
+     coalesce((SELECT tasks FROM quota_usage WHERE quota_key = $1), 0), \
+     coalesce((SELECT bytes FROM quota_usage WHERE quota_key = $1), 0), \
+     CASE WHEN $2 THEN (SELECT sum(bytes)::bigint FROM store_bytes) ELSE 0 END";
 
-/// The bytes stored under a key and in the whole store (`$2`: whether to sum the latter).
+/// The bytes stored under a key and in the whole store (`$2`: whether to read the latter).
 pub(crate) const BYTES: &str = "SELECT \
-     (SELECT coalesce(sum(bytes), 0)::bigint FROM tasks WHERE quota_key = $1), \
-     CASE WHEN $2 THEN (SELECT coalesce(sum(bytes), 0)::bigint FROM tasks) ELSE 0 END";
+     coalesce((SELECT bytes FROM quota_usage WHERE quota_key = $1), 0), \
+     CASE WHEN $2 THEN (SELECT sum(bytes)::bigint FROM store_bytes) ELSE 0 END";
 
 /// The quota key of a task.
 pub(crate) const QUOTA_KEY: &str = "SELECT quota_key FROM tasks WHERE task_id = $1";

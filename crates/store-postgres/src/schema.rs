@@ -48,7 +48,6 @@ const MIGRATIONS: &[&str] = &[
         CHECK ((outcome_kind IS NULL) = (outcome IS NULL))
     );
     CREATE INDEX tasks_owner_seq ON tasks (owner, seq);
-    CREATE INDEX tasks_quota ON tasks (quota_key) INCLUDE (bytes);
     CREATE INDEX tasks_expires ON tasks (expires_at) WHERE expires_at IS NOT NULL;
     CREATE INDEX tasks_active_quota ON tasks (quota_key)
         WHERE status IN ('working', 'input_required');
@@ -76,6 +75,78 @@ const MIGRATIONS: &[&str] = &[
     END $$;
     CREATE TRIGGER tasks_notify AFTER INSERT OR UPDATE OR DELETE ON tasks
         FOR EACH ROW EXECUTE FUNCTION notify_task_change();
+    -- What the limits count, kept in the transaction of every change (the functions keep
+    -- the store's schema as their search path: a statement of an operator's session, on
+    -- another search path, keeps the counters right too): per quota key its
+    -- stored tasks and bytes, and the store's bytes in 16 shards (by task id), so that
+    -- writers of different keys and shards never wait for one counter row. Statement
+    -- triggers lock the counter rows they change in key order, then in shard order: two
+    -- statements touching several (two sweeps) cannot deadlock.
+    CREATE TABLE quota_usage (
+        quota_key text PRIMARY KEY,
+        tasks     bigint NOT NULL,
+        bytes     bigint NOT NULL
+    );
+    CREATE TABLE store_bytes (
+        shard smallint PRIMARY KEY,
+        bytes bigint NOT NULL
+    );
+    INSERT INTO store_bytes (shard, bytes) SELECT g, 0 FROM generate_series(0, 15) g;
+    CREATE FUNCTION usage_add(d_tasks bigint[], d_keys text[], d_bytes bigint[],
+                              s_shards smallint[], s_bytes bigint[]) RETURNS void
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM 1 FROM quota_usage WHERE quota_key = ANY(d_keys) ORDER BY quota_key FOR UPDATE;
+        INSERT INTO quota_usage AS u (quota_key, tasks, bytes)
+            SELECT k, t, b FROM unnest(d_keys, d_tasks, d_bytes) AS x(k, t, b) ORDER BY k
+            ON CONFLICT (quota_key) DO UPDATE
+                SET tasks = u.tasks + excluded.tasks, bytes = u.bytes + excluded.bytes;
+        DELETE FROM quota_usage WHERE quota_key = ANY(d_keys) AND tasks <= 0;
+        PERFORM 1 FROM store_bytes WHERE shard = ANY(s_shards) ORDER BY shard FOR UPDATE;
+        UPDATE store_bytes s SET bytes = s.bytes + x.b
+            FROM unnest(s_shards, s_bytes) AS x(sh, b) WHERE s.shard = x.sh;
+    END $$;
+    CREATE FUNCTION usage_insert() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM usage_add(
+            (SELECT array_agg(n ORDER BY k) FROM (SELECT quota_key k, count(*) n FROM new_rows GROUP BY 1) q),
+            (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT quota_key k FROM new_rows) q),
+            (SELECT array_agg(b ORDER BY k) FROM (SELECT quota_key k, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q),
+            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh FROM new_rows GROUP BY 1) q),
+            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q));
+        RETURN NULL;
+    END $$;
+    CREATE FUNCTION usage_delete() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM usage_add(
+            (SELECT array_agg(-n ORDER BY k) FROM (SELECT quota_key k, count(*) n FROM old_rows GROUP BY 1) q),
+            (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT quota_key k FROM old_rows) q),
+            (SELECT array_agg(-b ORDER BY k) FROM (SELECT quota_key k, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q),
+            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh FROM old_rows GROUP BY 1) q),
+            (SELECT array_agg(-b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q));
+        RETURN NULL;
+    END $$;
+    -- An update changes bytes only by adding an outcome (quota keys and ids never change).
+    CREATE FUNCTION usage_update() RETURNS trigger LANGUAGE plpgsql
+        SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM usage_add(
+            (SELECT array_agg(0::bigint ORDER BY k) FROM (SELECT DISTINCT n.quota_key k FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes) q),
+            (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT n.quota_key k FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes) q),
+            (SELECT array_agg(b ORDER BY k) FROM (SELECT n.quota_key k, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
+            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 15)::smallint sh FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
+            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 15)::smallint sh, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q));
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER tasks_usage_insert AFTER INSERT ON tasks REFERENCING NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION usage_insert();
+    CREATE TRIGGER tasks_usage_update AFTER UPDATE ON tasks
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION usage_update();
+    CREATE TRIGGER tasks_usage_delete AFTER DELETE ON tasks REFERENCING OLD TABLE AS old_rows
+        FOR EACH STATEMENT EXECUTE FUNCTION usage_delete();
     ",
 ];
 

@@ -5,4 +5,5 @@
 mod common;
 mod conformance;
 mod open;
+mod usage;
 mod wake;

@@ -13,7 +13,9 @@
 //! * **Sweeps** (TTL deletion, failing the tasks of dead executors) select their rows
 //!   `FOR UPDATE SKIP LOCKED`: replicas sweeping at once share the work and never wait for
 //!   each other.
-//! * **`tasks/list`** is keyset-paged by the `seq` column (a `bigserial`).
+//! * **`tasks/list`** is keyset-paged by the `seq` column (a `bigserial`); a page waits for
+//!   the inserts in flight that drew a smaller `seq` (the list fence), so it never skips one
+//!   that commits late.
 //! * **Wake-ups** across processes with `LISTEN`/`NOTIFY`: every committed change of a task
 //!   notifies its id (a trigger, in the transaction of the change); one listener connection
 //!   per store wakes the waiters, reconnecting by itself; a short poll only as a safety
@@ -34,7 +36,7 @@
 //! # Statements
 //!
 //! Round trips per operation, once its statements are prepared on a pooled connection:
-//! `get`, `get_summary`, `list`, `heartbeat`, `orphans`, `adopt`, `delete_expired`: one
+//! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`: one
 //! statement each. `transition`: one (the compare-and-swap), plus one read when it is
 //! rejected. `create` without limits: one; with limits: four (`BEGIN`; the lock of the quota
 //! key and the counts, pipelined; the insert; `COMMIT`). `fail_orphans`: three (the
@@ -488,10 +490,11 @@ impl TaskStore for PgStore {
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let after = after_seq.unwrap_or(i64::MIN);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        match scope {
-            ListScope::All => self.records(&ops::list_all(), &[&after, &limit]).await,
-            ListScope::Owner(o) => self.records(&ops::list_owner(), &[&after, &limit, o]).await,
-        }
+        let owner = match scope {
+            ListScope::All => None,
+            ListScope::Owner(o) => Some(o.as_str()),
+        };
+        self.records(&ops::list(), &[&after, &limit, &owner]).await
     }
 
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {

@@ -87,14 +87,10 @@ pub(crate) fn cas_terminal() -> String {
     )
 }
 
-/// Keyset pages.
-pub(crate) fn list_all() -> String {
-    format!("SELECT {COLS} FROM tasks WHERE seq > $1 ORDER BY seq LIMIT $2")
-}
-
-/// Keyset pages of one owner.
-pub(crate) fn list_owner() -> String {
-    format!("SELECT {COLS} FROM tasks WHERE owner = $3 AND seq > $1 ORDER BY seq LIMIT $2")
+/// Keyset pages (`$3`: the owner, or NULL for every task), read by `list_page` once no
+/// insert that drew a smaller `seq` is in flight (the list fence).
+pub(crate) fn list() -> String {
+    format!("SELECT {COLS} FROM list_page($1, $2, $3)")
 }
 
 /// Delete up to `$2` tasks whose TTL has passed at `$1`, skipping the rows another

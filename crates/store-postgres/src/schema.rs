@@ -140,6 +140,28 @@ const MIGRATIONS: &[&str] = &[
             (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 15)::smallint sh, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q));
         RETURN NULL;
     END $$;
+    -- Keyset pages never skip a task that commits late: every insert holds the fence
+    -- (shared) from before its `seq` is drawn until its commit, and a page is read after
+    -- taking the fence (exclusive), so no insert that drew a smaller `seq` is still in
+    -- flight when the page's snapshot is taken.
+    CREATE FUNCTION list_fence() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock_shared(1296257109, 0);
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER tasks_list_fence BEFORE INSERT ON tasks
+        FOR EACH STATEMENT EXECUTE FUNCTION list_fence();
+    CREATE FUNCTION list_page(after bigint, lim bigint, who text) RETURNS SETOF tasks
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1296257109, 0);
+        IF who IS NULL THEN
+            RETURN QUERY SELECT * FROM tasks WHERE seq > after ORDER BY seq LIMIT lim;
+        ELSE
+            RETURN QUERY SELECT * FROM tasks WHERE owner = who AND seq > after
+                ORDER BY seq LIMIT lim;
+        END IF;
+    END $$;
     CREATE TRIGGER tasks_usage_insert AFTER INSERT ON tasks REFERENCING NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION usage_insert();
     CREATE TRIGGER tasks_usage_update AFTER UPDATE ON tasks

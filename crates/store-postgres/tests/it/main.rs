@@ -4,6 +4,7 @@
 
 mod common;
 mod conformance;
+mod listing;
 mod open;
 mod usage;
 mod wake;

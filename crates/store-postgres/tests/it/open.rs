@@ -145,3 +145,61 @@ async fn a_missing_database_is_refused_at_once() {
     );
     assert!(e.to_string().contains("mcp_tasks_no_such_db"), "{e}");
 }
+
+/// A statement that runs past `statement_timeout` fails its call alone, naming the
+/// timeout; the store serves the next calls.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_statement_that_times_out_fails_its_call_alone() {
+    let db = TestDb::new().await;
+    let store = PgStore::connect(&db.url("statement_timeout=300ms&pool=2"))
+        .await
+        .expect("open");
+    let t = store
+        .create(new_task(Some("a"), None), &mcp_tasks_core::Limits::NONE)
+        .await
+        .expect("create");
+    // Another session holds the task's row.
+    let mut other = db.client().await;
+    let tx = other.transaction().await.expect("begin");
+    tx.execute(
+        "SELECT 1 FROM mcp_tasks.tasks WHERE task_id = $1 FOR UPDATE",
+        &[&t.task_id],
+    )
+    .await
+    .expect("lock the row");
+    let started = Instant::now();
+    let e = store
+        .transition(mcp_tasks_core::Transition {
+            task_id: t.task_id.clone(),
+            to: mcp_tasks_proto::mcp::TaskStatus::Cancelled,
+            status_message: None,
+            outcome: None,
+            at_ms: 1,
+        })
+        .await
+        .expect_err("the row stays locked past the timeout");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(matches!(e, StoreError::Unavailable(_)), "{e:?}");
+    assert!(e.to_string().contains("timed out"), "{e}");
+    // Other calls go on meanwhile, and this one once the row is free.
+    assert_eq!(
+        store
+            .get(&t.task_id)
+            .await
+            .expect("get")
+            .expect("there")
+            .status,
+        t.status
+    );
+    tx.rollback().await.expect("rollback");
+    store
+        .transition(mcp_tasks_core::Transition {
+            task_id: t.task_id.clone(),
+            to: mcp_tasks_proto::mcp::TaskStatus::Cancelled,
+            status_message: None,
+            outcome: Some(mcp_tasks_core::Outcome::result(&serde_json::json!({}))),
+            at_ms: 1,
+        })
+        .await
+        .expect("applied once the row is free");
+}

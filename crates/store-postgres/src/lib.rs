@@ -379,7 +379,7 @@ async fn first_connection(
             _ => true,
         };
         let left = cfg.options.connect_for.saturating_sub(started.elapsed());
-        let why = map_pool_err(&target, &e);
+        let why = schema::pool_reason(&e);
         if !retry || left.is_zero() {
             let tried = humantime::format_duration(Duration::from_millis(
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -389,7 +389,7 @@ async fn first_connection(
             )));
         }
         let delay = delays.next().unwrap_or(Duration::from_secs(2)).min(left);
-        tracing::warn!(%why, retry_in = ?delay, "PostgreSQL not reachable yet");
+        tracing::warn!(store = %target, %why, retry_in = ?delay, "PostgreSQL not reachable yet");
         tokio::time::sleep(delay).await;
     }
 }

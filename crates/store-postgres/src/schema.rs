@@ -182,10 +182,11 @@ pub(crate) fn map_err(target: &str, e: &tokio_postgres::Error) -> StoreError {
     let Some(db) = e.as_db_error() else {
         if e.is_closed() {
             return StoreError::Unavailable(format!(
-                "{target}: the connection to PostgreSQL is closed ({e})"
+                "{target}: the connection to PostgreSQL is closed ({})",
+                describe(e)
             ));
         }
-        return StoreError::Unavailable(format!("{target}: {e}"));
+        return StoreError::Unavailable(format!("{target}: {}", describe(e)));
     };
     let code = db.code();
     if *code == SqlState::QUERY_CANCELED {
@@ -203,6 +204,32 @@ pub(crate) fn map_err(target: &str, e: &tokio_postgres::Error) -> StoreError {
         db.severity(),
         code.code()
     ))
+}
+
+/// `e` and its causes ("error connecting to server: Connection refused (os error 111)").
+pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let text = c.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        cause = c.source();
+    }
+    out
+}
+
+/// Why the pool had no connection to give, without the "task store unavailable" prefix.
+pub(crate) fn pool_reason(e: &deadpool_postgres::PoolError) -> String {
+    match e {
+        deadpool_postgres::PoolError::Backend(e) => match e.as_db_error() {
+            Some(db) => format!("{} ({})", db.message(), db.code().code()),
+            None => describe(e),
+        },
+        other => other.to_string(),
+    }
 }
 
 /// A failure of the pool (no connection could be had).

@@ -78,7 +78,7 @@ const MIGRATIONS: &[&str] = &[
     -- What the limits count, kept in the transaction of every change (the functions keep
     -- the store's schema as their search path: a statement of an operator's session, on
     -- another search path, keeps the counters right too): per quota key its
-    -- stored tasks and bytes, and the store's bytes in 16 shards (by task id), so that
+    -- stored tasks and bytes, and the store's bytes in 64 shards (by task id), so that
     -- writers of different keys and shards never wait for one counter row. Statement
     -- triggers lock the counter rows they change in key order, then in shard order: two
     -- statements touching several (two sweeps) cannot deadlock.
@@ -91,7 +91,7 @@ const MIGRATIONS: &[&str] = &[
         shard smallint PRIMARY KEY,
         bytes bigint NOT NULL
     );
-    INSERT INTO store_bytes (shard, bytes) SELECT g, 0 FROM generate_series(0, 15) g;
+    INSERT INTO store_bytes (shard, bytes) SELECT g, 0 FROM generate_series(0, 63) g;
     CREATE FUNCTION usage_add(d_tasks bigint[], d_keys text[], d_bytes bigint[],
                               s_shards smallint[], s_bytes bigint[]) RETURNS void
     LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
@@ -113,8 +113,8 @@ const MIGRATIONS: &[&str] = &[
             (SELECT array_agg(n ORDER BY k) FROM (SELECT quota_key k, count(*) n FROM new_rows GROUP BY 1) q),
             (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT quota_key k FROM new_rows) q),
             (SELECT array_agg(b ORDER BY k) FROM (SELECT quota_key k, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q),
-            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh FROM new_rows GROUP BY 1) q),
-            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q));
+            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh FROM new_rows GROUP BY 1) q),
+            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q));
         RETURN NULL;
     END $$;
     CREATE FUNCTION usage_delete() RETURNS trigger LANGUAGE plpgsql
@@ -124,8 +124,8 @@ const MIGRATIONS: &[&str] = &[
             (SELECT array_agg(-n ORDER BY k) FROM (SELECT quota_key k, count(*) n FROM old_rows GROUP BY 1) q),
             (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT quota_key k FROM old_rows) q),
             (SELECT array_agg(-b ORDER BY k) FROM (SELECT quota_key k, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q),
-            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh FROM old_rows GROUP BY 1) q),
-            (SELECT array_agg(-b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 15)::smallint sh, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q));
+            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh FROM old_rows GROUP BY 1) q),
+            (SELECT array_agg(-b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q));
         RETURN NULL;
     END $$;
     -- An update changes bytes only by adding an outcome (quota keys and ids never change).
@@ -136,8 +136,8 @@ const MIGRATIONS: &[&str] = &[
             (SELECT array_agg(0::bigint ORDER BY k) FROM (SELECT DISTINCT n.quota_key k FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes) q),
             (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT n.quota_key k FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes) q),
             (SELECT array_agg(b ORDER BY k) FROM (SELECT n.quota_key k, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
-            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 15)::smallint sh FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
-            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 15)::smallint sh, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q));
+            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 63)::smallint sh FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
+            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 63)::smallint sh, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q));
         RETURN NULL;
     END $$;
     -- Keyset pages never skip a task that commits late: every insert holds the fence

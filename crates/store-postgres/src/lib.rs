@@ -38,8 +38,8 @@
 //! Round trips per operation, once its statements are prepared on a pooled connection:
 //! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`: one
 //! statement each. `transition`: one (the compare-and-swap), plus one read when it is
-//! rejected. `create` without limits: one; with limits: four (`BEGIN`; the lock of the quota
-//! key and the counts, pipelined; the insert; `COMMIT`). `fail_orphans`: three (the
+//! rejected. `create`: one (with limits, a call of a PL/pgSQL function that locks, counts and
+//! inserts). `fail_orphans`: three (the
 //! skipping sweep, the waiting one for the rows it skipped, the expired leases).
 //!
 //! # Wake-ups
@@ -283,43 +283,54 @@ impl PgStore {
         })
     }
 
-    /// A creation checked against `limits`, in one transaction holding the quota key's
-    /// lock (and the store's, under a store-wide byte limit).
+    /// A creation checked against `limits`: one call of `create_task`, which holds the
+    /// quota key's lock (and the store's, under a store-wide byte limit) from its counts to
+    /// its commit. Refused, it returns the counts, and [`Limits::check_create`] names the
+    /// limit.
     async fn create_limited(&self, t: &NewTask, limits: &Limits) -> Result<i64, StoreError> {
         let err = |e: tokio_postgres::Error| self.err(&e);
-        let mut c = self.conn().await?;
-        let tx = c.transaction().await.map_err(err)?;
-        let total = limits.max_total_bytes.is_some();
-        let (lock, total_lock, counts) = (
-            tx.prepare_cached(ops::LOCK_KEY).await.map_err(err)?,
-            tx.prepare_cached(ops::LOCK_TOTAL).await.map_err(err)?,
-            tx.prepare_cached(ops::COUNTS).await.map_err(err)?,
-        );
-        // Pipelined: the counts statement starts (and takes its snapshot) once the lock is
-        // held.
-        let lock_total = async {
-            if total {
-                tx.execute(&total_lock, &[]).await.map(|_| ())
-            } else {
-                Ok(())
-            }
-        };
-        let lock_params: [&(dyn ToSql + Sync); 1] = [&t.quota_key];
-        let count_params: [&(dyn ToSql + Sync); 3] = [&t.quota_key, &total, &t.task_id];
-        let (_, (), row) = futures::try_join!(
-            tx.execute(&lock, &lock_params),
-            lock_total,
-            tx.query_one(&counts, &count_params),
-        )
-        .map_err(err)?;
-        if row.get::<_, bool>(0) {
-            return Err(StoreError::Duplicate(t.task_id.clone()));
+        let c = self.conn().await?;
+        let st = c.prepare_cached(ops::CREATE).await.map_err(err)?;
+        let bytes = i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX);
+        let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+        let row = c
+            .query_one(
+                &st,
+                &[
+                    &t.task_id,
+                    &t.owner,
+                    &t.status_message,
+                    &t.created_at_ms,
+                    &t.ttl_ms.map(u64::cast_signed),
+                    &ops::expires_at(t.created_at_ms, t.ttl_ms),
+                    &t.poll_interval_ms.map(u64::cast_signed),
+                    &t.method,
+                    &t.request.as_bytes(),
+                    &t.executor,
+                    &t.quota_key,
+                    &bytes,
+                    &limits.max_active.map(i64::from),
+                    &max(limits.max_tasks),
+                    &max(limits.max_bytes),
+                    &max(limits.max_total_bytes),
+                ],
+            )
+            .await
+            .map_err(err)?;
+        if let Some(seq) = row.get::<_, Option<i64>>(0) {
+            return Ok(seq);
         }
         let n = |i: usize| ops::to_u64(row.get::<_, i64>(i));
-        limits.check_create(n(1), n(2), n(3), n(4), t.stored_bytes())?;
-        let seq = self.insert(&*tx, &tx.statement_cache, t).await?;
-        tx.commit().await.map_err(err)?;
-        seq.ok_or_else(|| StoreError::Duplicate(t.task_id.clone()))
+        match row.get::<_, Option<&str>>(1) {
+            Some("duplicate") => Err(StoreError::Duplicate(t.task_id.clone())),
+            _ => {
+                limits.check_create(n(2), n(3), n(4), n(5), t.stored_bytes())?;
+                Err(StoreError::Corrupt(format!(
+                    "{}: create_task refused a task that is within its limits",
+                    self.target
+                )))
+            }
+        }
     }
 
     /// The insert of `t`; its `seq`, or `None` when the id exists already.

@@ -35,16 +35,10 @@ pub(crate) const LOCK_KEY: &str = "SELECT pg_advisory_xact_lock(1296257108, hash
 /// The advisory lock of the whole store's byte total (taken only under a store-wide limit).
 pub(crate) const LOCK_TOTAL: &str = "SELECT pg_advisory_xact_lock(1296257108, 0)";
 
-/// What a creation checks, read after its lock is held: whether the id exists, the key's
-/// active tasks (on the partial index: at most `max_active` rows), its stored tasks and
-/// bytes, and the store's bytes (`$2`: whether to read them), the last three from the
-/// counters the triggers keep.
-pub(crate) const COUNTS: &str = "SELECT \
-     EXISTS (SELECT 1 FROM tasks WHERE task_id = $3), \
-     (SELECT count(*) FROM tasks WHERE quota_key = $1 AND status IN ('working', 'input_required')), \
-     coalesce((SELECT tasks FROM quota_usage WHERE quota_key = $1), 0), \
-     coalesce((SELECT bytes FROM quota_usage WHERE quota_key = $1), 0), \
-     CASE WHEN $2 THEN (SELECT sum(bytes)::bigint FROM store_bytes) ELSE 0 END";
+/// A creation within limits (see the `create_task` function of the schema): its `seq`,
+/// or why not and the counts.
+pub(crate) const CREATE: &str = "SELECT new_seq, refused, n_active, n_tasks, n_bytes, n_total \
+     FROM create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
 /// The bytes stored under a key and in the whole store (`$2`: whether to read the latter).
 pub(crate) const BYTES: &str = "SELECT \

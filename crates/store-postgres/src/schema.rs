@@ -162,6 +162,58 @@ const MIGRATIONS: &[&str] = &[
                 ORDER BY seq LIMIT lim;
         END IF;
     END $$;
+    -- A creation checked against its limits in one call (one round trip, the locks held
+    -- only while the server runs it and commits): the quota key's lock (and the store's,
+    -- under a store-wide byte limit), then the counts, each read in a snapshot taken after
+    -- the locks, then the insert when within every limit. Refused: no row inserted, and
+    -- the counts are returned so that the caller names the limit (`Limits::check_create`,
+    -- whose order of checks this follows).
+    CREATE FUNCTION create_task(p_task_id text, p_owner text, p_status_message text,
+        p_created bigint, p_ttl bigint, p_expires bigint, p_poll bigint, p_method text,
+        p_request bytea, p_executor text, p_key text, p_bytes bigint,
+        max_active bigint, max_tasks bigint, max_bytes bigint, max_total bigint)
+    RETURNS TABLE (new_seq bigint, refused text, n_active bigint, n_tasks bigint,
+                   n_bytes bigint, n_total bigint)
+    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        v_active bigint := 0;
+        v_tasks bigint := 0;
+        v_bytes bigint := 0;
+        v_total bigint := 0;
+        v_seq bigint;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(1296257108, hashtext(p_key));
+        IF max_total IS NOT NULL THEN
+            PERFORM pg_advisory_xact_lock(1296257108, 0);
+            SELECT coalesce(sum(s.bytes), 0) INTO v_total FROM store_bytes s;
+        END IF;
+        IF EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = p_task_id) THEN
+            RETURN QUERY SELECT NULL::bigint, 'duplicate'::text, 0::bigint, 0::bigint,
+                0::bigint, 0::bigint;
+            RETURN;
+        END IF;
+        IF max_active IS NOT NULL THEN
+            SELECT count(*) INTO v_active FROM tasks t
+                WHERE t.quota_key = p_key AND t.status IN ('working', 'input_required');
+        END IF;
+        SELECT coalesce(max(u.tasks), 0), coalesce(max(u.bytes), 0) INTO v_tasks, v_bytes
+            FROM quota_usage u WHERE u.quota_key = p_key;
+        IF (max_active IS NOT NULL AND v_active >= max_active)
+            OR (max_tasks IS NOT NULL AND v_tasks >= max_tasks)
+            OR (max_bytes IS NOT NULL AND v_bytes + p_bytes > max_bytes)
+            OR (max_total IS NOT NULL AND v_total + p_bytes > max_total) THEN
+            RETURN QUERY SELECT NULL::bigint, 'limit'::text, v_active, v_tasks, v_bytes,
+                v_total;
+            RETURN;
+        END IF;
+        INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
+            last_updated_ms, ttl_ms, expires_at, poll_interval_ms, method, request, executor,
+            quota_key, bytes)
+        VALUES (p_task_id, p_owner, 'working', p_status_message, p_created, p_created, p_ttl,
+            p_expires, p_poll, p_method, p_request, p_executor, p_key, p_bytes)
+        RETURNING tasks.seq INTO v_seq;
+        RETURN QUERY SELECT v_seq, NULL::text, v_active, v_tasks, v_bytes, v_total;
+    END $$;
     CREATE TRIGGER tasks_usage_insert AFTER INSERT ON tasks REFERENCING NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION usage_insert();
     CREATE TRIGGER tasks_usage_update AFTER UPDATE ON tasks

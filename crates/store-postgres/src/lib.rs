@@ -37,8 +37,9 @@
 //!
 //! Round trips per operation, once its statements are prepared on a pooled connection:
 //! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`: one
-//! statement each. `transition`: one (the compare-and-swap), plus one read when it is
-//! rejected. `create`: one (with limits, a call of a PL/pgSQL function that locks, counts and
+//! statement each. `transition` and `transition_within`: one (the compare-and-swap; with
+//! byte limits, a PL/pgSQL call that locks, reads the counters and swaps), plus one read
+//! when it is rejected. `create`: one (with limits, a call of a PL/pgSQL function that locks, counts and
 //! inserts). `fail_orphans`: three (the
 //! skipping sweep, the waiting one for the rows it skipped, the expired leases).
 //!
@@ -59,7 +60,7 @@ use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    Limits, ListScope, NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition,
+    Limit, Limits, ListScope, NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition,
     TransitionResult,
 };
 use mcp_tasks_proto::{ErrorObject, codes};
@@ -454,36 +455,45 @@ impl TaskStore for PgStore {
         if !checked {
             return self.transition(t).await;
         }
-        let err = |e: tokio_postgres::Error| self.err(&e);
-        let applied = {
-            let mut c = self.conn().await?;
-            let tx = c.transaction().await.map_err(err)?;
-            let key_st = tx.prepare_cached(ops::QUOTA_KEY).await.map_err(err)?;
-            let Some(key) = tx.query_opt(&key_st, &[&t.task_id]).await.map_err(err)? else {
-                return Ok(TransitionResult::Missing);
-            };
-            let key: String = key.get(0);
-            let total = limits.max_total_bytes.is_some();
-            let lock = tx.prepare_cached(ops::LOCK_KEY).await.map_err(err)?;
-            tx.execute(&lock, &[&key]).await.map_err(err)?;
-            if total {
-                let lock = tx.prepare_cached(ops::LOCK_TOTAL).await.map_err(err)?;
-                tx.execute(&lock, &[]).await.map_err(err)?;
-            }
-            let bytes_st = tx.prepare_cached(ops::BYTES).await.map_err(err)?;
-            let row = tx
-                .query_one(&bytes_st, &[&key, &total])
-                .await
-                .map_err(err)?;
-            let (bytes, store) = (
-                ops::to_u64(row.get::<_, i64>(0)),
-                ops::to_u64(row.get::<_, i64>(1)),
-            );
-            let t = within_limits(t.clone(), |adding| limits.check_bytes(bytes, store, adding));
-            let rec = self.cas(tx.client(), &tx.statement_cache, &t).await?;
-            tx.commit().await.map_err(err)?;
-            rec
+        // What is stored instead over each byte limit, decided by the function.
+        let over = |limit: Limit, max: Option<u64>| {
+            max.map(|max| {
+                within_limits(t.clone(), |_| Err(StoreError::LimitExceeded { limit, max }))
+            })
         };
+        let over_bytes = over(Limit::StoredBytes, limits.max_bytes);
+        let over_total = over(Limit::StoreBytes, limits.max_total_bytes);
+        let message = |o: &Option<Transition>| o.as_ref().and_then(|t| t.status_message.clone());
+        let json = |o: &Option<Transition>| {
+            o.as_ref()
+                .and_then(|t| t.outcome.as_ref())
+                .map(|o| o.json.as_bytes().to_vec())
+        };
+        let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+        let from: Vec<&str> = allowed_predecessors(t.to)
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        let applied = self
+            .record(
+                &ops::finish(),
+                &[
+                    &t.task_id,
+                    &t.to.as_str(),
+                    &t.status_message,
+                    &t.at_ms,
+                    &from,
+                    &t.outcome.as_ref().map(|o| o.kind.as_str()),
+                    &t.outcome.as_ref().map(|o| o.json.as_bytes()),
+                    &max(limits.max_bytes),
+                    &max(limits.max_total_bytes),
+                    &message(&over_bytes),
+                    &json(&over_bytes),
+                    &message(&over_total),
+                    &json(&over_total),
+                ],
+            )
+            .await?;
         match applied {
             Some(rec) => {
                 self.woke([&rec.task_id]);

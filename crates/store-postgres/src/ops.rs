@@ -27,26 +27,18 @@ pub(crate) const INSERT: &str = "INSERT INTO tasks (task_id, owner, status, stat
      VALUES ($1, $2, 'working', $3, $4, $4, $5, $6, $7, $8, $9, $10, $11, $12) \
      ON CONFLICT (task_id) DO NOTHING RETURNING seq";
 
-/// The advisory lock of one quota key (two `int4` keys: 'MCPT' and the key's hash), held
-/// by a creation (or a byte-limited terminal transition) until its commit, so that the
-/// counts it checks cannot change under it.
-pub(crate) const LOCK_KEY: &str = "SELECT pg_advisory_xact_lock(1296257108, hashtext($1))";
-
-/// The advisory lock of the whole store's byte total (taken only under a store-wide limit).
-pub(crate) const LOCK_TOTAL: &str = "SELECT pg_advisory_xact_lock(1296257108, 0)";
-
 /// A creation within limits (see the `create_task` function of the schema): its `seq`,
 /// or why not and the counts.
 pub(crate) const CREATE: &str = "SELECT new_seq, refused, n_active, n_tasks, n_bytes, n_total \
      FROM create_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";
 
-/// The bytes stored under a key and in the whole store (`$2`: whether to read the latter).
-pub(crate) const BYTES: &str = "SELECT \
-     coalesce((SELECT bytes FROM quota_usage WHERE quota_key = $1), 0), \
-     CASE WHEN $2 THEN (SELECT sum(bytes)::bigint FROM store_bytes) ELSE 0 END";
-
-/// The quota key of a task.
-pub(crate) const QUOTA_KEY: &str = "SELECT quota_key FROM tasks WHERE task_id = $1";
+/// A terminal transition checked against the byte limits (see the `finish_task` function
+/// of the schema): the record after it, or no row when it was not applied.
+pub(crate) fn finish() -> String {
+    format!(
+        "SELECT {COLS} FROM finish_task($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+    )
+}
 
 /// One task.
 pub(crate) fn get() -> String {

@@ -214,6 +214,53 @@ const MIGRATIONS: &[&str] = &[
         RETURNING tasks.seq INTO v_seq;
         RETURN QUERY SELECT v_seq, NULL::text, v_active, v_tasks, v_bytes, v_total;
     END $$;
+    -- A terminal transition whose outcome is checked against the byte limits, in one call:
+    -- the quota key's lock (and the store's, under a store-wide limit), the counters read
+    -- after them, then the compare-and-swap of the transition as asked or, over a limit,
+    -- of the `failed` one the caller prepared for that limit (`within_limits`).
+    CREATE FUNCTION finish_task(p_task_id text, p_to text, p_message text, p_at bigint,
+        p_from text[], p_kind text, p_json bytea, max_bytes bigint, max_total bigint,
+        over_bytes_message text, over_bytes_json bytea,
+        over_total_message text, over_total_json bytea)
+    RETURNS SETOF tasks LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        v_key text;
+        v_bytes bigint := 0;
+        v_total bigint := 0;
+        v_adding bigint := coalesce(octet_length(p_json), 0);
+        r tasks%ROWTYPE;
+    BEGIN
+        SELECT t.quota_key INTO v_key FROM tasks t WHERE t.task_id = p_task_id;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
+        PERFORM pg_advisory_xact_lock(1296257108, hashtext(v_key));
+        IF max_total IS NOT NULL THEN
+            PERFORM pg_advisory_xact_lock(1296257108, 0);
+            SELECT coalesce(sum(s.bytes), 0) INTO v_total FROM store_bytes s;
+        END IF;
+        SELECT coalesce(max(u.bytes), 0) INTO v_bytes FROM quota_usage u
+            WHERE u.quota_key = v_key;
+        IF max_bytes IS NOT NULL AND v_bytes + v_adding > max_bytes THEN
+            p_to := 'failed';
+            p_message := over_bytes_message;
+            p_kind := 'error';
+            p_json := over_bytes_json;
+        ELSIF max_total IS NOT NULL AND v_total + v_adding > max_total THEN
+            p_to := 'failed';
+            p_message := over_total_message;
+            p_kind := 'error';
+            p_json := over_total_json;
+        END IF;
+        FOR r IN UPDATE tasks t SET status = p_to, status_message = p_message,
+                last_updated_ms = greatest(p_at, t.last_updated_ms), outcome_kind = p_kind,
+                outcome = p_json, bytes = t.bytes + coalesce(octet_length(p_json), 0),
+                executor = NULL
+            WHERE t.task_id = p_task_id AND t.status = ANY(p_from) RETURNING t.*
+        LOOP
+            RETURN NEXT r;
+        END LOOP;
+    END $$;
     CREATE TRIGGER tasks_usage_insert AFTER INSERT ON tasks REFERENCING NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION usage_insert();
     CREATE TRIGGER tasks_usage_update AFTER UPDATE ON tasks

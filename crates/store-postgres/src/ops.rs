@@ -82,6 +82,9 @@ pub(crate) fn list() -> String {
 /// Delete up to `$2` tasks whose TTL has passed at `$1`, skipping the rows another
 /// transaction holds (another replica's sweep takes them, or a transition is changing
 /// them: they are deleted by a later sweep).
+///
+/// Spec: "After a task's `ttl` lifetime has elapsed, receivers MAY delete the task and its
+/// results, regardless of the task status."
 pub(crate) const DELETE_EXPIRED: &str = "DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks \
      WHERE expires_at <= $1 ORDER BY expires_at LIMIT $2 FOR UPDATE SKIP LOCKED) \
      RETURNING task_id";

@@ -18,9 +18,12 @@ pub(crate) struct ServeArgs {
     /// Serve one client on stdin/stdout.
     #[arg(long)]
     stdio: bool,
-    /// Where tasks are kept: `sqlite:PATH[?synchronous=normal]` or `memory`. Default:
-    /// SQLite at `$XDG_DATA_HOME/mcp-tasks/tasks.db` (else `~/.local/share/mcp-tasks/tasks.db`).
-    #[arg(long)]
+    /// Where tasks are kept: `sqlite:PATH[?synchronous=normal]`, `memory`, or
+    /// `postgres://USER[:PASSWORD]@HOST:PORT/DB[?pool=N&statement_timeout=5s]` (also
+    /// `postgresql://`; the password may come from `PGPASSWORD`; several replicas may share
+    /// one database). Default: SQLite at `$XDG_DATA_HOME/mcp-tasks/tasks.db` (else
+    /// `~/.local/share/mcp-tasks/tasks.db`).
+    #[arg(long, env = "MCP_TASKS_STORE", hide_env_values = true)]
     store: Option<String>,
     /// Turn tasks off: no `tasks` capability, every tool runs as a plain call.
     #[arg(long)]
@@ -166,9 +169,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     };
     // Opens the store, installs a gateway's resumer, starts the engine and its sweeper.
     let server = builder.build().await.map_err(|e| match e {
-        BuildError::UnknownStore(s) => anyhow::anyhow!(
-            "--store: unknown store `{s}` (expected `memory` or `sqlite:PATH[?synchronous=normal]`)"
-        ),
+        e @ BuildError::UnknownStore(_) => anyhow::anyhow!("--store: {e}"),
         BuildError::OpenStore { store, source } if args.store.is_some() => {
             anyhow::anyhow!("--store {store}: {source}")
         }

@@ -3,7 +3,8 @@
 //! This crate re-exports what a tool author needs from the crates of mcp-tasks: typed
 //! tools ([`Tool::typed`]), the server builder ([`Server::builder`]), serving over stdio
 //! ([`serve_stdio`]) and Streamable HTTP ([`serve_http`], feature `http`), the task
-//! stores ([`MemoryStore`], [`SqliteStore`] with feature `sqlite`), and the crates your
+//! stores ([`MemoryStore`], [`SqliteStore`] with feature `sqlite`, `PgStore` with feature
+//! `postgres`), and the crates your
 //! own code names in derives and macros: [`schemars`], [`serde`], [`serde_json`] and
 //! [`tokio`].
 //!
@@ -112,6 +113,9 @@ pub use mcp_tasks_proto::{ErrorObject, codes};
 
 #[doc(inline)]
 pub use mcp_tasks_core::{Clock, MemoryStore, Policy, SystemClock, TaskStore};
+#[cfg(feature = "postgres")]
+#[doc(inline)]
+pub use mcp_tasks_store_postgres::{PgConfig, PgOptions, PgStore};
 #[cfg(feature = "sqlite")]
 #[doc(inline)]
 pub use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};

@@ -38,8 +38,11 @@ use crate::{Server, ServerConfig};
 pub enum BuildError {
     /// The store URL names no store this build knows.
     #[error(
-        "unknown store `{0}` (expected `memory` or `sqlite:PATH[?synchronous=normal]`{sqlite})",
-        sqlite = if cfg!(feature = "sqlite") { "" } else { ", which needs the `sqlite` feature" }
+        "unknown store `{}` (expected `memory`, `sqlite:PATH[?synchronous=normal]`{sqlite} or \
+         `postgres://USER@HOST:PORT/DB[?pool=N&statement_timeout=5s]`{postgres})",
+        redact(.0),
+        sqlite = if cfg!(feature = "sqlite") { "" } else { ", which needs the `sqlite` feature," },
+        postgres = if cfg!(feature = "postgres") { "" } else { ", which needs the `postgres` feature" }
     )]
     UnknownStore(String),
     /// The store could not be opened.
@@ -180,8 +183,11 @@ impl ServerBuilder {
         self
     }
 
-    /// Keep tasks in the store `url` names, opened by [`Self::build`]: `memory`, or
-    /// (feature `sqlite`) `sqlite:PATH[?synchronous=full|normal][&busy_timeout_ms=N]`.
+    /// Keep tasks in the store `url` names, opened by [`Self::build`]: `memory`,
+    /// (feature `sqlite`) `sqlite:PATH[?synchronous=full|normal][&busy_timeout_ms=N]`, or
+    /// (feature `postgres`) `postgres://USER[:PASSWORD]@HOST:PORT/DB[?pool=N&
+    /// statement_timeout=5s]` (also `postgresql://`; the password may come from
+    /// `PGPASSWORD`; see `mcp_tasks_store_postgres::PgConfig::parse` for every option).
     pub fn store_url(mut self, url: impl Into<String>) -> Self {
         self.store = StoreChoice::Url(url.into());
         self
@@ -218,7 +224,7 @@ impl ServerBuilder {
     /// An unknown store URL, a store that cannot be opened, or a store failure at
     /// start-up.
     pub async fn build(self) -> Result<Server, BuildError> {
-        let opened = open_store(self.store)?;
+        let opened = open_store(self.store).await?;
         let Some((store, description)) = opened else {
             return Ok(Server::assemble(
                 self.config,
@@ -250,8 +256,23 @@ impl ServerBuilder {
 /// An opened store and its description for logs.
 type Opened = (Arc<dyn TaskStore>, String);
 
+/// `url` without the password it may hold (`postgres://USER:PASSWORD@...`).
+fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?']).unwrap_or(rest.len());
+    match rest[..end].rsplit_once('@') {
+        Some((userinfo, host)) if userinfo.contains(':') => {
+            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
+            format!("{scheme}://{user}:***@{host}{}", &rest[end..])
+        }
+        _ => url.to_owned(),
+    }
+}
+
 /// The store `choice` names and its description for logs; `None` when tasks are off.
-fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
+async fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
     match choice {
         StoreChoice::None => Ok(None),
         StoreChoice::Given(store) => Ok(Some((store, "custom".into()))),
@@ -263,6 +284,17 @@ fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
             let store = mcp_tasks_store_sqlite::SqliteStore::from_spec(&url)
                 .map_err(|source| BuildError::OpenStore { store: url, source })?;
             let description = format!("sqlite:{}", store.path().display());
+            Ok(Some((Arc::new(store), description)))
+        }
+        #[cfg(feature = "postgres")]
+        StoreChoice::Url(url) if mcp_tasks_store_postgres::is_postgres_url(&url) => {
+            let store = mcp_tasks_store_postgres::PgStore::connect(&url)
+                .await
+                .map_err(|source| BuildError::OpenStore {
+                    store: redact(&url),
+                    source,
+                })?;
+            let description = store.description();
             Ok(Some((Arc::new(store), description)))
         }
         StoreChoice::Url(url) => Err(BuildError::UnknownStore(url)),
@@ -307,12 +339,28 @@ mod tests {
     #[tokio::test]
     async fn unknown_store_is_refused() {
         let err = Server::builder()
-            .store_url("postgres://x")
+            .store_url("mysql://u:secret@x/db")
             .build()
             .await
             .unwrap_err();
-        assert!(matches!(err, BuildError::UnknownStore(ref s) if s == "postgres://x"));
-        assert!(err.to_string().contains("unknown store `postgres://x`"));
+        assert!(matches!(err, BuildError::UnknownStore(ref s) if s == "mysql://u:secret@x/db"));
+        let msg = err.to_string();
+        assert!(msg.contains("unknown store `mysql://u:***@x/db`"), "{msg}");
+        assert!(!msg.contains("secret"), "{msg}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_postgres_store_that_cannot_be_reached_is_refused_without_its_password() {
+        let err = Server::builder()
+            .store_url("postgresql://me:hunter2@127.0.0.1:1/tasks?connect_for=200ms")
+            .build()
+            .await
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(matches!(err, BuildError::OpenStore { .. }), "{msg}");
+        assert!(!msg.contains("hunter2"), "{msg}");
+        assert!(msg.contains("127.0.0.1:1/tasks"), "{msg}");
     }
 
     #[cfg(feature = "sqlite")]

@@ -33,8 +33,14 @@ impl Stdio {
             args.extend(["--store", "memory"]);
         }
         args.extend_from_slice(extra);
+        Self::spawn_args(&args, &[])
+    }
+
+    /// `mcp-tasks ARGS` with these environment variables too (nothing added to `args`).
+    pub fn spawn_args(args: &[&str], env: &[(&str, &str)]) -> Self {
         let mut child = Command::new(bin())
-            .args(&args)
+            .args(args)
+            .envs(env.iter().copied())
             .env("RUST_LOG", "warn")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

@@ -1,0 +1,589 @@
+//! A [`TaskStore`] on PostgreSQL: several `mcp-tasks` processes (replicas) share one
+//! database, and the database is the only state they share.
+//!
+//! * **Transitions are compare-and-swaps**: one `UPDATE ... WHERE task_id = $1 AND status =
+//!   ANY(allowed predecessors) RETURNING ...` (see [`ops`](crate#statements)), so "cancel
+//!   wins and a late completion is dropped" holds under any race, between connections and
+//!   between replicas. Spec: "Tasks in `completed`, `failed`, or `cancelled` status are in
+//!   a terminal state and MUST NOT transition to any other state."
+//! * **Limits** (active, stored tasks and bytes per requester, bytes of the store) are
+//!   checked in the transaction of the insert, under an advisory lock of the requester's
+//!   quota key, so concurrent creations on any replicas never go over them; stored tasks
+//!   and bytes are counters that triggers keep in the transaction of every change.
+//! * **Sweeps** (TTL deletion, failing the tasks of dead executors) select their rows
+//!   `FOR UPDATE SKIP LOCKED`: replicas sweeping at once share the work and never wait for
+//!   each other.
+//! * **`tasks/list`** is keyset-paged by the `seq` column (a `bigserial`); a page waits for
+//!   the inserts in flight that drew a smaller `seq` (the list fence), so it never skips one
+//!   that commits late.
+//! * **Wake-ups** across processes with `LISTEN`/`NOTIFY`: every committed change of a task
+//!   notifies its id (a trigger, in the transaction of the change); one listener connection
+//!   per store wakes the waiters, reconnecting by itself; a short poll only as a safety
+//!   net (see [`listen`](crate#wake-ups)).
+//! * **Schema** in its own PostgreSQL schema (`mcp_tasks`), versioned in
+//!   `schema_migrations`, migrated at open in one transaction under an advisory lock
+//!   (replicas starting at once migrate it once); a schema written by a newer version is
+//!   refused with a message naming the database.
+//! * **Durability**: a call returns after its transaction committed, with the server's
+//!   `synchronous_commit` (on by default: flushed to its write-ahead log, and to the
+//!   synchronous standbys where configured).
+//! * **Faults**: a database that cannot be reached at start is retried with backoff for
+//!   [`PgOptions::connect_for`], then refused naming host and database (never the
+//!   password). Later, a call during an outage, or whose statement runs past
+//!   [`PgOptions::statement_timeout`], fails alone with [`StoreError::Unavailable`]; the
+//!   pool reconnects by itself.
+//!
+//! # Statements
+//!
+//! Round trips per operation, once its statements are prepared on a pooled connection:
+//! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`: one
+//! statement each. `transition` and `transition_within`: one (the compare-and-swap; with
+//! byte limits, a PL/pgSQL call that locks, reads the counters and swaps), plus one read
+//! when it is rejected. `create`: one (with limits, a call of a PL/pgSQL function that locks, counts and
+//! inserts). `fail_orphans`: three (the
+//! skipping sweep, the waiting one for the rows it skipped, the expired leases).
+//!
+//! # Wake-ups
+//!
+//! See the `listen` module: a waiter of this store wakes at once after a change made
+//! through it, and within a notification's delivery after one made through another store
+//! on the same database and schema.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use backon::BackoffBuilder;
+use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
+use mcp_tasks_core::status::allowed_predecessors;
+use mcp_tasks_core::store::within_limits;
+use mcp_tasks_core::wake::WakeMap;
+use mcp_tasks_core::{
+    Limit, Limits, ListScope, NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition,
+    TransitionResult,
+};
+use mcp_tasks_proto::{ErrorObject, codes};
+use tokio::sync::watch;
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+mod listen;
+mod ops;
+mod options;
+mod schema;
+
+pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
+pub use schema::SCHEMA_VERSION;
+
+use listen::Listener;
+use schema::{map_err, map_pool_err};
+
+/// A task store on PostgreSQL. See the [crate documentation](crate).
+///
+/// Dropping the store closes its connections and stops its listener.
+pub struct PgStore {
+    pool: Pool,
+    cfg: PgConfig,
+    target: String,
+    key: [u8; 32],
+    listener: Arc<Listener>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::fmt::Debug for PgStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgStore")
+            .field("store", &self.cfg.description())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl PgStore {
+    /// Open the store a URL names (see [`PgConfig::parse`]).
+    ///
+    /// # Errors
+    /// A bad URL, or whatever [`Self::open`] fails with.
+    pub async fn connect(url: &str) -> Result<Self, StoreError> {
+        Self::open(PgConfig::parse(url)?).await
+    }
+
+    /// Connect (retrying an unreachable database with backoff for
+    /// [`PgOptions::connect_for`]), migrate the schema, start the listener.
+    ///
+    /// # Errors
+    /// [`StoreError::Unavailable`] when the database cannot be reached in time, refuses the
+    /// user, or holds a schema written by a newer version; [`StoreError::Corrupt`] when the
+    /// schema holds tables that are not ours. Every message names host and database, never
+    /// the password.
+    pub async fn open(cfg: PgConfig) -> Result<Self, StoreError> {
+        let target = cfg.target();
+        let mgr = Manager::from_config(
+            cfg.pool_config(),
+            NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let wait = (!cfg.options.statement_timeout.is_zero())
+            .then(|| cfg.options.statement_timeout.max(Duration::from_secs(5)));
+        let pool = Pool::builder(mgr)
+            .max_size(cfg.options.pool)
+            .runtime(Runtime::Tokio1)
+            .wait_timeout(wait)
+            .build()
+            .map_err(|e| StoreError::Unavailable(format!("{target}: {e}")))?;
+        let mut conn = first_connection(&pool, &cfg).await?;
+        let key = schema::prepare(&mut conn, &cfg).await?;
+        drop(conn);
+        let listener = Arc::new(Listener {
+            wake: Arc::new(WakeMap::default()),
+            listening: std::sync::atomic::AtomicBool::new(false),
+        });
+        let task = tokio::spawn(listen::run(cfg.clone(), Arc::clone(&listener)));
+        tracing::debug!(store = %cfg.description(), "PostgreSQL task store open");
+        Ok(Self {
+            pool,
+            cfg,
+            target,
+            key,
+            listener,
+            task,
+        })
+    }
+
+    /// The store as a URL without its password.
+    pub fn description(&self) -> String {
+        self.cfg.description()
+    }
+
+    /// Whether the listener connection is up and listening for changes of other processes.
+    pub fn is_listening(&self) -> bool {
+        self.listener.listening.load(Ordering::SeqCst)
+    }
+
+    /// Wait until the listener listens (or `timeout` passes); whether it does.
+    pub async fn wait_listening(&self, timeout: Duration) -> bool {
+        let until = Instant::now() + timeout;
+        while !self.is_listening() {
+            if Instant::now() >= until {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        true
+    }
+
+    fn err(&self, e: &tokio_postgres::Error) -> StoreError {
+        map_err(&self.target, e)
+    }
+
+    async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| map_pool_err(&self.target, &e))
+    }
+
+    /// Run one prepared statement; its rows.
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let c = self.conn().await?;
+        let st = c.prepare_cached(sql).await.map_err(|e| self.err(&e))?;
+        c.query(&st, params).await.map_err(|e| self.err(&e))
+    }
+
+    async fn records(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query(sql, params)
+            .await?
+            .iter()
+            .map(ops::read_record)
+            .collect()
+    }
+
+    async fn record(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.records(sql, params).await?.into_iter().next())
+    }
+
+    fn woke(&self, ids: impl IntoIterator<Item = impl AsRef<str>>) {
+        for id in ids {
+            self.listener.wake.notify(id.as_ref());
+        }
+    }
+
+    /// The compare-and-swap of `t` on `c` (a pooled connection or a transaction).
+    async fn cas(
+        &self,
+        c: &tokio_postgres::Client,
+        cache: &deadpool_postgres::StatementCache,
+        t: &Transition,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let from: Vec<&str> = allowed_predecessors(t.to)
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        let err = |e: tokio_postgres::Error| self.err(&e);
+        let rows = if t.to.is_terminal() {
+            let st = cache.prepare(c, &ops::cas_terminal()).await.map_err(err)?;
+            let kind = t.outcome.as_ref().map(|o| o.kind.as_str());
+            let json = t.outcome.as_ref().map(|o| o.json.as_bytes());
+            c.query(
+                &st,
+                &[
+                    &t.task_id,
+                    &t.to.as_str(),
+                    &t.status_message,
+                    &t.at_ms,
+                    &from,
+                    &kind,
+                    &json,
+                ],
+            )
+            .await
+            .map_err(err)?
+        } else {
+            let st = cache.prepare(c, &ops::cas()).await.map_err(err)?;
+            c.query(
+                &st,
+                &[
+                    &t.task_id,
+                    &t.to.as_str(),
+                    &t.status_message,
+                    &t.at_ms,
+                    &from,
+                ],
+            )
+            .await
+            .map_err(err)?
+        };
+        rows.first().map(ops::read_record).transpose()
+    }
+
+    /// What a transition that was not applied answers: the task as it is now, or missing.
+    async fn rejected(&self, task_id: &str) -> Result<TransitionResult, StoreError> {
+        Ok(match self.get(task_id).await? {
+            Some(rec) => TransitionResult::Rejected(rec),
+            None => TransitionResult::Missing,
+        })
+    }
+
+    /// A creation checked against `limits`: one call of `create_task`, which holds the
+    /// quota key's lock (and the store's, under a store-wide byte limit) from its counts to
+    /// its commit. Refused, it returns the counts, and [`Limits::check_create`] names the
+    /// limit.
+    async fn create_limited(&self, t: &NewTask, limits: &Limits) -> Result<i64, StoreError> {
+        let err = |e: tokio_postgres::Error| self.err(&e);
+        let c = self.conn().await?;
+        let st = c.prepare_cached(ops::CREATE).await.map_err(err)?;
+        let bytes = i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX);
+        let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+        let row = c
+            .query_one(
+                &st,
+                &[
+                    &t.task_id,
+                    &t.owner,
+                    &t.status_message,
+                    &t.created_at_ms,
+                    &t.ttl_ms.map(u64::cast_signed),
+                    &ops::expires_at(t.created_at_ms, t.ttl_ms),
+                    &t.poll_interval_ms.map(u64::cast_signed),
+                    &t.method,
+                    &t.request.as_bytes(),
+                    &t.executor,
+                    &t.quota_key,
+                    &bytes,
+                    &limits.max_active.map(i64::from),
+                    &max(limits.max_tasks),
+                    &max(limits.max_bytes),
+                    &max(limits.max_total_bytes),
+                ],
+            )
+            .await
+            .map_err(err)?;
+        if let Some(seq) = row.get::<_, Option<i64>>(0) {
+            return Ok(seq);
+        }
+        let n = |i: usize| ops::to_u64(row.get::<_, i64>(i));
+        match row.get::<_, Option<&str>>(1) {
+            Some("duplicate") => Err(StoreError::Duplicate(t.task_id.clone())),
+            _ => {
+                limits.check_create(n(2), n(3), n(4), n(5), t.stored_bytes())?;
+                Err(StoreError::Corrupt(format!(
+                    "{}: create_task refused a task that is within its limits",
+                    self.target
+                )))
+            }
+        }
+    }
+
+    /// The insert of `t`; its `seq`, or `None` when the id exists already.
+    async fn insert(
+        &self,
+        c: &(impl tokio_postgres::GenericClient + Sync),
+        cache: &deadpool_postgres::StatementCache,
+        t: &NewTask,
+    ) -> Result<Option<i64>, StoreError> {
+        let err = |e: tokio_postgres::Error| self.err(&e);
+        let st = cache.prepare(c.client(), ops::INSERT).await.map_err(err)?;
+        let bytes = i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX);
+        let row = c
+            .query_opt(
+                &st,
+                &[
+                    &t.task_id,
+                    &t.owner,
+                    &t.status_message,
+                    &t.created_at_ms,
+                    &t.ttl_ms.map(u64::cast_signed),
+                    &ops::expires_at(t.created_at_ms, t.ttl_ms),
+                    &t.poll_interval_ms.map(u64::cast_signed),
+                    &t.method,
+                    &t.request.as_bytes(),
+                    &t.executor,
+                    &t.quota_key,
+                    &bytes,
+                ],
+            )
+            .await
+            .map_err(err)?;
+        Ok(row.map(|r| r.get(0)))
+    }
+}
+
+/// The pool's first connection, retried with backoff while the database cannot be reached
+/// and [`PgOptions::connect_for`] has not passed.
+async fn first_connection(
+    pool: &Pool,
+    cfg: &PgConfig,
+) -> Result<deadpool_postgres::Object, StoreError> {
+    let target = cfg.target();
+    let started = Instant::now();
+    let mut delays = backon::ExponentialBuilder::new()
+        .with_min_delay(Duration::from_millis(100))
+        .with_max_delay(Duration::from_secs(2))
+        .without_max_times()
+        .build();
+    loop {
+        let e = match pool.get().await {
+            Ok(c) => return Ok(c),
+            Err(e) => e,
+        };
+        let retry = match &e {
+            PoolError::Backend(b) => schema::retryable(b),
+            _ => true,
+        };
+        let left = cfg.options.connect_for.saturating_sub(started.elapsed());
+        let why = schema::pool_reason(&e);
+        if !retry || left.is_zero() {
+            let tried = humantime::format_duration(Duration::from_millis(
+                u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            ));
+            return Err(StoreError::Unavailable(format!(
+                "cannot connect to PostgreSQL at {target} (tried for {tried}): {why}"
+            )));
+        }
+        let delay = delays.next().unwrap_or(Duration::from_secs(2)).min(left);
+        tracing::warn!(store = %target, %why, retry_in = ?delay, "PostgreSQL not reachable yet");
+        tokio::time::sleep(delay).await;
+    }
+}
+
+#[async_trait]
+impl TaskStore for PgStore {
+    async fn create(&self, t: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
+        let seq = if *limits == Limits::NONE {
+            let c = self.conn().await?;
+            self.insert(&**c, &c.statement_cache, &t)
+                .await?
+                .ok_or_else(|| StoreError::Duplicate(t.task_id.clone()))?
+        } else {
+            self.create_limited(&t, limits).await?
+        };
+        let rec = t.into_record(seq);
+        self.woke([&rec.task_id]);
+        Ok(rec)
+    }
+
+    async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.record(&ops::get(), &[&task_id]).await
+    }
+
+    async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.record(ops::GET_SUMMARY, &[&task_id]).await
+    }
+
+    async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
+        let applied = {
+            let c = self.conn().await?;
+            self.cas(&c, &c.statement_cache, &t).await?
+        };
+        match applied {
+            Some(rec) => {
+                self.woke([&rec.task_id]);
+                Ok(TransitionResult::Applied(rec))
+            }
+            None => self.rejected(&t.task_id).await,
+        }
+    }
+
+    async fn transition_within(
+        &self,
+        t: Transition,
+        limits: &Limits,
+    ) -> Result<TransitionResult, StoreError> {
+        let checked = t.to.is_terminal()
+            && t.outcome.is_some()
+            && (limits.max_bytes.is_some() || limits.max_total_bytes.is_some());
+        if !checked {
+            return self.transition(t).await;
+        }
+        // What is stored instead over each byte limit, decided by the function.
+        let over = |limit: Limit, max: Option<u64>| {
+            max.map(|max| {
+                within_limits(t.clone(), |_| Err(StoreError::LimitExceeded { limit, max }))
+            })
+        };
+        let over_bytes = over(Limit::StoredBytes, limits.max_bytes);
+        let over_total = over(Limit::StoreBytes, limits.max_total_bytes);
+        let message = |o: &Option<Transition>| o.as_ref().and_then(|t| t.status_message.clone());
+        let json = |o: &Option<Transition>| {
+            o.as_ref()
+                .and_then(|t| t.outcome.as_ref())
+                .map(|o| o.json.as_bytes().to_vec())
+        };
+        let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
+        let from: Vec<&str> = allowed_predecessors(t.to)
+            .iter()
+            .map(|s| s.as_str())
+            .collect();
+        let applied = self
+            .record(
+                &ops::finish(),
+                &[
+                    &t.task_id,
+                    &t.to.as_str(),
+                    &t.status_message,
+                    &t.at_ms,
+                    &from,
+                    &t.outcome.as_ref().map(|o| o.kind.as_str()),
+                    &t.outcome.as_ref().map(|o| o.json.as_bytes()),
+                    &max(limits.max_bytes),
+                    &max(limits.max_total_bytes),
+                    &message(&over_bytes),
+                    &json(&over_bytes),
+                    &message(&over_total),
+                    &json(&over_total),
+                ],
+            )
+            .await?;
+        match applied {
+            Some(rec) => {
+                self.woke([&rec.task_id]);
+                Ok(TransitionResult::Applied(rec))
+            }
+            None => self.rejected(&t.task_id).await,
+        }
+    }
+
+    async fn list(
+        &self,
+        scope: &ListScope,
+        after_seq: Option<i64>,
+        limit: usize,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let after = after_seq.unwrap_or(i64::MIN);
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let owner = match scope {
+            ListScope::All => None,
+            ListScope::Owner(o) => Some(o.as_str()),
+        };
+        self.records(&ops::list(), &[&after, &limit, &owner]).await
+    }
+
+    async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let ids: Vec<String> = self
+            .query(ops::DELETE_EXPIRED, &[&now_ms, &limit])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        self.woke(&ids);
+        self.listener.wake.prune();
+        Ok(ids)
+    }
+
+    async fn cursor_key(&self) -> Result<[u8; 32], StoreError> {
+        Ok(self.key)
+    }
+
+    async fn heartbeat(&self, executor: &str, lease_until_ms: i64) -> Result<(), StoreError> {
+        self.query(ops::HEARTBEAT, &[&executor, &lease_until_ms])
+            .await
+            .map(|_| ())
+    }
+
+    async fn fail_orphans(
+        &self,
+        now_ms: i64,
+        message: &str,
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        let outcome = Outcome::error(&ErrorObject::new(codes::INTERNAL_ERROR, message));
+        let json = outcome.json.as_bytes();
+        // First the rows nobody holds; then, waiting for them, the rows another transaction
+        // held (a transition under way, or another replica's sweep): those still orphaned
+        // once it committed are failed too, so a sweep misses no orphan.
+        let mut recs = self
+            .records(&ops::fail_orphans(true), &[&now_ms, &message, &json])
+            .await?;
+        recs.extend(
+            self.records(&ops::fail_orphans(false), &[&now_ms, &message, &json])
+                .await?,
+        );
+        self.query(ops::FORGET_LEASES, &[&now_ms]).await?;
+        self.woke(recs.iter().map(|r| &r.task_id));
+        Ok(recs)
+    }
+
+    fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {
+        self.listener.wake.subscribe(task_id)
+    }
+
+    async fn orphans(&self, now_ms: i64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        self.records(&ops::orphans(), &[&now_ms, &limit]).await
+    }
+
+    async fn adopt(
+        &self,
+        task_id: &str,
+        executor: &str,
+        now_ms: i64,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        let rec = self
+            .record(&ops::adopt(), &[&now_ms, &executor, &task_id])
+            .await?;
+        if let Some(r) = &rec {
+            self.woke([&r.task_id]);
+        }
+        Ok(rec)
+    }
+}

@@ -1,0 +1,125 @@
+//! The counters the limits read (stored tasks and bytes per quota key, the store's bytes)
+//! stay equal to what the tasks table holds, under concurrent creations, transitions,
+//! sweeps and orphan failing on two stores sharing one database.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use mcp_tasks_core::{Limits, NewTask, Outcome, TaskStore, Transition};
+use mcp_tasks_proto::mcp::TaskStatus;
+use mcp_tasks_store_postgres::PgStore;
+use mcp_tasks_testkit::conformance::{T0, new_task};
+
+use crate::common::TestDb;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn usage_counters_match_the_tasks_under_concurrency() {
+    let db = TestDb::new().await;
+    let url = db.url("pool=4");
+    let a = Arc::new(PgStore::connect(&url).await.expect("a"));
+    let b = Arc::new(PgStore::connect(&url).await.expect("b"));
+    let limits = Limits {
+        max_active: Some(10_000),
+        max_tasks: Some(100_000),
+        max_bytes: Some(1 << 30),
+        max_total_bytes: Some(1 << 32),
+    };
+    let mut joins = Vec::new();
+    for w in 0..8u32 {
+        let store = if w % 2 == 0 {
+            Arc::clone(&a)
+        } else {
+            Arc::clone(&b)
+        };
+        joins.push(tokio::spawn(async move {
+            for i in 0..25u32 {
+                let owner = format!("o{}", (w + i) % 3);
+                let t = NewTask {
+                    ttl_ms: Some(u64::from(i % 4) * 10),
+                    request: "x".repeat(usize::try_from(i).unwrap() * 7),
+                    ..new_task(Some(&owner), if i % 5 == 0 { None } else { Some("live") })
+                };
+                let id = t.task_id.clone();
+                store.create(t, &limits).await.expect("create");
+                let outcome = Outcome::result(
+                    &serde_json::json!({"n": "y".repeat(usize::try_from(i).unwrap())}),
+                );
+                let to = [
+                    TaskStatus::Completed,
+                    TaskStatus::InputRequired,
+                    TaskStatus::Failed,
+                ][usize::try_from(i % 3).unwrap()];
+                let t = Transition {
+                    task_id: id,
+                    to,
+                    status_message: None,
+                    outcome: to.is_terminal().then_some(outcome),
+                    at_ms: T0 + 1,
+                };
+                store
+                    .transition_within(t, &limits)
+                    .await
+                    .expect("transition");
+                if i % 7 == 0 {
+                    store.delete_expired(T0 + 15, 5).await.expect("sweep");
+                    store.fail_orphans(T0 + 2, "gone").await.expect("orphans");
+                }
+            }
+        }));
+    }
+    for j in joins {
+        j.await.expect("worker");
+    }
+    let c = db.client().await;
+    let per_key = |sql: &'static str| {
+        let c = &c;
+        async move {
+            c.query(sql, &[])
+                .await
+                .expect(sql)
+                .iter()
+                .map(|r| {
+                    (
+                        r.get::<_, String>(0),
+                        (r.get::<_, i64>(1), r.get::<_, i64>(2)),
+                    )
+                })
+                .collect::<BTreeMap<_, _>>()
+        }
+    };
+    let actual =
+        per_key("SELECT quota_key, count(*), sum(bytes)::bigint FROM mcp_tasks.tasks GROUP BY 1")
+            .await;
+    let counted = per_key("SELECT quota_key, tasks, bytes FROM mcp_tasks.quota_usage").await;
+    assert!(!actual.is_empty());
+    assert_eq!(counted, actual, "per-key counters");
+    let total: i64 = c
+        .query_one(
+            "SELECT coalesce(sum(bytes), 0)::bigint FROM mcp_tasks.tasks",
+            &[],
+        )
+        .await
+        .expect("total")
+        .get(0);
+    let counted: i64 = c
+        .query_one("SELECT sum(bytes)::bigint FROM mcp_tasks.store_bytes", &[])
+        .await
+        .expect("counted total")
+        .get(0);
+    assert_eq!(counted, total, "store total");
+    // Deleting everything brings every counter back to zero (and drops the key rows).
+    a.delete_expired(i64::MAX, 100_000).await.expect("sweep");
+    c.batch_execute("DELETE FROM mcp_tasks.tasks")
+        .await
+        .expect("delete the rest");
+    let left: i64 = c
+        .query_one(
+            "SELECT (SELECT count(*) FROM mcp_tasks.quota_usage) \
+             + (SELECT sum(abs(bytes))::bigint FROM mcp_tasks.store_bytes)",
+            &[],
+        )
+        .await
+        .expect("left")
+        .get(0);
+    assert_eq!(left, 0);
+}

@@ -1,27 +1,38 @@
-//! Validation of wire messages against the official MCP 2025-11-25 JSON Schema.
+//! Validation of wire messages against the official MCP JSON Schemas of both generations:
+//! 2025-11-25 ([`LEGACY`]) and 2026-07-28 ([`MODERN`]).
 //!
-//! The schema (`spec/schema-2025-11-25.json`, draft 2020-12, everything under `$defs`) is
-//! embedded at compile time. Each `$defs` entry gets its own validator, compiled on first
-//! use from a root `{"$ref": "#/$defs/NAME", "$defs": <all defs>}` so that every internal
-//! `$ref` resolves, and cached for the life of the process. No network, no files at run
-//! time.
+//! Each schema (`spec/schema-2025-11-25.json`, `spec/schema-2026-07-28.json`, draft
+//! 2020-12, everything under `$defs`) is embedded at compile time. Each `$defs` entry gets
+//! its own validator, compiled on first use from a root `{"$ref": "#/$defs/NAME", "$defs":
+//! <all defs>}` so that every internal `$ref` resolves, and cached for the life of the
+//! process. No network, no files at run time. One [`Revision`] value per schema carries
+//! what differs (the file, the result definition of each method, and how a polymorphic
+//! result picks its definition); the code is the same for both.
 //!
-//! * [`validate_message`]: one whole JSON-RPC message; the envelope, and for a request or
-//!   notification of a method the schema knows, the method's own definition
+//! * [`Revision::validate_message`]: one whole JSON-RPC message; the envelope, and for a
+//!   request or notification of a method the schema knows, the method's own definition
 //!   (`tools/call` -> `CallToolRequest`, `notifications/tasks/status` ->
 //!   `TaskStatusNotification`, ...). The method -> definition map is read from the schema
 //!   itself (`properties.method.const` of each definition).
-//! * [`validate_result`]: the `result` of a response, given the method of the request it
-//!   answers (`tasks/get` -> `GetTaskResult`, `tools/call` -> `CallToolResult`, or
-//!   `CreateTaskResult` when the result carries a `task`).
-//! * [`validate_response`]: both of the above for one response message.
-//! * [`validate_def`]: any value against any `$defs` name.
+//! * [`Revision::validate_result`]: the `result` of a response, given the method of the
+//!   request it answers (`tasks/get` -> `GetTaskResult`, `tools/call` ->
+//!   `CallToolResult`, or `CreateTaskResult` when the result carries a `task`; in
+//!   2026-07-28 `InputRequiredResult` when `resultType` is `input_required`).
+//! * [`Revision::validate_response`]: both of the above for one response message.
+//! * [`Revision::validate_def`]: any value against any `$defs` name.
 //!
-//! Every error names the definition, the instance path and the reason.
+//! The free functions ([`validate_message`], [`validate_result`], ...) are those of
+//! [`LEGACY`], as before the second schema came. Every error names the definition, the
+//! instance path and the reason.
+//!
+//! The tasks extension of 2026-07-28 (SEP-2663: `CreateTaskResult`, `DetailedTask`,
+//! `tasks/get|update|cancel`) is not part of the 2026-07-28 schema: its results are
+//! checked there as the generic `Result` (which requires `resultType`); their own shapes
+//! are checked by the proto round-trip tests.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 
 use jsonschema::error::ValidationErrorKind;
 use jsonschema::{Draft, ValidationError, Validator};
@@ -33,6 +44,12 @@ use serde_json::{Map, Value, json};
 pub const SCHEMA_JSON: &str = include_str!(concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../spec/schema-2025-11-25.json"
+));
+
+/// The official wire schema of MCP 2026-07-28, as vendored in `spec/`.
+pub const SCHEMA_2026_07_28_JSON: &str = include_str!(concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../spec/schema-2026-07-28.json"
 ));
 
 /// Request methods whose receiver may answer with a `CreateTaskResult` instead of the
@@ -63,10 +80,89 @@ const RESULT_DEFS: &[(&str, &str)] = &[
     ("completion/complete", "CompleteResult"),
 ];
 
+/// Result definition of each request method of 2026-07-28. The tasks extension's
+/// methods are not in the schema: their results are checked as the generic `Result`.
+const RESULT_DEFS_2026_07_28: &[(&str, &str)] = &[
+    ("server/discover", "DiscoverResult"),
+    ("tools/list", "ListToolsResult"),
+    ("tools/call", "CallToolResult"),
+    ("prompts/list", "ListPromptsResult"),
+    ("prompts/get", "GetPromptResult"),
+    ("resources/list", "ListResourcesResult"),
+    ("resources/templates/list", "ListResourceTemplatesResult"),
+    ("resources/read", "ReadResourceResult"),
+    ("subscriptions/listen", "SubscriptionsListenResult"),
+    ("completion/complete", "CompleteResult"),
+    ("tasks/get", "Result"),
+    ("tasks/update", "Result"),
+    ("tasks/cancel", "Result"),
+];
+
+/// Requests whose 2026-07-28 receiver may answer with an `InputRequiredResult`.
+///
+/// Spec (MRTR): "Servers MAY send `InputRequiredResult` responses on the following client
+/// requests": `prompts/get`, `resources/read`, `tools/call`.
+const MRTR_REQUESTS: &[&str] = &["prompts/get", "resources/read", "tools/call"];
+
 /// Longest reason quoted from the validator (its messages embed the offending value).
 const MAX_REASON: usize = 300;
 /// How deep the branches of a failed `anyOf`/`oneOf` are explained.
 const MAX_BRANCH_DEPTH: usize = 3;
+
+/// One vendored schema and what differs between the generations.
+pub struct Revision {
+    /// The protocol revision (`2025-11-25`, `2026-07-28`).
+    pub version: &'static str,
+    json: &'static str,
+    result_defs: &'static [(&'static str, &'static str)],
+    /// The definition a polymorphic result takes instead of the method's own, if any.
+    polymorphic: fn(&str, &Value) -> Option<&'static str>,
+    loaded: OnceLock<Schema>,
+}
+
+impl std::fmt::Debug for Revision {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Revision")
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+/// 2025-11-25: a result with a `task` member answering a task-augmentable request is a
+/// `CreateTaskResult`.
+fn legacy_polymorphic(method: &str, result: &Value) -> Option<&'static str> {
+    (TASK_AUGMENTABLE.contains(&method) && result.get("task").is_some())
+        .then_some("CreateTaskResult")
+}
+
+/// 2026-07-28: `resultType` picks the definition: `input_required` on an MRTR request is
+/// an `InputRequiredResult`; `task` (the tasks extension's flat `CreateTaskResult`, not
+/// in the schema) is checked as the generic `Result`.
+fn modern_polymorphic(method: &str, result: &Value) -> Option<&'static str> {
+    match result.get("resultType").and_then(Value::as_str) {
+        Some("input_required") if MRTR_REQUESTS.contains(&method) => Some("InputRequiredResult"),
+        Some("task") if method == "tools/call" => Some("Result"),
+        _ => None,
+    }
+}
+
+/// The 2025-11-25 schema.
+pub static LEGACY: Revision = Revision {
+    version: "2025-11-25",
+    json: SCHEMA_JSON,
+    result_defs: RESULT_DEFS,
+    polymorphic: legacy_polymorphic,
+    loaded: OnceLock::new(),
+};
+
+/// The 2026-07-28 schema.
+pub static MODERN: Revision = Revision {
+    version: "2026-07-28",
+    json: SCHEMA_2026_07_28_JSON,
+    result_defs: RESULT_DEFS_2026_07_28,
+    polymorphic: modern_polymorphic,
+    loaded: OnceLock::new(),
+};
 
 /// The parsed schema and the validators compiled so far.
 struct Schema {
@@ -80,12 +176,9 @@ struct Schema {
     validators: Mutex<HashMap<String, Arc<Validator>>>,
 }
 
-static SCHEMA: LazyLock<Schema> = LazyLock::new(Schema::load);
-
 impl Schema {
-    fn load() -> Self {
-        let mut doc: Value =
-            serde_json::from_str(SCHEMA_JSON).expect("the vendored schema is valid JSON");
+    fn load(json: &str) -> Self {
+        let mut doc: Value = serde_json::from_str(json).expect("the vendored schema is valid JSON");
         let dialect = doc
             .get("$schema")
             .cloned()
@@ -109,13 +202,13 @@ impl Schema {
         }
     }
 
-    fn validator(&self, def: &str) -> Result<Arc<Validator>, String> {
+    fn validator(&self, version: &str, def: &str) -> Result<Arc<Validator>, String> {
         if let Some(v) = self.validators.lock().get(def) {
             return Ok(Arc::clone(v));
         }
         if !self.defs.contains_key(def) {
             return Err(format!(
-                "`{def}` is not a definition of the 2025-11-25 schema"
+                "`{def}` is not a definition of the {version} schema"
             ));
         }
         let root = json!({
@@ -136,141 +229,197 @@ impl Schema {
     }
 }
 
-/// Validate `value` against the definition `def` of the schema's `$defs` (e.g. `"Task"`,
-/// `"CallToolRequest"`, `"JSONRPCMessage"`).
+impl Revision {
+    fn schema(&self) -> &Schema {
+        self.loaded.get_or_init(|| Schema::load(self.json))
+    }
+
+    /// Validate `value` against the definition `def` of the schema's `$defs` (e.g.
+    /// `"Task"`, `"CallToolRequest"`, `"JSONRPCMessage"`).
+    ///
+    /// # Errors
+    /// A message naming `def` and, for each violation, the instance path (`/params/ttl`,
+    /// `(root)` for the value itself), the reason and the schema keyword that failed; or
+    /// a message saying `def` is not a definition of the schema.
+    pub fn validate_def(&self, def: &str, value: &Value) -> Result<(), String> {
+        let validator = self.schema().validator(self.version, def)?;
+        let errors: Vec<ValidationError<'_>> = validator.iter_errors(value).collect();
+        if errors.is_empty() {
+            return Ok(());
+        }
+        let mut out = format!(
+            "`{def}` ({}) rejects the value ({} violation{}):",
+            self.version,
+            errors.len(),
+            if errors.len() == 1 { "" } else { "s" }
+        );
+        for e in &errors {
+            describe(&mut out, e, 1);
+        }
+        Err(out)
+    }
+
+    /// Validate one whole JSON-RPC message.
+    ///
+    /// The envelope is checked against the schema's `JSONRPCRequest`,
+    /// `JSONRPCNotification`, `JSONRPCResultResponse` or `JSONRPCErrorResponse` (the four
+    /// branches of `JSONRPCMessage`), chosen by shape: `method` with an `id` is a
+    /// request, `method` without one a notification, then `result`, then `error`. A
+    /// message carrying more than one of `method`, `result` and `error` is refused (the
+    /// schema's branches are open objects and would let it through; JSON-RPC 2.0 does
+    /// not). Then a request or notification whose method the schema defines is validated
+    /// whole against that definition (`tasks/get` -> `GetTaskRequest`,
+    /// `notifications/progress` -> `ProgressNotification`, ...). A response's `result`
+    /// needs the method of its request: see [`Self::validate_response`] and
+    /// [`Self::validate_result`].
+    ///
+    /// # Errors
+    /// The first failing stage, as described in [`Self::validate_def`].
+    pub fn validate_message(&self, msg: &Value) -> Result<(), String> {
+        let Some(obj) = msg.as_object() else {
+            return Err(format!(
+                "a JSON-RPC message must be a JSON object, got {}",
+                clip(&msg.to_string(), MAX_REASON)
+            ));
+        };
+        let kinds: Vec<&str> = ["method", "result", "error"]
+            .into_iter()
+            .filter(|k| obj.contains_key(*k))
+            .collect();
+        if kinds.len() > 1 {
+            return Err(format!(
+                "a JSON-RPC message carries exactly one of `method`, `result`, `error`; this one has {}",
+                kinds.join(", ")
+            ));
+        }
+        let envelope = match kinds.first() {
+            Some(&"method") if obj.contains_key("id") => "JSONRPCRequest",
+            Some(&"method") => "JSONRPCNotification",
+            Some(&"result") => "JSONRPCResultResponse",
+            Some(_) => "JSONRPCErrorResponse",
+            None => "JSONRPCMessage",
+        };
+        self.validate_def(envelope, msg)?;
+        if let Some(def) = obj
+            .get("method")
+            .and_then(Value::as_str)
+            .and_then(|m| self.method_def(m))
+        {
+            self.validate_def(def, msg)?;
+        }
+        Ok(())
+    }
+
+    /// Validate the `result` of a response to a request of `method`, against
+    /// [`Self::result_def`]`(method, result)`.
+    ///
+    /// # Errors
+    /// As described in [`Self::validate_def`], or a message saying the method has no
+    /// known result definition.
+    pub fn validate_result(&self, method: &str, result: &Value) -> Result<(), String> {
+        let def = self.result_def(method, result).ok_or_else(|| {
+            format!(
+                "no result definition is known for the method `{method}` in the {} schema",
+                self.version
+            )
+        })?;
+        self.validate_def(def, result)
+            .map_err(|e| format!("result of `{method}`: {e}"))
+    }
+
+    /// Validate one response message to a request of `method`:
+    /// [`Self::validate_message`], then, when it is a successful response,
+    /// [`Self::validate_result`] on its `result`.
+    ///
+    /// # Errors
+    /// The first failing check.
+    pub fn validate_response(&self, method: &str, msg: &Value) -> Result<(), String> {
+        self.validate_message(msg)?;
+        if msg.get("method").is_some() {
+            return Err(format!(
+                "expected a response to `{method}`, got a request or notification"
+            ));
+        }
+        match msg.get("result") {
+            Some(result) => self.validate_result(method, result),
+            None => Ok(()),
+        }
+    }
+
+    /// The schema definition of a request or notification of `method` (`"tools/call"`
+    /// -> `"CallToolRequest"`), read from the `properties.method.const` of the schema's
+    /// definitions. `None` for a method the schema does not define.
+    pub fn method_def(&self, method: &str) -> Option<&str> {
+        self.schema().methods.get(method).map(String::as_str)
+    }
+
+    /// The schema definition of the result of a request of `method`, given the result
+    /// itself (a polymorphic result: a 2025-11-25 `CreateTaskResult`, a 2026-07-28
+    /// `InputRequiredResult`). `None` for a method with no known result.
+    pub fn result_def(&self, method: &str, result: &Value) -> Option<&'static str> {
+        if let Some(def) = (self.polymorphic)(method, result) {
+            return Some(def);
+        }
+        self.result_defs
+            .iter()
+            .find(|(m, _)| *m == method)
+            .map(|(_, def)| *def)
+    }
+
+    /// Whether `def` is a definition of the schema's `$defs`.
+    pub fn has_def(&self, def: &str) -> bool {
+        self.schema().defs.contains_key(def)
+    }
+}
+
+/// [`Revision::validate_def`] of [`LEGACY`].
 ///
 /// # Errors
-/// A message naming `def` and, for each violation, the instance path (`/params/ttl`,
-/// `(root)` for the value itself), the reason and the schema keyword that failed; or a
-/// message saying `def` is not a definition of the schema.
+/// See [`Revision::validate_def`].
 pub fn validate_def(def: &str, value: &Value) -> Result<(), String> {
-    let validator = SCHEMA.validator(def)?;
-    let errors: Vec<ValidationError<'_>> = validator.iter_errors(value).collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let mut out = format!(
-        "`{def}` rejects the value ({} violation{}):",
-        errors.len(),
-        if errors.len() == 1 { "" } else { "s" }
-    );
-    for e in &errors {
-        describe(&mut out, e, 1);
-    }
-    Err(out)
+    LEGACY.validate_def(def, value)
 }
 
-/// Validate one whole JSON-RPC message.
-///
-/// The envelope is checked against the schema's `JSONRPCRequest`, `JSONRPCNotification`,
-/// `JSONRPCResultResponse` or `JSONRPCErrorResponse` (the four branches of
-/// `JSONRPCMessage`), chosen by shape: `method` with an `id` is a request, `method`
-/// without one a notification, then `result`, then `error`. A message carrying more than
-/// one of `method`, `result` and `error` is refused (the schema's branches are open
-/// objects and would let it through; JSON-RPC 2.0 does not). Then a request or
-/// notification whose method the schema defines is validated whole against that
-/// definition (`tasks/get` -> `GetTaskRequest`, `notifications/progress` ->
-/// `ProgressNotification`, ...). A response's `result` needs the method of its request:
-/// see [`validate_response`] and [`validate_result`].
+/// [`Revision::validate_message`] of [`LEGACY`].
 ///
 /// # Errors
-/// The first failing stage, as described in [`validate_def`].
+/// See [`Revision::validate_message`].
 pub fn validate_message(msg: &Value) -> Result<(), String> {
-    let Some(obj) = msg.as_object() else {
-        return Err(format!(
-            "a JSON-RPC message must be a JSON object, got {}",
-            clip(&msg.to_string(), MAX_REASON)
-        ));
-    };
-    let kinds: Vec<&str> = ["method", "result", "error"]
-        .into_iter()
-        .filter(|k| obj.contains_key(*k))
-        .collect();
-    if kinds.len() > 1 {
-        return Err(format!(
-            "a JSON-RPC message carries exactly one of `method`, `result`, `error`; this one has {}",
-            kinds.join(", ")
-        ));
-    }
-    let envelope = match kinds.first() {
-        Some(&"method") if obj.contains_key("id") => "JSONRPCRequest",
-        Some(&"method") => "JSONRPCNotification",
-        Some(&"result") => "JSONRPCResultResponse",
-        Some(_) => "JSONRPCErrorResponse",
-        None => "JSONRPCMessage",
-    };
-    validate_def(envelope, msg)?;
-    if let Some(def) = obj
-        .get("method")
-        .and_then(Value::as_str)
-        .and_then(method_def)
-    {
-        validate_def(def, msg)?;
-    }
-    Ok(())
+    LEGACY.validate_message(msg)
 }
 
-/// Validate the `result` of a response to a request of `method`.
-///
-/// The definition is [`result_def`]`(method, result)`: e.g. `initialize` ->
-/// `InitializeResult`, `tools/list` -> `ListToolsResult`, `tools/call` ->
-/// `CallToolResult` (or `CreateTaskResult` when the result has a `task` member, likewise
-/// for `sampling/createMessage` and `elicitation/create`), `tasks/get` ->
-/// `GetTaskResult`, `tasks/result` -> `GetTaskPayloadResult`, `tasks/list` ->
-/// `ListTasksResult`, `tasks/cancel` -> `CancelTaskResult`, `ping` -> `EmptyResult`.
+/// [`Revision::validate_result`] of [`LEGACY`]: e.g. `initialize` -> `InitializeResult`,
+/// `tools/call` -> `CallToolResult` (or `CreateTaskResult` when the result has a `task`
+/// member), `tasks/get` -> `GetTaskResult`, `tasks/result` -> `GetTaskPayloadResult`,
+/// `ping` -> `EmptyResult`.
 ///
 /// # Errors
-/// As described in [`validate_def`], or a message saying the method has no known result
-/// definition.
+/// See [`Revision::validate_result`].
 pub fn validate_result(method: &str, result: &Value) -> Result<(), String> {
-    let def = result_def(method, result).ok_or_else(|| {
-        format!("no result definition is known for the method `{method}` in the 2025-11-25 schema")
-    })?;
-    validate_def(def, result).map_err(|e| format!("result of `{method}`: {e}"))
+    LEGACY.validate_result(method, result)
 }
 
-/// Validate one response message to a request of `method`: [`validate_message`], then,
-/// when it is a successful response, [`validate_result`] on its `result`.
+/// [`Revision::validate_response`] of [`LEGACY`].
 ///
 /// # Errors
-/// The first failing check.
+/// See [`Revision::validate_response`].
 pub fn validate_response(method: &str, msg: &Value) -> Result<(), String> {
-    validate_message(msg)?;
-    if msg.get("method").is_some() {
-        return Err(format!(
-            "expected a response to `{method}`, got a request or notification"
-        ));
-    }
-    match msg.get("result") {
-        Some(result) => validate_result(method, result),
-        None => Ok(()),
-    }
+    LEGACY.validate_response(method, msg)
 }
 
-/// The schema definition of a request or notification of `method` (`"tools/call"` ->
-/// `"CallToolRequest"`), read from the `properties.method.const` of the schema's
-/// definitions. `None` for a method the schema does not define.
+/// [`Revision::method_def`] of [`LEGACY`].
 pub fn method_def(method: &str) -> Option<&'static str> {
-    SCHEMA.methods.get(method).map(String::as_str)
+    LEGACY.method_def(method)
 }
 
-/// The schema definition of the result of a request of `method`, given the result
-/// itself: a result with a `task` member answering a task-augmentable request
-/// (`tools/call`, `sampling/createMessage`, `elicitation/create`) is a
-/// `CreateTaskResult`. `None` for a method with no known result.
+/// [`Revision::result_def`] of [`LEGACY`].
 pub fn result_def(method: &str, result: &Value) -> Option<&'static str> {
-    if TASK_AUGMENTABLE.contains(&method) && result.get("task").is_some() {
-        return Some("CreateTaskResult");
-    }
-    RESULT_DEFS
-        .iter()
-        .find(|(m, _)| *m == method)
-        .map(|(_, def)| *def)
+    LEGACY.result_def(method, result)
 }
 
-/// Whether `def` is a definition of the schema's `$defs`.
+/// [`Revision::has_def`] of [`LEGACY`].
 pub fn has_def(def: &str) -> bool {
-    SCHEMA.defs.contains_key(def)
+    LEGACY.has_def(def)
 }
 
 /// Append one line per violation (and, for a failed `anyOf`/`oneOf`, the violations of
@@ -308,248 +457,6 @@ fn describe(out: &mut String, e: &ValidationError<'_>, depth: usize) {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn task() -> Value {
-        json!({
-            "taskId": "786512e2-9e0d-44bd-8f29-789f320fe840",
-            "status": "working",
-            "statusMessage": "The operation is now in progress.",
-            "createdAt": "2025-11-25T10:30:00Z",
-            "lastUpdatedAt": "2025-11-25T10:40:00Z",
-            "ttl": 60000,
-            "pollInterval": 5000
-        })
-    }
-
-    fn err(r: Result<(), String>) -> String {
-        r.expect_err("the value should have been rejected")
-    }
-
-    #[test]
-    fn every_named_def_exists() {
-        for (method, def) in RESULT_DEFS {
-            assert!(has_def(def), "{method} -> {def}");
-        }
-        assert!(has_def("CreateTaskResult"));
-        for def in [
-            "JSONRPCMessage",
-            "JSONRPCRequest",
-            "JSONRPCNotification",
-            "JSONRPCResultResponse",
-            "JSONRPCErrorResponse",
-        ] {
-            assert!(has_def(def), "{def}");
-        }
-    }
-
-    #[test]
-    fn every_def_compiles() {
-        for name in SCHEMA.defs.keys() {
-            SCHEMA.validator(name).unwrap();
-        }
-    }
-
-    #[test]
-    fn method_map_is_read_from_the_schema() {
-        let expected = [
-            ("tools/call", "CallToolRequest"),
-            ("tools/list", "ListToolsRequest"),
-            ("tasks/get", "GetTaskRequest"),
-            ("tasks/result", "GetTaskPayloadRequest"),
-            ("tasks/list", "ListTasksRequest"),
-            ("tasks/cancel", "CancelTaskRequest"),
-            ("initialize", "InitializeRequest"),
-            ("ping", "PingRequest"),
-            ("elicitation/create", "ElicitRequest"),
-            ("sampling/createMessage", "CreateMessageRequest"),
-            ("notifications/tasks/status", "TaskStatusNotification"),
-            ("notifications/progress", "ProgressNotification"),
-            ("notifications/cancelled", "CancelledNotification"),
-            ("notifications/initialized", "InitializedNotification"),
-        ];
-        for (method, def) in expected {
-            assert_eq!(method_def(method), Some(def), "{method}");
-        }
-        assert_eq!(method_def("server/discover"), None);
-        // Every request method of the schema has a result definition.
-        for (method, def) in &SCHEMA.methods {
-            let is_request = SCHEMA.defs[def]
-                .pointer("/required")
-                .and_then(Value::as_array)
-                .is_some_and(|r| r.iter().any(|k| k == "id"));
-            if is_request {
-                assert!(
-                    result_def(method, &json!({})).is_some(),
-                    "no result def for {method}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn accepts_the_spec_examples() {
-        validate_def("Task", &task()).unwrap();
-        validate_message(&json!({
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "get_weather", "arguments": {"city": "New York"}, "task": {"ttl": 60000}}
-        }))
-        .unwrap();
-        validate_response(
-            "tools/call",
-            &json!({"jsonrpc": "2.0", "id": 1, "result": {"task": task()}}),
-        )
-        .unwrap();
-        validate_response(
-            "tasks/get",
-            &json!({"jsonrpc": "2.0", "id": 3, "result": task()}),
-        )
-        .unwrap();
-        validate_result(
-            "tasks/result",
-            &json!({
-                "content": [{"type": "text", "text": "Current weather in New York"}],
-                "isError": false,
-                "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "786512e2-9e0d-44bd-8f29-789f320fe840"}}
-            }),
-        )
-        .unwrap();
-        let mut done = task();
-        done["status"] = json!("completed");
-        validate_message(
-            &json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": done}),
-        )
-        .unwrap();
-        validate_result(
-            "tasks/list",
-            &json!({"tasks": [task()], "nextCursor": "next-page-cursor"}),
-        )
-        .unwrap();
-        validate_message(&json!({
-            "jsonrpc": "2.0", "id": 70,
-            "error": {"code": -32602, "message": "Failed to retrieve task: Task not found"}
-        }))
-        .unwrap();
-        validate_result("ping", &json!({})).unwrap();
-        // ttl null means unlimited.
-        let mut unlimited = task();
-        unlimited["ttl"] = Value::Null;
-        validate_def("Task", &unlimited).unwrap();
-    }
-
-    #[test]
-    fn rejects_a_task_without_ttl() {
-        let mut t = task();
-        t.as_object_mut().unwrap().remove("ttl");
-        let e = err(validate_def("Task", &t));
-        assert!(
-            e.contains("`Task`") && e.contains("\"ttl\" is a required property"),
-            "{e}"
-        );
-        let e = err(validate_result("tasks/get", &t));
-        assert!(e.contains("GetTaskResult") && e.contains("ttl"), "{e}");
-    }
-
-    #[test]
-    fn rejects_a_create_task_result_with_an_unknown_status() {
-        let mut t = task();
-        t["status"] = json!("done");
-        let e = err(validate_result("tools/call", &json!({"task": t})));
-        assert!(e.contains("CreateTaskResult"), "{e}");
-        assert!(e.contains("at /task/status"), "{e}");
-        assert!(e.contains("\"done\""), "{e}");
-    }
-
-    #[test]
-    fn rejects_a_status_notification_missing_created_at() {
-        let mut t = task();
-        t.as_object_mut().unwrap().remove("createdAt");
-        let e = err(validate_message(
-            &json!({"jsonrpc": "2.0", "method": "notifications/tasks/status", "params": t}),
-        ));
-        assert!(e.contains("TaskStatusNotification"), "{e}");
-        assert!(e.contains("at /params"), "{e}");
-        assert!(e.contains("createdAt"), "{e}");
-    }
-
-    #[test]
-    fn rejects_bad_envelopes() {
-        let e = err(validate_message(
-            &json!({"jsonrpc": "1.0", "id": 1, "method": "ping"}),
-        ));
-        assert!(
-            e.contains("JSONRPCRequest") && e.contains("at /jsonrpc"),
-            "{e}"
-        );
-        let e = err(validate_message(
-            &json!({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}}),
-        ));
-        assert!(e.contains("exactly one"), "{e}");
-        let e = err(validate_message(&json!({"jsonrpc": "2.0", "id": 1})));
-        assert!(e.contains("JSONRPCMessage"), "{e}");
-        let e = err(validate_message(
-            &json!([{"jsonrpc": "2.0", "method": "ping"}]),
-        ));
-        assert!(e.contains("JSON object"), "{e}");
-        let e = err(validate_message(
-            &json!({"jsonrpc": "2.0", "id": 1, "error": {"code": "x", "message": "m"}}),
-        ));
-        assert!(e.contains("at /error/code"), "{e}");
-        // The schema's RequestId is string | integer: an explicit `"id": null` is refused.
-        let e = err(validate_message(
-            &json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}}),
-        ));
-        assert!(e.contains("at /id"), "{e}");
-    }
-
-    #[test]
-    fn rejects_a_request_with_bad_params_for_its_method() {
-        let e = err(validate_message(
-            &json!({"jsonrpc": "2.0", "id": 2, "method": "tasks/get", "params": {}}),
-        ));
-        assert!(e.contains("GetTaskRequest") && e.contains("taskId"), "{e}");
-        let e = err(validate_message(&json!({
-            "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-            "params": {"name": "x", "task": {"ttl": "soon"}}
-        })));
-        assert!(e.contains("at /params/task/ttl"), "{e}");
-        // Notifications are checked against their own definition too.
-        let e = err(validate_message(&json!({
-            "jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}
-        })));
-        assert!(
-            e.contains("ProgressNotification") && e.contains("progressToken"),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn explains_each_branch_of_a_failed_any_of() {
-        let e = err(validate_message(&json!({
-            "jsonrpc": "2.0", "id": 9, "method": "elicitation/create",
-            "params": {"message": "Name?", "requestedSchema": {"type": "object"}}
-        })));
-        assert!(e.contains("ElicitRequest") && e.contains("anyOf"), "{e}");
-        assert!(e.contains("branch 0") && e.contains("branch 1"), "{e}");
-        assert!(e.contains("\"properties\" is a required property"), "{e}");
-    }
-
-    #[test]
-    fn results_need_a_known_method() {
-        let e = err(validate_result("no/such", &json!({})));
-        assert!(e.contains("no/such"), "{e}");
-        let e = err(validate_def("NoSuchDef", &json!({})));
-        assert!(e.contains("NoSuchDef"), "{e}");
-        let e = err(validate_result("tools/call", &json!({"content": "text"})));
-        assert!(
-            e.contains("CallToolResult") && e.contains("at /content"),
-            "{e}"
-        );
-        let e = err(validate_response(
-            "tasks/cancel",
-            &json!({"jsonrpc": "2.0", "id": 6, "result": {"taskId": "t"}}),
-        ));
-        assert!(e.contains("CancelTaskResult"), "{e}");
-    }
-}
+mod modern_tests;
+#[cfg(test)]
+mod tests;

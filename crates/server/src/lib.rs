@@ -6,7 +6,8 @@
 //! * [`serve_stdio`] and (feature `http`) [`serve_http`]: serving a server until a
 //!   shutdown signal, with graceful shutdown;
 //! * [`session`]: one connection's lifecycle and dispatch, one file per protocol method
-//!   under [`handlers`].
+//!   under [`handlers`]; a request carrying the 2026-07-28 `_meta` is served statelessly
+//!   by the `modern` module instead (`docs/adr/0005-two-generations.md`).
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, Tool};
@@ -33,6 +34,7 @@ pub mod extension;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
+mod modern;
 mod serve;
 pub mod session;
 pub mod tool;

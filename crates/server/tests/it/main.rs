@@ -10,4 +10,5 @@ mod support;
 mod argument_validation;
 mod bad_input;
 mod lifecycle;
+mod modern;
 mod tasks;

@@ -1,0 +1,151 @@
+//! The 2026-07-28 ("modern") generation, served statelessly beside the 2025-11-25 session
+//! (see `docs/adr/0005-two-generations.md`).
+//!
+//! [`crate::Session`] hands a request here when its `_meta` carries
+//! `io.modelcontextprotocol/protocolVersion` ([`era`]); nothing here reads what
+//! `initialize` negotiated. Spec (basic, "Statelessness"): "Servers MUST NOT rely on prior
+//! requests over the same connection to establish context (e.g., capabilities, protocol
+//! version, client identity). Every request supplies this metadata in its `_meta` field."
+//!
+//! Served so far: `server/discover`, `tools/list`, `tools/call` run directly (no task, no
+//! input from the client), and the refusals the tasks extension requires of `tasks/*`.
+
+mod tools;
+
+use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
+use mcp_tasks_proto::modern::{
+    self, CacheScope, DiscoverResult, Era, Implementation, MODERN_VERSIONS, RequestMeta,
+    ResultType, ServerCapabilities, TASKS_EXTENSION,
+};
+use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_rpc::RequestContext;
+use serde_json::{Map, Value, json};
+
+use crate::session::Session;
+
+/// How long a client may cache `server/discover` and `tools/list`, in ms. The tool list
+/// and capabilities of a process never change, but a restart may bring other ones: one
+/// minute keeps clients current after an upgrade without a request per call.
+pub(crate) const CACHE_TTL_MS: u64 = 60_000;
+
+/// Every version this server speaks: the modern ones per request, then those `initialize`
+/// negotiates.
+pub(crate) fn supported_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS
+        .iter()
+        .chain(SUPPORTED_PROTOCOL_VERSIONS)
+        .copied()
+        .collect()
+}
+
+/// The era of a request with these `params` (see [`modern::request_era`]).
+pub(crate) fn era(params: Option<&Value>) -> Era {
+    modern::request_era(params, &supported_versions())
+}
+
+/// Serve one modern request; `meta` is its checked `_meta`. The result carries
+/// `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]`.
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub(crate) async fn handle(
+    session: &Session,
+    cx: &RequestContext,
+    method: &str,
+    params: Option<Value>,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
+    let mut result = match method {
+        methods::SERVER_DISCOVER => discover(session),
+        methods::TOOLS_LIST => tools::list(session, params.as_ref())?,
+        methods::TOOLS_CALL => tools::call(session, cx, params, meta).await?,
+        methods::TASKS_RESULT | methods::TASKS_LIST => {
+            return Err(ErrorObject::method_not_found(format!(
+                "`{method}` does not exist in 2026-07-28 (the tasks extension polls with tasks/get)"
+            )));
+        }
+        methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
+            return Err(tasks_refusal(session, method, meta));
+        }
+        methods::INITIALIZE => {
+            return Err(ErrorObject::method_not_found(
+                "`initialize` is not a 2026-07-28 method: drop the `io.modelcontextprotocol/protocolVersion` `_meta` to open a 2025-11-25 session, or send requests without a handshake",
+            ));
+        }
+        other => {
+            return Err(ErrorObject::method_not_found(format!(
+                "`{other}` is not served in 2026-07-28"
+            )));
+        }
+    };
+    modern::stamp_result(&mut result, &ResultType::Complete, &server_info(session));
+    Ok(result)
+}
+
+/// `serverInfo`, from the configuration.
+fn server_info(session: &Session) -> Implementation {
+    let cfg = &session.state.config;
+    Implementation::new(cfg.name.clone(), cfg.version.clone())
+}
+
+/// Whether this server declares the tasks extension: it has a task engine.
+fn tasks_on(session: &Session) -> bool {
+    session.state.engine.is_some()
+}
+
+/// `server/discover`.
+///
+/// Spec (server/discover): "The server replies with its supported protocol versions,
+/// capabilities, and identity." Spec (SEP-2663): the server declares
+/// `"extensions": {"io.modelcontextprotocol/tasks": {}}` in response to
+/// `server/discover`.
+fn discover(session: &Session) -> Value {
+    let mut extensions = Map::new();
+    if tasks_on(session) {
+        extensions.insert(TASKS_EXTENSION.to_owned(), json!({}));
+    }
+    let capabilities = ServerCapabilities {
+        tools: Some(json!({ "listChanged": false })),
+        extensions: (!extensions.is_empty()).then_some(extensions),
+        extra: Map::new(),
+    };
+    let result = DiscoverResult {
+        result_type: ResultType::Complete,
+        supported_versions: supported_versions()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        capabilities,
+        instructions: session.state.config.instructions.clone(),
+        ttl_ms: Some(CACHE_TTL_MS),
+        cache_scope: Some(CacheScope::Public),
+        meta: None,
+        extra: Map::new(),
+    };
+    serde_json::to_value(result).unwrap_or_else(|_| json!({}))
+}
+
+/// The answer to `tasks/get`, `tasks/update` and `tasks/cancel` in this era.
+///
+/// Spec (SEP-2663, Protocol Errors): "Servers MUST return this error [-32021] for
+/// non-declaring clients issuing `tasks/get`, `tasks/update`, and `tasks/cancel`
+/// requests." With the extension declared: this server has created no task in this era
+/// (a call here is never turned into a task yet, which the SEP allows: "A server that
+/// returns the standard `CallToolResult` shape — i.e., never elects to create a task —
+/// remains fully spec-compliant"), so there is no task for the id: -32602 ("Invalid or
+/// nonexistent `taskId`: `-32602`").
+fn tasks_refusal(session: &Session, method: &str, meta: &RequestMeta) -> ErrorObject {
+    if !meta.client_capabilities.has_tasks_extension() {
+        return modern::missing_tasks_extension(&format!(
+            "`{method}` needs the `{TASKS_EXTENSION}` extension in `clientCapabilities.extensions`"
+        ));
+    }
+    if !tasks_on(session) {
+        return ErrorObject::method_not_found(format!(
+            "`{method}`: tasks are not enabled on this server"
+        ));
+    }
+    ErrorObject::invalid_params(
+        "Failed to retrieve task: Task not found (no task has been created in the 2026-07-28 era)",
+    )
+}

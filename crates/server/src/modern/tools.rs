@@ -1,0 +1,137 @@
+//! `tools/list` and `tools/call` in 2026-07-28.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_tasks_core::RequestorChannel;
+use mcp_tasks_proto::mcp::{CallToolParams, TaskSupport, progress_token};
+use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, RequestMeta, ResultType};
+use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_rpc::RequestContext;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::CACHE_TTL_MS;
+use crate::session::Session;
+use crate::tool::ToolContext;
+
+/// Serve `tools/list`: the session's tools on one page, with the cacheable-result fields,
+/// without `execution` (in this era the server decides per request whether a call becomes
+/// a task; there is no per-tool opt-in for the client to honour).
+///
+/// Spec (changelog): "List endpoints (`tools/list`, `resources/list`, `prompts/list`) no
+/// longer vary per-connection." Schema (`ListToolsResult`): `ttlMs` and `cacheScope` are
+/// required.
+pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(_)) => {
+            // All tools fit on one page, so no cursor is ever issued.
+            return Err(ErrorObject::invalid_params("Invalid cursor"));
+        }
+        Some(_) => return Err(ErrorObject::invalid_params("`cursor` must be a string")),
+    }
+    let result = ListToolsResult {
+        result_type: ResultType::Complete,
+        tools: session.tool_source().listing(false),
+        ttl_ms: CACHE_TTL_MS,
+        cache_scope: CacheScope::Public,
+        next_cursor: None,
+        meta: None,
+    };
+    serde_json::to_value(result).map_err(ErrorObject::internal)
+}
+
+/// Serve `tools/call`, run directly: the handler's result is the reply.
+///
+/// * A tool whose `taskSupport` is `required`, for a client that did not declare the
+///   tasks extension, is refused. Spec (SEP-2663): "If a server is unable to service a
+///   request to a client that does not declare this extension capability without
+///   returning `CreateTaskResult`, the server MUST return an error with the code `-32021`".
+///   With the extension declared the call runs directly for now ("A server that returns
+///   the standard `CallToolResult` shape — i.e., never elects to create a task — remains
+///   fully spec-compliant under this extension").
+/// * A `task` field is ignored. Spec (SEP-2663): "The `task` parameter on
+///   `CallToolRequest` is removed; servers MUST ignore it".
+/// * Bad arguments give the `isError` result, as in 2025-11-25.
+/// * The handler cannot ask the client anything yet: the capabilities it sees have no
+///   `elicitation`, `sampling` or `roots` (so a tool that checks them takes its path for
+///   a client without them), and a request it sends anyway fails. Spec (stdio): "The
+///   server MUST NOT write JSON-RPC requests to `stdout`."
+pub(super) async fn call(
+    session: &Session,
+    cx: &RequestContext,
+    params: Option<Value>,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
+    let params_value = params.unwrap_or(Value::Null);
+    if !params_value.is_object() {
+        return Err(ErrorObject::invalid_params(
+            "`params` must be an object with `name`",
+        ));
+    }
+    let mut call = CallToolParams::deserialize(&params_value)
+        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    let args = match call.arguments.take() {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a,
+        Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
+    };
+    let Some(tool) = session.tool(&call.name) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Unknown tool: `{}`",
+            call.name
+        )));
+    };
+    if session.state.engine.is_some()
+        && tool.effective_task_support() == TaskSupport::Required
+        && !meta.client_capabilities.has_tasks_extension()
+    {
+        return Err(modern::missing_tasks_extension(&format!(
+            "tool `{}` always runs as a task",
+            tool.name
+        )));
+    }
+    if let Err(rejected) = tool.check_arguments(&args) {
+        return Ok(rejected.to_value());
+    }
+    let channel: Arc<dyn RequestorChannel> = Arc::new(NoRequests(cx.clone()));
+    let tcx = ToolContext::new(
+        channel,
+        progress_token(Some(&params_value)),
+        cx.cancel.clone(),
+        Arc::new(without_input_capabilities(&meta.client_capabilities.0)),
+        None,
+    )
+    .with_request_params(params_value);
+    tool.handler.call(args, tcx).await.map(Value::from)
+}
+
+/// The client's capabilities without those that let the server ask it something
+/// (answered through multi round-trip results, not served yet).
+fn without_input_capabilities(caps: &Map<String, Value>) -> Value {
+    let mut caps = caps.clone();
+    for k in ["elicitation", "sampling", "roots"] {
+        caps.remove(k);
+    }
+    Value::Object(caps)
+}
+
+/// The requestor of a direct modern call: notifications (progress) go on the request's
+/// stream; requests are refused, since this era has no server-to-client requests.
+struct NoRequests(RequestContext);
+
+#[async_trait]
+impl RequestorChannel for NoRequests {
+    async fn request(&self, method: &str, _params: Value) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::internal(format!(
+            "`{method}` cannot be sent to a 2026-07-28 client during a direct tools/call: this server does not serve multi round-trip requests yet"
+        )))
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        if method == methods::PROGRESS {
+            self.0.notify(method, Some(params)).await;
+        }
+    }
+}

@@ -54,6 +54,10 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
 /// * A `task` field is ignored. Spec (SEP-2663): "The `task` parameter on
 ///   `CallToolRequest` is removed; servers MUST ignore it".
 /// * Bad arguments give the `isError` result, as in 2025-11-25.
+/// * The params the handler sees ([`ToolContext::request_params`], which a gateway
+///   forwards upstream) lose the per-request `io.modelcontextprotocol/*` fields of
+///   `_meta`: they describe this hop (this client's version and capabilities), not the
+///   next one.
 /// * The handler cannot ask the client anything yet: the capabilities it sees have no
 ///   `elicitation`, `sampling` or `roots` (so a tool that checks them takes its path for
 ///   a client without them), and a request it sends anyway fails. Spec (stdio): "The
@@ -103,8 +107,34 @@ pub(super) async fn call(
         Arc::new(without_input_capabilities(&meta.client_capabilities.0)),
         None,
     )
-    .with_request_params(params_value);
+    .with_request_params(without_hop_meta(params_value));
     tool.handler.call(args, tcx).await.map(Value::from)
+}
+
+/// `params` without the per-request protocol fields of `_meta` (and without `_meta` if
+/// nothing else was in it).
+fn without_hop_meta(mut params: Value) -> Value {
+    let Some(obj) = params.as_object_mut() else {
+        return params;
+    };
+    let emptied = obj
+        .get_mut("_meta")
+        .and_then(Value::as_object_mut)
+        .is_some_and(|meta| {
+            for k in [
+                modern::PROTOCOL_VERSION_META,
+                modern::CLIENT_CAPABILITIES_META,
+                modern::CLIENT_INFO_META,
+                modern::LOG_LEVEL_META,
+            ] {
+                meta.remove(k);
+            }
+            meta.is_empty()
+        });
+    if emptied {
+        obj.remove("_meta");
+    }
+    params
 }
 
 /// The client's capabilities without those that let the server ask it something

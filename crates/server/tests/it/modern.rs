@@ -52,7 +52,17 @@ fn tools() -> Vec<Tool> {
         },
     )
     .task_support(TaskSupport::Optional);
-    vec![echo, batch, ask]
+    let params = Tool::new(
+        "params",
+        "Returns the request params it sees.",
+        json!({"type": "object"}),
+        |_args: Value, cx| async move {
+            Ok(CallToolResult::text(
+                cx.request_params().cloned().unwrap_or_default().to_string(),
+            ))
+        },
+    );
+    vec![echo, batch, ask, params]
 }
 
 /// A server with these tools, tasks on or off, on the other end of the returned pipe.
@@ -162,7 +172,7 @@ async fn modern_tools_list_carries_the_cacheable_fields_and_no_execution() {
     let mut s = serve(true);
     let r = s.ok_modern("tools/list", json!({}), with_tasks()).await;
     let tools = r["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 3);
+    assert_eq!(tools.len(), 4);
     assert!(tools.iter().all(|t| t.get("execution").is_none()), "{r}");
     assert_eq!(r["cacheScope"], "public");
     assert!(r["ttlMs"].is_u64());
@@ -350,4 +360,26 @@ async fn initialize_is_not_a_modern_method_and_legacy_discover_stays_32601() {
     );
     // Neither opened nor spoiled the legacy session.
     s.initialize().await;
+}
+
+#[tokio::test]
+async fn the_handler_sees_the_params_without_the_per_request_protocol_fields() {
+    let mut s = serve(true);
+    let r = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": "params", "arguments": {"a": 1}, "_meta": {"progressToken": "p", "com.example/k": 2}}),
+            with_tasks(),
+        )
+        .await;
+    let seen: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(
+        seen,
+        json!({"name": "params", "arguments": {"a": 1}, "_meta": {"progressToken": "p", "com.example/k": 2}})
+    );
+    let r = s
+        .ok_modern("tools/call", json!({"name": "params"}), json!({}))
+        .await;
+    let seen: Value = serde_json::from_str(text_of(&r)).unwrap();
+    assert_eq!(seen, json!({"name": "params"}));
 }

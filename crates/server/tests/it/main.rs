@@ -11,4 +11,5 @@ mod argument_validation;
 mod bad_input;
 mod lifecycle;
 mod modern;
+mod modern_http;
 mod tasks;

@@ -17,6 +17,7 @@ use super::Shared;
 use super::session::{Connect, HttpSession};
 use super::stream::{EventId, STANDALONE};
 
+mod modern;
 mod post;
 
 use post::{post, sse_response};
@@ -169,23 +170,12 @@ async fn serve(shared: &Arc<Shared>, parts: Parts, body: Body) -> Response {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    // Spec: "If the server receives a request with an invalid or unsupported
-    // MCP-Protocol-Version, it MUST respond with 400 Bad Request." Without the header the
-    // session's negotiated version (or 2025-03-26) applies; the handler knows it.
-    if let Some(v) = parts.headers.get(MCP_PROTOCOL_VERSION) {
-        let ok = v.to_str().is_ok_and(|v| {
-            shared
-                .config
-                .protocol_versions
-                .iter()
-                .any(|s| s == v.trim())
-        });
-        if !ok {
-            return bad_request(format!(
-                "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
-                shared.config.protocol_versions.join(", ")
-            ));
-        }
+    // A POST is checked once its body is read: a 2026-07-28 request names its version
+    // in the body too, and gets the modern errors (handlers/modern.rs).
+    if parts.method != Method::POST
+        && let Err(r) = legacy_version_check(shared, &parts.headers)
+    {
+        return *r;
     }
     match parts.method {
         Method::POST => post(shared, &parts, body, principal).await,
@@ -204,6 +194,30 @@ async fn serve(shared: &Arc<Shared>, parts: Parts, body: Body) -> Response {
             r
         }
     }
+}
+
+/// The `MCP-Protocol-Version` header of a 2025-11-25 (or older) message.
+///
+/// Spec: "If the server receives a request with an invalid or unsupported
+/// MCP-Protocol-Version, it MUST respond with 400 Bad Request." Without the header the
+/// session's negotiated version (or 2025-03-26) applies; the handler knows it.
+fn legacy_version_check(shared: &Shared, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    if let Some(v) = headers.get(MCP_PROTOCOL_VERSION) {
+        let ok = v.to_str().is_ok_and(|v| {
+            shared
+                .config
+                .protocol_versions
+                .iter()
+                .any(|s| s == v.trim())
+        });
+        if !ok {
+            return Err(Box::new(bad_request(format!(
+                "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
+                shared.config.protocol_versions.join(", ")
+            ))));
+        }
+    }
+    Ok(())
 }
 
 /// The session a request names, if it is live and belongs to the same principal.

@@ -7,9 +7,12 @@
 //! requests over the same connection to establish context (e.g., capabilities, protocol
 //! version, client identity). Every request supplies this metadata in its `_meta` field."
 //!
-//! Served so far: `server/discover`, `tools/list`, `tools/call` run directly (no task, no
-//! input from the client), and the refusals the tasks extension requires of `tasks/*`.
+//! Served so far: `server/discover`, `tools/list`, `tools/call` run directly or (a
+//! `required` tool, for a client with the tasks extension) as a task, and `tasks/get`,
+//! `tasks/update`, `tasks/cancel` of the extension. Not yet: input from the client (MRTR,
+//! `inputRequests`), `--task-after`, `subscriptions/listen`.
 
+mod tasks;
 mod tools;
 
 use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
@@ -65,7 +68,7 @@ pub(crate) async fn handle(
             )));
         }
         methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
-            return Err(tasks_refusal(session, method, meta));
+            tasks::handle(session, method, params.as_ref(), meta).await?
         }
         methods::INITIALIZE => {
             return Err(ErrorObject::method_not_found(
@@ -123,29 +126,4 @@ fn discover(session: &Session) -> Value {
         extra: Map::new(),
     };
     serde_json::to_value(result).unwrap_or_else(|_| json!({}))
-}
-
-/// The answer to `tasks/get`, `tasks/update` and `tasks/cancel` in this era.
-///
-/// Spec (SEP-2663, Protocol Errors): "Servers MUST return this error [-32021] for
-/// non-declaring clients issuing `tasks/get`, `tasks/update`, and `tasks/cancel`
-/// requests." With the extension declared: this server has created no task in this era
-/// (a call here is never turned into a task yet, which the SEP allows: "A server that
-/// returns the standard `CallToolResult` shape — i.e., never elects to create a task —
-/// remains fully spec-compliant"), so there is no task for the id: -32602 ("Invalid or
-/// nonexistent `taskId`: `-32602`").
-fn tasks_refusal(session: &Session, method: &str, meta: &RequestMeta) -> ErrorObject {
-    if !meta.client_capabilities.has_tasks_extension() {
-        return modern::missing_tasks_extension(&format!(
-            "`{method}` needs the `{TASKS_EXTENSION}` extension in `clientCapabilities.extensions`"
-        ));
-    }
-    if !tasks_on(session) {
-        return ErrorObject::method_not_found(format!(
-            "`{method}`: tasks are not enabled on this server"
-        ));
-    }
-    ErrorObject::invalid_params(
-        "Failed to retrieve task: Task not found (no task has been created in the 2026-07-28 era)",
-    )
 }

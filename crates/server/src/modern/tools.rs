@@ -44,13 +44,15 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
 
 /// Serve `tools/call`, run directly: the handler's result is the reply.
 ///
-/// * A tool whose `taskSupport` is `required`, for a client that did not declare the
-///   tasks extension, is refused. Spec (SEP-2663): "If a server is unable to service a
-///   request to a client that does not declare this extension capability without
-///   returning `CreateTaskResult`, the server MUST return an error with the code `-32021`".
-///   With the extension declared the call runs directly for now ("A server that returns
-///   the standard `CallToolResult` shape — i.e., never elects to create a task — remains
-///   fully spec-compliant under this extension").
+/// * The server decides whether the call becomes a task: a tool whose `taskSupport` is
+///   `required` always does (tasks on), for a client that declared the tasks extension;
+///   for one that did not, it is refused. Spec (SEP-2663): "The server is the sole
+///   decider" and "If a server is unable to service a request to a client that does not
+///   declare this extension capability without returning `CreateTaskResult`, the server
+///   MUST return an error with the code `-32021`". Every other tool runs directly for now
+///   (`optional` tools becoming tasks after `--task-after` is a later step): "A server
+///   MUST NOT return `CreateTaskResult` to a client that did not include the extension
+///   capability on its request".
 /// * A `task` field is ignored. Spec (SEP-2663): "The `task` parameter on
 ///   `CallToolRequest` is removed; servers MUST ignore it".
 /// * Bad arguments give the `isError` result, as in 2025-11-25.
@@ -87,24 +89,32 @@ pub(super) async fn call(
             call.name
         )));
     };
-    if session.state.engine.is_some()
-        && tool.effective_task_support() == TaskSupport::Required
-        && !meta.client_capabilities.has_tasks_extension()
-    {
-        return Err(modern::missing_tasks_extension(&format!(
-            "tool `{}` always runs as a task",
-            tool.name
-        )));
-    }
+    let as_task = match session.state.engine.as_ref() {
+        Some(engine) if tool.effective_task_support() == TaskSupport::Required => {
+            if !meta.client_capabilities.has_tasks_extension() {
+                return Err(modern::missing_tasks_extension(&format!(
+                    "tool `{}` always runs as a task",
+                    tool.name
+                )));
+            }
+            Some(engine)
+        }
+        _ => None,
+    };
     if let Err(rejected) = tool.check_arguments(&args) {
         return Ok(rejected.to_value());
+    }
+    let caps = without_input_capabilities(&meta.client_capabilities.0);
+    if let Some(engine) = as_task {
+        let params = without_hop_meta(params_value);
+        return super::tasks::create(session, engine, &tool, args, params, caps).await;
     }
     let channel: Arc<dyn RequestorChannel> = Arc::new(NoRequests(cx.clone()));
     let tcx = ToolContext::new(
         channel,
         progress_token(Some(&params_value)),
         cx.cancel.clone(),
-        Arc::new(without_input_capabilities(&meta.client_capabilities.0)),
+        Arc::new(caps),
         None,
     )
     .with_request_params(without_hop_meta(params_value));

@@ -12,4 +12,5 @@ mod bad_input;
 mod lifecycle;
 mod modern;
 mod modern_http;
+mod modern_tasks;
 mod tasks;

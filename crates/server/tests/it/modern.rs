@@ -225,12 +225,12 @@ async fn a_required_tool_is_refused_with_32021_to_a_client_without_the_extension
         r["error"]["data"],
         json!({"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}})
     );
-    // Capabilities are per request: the same call with the extension runs (directly, for
-    // now), and without it is refused again.
+    // Capabilities are per request: the same call with the extension becomes a task,
+    // and without it is refused again.
     let ok = s
         .ok_modern("tools/call", json!({"name": "batch"}), with_tasks())
         .await;
-    assert_eq!(text_of(&ok), "batch done");
+    assert_eq!(ok["resultType"], "task", "{ok}");
     let e = s
         .err_modern("tools/call", json!({"name": "batch"}), json!({}))
         .await;

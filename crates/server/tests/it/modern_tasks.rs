@@ -1,0 +1,236 @@
+//! The tasks extension (SEP-2663) on the engine and store of 2025-11-25: server-directed
+//! creation for `required` tools, `tasks/get` with the inline payload, `tasks/update`,
+//! `tasks/cancel`, and a task of one era read from the other. Every modern response is
+//! validated against the 2026-07-28 schema, and every `tasks/get` result against the
+//! extension's `DetailedTask` rules (`DetailedTask::check`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
+use mcp_tasks_proto::mcp::TaskSupport;
+use mcp_tasks_proto::modern::TASKS_EXTENSION;
+use mcp_tasks_proto::modern::tasks::{CreateTaskResult, GetTaskResult, TaskStatus};
+use mcp_tasks_proto::{CallToolResult, ErrorObject};
+use mcp_tasks_server::{Server, ServerConfig, Tool};
+use mcp_tasks_testkit::wire::{TIMEOUT, Wire};
+use serde_json::{Value, json};
+
+use crate::support::text_of;
+
+/// Tools that always run as tasks: `work {ms}` (a result after `ms`), `oops` (an
+/// `isError` result), `boom` (a JSON-RPC error).
+fn tools() -> Vec<Tool> {
+    let work = Tool::new(
+        "work",
+        "Works for `ms`.",
+        json!({"type": "object", "properties": {"ms": {"type": "integer"}}}),
+        |args: Value, _cx| async move {
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            tokio::time::sleep(Duration::from_millis(ms)).await;
+            Ok(CallToolResult::text(format!("worked {ms}")))
+        },
+    );
+    let oops = Tool::new(
+        "oops",
+        "A tool error.",
+        json!({"type": "object"}),
+        |_args: Value, _cx| async move { Ok(CallToolResult::error("invalid input")) },
+    );
+    let boom = Tool::new(
+        "boom",
+        "A JSON-RPC error.",
+        json!({"type": "object"}),
+        |_args: Value, _cx| async move { Err(ErrorObject::internal("API rate limit exceeded")) },
+    );
+    [work, oops, boom]
+        .into_iter()
+        .map(|t| t.task_support(TaskSupport::Required))
+        .collect()
+}
+
+fn serve() -> Wire {
+    let policy = Policy {
+        poll_interval_ms: 20,
+        ..Policy::default()
+    };
+    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
+    let server = Server::new(ServerConfig::default(), tools(), Some(engine));
+    let (wire, (reader, writer)) = Wire::pair();
+    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    wire
+}
+
+fn ext() -> Value {
+    json!({"extensions": {TASKS_EXTENSION: {}}})
+}
+
+/// Start `tool` as a task; returns its id after checking the `CreateTaskResult`.
+async fn start(s: &mut Wire, tool: &str, args: Value) -> String {
+    let r = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": tool, "arguments": args}),
+            ext(),
+        )
+        .await;
+    let created: CreateTaskResult =
+        serde_json::from_value(r.clone()).unwrap_or_else(|e| panic!("{r}: {e}"));
+    assert_eq!(r["resultType"], "task");
+    assert!(r.get("ttlMs").is_some(), "ttlMs is always present: {r}");
+    assert_eq!(created.task.poll_interval_ms, Some(20));
+    created.task.task_id
+}
+
+/// `tasks/get` of `id`, checked against the `DetailedTask` rules.
+async fn get(s: &mut Wire, id: &str) -> GetTaskResult {
+    let r = s.ok_modern("tasks/get", json!({"taskId": id}), ext()).await;
+    assert_eq!(r["resultType"], "complete", "{r}");
+    let t: GetTaskResult = serde_json::from_value(r.clone()).unwrap_or_else(|e| panic!("{r}: {e}"));
+    t.task.check().unwrap_or_else(|e| panic!("{r}: {e}"));
+    t
+}
+
+/// Poll `tasks/get` until the task is terminal.
+async fn until_terminal(s: &mut Wire, id: &str) -> GetTaskResult {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let t = get(s, id).await;
+        if t.task.task.status.is_terminal() {
+            return t;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never terminal");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_required_tool_becomes_a_task_whose_result_tasks_get_carries_inline() {
+    let mut s = serve();
+    let id = start(&mut s, "work", json!({"ms": 50})).await;
+    // Durably created before the answer: tasks/get resolves at once.
+    let first = get(&mut s, &id).await;
+    assert_eq!(first.task.task.status, TaskStatus::Working);
+    let done = until_terminal(&mut s, &id).await;
+    assert_eq!(done.task.task.status, TaskStatus::Completed);
+    let result = done.task.result.unwrap();
+    assert_eq!(text_of(&result), "worked 50");
+    assert!(
+        result.get("_meta").is_none(),
+        "no related-task key: {result}"
+    );
+    // Polls repeat the same terminal state.
+    assert_eq!(
+        get(&mut s, &id).await.task.task.status,
+        TaskStatus::Completed
+    );
+}
+
+#[tokio::test]
+async fn an_is_error_result_ends_completed_and_a_json_rpc_error_ends_failed() {
+    let mut s = serve();
+    let oops = start(&mut s, "oops", json!({})).await;
+    let t = until_terminal(&mut s, &oops).await;
+    assert_eq!(t.task.task.status, TaskStatus::Completed);
+    assert_eq!(t.task.result.unwrap()["isError"], true);
+    let boom = start(&mut s, "boom", json!({})).await;
+    let t = until_terminal(&mut s, &boom).await;
+    assert_eq!(t.task.task.status, TaskStatus::Failed);
+    let e = t.task.error.unwrap();
+    assert_eq!(e.code, -32603);
+    assert!(e.message.contains("API rate limit exceeded"), "{e}");
+}
+
+#[tokio::test]
+async fn tasks_cancel_acks_and_stops_the_task() {
+    let mut s = serve();
+    let id = start(&mut s, "work", json!({"ms": 60_000})).await;
+    let ack = s
+        .ok_modern("tasks/cancel", json!({"taskId": id}), ext())
+        .await;
+    assert_eq!(ack["resultType"], "complete");
+    assert_eq!(
+        ack.as_object().unwrap().len(),
+        2,
+        "only resultType and _meta: {ack}"
+    );
+    let t = until_terminal(&mut s, &id).await;
+    assert_eq!(t.task.task.status, TaskStatus::Cancelled);
+    // A second cancel of the (now terminal) task is acknowledged too.
+    s.ok_modern("tasks/cancel", json!({"taskId": id}), ext())
+        .await;
+    let e = s
+        .err_modern("tasks/cancel", json!({"taskId": "no-such-task"}), ext())
+        .await;
+    assert_eq!(e["code"], -32602);
+}
+
+#[tokio::test]
+async fn tasks_update_acks_known_tasks_and_refuses_bad_input() {
+    let mut s = serve();
+    let id = start(&mut s, "work", json!({"ms": 60_000})).await;
+    let ack = s
+        .ok_modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"never-issued": {"action": "accept"}}}),
+            ext(),
+        )
+        .await;
+    assert_eq!(ack["resultType"], "complete");
+    // An unknown key changes nothing.
+    assert_eq!(get(&mut s, &id).await.task.task.status, TaskStatus::Working);
+    let e = s
+        .err_modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {"k": "yes"}}),
+            ext(),
+        )
+        .await;
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("\"k\""), "{e}");
+    let e = s
+        .err_modern("tasks/update", json!({"taskId": id}), ext())
+        .await;
+    assert_eq!(e["code"], -32602, "inputResponses is required: {e}");
+    let e = s
+        .err_modern(
+            "tasks/update",
+            json!({"taskId": "no-such-task", "inputResponses": {}}),
+            ext(),
+        )
+        .await;
+    assert_eq!(e["code"], -32602);
+    s.ok_modern("tasks/cancel", json!({"taskId": id}), ext())
+        .await;
+}
+
+#[tokio::test]
+async fn a_task_of_one_era_is_read_from_the_other() {
+    let mut s = serve();
+    s.initialize().await;
+    // Modern task, legacy read.
+    let id = start(&mut s, "work", json!({"ms": 1})).await;
+    until_terminal(&mut s, &id).await;
+    let legacy = s.ok("tasks/get", json!({"taskId": id})).await;
+    assert_eq!(legacy["status"], "completed");
+    // A modern task whose tool reported an error is stored `completed` (the extension's
+    // status), which the 2025-11-25 read shows as it is.
+    let oops = start(&mut s, "oops", json!({})).await;
+    until_terminal(&mut s, &oops).await;
+    let legacy = s.ok("tasks/get", json!({"taskId": oops})).await;
+    assert_eq!(legacy["status"], "completed", "{legacy}");
+    // Legacy task (isError ends `failed` there), modern read: the extension's reading,
+    // `completed` with the result.
+    let r = s
+        .ok(
+            "tools/call",
+            json!({"name": "oops", "arguments": {}, "task": {}}),
+        )
+        .await;
+    let legacy_id = r["task"]["taskId"].as_str().unwrap().to_owned();
+    s.poll_until(&legacy_id, "failed", |t| t["status"] == "failed")
+        .await;
+    let t = get(&mut s, &legacy_id).await;
+    assert_eq!(t.task.task.status, TaskStatus::Completed);
+    assert_eq!(t.task.result.unwrap()["isError"], true);
+}

@@ -339,3 +339,40 @@ async fn modern_errors_carry_their_http_statuses() {
     assert_eq!(r.status, 200, "{}", r.body);
     assert_eq!(r.body["error"]["code"], -32602);
 }
+
+#[tokio::test]
+async fn a_task_created_over_http_is_read_by_a_later_request() {
+    let addr = serve().await;
+    let ext = json!({"extensions": {TASKS_EXTENSION: {}}});
+    let created = modern(
+        addr,
+        "tools/call",
+        Some("batch"),
+        &request("tools/call", json!({"name": "batch"}), ext.clone()),
+    )
+    .await;
+    assert_eq!(created.status, 200, "{}", created.body);
+    assert_eq!(created.body["result"]["resultType"], "task");
+    let id = created.body["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut last = Value::Null;
+    for _ in 0..200 {
+        let r = modern(
+            addr,
+            "tasks/get",
+            Some(&id),
+            &request("tasks/get", json!({"taskId": id}), ext.clone()),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        last = r.body["result"].clone();
+        if last["status"] == "completed" {
+            assert_eq!(text_of(&last["result"]), "batch done");
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the task never completed: {last}");
+}

@@ -1,22 +1,26 @@
 //! The tasks extension (SEP-2663) on the existing engine and store: task creation for
 //! `tools/call`, `tasks/get` with the inline payload, `tasks/update`, `tasks/cancel`.
 //!
-//! Not yet: tools asking the client during a task (`inputRequests`), `--task-after` for
-//! `optional` tools, `subscriptions/listen`. A tool running as a modern task sees a
-//! client without `elicitation`/`sampling`/`roots`, so its task never waits for input.
+//! A tool that asks the client during a task (`ToolContext::elicit`, `sample`) goes through
+//! the engine's relay as in 2025-11-25: the task moves to `input_required` and the request
+//! waits in the running task's queue. Here that queue is read by `tasks/get` as
+//! `inputRequests` and answered by `tasks/update`, instead of travelling on a
+//! `tasks/result` stream. The queue lives in the process running the task (see
+//! `docs/adr/0005-two-generations.md`). Not yet: `--task-after` for `optional` tools,
+//! `subscriptions/listen`.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
-use mcp_tasks_core::{EngineError, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_core::{EngineError, Requester, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::{TaskStatus, progress_token};
 use mcp_tasks_proto::meta::strip_related_task;
 use mcp_tasks_proto::modern::tasks::{
     AckResult, CreateTaskResult, DetailedTask, GetTaskResult, Task, UpdateTaskParams,
 };
 use mcp_tasks_proto::modern::{self, RequestMeta, TASKS_EXTENSION};
-use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_proto::{ErrorObject, RequestId, methods};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
@@ -34,9 +38,10 @@ pub(crate) fn classify(_result: &Value) -> (TaskStatus, Option<String>) {
     (TaskStatus::Completed, None)
 }
 
-/// The requestor of a modern task, as the engine sees it: there is no connection to push
-/// anything to (status travels by `tasks/get`; notifications only on
-/// `subscriptions/listen`, not served yet), and the server sends no requests.
+/// The requestor of a modern task, as the engine sees it (the task's *origin*): there is
+/// no connection to push anything to (status travels by `tasks/get`; notifications only on
+/// `subscriptions/listen`, not served yet). The task's own requests do not come here: the
+/// engine queues them for `tasks/get`.
 ///
 /// Spec (SEP-2663): "`notifications/progress` and `notifications/message` notifications
 /// MUST NOT be sent on the `subscriptions/listen` stream for a task, and are not
@@ -47,7 +52,7 @@ struct Unreachable;
 impl RequestorChannel for Unreachable {
     async fn request(&self, method: &str, _params: Value) -> Result<Value, ErrorObject> {
         Err(ErrorObject::internal(format!(
-            "`{method}` cannot be sent to a 2026-07-28 client during a task: this server does not serve inputRequests yet"
+            "`{method}` cannot be sent to a 2026-07-28 client outside of a task's inputRequests"
         )))
     }
 
@@ -144,14 +149,12 @@ pub(super) async fn handle(
                 .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
             update.check().map_err(ErrorObject::invalid_params)?;
             // Spec: "Servers SHOULD return a JSON-RPC error if the `taskId` does not
-            // correspond to a known task." and "A server SHOULD ignore any
-            // `inputResponses` responses mapped to a key that is not currently
-            // outstanding for the task": no modern task asks anything yet, so every key
-            // is ignored.
+            // correspond to a known task."
             engine
                 .get(task_id, who)
                 .await
                 .map_err(|e| e.to_rpc("Failed to update task"))?;
+            answer(engine, task_id, update)?;
             json!(AckResult::default())
         }
     };
@@ -167,7 +170,7 @@ pub(super) async fn handle(
 /// A task created in 2025-11-25 that ended `failed` with an `isError` result reads as
 /// `completed` with that result here, the extension's reading of the same outcome. A
 /// 2025-11-25 task waiting for input (on its `tasks/result` stream) reads as
-/// `input_required` with no `inputRequests` entry: its requests belong to that stream.
+/// `input_required` with the requests it waits on, like a 2026-07-28 task.
 async fn get(
     engine: &TaskEngine,
     who: &mcp_tasks_core::Requester,
@@ -194,8 +197,77 @@ async fn get(
                 Err(e) => return Err(e.to_rpc("Failed to retrieve task")),
             }
         }
-        TaskStatus::InputRequired => detailed.input_requests = Some(Map::new()),
+        TaskStatus::InputRequired => {
+            detailed.input_requests = Some(input_requests(engine, task_id))
+        }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
     Ok(GetTaskResult::new(detailed))
+}
+
+/// The `inputRequests` of a running task: every request it waits on, keyed by the relay's
+/// request id, without the 2025-11-25 related-task `_meta`.
+///
+/// Spec (SEP-2663): "The `inputRequests` field MUST contain all outstanding requests from
+/// the server to the client that need to be fulfilled before the task can proceed" and
+/// "Each request key in `inputRequests` MUST be unique over the lifetime of a single task"
+/// (the relay numbers a task's requests and adds 122 random bits).
+fn input_requests(engine: &TaskEngine, task_id: &str) -> Map<String, Value> {
+    engine
+        .pending_inputs(task_id)
+        .into_iter()
+        .map(|(id, method, mut params)| {
+            strip_related_task(&mut params);
+            (key_of(&id), json!({ "method": method, "params": params }))
+        })
+        .collect()
+}
+
+/// The `inputRequests` key of a relayed request id.
+fn key_of(id: &RequestId) -> String {
+    match id {
+        RequestId::String(s) => s.clone(),
+        RequestId::Number(n) => n.to_string(),
+    }
+}
+
+/// Hand each answer of `update` to the request it answers, checked first so that a
+/// malformed entry changes nothing.
+///
+/// Spec (SEP-2663): "A server SHOULD ignore any `inputResponses` responses mapped to a key
+/// that is not currently outstanding for the task" and "MAY accept a partial set of
+/// responses" (the task stays `input_required` until every request is answered). Spec
+/// (MRTR): "Servers SHOULD validate that the data provided by the client is a valid
+/// `InputResponses` object": an answer to an `elicitation/create` needs an `action` of
+/// `accept`, `decline` or `cancel`.
+///
+/// The caller has checked that the requester may see the task (its principal with
+/// authentication; without, the task id is the capability), which is what binds the
+/// answer in this era: the relay's own binding (to the connection that created the task)
+/// does not apply, since a stateless client may answer on another connection.
+fn answer(engine: &TaskEngine, task_id: &str, update: UpdateTaskParams) -> Result<(), ErrorObject> {
+    let pending = engine.pending_inputs(task_id);
+    let mut answers = Vec::new();
+    for (key, response) in update.input_responses {
+        let Some((id, method, _)) = pending.iter().find(|(id, _, _)| key_of(id) == key) else {
+            continue;
+        };
+        if method == methods::ELICITATION_CREATE {
+            let action = response.get("action").and_then(Value::as_str);
+            if !matches!(action, Some("accept" | "decline" | "cancel")) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "inputResponses[{key:?}] answers an elicitation/create: it needs `action` \"accept\", \"decline\" or \"cancel\""
+                )));
+            }
+        }
+        answers.push((id.clone(), response));
+    }
+    let owner = Requester {
+        sees_all: true,
+        ..Requester::default()
+    };
+    for (id, response) in answers {
+        engine.deliver_answer(&id, &owner, Ok(response));
+    }
+    Ok(())
 }

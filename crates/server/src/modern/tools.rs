@@ -104,11 +104,14 @@ pub(super) async fn call(
     if let Err(rejected) = tool.check_arguments(&args) {
         return Ok(rejected.to_value());
     }
-    let caps = without_input_capabilities(&meta.client_capabilities.0);
     if let Some(engine) = as_task {
+        // During a task the tool may ask what the client declared: the questions become
+        // the task's `inputRequests`.
+        let caps = meta.client_capabilities.to_value();
         let params = without_hop_meta(params_value);
         return super::tasks::create(session, engine, &tool, args, params, caps).await;
     }
+    let caps = without_input_capabilities(&meta.client_capabilities.0);
     let channel: Arc<dyn RequestorChannel> = Arc::new(NoRequests(cx.clone()));
     let tcx = ToolContext::new(
         channel,

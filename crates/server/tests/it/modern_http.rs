@@ -119,12 +119,32 @@ async fn serve() -> SocketAddr {
         |_args: Value, _cx| async move { Ok(CallToolResult::text("batch done")) },
     )
     .task_support(TaskSupport::Required);
+    let ask = Tool::new(
+        "ask",
+        "Asks for a name, always as a task.",
+        json!({"type": "object"}),
+        |_args: Value, cx| async move {
+            let r = cx
+                .elicit(json!({"mode": "form", "message": "Name?",
+                    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}))
+                .await?;
+            Ok(CallToolResult::text(format!(
+                "got {}",
+                r["content"]["name"].as_str().unwrap_or("-")
+            )))
+        },
+    )
+    .task_support(TaskSupport::Required);
     let engine = TaskEngine::new(
         Arc::new(MemoryStore::new()),
         Policy::default(),
         Arc::new(SystemClock),
     );
-    let server = Server::new(ServerConfig::default(), vec![echo, batch], Some(engine));
+    let server = Server::new(
+        ServerConfig::default(),
+        vec![echo, batch, ask],
+        Some(engine),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
@@ -375,4 +395,64 @@ async fn a_task_created_over_http_is_read_by_a_later_request() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     panic!("the task never completed: {last}");
+}
+
+/// `tasks/get` of `id` over HTTP until `pred` holds; returns the result.
+async fn poll(addr: SocketAddr, id: &str, caps: &Value, pred: impl Fn(&Value) -> bool) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..500 {
+        let r = modern(
+            addr,
+            "tasks/get",
+            Some(id),
+            &request("tasks/get", json!({"taskId": id}), caps.clone()),
+        )
+        .await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        last = r.body["result"].clone();
+        if pred(&last) {
+            return last;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("never reached: {last}");
+}
+
+#[tokio::test]
+async fn input_requests_are_answered_by_a_later_request_on_another_connection() {
+    let addr = serve().await;
+    let caps = json!({"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}});
+    let created = modern(
+        addr,
+        "tools/call",
+        Some("ask"),
+        &request("tools/call", json!({"name": "ask"}), caps.clone()),
+    )
+    .await;
+    let id = created.body["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let asked = poll(addr, &id, &caps, |t| t["status"] == "input_required").await;
+    let key = asked["inputRequests"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    let ack = modern(
+        addr,
+        "tasks/update",
+        Some(&id),
+        &request(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"name": "Ada"}}}}),
+            caps.clone(),
+        ),
+    )
+    .await;
+    assert_eq!(ack.status, 200, "{}", ack.body);
+    let done = poll(addr, &id, &caps, |t| t["status"] == "completed").await;
+    assert_eq!(text_of(&done["result"]), "got Ada");
 }

@@ -43,10 +43,44 @@ fn tools() -> Vec<Tool> {
         json!({"type": "object"}),
         |_args: Value, _cx| async move { Err(ErrorObject::internal("API rate limit exceeded")) },
     );
-    [work, oops, boom]
+    let ask = Tool::new(
+        "ask",
+        "Asks for a name.",
+        json!({"type": "object"}),
+        |_args: Value, cx| async move {
+            let r = cx.elicit(name_form("Name?")).await?;
+            Ok(CallToolResult::text(format!(
+                "got {} ({})",
+                r["content"]["name"].as_str().unwrap_or("-"),
+                r["action"].as_str().unwrap_or("-")
+            )))
+        },
+    );
+    let ask_two = Tool::new(
+        "ask_two",
+        "Asks two questions at once.",
+        json!({"type": "object"}),
+        |_args: Value, cx| async move {
+            let (a, b) = tokio::join!(
+                cx.elicit(name_form("First?")),
+                cx.elicit(name_form("Second?"))
+            );
+            Ok(CallToolResult::text(format!(
+                "{} {}",
+                a?["content"]["name"].as_str().unwrap_or("-"),
+                b?["content"]["name"].as_str().unwrap_or("-")
+            )))
+        },
+    );
+    [work, oops, boom, ask, ask_two]
         .into_iter()
         .map(|t| t.task_support(TaskSupport::Required))
         .collect()
+}
+
+fn name_form(message: &str) -> Value {
+    json!({"mode": "form", "message": message,
+           "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
 }
 
 fn serve() -> Wire {
@@ -62,7 +96,29 @@ fn serve() -> Wire {
 }
 
 fn ext() -> Value {
-    json!({"extensions": {TASKS_EXTENSION: {}}})
+    json!({"extensions": {TASKS_EXTENSION: {}}, "elicitation": {"form": {}}})
+}
+
+/// Poll `tasks/get` until the task is `input_required` with `n` requests.
+async fn until_asking(s: &mut Wire, id: &str, n: usize) -> GetTaskResult {
+    let deadline = tokio::time::Instant::now() + TIMEOUT;
+    loop {
+        let t = get(s, id).await;
+        if t.task.task.status == TaskStatus::InputRequired
+            && t.task.input_requests.as_ref().map_or(0, |r| r.len()) == n
+        {
+            return t;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never asked {n}: {t:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+fn accept(name: &str) -> Value {
+    json!({"action": "accept", "content": {"name": name}})
 }
 
 /// Start `tool` as a task; returns its id after checking the `CreateTaskResult`.
@@ -233,4 +289,104 @@ async fn a_task_of_one_era_is_read_from_the_other() {
     let t = get(&mut s, &legacy_id).await;
     assert_eq!(t.task.task.status, TaskStatus::Completed);
     assert_eq!(t.task.result.unwrap()["isError"], true);
+}
+
+#[tokio::test]
+async fn an_elicitation_during_a_task_is_an_input_request_answered_by_tasks_update() {
+    let mut s = serve();
+    let id = start(&mut s, "ask", json!({})).await;
+    let asked = until_asking(&mut s, &id, 1).await;
+    let requests = asked.task.input_requests.unwrap();
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(request["params"]["message"], "Name?");
+    assert!(
+        request["params"].get("_meta").is_none(),
+        "no related-task key: {request}"
+    );
+    // The key is stable across polls.
+    let again = until_asking(&mut s, &id, 1).await;
+    assert!(again.task.input_requests.unwrap().contains_key(key));
+    // An answer of the wrong shape is refused and changes nothing.
+    let e = s
+        .err_modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {key.clone(): {"content": {"name": "x"}}}}),
+            ext(),
+        )
+        .await;
+    assert_eq!(e["code"], -32602);
+    assert!(e["message"].as_str().unwrap().contains("action"), "{e}");
+    // Unknown keys are ignored.
+    s.ok_modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {"nope": accept("x")}}),
+        ext(),
+    )
+    .await;
+    until_asking(&mut s, &id, 1).await;
+    let ack = s
+        .ok_modern(
+            "tasks/update",
+            json!({"taskId": id, "inputResponses": {key.clone(): accept("Luca")}}),
+            ext(),
+        )
+        .await;
+    assert_eq!(ack["resultType"], "complete");
+    let done = until_terminal(&mut s, &id).await;
+    assert_eq!(text_of(&done.task.result.unwrap()), "got Luca (accept)");
+    // The answered key is no longer outstanding: a late answer is ignored.
+    s.ok_modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key.clone(): accept("late")}}),
+        ext(),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_partial_answer_keeps_the_task_input_required() {
+    let mut s = serve();
+    let id = start(&mut s, "ask_two", json!({})).await;
+    let asked = until_asking(&mut s, &id, 2).await;
+    let requests = asked.task.input_requests.unwrap();
+    let first = requests
+        .iter()
+        .find(|(_, r)| r["params"]["message"] == "First?")
+        .map(|(k, _)| k.clone())
+        .unwrap();
+    let second = requests.keys().find(|k| **k != first).unwrap().clone();
+    s.ok_modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {first.clone(): accept("Ada")}}),
+        ext(),
+    )
+    .await;
+    let left = until_asking(&mut s, &id, 1).await;
+    assert!(left.task.input_requests.unwrap().contains_key(&second));
+    s.ok_modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {second: accept("Lovelace")}}),
+        ext(),
+    )
+    .await;
+    let done = until_terminal(&mut s, &id).await;
+    assert_eq!(text_of(&done.task.result.unwrap()), "Ada Lovelace");
+}
+
+#[tokio::test]
+async fn a_task_of_a_client_without_elicitation_never_asks() {
+    let mut s = serve();
+    let r = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": "ask"}),
+            json!({"extensions": {TASKS_EXTENSION: {}}}),
+        )
+        .await;
+    let id = r["taskId"].as_str().unwrap().to_owned();
+    let t = until_terminal(&mut s, &id).await;
+    // The tool's elicit failed (no capability) and it passed the error on: `failed`.
+    assert_eq!(t.task.task.status, TaskStatus::Failed);
+    assert!(t.task.error.unwrap().message.contains("elicitation"));
 }

@@ -79,6 +79,9 @@ pub struct ServerConfig {
     /// Once the stdio input has ended, how long the requests in flight may still answer
     /// (their responses are written) before they are cancelled and the session closes.
     pub shutdown_grace: Duration,
+    /// How long a 2026-07-28 call of an `optional` tool (by a client with the tasks
+    /// extension) runs directly before it becomes a task (`--task-after`).
+    pub task_after: Duration,
 }
 
 /// What a task still running when the server stops is failed with (at the end of a stdio
@@ -93,6 +96,7 @@ impl Default for ServerConfig {
             instructions: None,
             max_line_bytes: mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE,
             shutdown_grace: Duration::from_secs(10),
+            task_after: Duration::from_secs(1),
         }
     }
 }
@@ -124,6 +128,13 @@ impl ServerConfig {
     #[must_use]
     pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// See [`Self::task_after`].
+    #[must_use]
+    pub fn with_task_after(mut self, after: Duration) -> Self {
+        self.task_after = after;
         self
     }
 }

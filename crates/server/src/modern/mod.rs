@@ -7,11 +7,13 @@
 //! requests over the same connection to establish context (e.g., capabilities, protocol
 //! version, client identity). Every request supplies this metadata in its `_meta` field."
 //!
-//! Served so far: `server/discover`, `tools/list`, `tools/call` run directly or (a
-//! `required` tool, for a client with the tasks extension) as a task, and `tasks/get`,
-//! `tasks/update`, `tasks/cancel` of the extension. Not yet: input from the client (MRTR,
-//! `inputRequests`), `--task-after`, `subscriptions/listen`.
+//! Served so far: `server/discover`, `tools/list`, `tools/call` run directly or, for a
+//! client with the tasks extension, as a task (a `required` tool always; an `optional`
+//! one when it outlives `task_after`: [`deferred`]), and `tasks/get`, `tasks/update`,
+//! `tasks/cancel` of the extension with `inputRequests`. Not yet: MRTR for direct calls,
+//! `subscriptions/listen`.
 
+mod deferred;
 mod tasks;
 mod tools;
 

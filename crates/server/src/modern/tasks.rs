@@ -46,7 +46,7 @@ pub(crate) fn classify(_result: &Value) -> (TaskStatus, Option<String>) {
 /// Spec (SEP-2663): "`notifications/progress` and `notifications/message` notifications
 /// MUST NOT be sent on the `subscriptions/listen` stream for a task, and are not
 /// supported on tasks in general in this specification."
-struct Unreachable;
+pub(super) struct Unreachable;
 
 #[async_trait]
 impl RequestorChannel for Unreachable {

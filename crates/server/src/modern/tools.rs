@@ -44,15 +44,15 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
 
 /// Serve `tools/call`, run directly: the handler's result is the reply.
 ///
-/// * The server decides whether the call becomes a task: a tool whose `taskSupport` is
-///   `required` always does (tasks on), for a client that declared the tasks extension;
-///   for one that did not, it is refused. Spec (SEP-2663): "The server is the sole
-///   decider" and "If a server is unable to service a request to a client that does not
-///   declare this extension capability without returning `CreateTaskResult`, the server
-///   MUST return an error with the code `-32021`". Every other tool runs directly for now
-///   (`optional` tools becoming tasks after `--task-after` is a later step): "A server
-///   MUST NOT return `CreateTaskResult` to a client that did not include the extension
-///   capability on its request".
+/// * The server decides whether the call becomes a task (tasks on, for a client that
+///   declared the tasks extension): a tool whose `taskSupport` is `required` always does
+///   (for a client without the extension it is refused); an `optional` one when it
+///   outlives `task_after` ([`super::deferred`]); any other never. Spec (SEP-2663): "The
+///   server is the sole decider"; "If a server is unable to service a request to a client
+///   that does not declare this extension capability without returning
+///   `CreateTaskResult`, the server MUST return an error with the code `-32021`"; "A
+///   server MUST NOT return `CreateTaskResult` to a client that did not include the
+///   extension capability on its request".
 /// * A `task` field is ignored. Spec (SEP-2663): "The `task` parameter on
 ///   `CallToolRequest` is removed; servers MUST ignore it".
 /// * Bad arguments give the `isError` result, as in 2025-11-25.
@@ -89,28 +89,45 @@ pub(super) async fn call(
             call.name
         )));
     };
-    let as_task = match session.state.engine.as_ref() {
-        Some(engine) if tool.effective_task_support() == TaskSupport::Required => {
-            if !meta.client_capabilities.has_tasks_extension() {
-                return Err(modern::missing_tasks_extension(&format!(
-                    "tool `{}` always runs as a task",
-                    tool.name
-                )));
-            }
-            Some(engine)
-        }
-        _ => None,
-    };
+    let extension = meta.client_capabilities.has_tasks_extension();
+    let engine = session.state.engine.as_ref();
+    let support = tool.effective_task_support();
+    if engine.is_some() && support == TaskSupport::Required && !extension {
+        return Err(modern::missing_tasks_extension(&format!(
+            "tool `{}` always runs as a task",
+            tool.name
+        )));
+    }
     if let Err(rejected) = tool.check_arguments(&args) {
         return Ok(rejected.to_value());
     }
-    if let Some(engine) = as_task {
+    if let Some(engine) = engine.filter(|_| extension) {
         // During a task the tool may ask what the client declared: the questions become
         // the task's `inputRequests`.
         let caps = meta.client_capabilities.to_value();
         let params = without_hop_meta(params_value);
-        return super::tasks::create(session, engine, &tool, args, params, caps).await;
+        match support {
+            TaskSupport::Required => {
+                return super::tasks::create(session, engine, &tool, args, params, caps).await;
+            }
+            TaskSupport::Optional => {
+                return super::deferred::call(session, engine, cx, &tool, args, params, caps).await;
+            }
+            TaskSupport::Forbidden => {}
+        }
+        return run_direct(cx, &tool, args, params, meta).await;
     }
+    run_direct(cx, &tool, args, params_value, meta).await
+}
+
+/// Run `tool` as a direct call: its result is the reply.
+async fn run_direct(
+    cx: &RequestContext,
+    tool: &crate::tool::Tool,
+    args: Value,
+    params_value: Value,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
     let caps = without_input_capabilities(&meta.client_capabilities.0);
     let channel: Arc<dyn RequestorChannel> = Arc::new(NoRequests(cx.clone()));
     let tcx = ToolContext::new(

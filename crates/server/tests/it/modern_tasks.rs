@@ -18,9 +18,9 @@ use serde_json::{Value, json};
 
 use crate::support::text_of;
 
-/// Tools that always run as tasks: `work {ms}` (a result after `ms`), `oops` (an
-/// `isError` result), `boom` (a JSON-RPC error).
-fn tools() -> Vec<Tool> {
+/// The tools, all with task support `support`: `work {ms}` (a result after `ms`), `oops`
+/// (an `isError` result), `boom` (a JSON-RPC error), `ask` and `ask_two` (elicit).
+fn tools(support: TaskSupport) -> Vec<Tool> {
     let work = Tool::new(
         "work",
         "Works for `ms`.",
@@ -74,7 +74,7 @@ fn tools() -> Vec<Tool> {
     );
     [work, oops, boom, ask, ask_two]
         .into_iter()
-        .map(|t| t.task_support(TaskSupport::Required))
+        .map(|t| t.task_support(support))
         .collect()
 }
 
@@ -83,13 +83,20 @@ fn name_form(message: &str) -> Value {
            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}})
 }
 
+/// A server whose tools always run as tasks.
 fn serve() -> Wire {
+    serve_with(TaskSupport::Required, Duration::from_secs(1))
+}
+
+/// A server whose tools have task support `support`, with `task_after`.
+fn serve_with(support: TaskSupport, task_after: Duration) -> Wire {
     let policy = Policy {
         poll_interval_ms: 20,
         ..Policy::default()
     };
     let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
-    let server = Server::new(ServerConfig::default(), tools(), Some(engine));
+    let config = ServerConfig::default().with_task_after(task_after);
+    let server = Server::new(config, tools(support), Some(engine));
     let (wire, (reader, writer)) = Wire::pair();
     tokio::spawn(async move { server.serve_stdio(reader, writer).await });
     wire
@@ -389,4 +396,84 @@ async fn a_task_of_a_client_without_elicitation_never_asks() {
     // The tool's elicit failed (no capability) and it passed the error on: `failed`.
     assert_eq!(t.task.task.status, TaskStatus::Failed);
     assert!(t.task.error.unwrap().message.contains("elicitation"));
+}
+
+#[tokio::test]
+async fn an_optional_tool_answers_directly_when_it_finishes_within_task_after() {
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(5));
+    let r = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": "work", "arguments": {"ms": 1}}),
+            ext(),
+        )
+        .await;
+    assert_eq!(r["resultType"], "complete", "{r}");
+    assert_eq!(text_of(&r), "worked 1");
+}
+
+#[tokio::test]
+async fn an_optional_tool_that_outlives_task_after_becomes_a_task_and_finishes() {
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(50));
+    let started = tokio::time::Instant::now();
+    let id = start(&mut s, "work", json!({"ms": 400})).await;
+    assert!(
+        started.elapsed() < Duration::from_millis(400),
+        "the task is announced before the tool finishes"
+    );
+    let done = until_terminal(&mut s, &id).await;
+    assert_eq!(done.task.task.status, TaskStatus::Completed);
+    assert_eq!(text_of(&done.task.result.unwrap()), "worked 400");
+}
+
+#[tokio::test]
+async fn without_the_extension_an_optional_tool_always_answers_directly() {
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(20));
+    let r = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": "work", "arguments": {"ms": 200}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(r["resultType"], "complete", "{r}");
+    assert_eq!(text_of(&r), "worked 200");
+}
+
+#[tokio::test]
+async fn an_optional_tool_that_asks_before_task_after_becomes_a_task_at_once() {
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(30));
+    let started = tokio::time::Instant::now();
+    let id = start(&mut s, "ask", json!({})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "promoted by the question"
+    );
+    let asked = until_asking(&mut s, &id, 1).await;
+    let key = asked
+        .task
+        .input_requests
+        .unwrap()
+        .keys()
+        .next()
+        .unwrap()
+        .clone();
+    s.ok_modern(
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: accept("Grace")}}),
+        ext(),
+    )
+    .await;
+    let done = until_terminal(&mut s, &id).await;
+    assert_eq!(text_of(&done.task.result.unwrap()), "got Grace (accept)");
+}
+
+#[tokio::test]
+async fn cancelling_an_adopted_task_stops_it() {
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(20));
+    let id = start(&mut s, "work", json!({"ms": 60_000})).await;
+    s.ok_modern("tasks/cancel", json!({"taskId": id}), ext())
+        .await;
+    let t = until_terminal(&mut s, &id).await;
+    assert_eq!(t.task.task.status, TaskStatus::Cancelled);
 }

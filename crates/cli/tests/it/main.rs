@@ -58,6 +58,7 @@ mod http_unauthenticated;
 mod input_required;
 mod lifecycle;
 mod limits;
+mod modern_era;
 mod process;
 mod status_notifications;
 mod task_progress;

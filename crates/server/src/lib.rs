@@ -166,6 +166,8 @@ pub struct ServerState {
     /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
     store_description: String,
     background: Background,
+    /// 2026-07-28 direct calls waiting for the client's answers (multi round-trip).
+    pub(crate) parked: modern::mrtr::Parked,
 }
 
 impl Drop for ServerState {
@@ -229,6 +231,7 @@ impl Server {
                 extension,
                 store_description,
                 background: Background::default(),
+                parked: modern::mrtr::Parked::default(),
             }),
         }
     }

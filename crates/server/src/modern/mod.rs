@@ -14,6 +14,7 @@
 //! `subscriptions/listen`.
 
 mod deferred;
+pub(crate) mod mrtr;
 mod tasks;
 mod tools;
 

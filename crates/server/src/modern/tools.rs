@@ -1,19 +1,14 @@
 //! `tools/list` and `tools/call` in 2026-07-28.
 
-use std::sync::Arc;
-
-use async_trait::async_trait;
-use mcp_tasks_core::RequestorChannel;
-use mcp_tasks_proto::mcp::{CallToolParams, TaskSupport, progress_token};
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::{CallToolParams, TaskSupport};
 use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, RequestMeta, ResultType};
-use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::CACHE_TTL_MS;
 use crate::session::Session;
-use crate::tool::ToolContext;
 
 /// Serve `tools/list`: the session's tools on one page, with the cacheable-result fields,
 /// without `execution` (in this era the server decides per request whether a call becomes
@@ -60,10 +55,10 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
 ///   forwards upstream) lose the per-request `io.modelcontextprotocol/*` fields of
 ///   `_meta`: they describe this hop (this client's version and capabilities), not the
 ///   next one.
-/// * The handler cannot ask the client anything yet: the capabilities it sees have no
-///   `elicitation`, `sampling` or `roots` (so a tool that checks them takes its path for
-///   a client without them), and a request it sends anyway fails. Spec (stdio): "The
-///   server MUST NOT write JSON-RPC requests to `stdout`."
+/// * A direct call whose handler asks the client something is answered with an
+///   `InputRequiredResult` and goes on when the client retries ([`super::mrtr`]); no
+///   request is ever sent to the client. Spec (stdio): "The server MUST NOT write JSON-RPC
+///   requests to `stdout`."
 pub(super) async fn call(
     session: &Session,
     cx: &RequestContext,
@@ -115,30 +110,31 @@ pub(super) async fn call(
             }
             TaskSupport::Forbidden => {}
         }
-        return run_direct(cx, &tool, args, params, meta).await;
+        return run_direct(session, cx, &tool, args, params, meta).await;
     }
-    run_direct(cx, &tool, args, params_value, meta).await
+    run_direct(session, cx, &tool, args, params_value, meta).await
 }
 
-/// Run `tool` as a direct call: its result is the reply.
+/// Run `tool` as a direct call: its result is the reply, or, when it asks the client
+/// something, an `InputRequiredResult` ([`super::mrtr`]).
 async fn run_direct(
+    session: &Session,
     cx: &RequestContext,
     tool: &crate::tool::Tool,
     args: Value,
     params_value: Value,
     meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
-    let caps = without_input_capabilities(&meta.client_capabilities.0);
-    let channel: Arc<dyn RequestorChannel> = Arc::new(NoRequests(cx.clone()));
-    let tcx = ToolContext::new(
-        channel,
-        progress_token(Some(&params_value)),
-        cx.cancel.clone(),
-        Arc::new(caps),
-        None,
+    let caps = meta.client_capabilities.to_value();
+    super::mrtr::call(
+        session,
+        cx,
+        tool,
+        args,
+        without_hop_meta(params_value),
+        caps,
     )
-    .with_request_params(without_hop_meta(params_value));
-    tool.handler.call(args, tcx).await.map(Value::from)
+    .await
 }
 
 /// `params` without the per-request protocol fields of `_meta` (and without `_meta` if
@@ -165,33 +161,4 @@ fn without_hop_meta(mut params: Value) -> Value {
         obj.remove("_meta");
     }
     params
-}
-
-/// The client's capabilities without those that let the server ask it something
-/// (answered through multi round-trip results, not served yet).
-fn without_input_capabilities(caps: &Map<String, Value>) -> Value {
-    let mut caps = caps.clone();
-    for k in ["elicitation", "sampling", "roots"] {
-        caps.remove(k);
-    }
-    Value::Object(caps)
-}
-
-/// The requestor of a direct modern call: notifications (progress) go on the request's
-/// stream; requests are refused, since this era has no server-to-client requests.
-struct NoRequests(RequestContext);
-
-#[async_trait]
-impl RequestorChannel for NoRequests {
-    async fn request(&self, method: &str, _params: Value) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::internal(format!(
-            "`{method}` cannot be sent to a 2026-07-28 client during a direct tools/call: this server does not serve multi round-trip requests yet"
-        )))
-    }
-
-    async fn notify(&self, method: &str, params: Value) {
-        if method == methods::PROGRESS {
-            self.0.notify(method, Some(params)).await;
-        }
-    }
 }

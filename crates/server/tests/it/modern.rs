@@ -238,22 +238,68 @@ async fn a_required_tool_is_refused_with_32021_to_a_client_without_the_extension
 }
 
 #[tokio::test]
-async fn a_direct_modern_call_never_sends_the_client_a_request() {
+async fn a_direct_call_that_asks_is_answered_by_mrtr_and_resumed_by_the_retry() {
     let mut s = serve(true);
+    let caps = json!({"elicitation": {"form": {}}});
     let r = s
+        .ok_modern("tools/call", json!({"name": "ask"}), caps.clone())
+        .await;
+    assert_eq!(r["resultType"], "input_required", "{r}");
+    let requests = r["inputRequests"].as_object().unwrap();
+    assert_eq!(requests.len(), 1, "{r}");
+    let (key, request) = requests.iter().next().unwrap();
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(request["params"]["message"], "Name?");
+    let state = r["requestState"].as_str().unwrap().to_owned();
+    // No server-to-client request was written.
+    let extra = s.drain_for(std::time::Duration::from_millis(50)).await;
+    assert!(extra.is_empty(), "{extra:?}");
+    // A malformed answer is refused and the call waits on under the same state.
+    let e = s
+        .err_modern(
+            "tools/call",
+            json!({"name": "ask", "requestState": state, "inputResponses": {key.clone(): {"content": {}}}}),
+            caps.clone(),
+        )
+        .await;
+    assert_eq!(e["code"], -32602, "{e}");
+    let done = s
         .ok_modern(
             "tools/call",
-            json!({"name": "ask"}),
-            json!({"elicitation": {"form": {}}}),
+            json!({"name": "ask", "requestState": state,
+                   "inputResponses": {key.clone(): {"action": "accept", "content": {"name": "Ada"}}}}),
+            caps.clone(),
         )
+        .await;
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert!(text_of(&done).contains("Ada"), "{done}");
+    // The state was used up: presenting it again starts the call afresh.
+    let again = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": "ask", "requestState": state, "inputResponses": {}}),
+            caps.clone(),
+        )
+        .await;
+    assert_eq!(again["resultType"], "input_required", "{again}");
+    assert_ne!(again["requestState"], json!(state));
+    // State presented for another call (other arguments) is not honoured either.
+    let other = s
+        .ok_modern(
+            "tools/call",
+            json!({"name": "ask", "arguments": {"x": 1}, "requestState": again["requestState"].clone(),
+                   "inputResponses": {}}),
+            caps.clone(),
+        )
+        .await;
+    assert_eq!(other["resultType"], "input_required", "{other}");
+    assert_ne!(other["requestState"], again["requestState"]);
+    // Without the elicitation capability the tool cannot ask: its own error path.
+    let r = s
+        .ok_modern("tools/call", json!({"name": "ask"}), json!({}))
         .await;
     assert_eq!(r["isError"], true, "{r}");
     assert!(text_of(&r).contains("elicitation"), "{r}");
-    let extra = s.drain_for(std::time::Duration::from_millis(100)).await;
-    assert!(
-        extra.iter().all(|m| m.get("method").is_none()),
-        "no server-to-client request: {extra:?}"
-    );
 }
 
 #[tokio::test]

@@ -59,3 +59,53 @@ fn task_after_decides_when_an_optional_tool_becomes_a_task() {
     let t = s.poll_until(&id, "cancelled", |t| t["status"] == "cancelled");
     assert_eq!(t["taskId"], json!(id));
 }
+
+/// `tasks/get` of `id` until it is terminal.
+fn until_terminal(s: &mut Stdio, id: &str) -> Value {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut n = 0;
+    loop {
+        n += 1;
+        let r = modern(
+            s,
+            &format!("g{n}"),
+            "tasks/get",
+            json!({"taskId": id}),
+            ext(),
+        );
+        let t = r["result"].clone();
+        if ["completed", "failed", "cancelled"].contains(&t["status"].as_str().unwrap()) {
+            return t;
+        }
+        assert!(std::time::Instant::now() < deadline, "never terminal: {t}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn failing_demo_tools_outlive_task_after_and_end_as_the_extension_says() {
+    let mut s = Stdio::spawn(&["--task-after", "50ms"]);
+    let r = modern(
+        &mut s,
+        "f",
+        "tools/call",
+        json!({"name": "fail", "arguments": {"message": "nope", "ms": 300}}),
+        ext(),
+    );
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let t = until_terminal(&mut s, r["result"]["taskId"].as_str().unwrap());
+    assert_eq!(t["status"], "completed", "isError ends completed: {t}");
+    assert_eq!(t["result"]["isError"], true);
+    assert_eq!(text_of(&t["result"]), "nope");
+    let r = modern(
+        &mut s,
+        "e",
+        "tools/call",
+        json!({"name": "error", "arguments": {"message": "boom", "code": -32050, "ms": 300}}),
+        ext(),
+    );
+    assert_eq!(r["result"]["resultType"], "task", "{r}");
+    let t = until_terminal(&mut s, r["result"]["taskId"].as_str().unwrap());
+    assert_eq!(t["status"], "failed", "{t}");
+    assert_eq!(t["error"], json!({"code": -32050, "message": "boom"}));
+}

@@ -14,6 +14,7 @@
 //! `subscriptions/listen`.
 
 mod deferred;
+mod listen;
 pub(crate) mod mrtr;
 mod tasks;
 mod tools;
@@ -69,6 +70,9 @@ pub(crate) async fn handle(
             return Err(ErrorObject::method_not_found(format!(
                 "`{method}` does not exist in 2026-07-28 (the tasks extension polls with tasks/get)"
             )));
+        }
+        modern::methods::SUBSCRIPTIONS_LISTEN => {
+            listen::listen(session, cx, params.as_ref(), meta).await?
         }
         methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
             tasks::handle(session, method, params.as_ref(), meta).await?

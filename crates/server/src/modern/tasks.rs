@@ -171,7 +171,7 @@ pub(super) async fn handle(
 /// `completed` with that result here, the extension's reading of the same outcome. A
 /// 2025-11-25 task waiting for input (on its `tasks/result` stream) reads as
 /// `input_required` with the requests it waits on, like a 2026-07-28 task.
-async fn get(
+pub(super) async fn get(
     engine: &TaskEngine,
     who: &mcp_tasks_core::Requester,
     task_id: &str,

@@ -477,3 +477,56 @@ async fn cancelling_an_adopted_task_stops_it() {
     let t = until_terminal(&mut s, &id).await;
     assert_eq!(t.task.task.status, TaskStatus::Cancelled);
 }
+
+#[tokio::test]
+async fn subscriptions_listen_delivers_the_detailed_task_until_it_ends() {
+    let mut s = serve();
+    let id = start(&mut s, "work", json!({"ms": 200})).await;
+    let listen = s
+        .start_modern(
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id, "no-such-task"]}}),
+            ext(),
+        )
+        .await;
+    let ack = s
+        .wait_for("the acknowledgment", |m| {
+            m["method"] == "notifications/subscriptions/acknowledged"
+        })
+        .await;
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        listen
+    );
+    assert_eq!(ack["params"]["notifications"], json!({"taskIds": [id]}));
+    mcp_tasks_testkit::schema::MODERN
+        .validate_message(&ack)
+        .unwrap_or_else(|e| panic!("{ack}: {e}"));
+    let done = s
+        .wait_for("the completed task", |m| {
+            m["method"] == "notifications/tasks" && m["params"]["status"] == "completed"
+        })
+        .await;
+    assert_eq!(
+        done["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        listen
+    );
+    assert_eq!(done["params"]["taskId"], json!(id));
+    assert_eq!(text_of(&done["params"]["result"]), "worked 200");
+    // Every watched task ended: the subscription closes gracefully.
+    let end = s.response_to(&listen).await;
+    assert_eq!(end["result"]["resultType"], "complete", "{end}");
+    assert_eq!(
+        end["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        listen
+    );
+    // Task notifications need the extension.
+    let e = s
+        .err_modern(
+            "subscriptions/listen",
+            json!({"notifications": {"taskIds": [id]}}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(e["code"], -32021);
+}

@@ -66,6 +66,14 @@ pub(super) async fn post(
     if !acc.json {
         return not_acceptable("application/json (a 2026-07-28 request is answered as JSON)");
     }
+    if req.method == modern::methods::SUBSCRIPTIONS_LISTEN {
+        // A listen stream needs an SSE answer, which this transport does not give a
+        // 2026-07-28 request yet (stdio serves it).
+        let e = ErrorObject::method_not_found(
+            "`subscriptions/listen` is not served over HTTP by this server yet (it is on stdio); poll with tasks/get",
+        );
+        return json_response(StatusCode::NOT_FOUND, error_body(Some(&id), &e));
+    }
     let handler = shared.factory.create(principal.as_deref());
     let (peer, outbound) = Peer::new(handler);
     let session = HttpSession::start(

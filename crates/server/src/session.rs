@@ -149,7 +149,7 @@ impl Handler for Session {
     ) -> Result<Value, ErrorObject> {
         // The era is a property of each request: modern `_meta` is served statelessly,
         // anything else by this session as 2025-11-25 (docs/adr/0005-two-generations.md).
-        match crate::modern::era(params.as_ref()) {
+        match crate::modern::era(self, params.as_ref()) {
             Era::Legacy => {}
             Era::Modern(meta) => {
                 return crate::modern::handle(self, &cx, &method, params, &meta).await;

@@ -45,8 +45,26 @@ pub(crate) fn supported_versions() -> Vec<&'static str> {
         .collect()
 }
 
-/// The era of a request with these `params` (see [`modern::request_era`]).
-pub(crate) fn era(params: Option<&Value>) -> Era {
+/// The era of a request of `session` with these `params` (see [`modern::request_era`]).
+///
+/// A server composed with an extension (a gateway) does not serve 2026-07-28 yet: its
+/// tools and everything else come from an upstream reached through a 2025-11-25 session
+/// that only `initialize` opens. A modern request gets -32022 listing the `initialize`
+/// revisions, which tells a dual-era client to fall back (versioning: "the client
+/// retries with a supported version rather than falling back" is for versions it can
+/// use per request; here every supported one needs `initialize`).
+pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
+    if session.state.extension.is_some() && modern::is_modern_form(params) {
+        let requested = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(modern::PROTOCOL_VERSION_META))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Era::Refused(modern::unsupported_version(
+            requested,
+            SUPPORTED_PROTOCOL_VERSIONS,
+        ));
+    }
     modern::request_era(params, &supported_versions())
 }
 

@@ -429,3 +429,41 @@ async fn the_handler_sees_the_params_without_the_per_request_protocol_fields() {
     let seen: Value = serde_json::from_str(text_of(&r)).unwrap();
     assert_eq!(seen, json!({"name": "params"}));
 }
+
+/// A server composed with an extension (as a gateway is): no tools of its own, -32601 for
+/// anything else.
+struct Plain;
+
+impl mcp_tasks_server::ToolSource for Plain {
+    fn listing(&self, _with_execution: bool) -> Vec<Value> {
+        Vec::new()
+    }
+    fn tool(&self, _name: &str) -> Option<Tool> {
+        None
+    }
+}
+
+impl mcp_tasks_server::ExtensionFactory for Plain {
+    fn make(&self, _requester: &mcp_tasks_core::Requester) -> mcp_tasks_server::SessionParts {
+        mcp_tasks_server::SessionParts {
+            tools: Arc::new(Plain),
+            fallback: Arc::new(mcp_tasks_server::MethodNotFound),
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_with_an_extension_refuses_the_modern_era_with_32022() {
+    let server = Server::with_extension(ServerConfig::default(), Vec::new(), None, Arc::new(Plain));
+    let (mut s, (reader, writer)) = Wire::pair();
+    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    let r = s.call_modern("server/discover", json!({}), json!({})).await;
+    MODERN
+        .validate_def("UnsupportedProtocolVersionError", &r)
+        .unwrap_or_else(|e| panic!("{r}: {e}"));
+    let supported = r["error"]["data"]["supported"].as_array().unwrap();
+    assert!(!supported.contains(&json!("2026-07-28")), "{r}");
+    assert!(supported.contains(&json!("2025-11-25")), "{r}");
+    // The legacy era is unchanged.
+    s.initialize().await;
+}

@@ -61,14 +61,22 @@ pub(crate) fn sleep() -> Tool {
 struct FailArgs {
     /// The text of the error result.
     message: String,
+    /// Milliseconds to wait first (default 0, at most one day): a failing call that
+    /// outlives `--task-after`.
+    #[serde(default)]
+    #[schemars(range(max = MAX_MS))]
+    ms: u64,
 }
 
-/// `fail {message}`: a tool result with `isError: true`.
+/// `fail {message, ms?}`: a tool result with `isError: true`, after `ms`.
 pub(crate) fn fail() -> Tool {
     Tool::typed(
         "fail",
-        "Return a tool result with isError: true and `message` as its text.",
-        |a: FailArgs, _cx| async move { Ok(CallToolResult::error(a.message)) },
+        "Wait `ms` milliseconds (default 0), then return a tool result with isError: true and `message` as its text.",
+        |a: FailArgs, cx| async move {
+            sleep_or_cancel(&cx, a.ms).await?;
+            Ok(CallToolResult::error(a.message))
+        },
     )
     .task_support(TaskSupport::Optional)
 }
@@ -81,14 +89,20 @@ struct ErrorArgs {
     /// Its code (default -32603).
     #[serde(default)]
     code: Option<i64>,
+    /// Milliseconds to wait first (default 0, at most one day).
+    #[serde(default)]
+    #[schemars(range(max = MAX_MS))]
+    ms: u64,
 }
 
-/// `error {message, code?}`: fails with the JSON-RPC error `{code, message}`.
+/// `error {message, code?, ms?}`: fails with the JSON-RPC error `{code, message}`, after
+/// `ms`.
 pub(crate) fn error() -> Tool {
     Tool::typed(
         "error",
-        "Fail with the JSON-RPC error {code (default -32603), message}.",
-        |a: ErrorArgs, _cx| async move {
+        "Wait `ms` milliseconds (default 0), then fail with the JSON-RPC error {code (default -32603), message}.",
+        |a: ErrorArgs, cx| async move {
+            sleep_or_cancel(&cx, a.ms).await?;
             Err::<CallToolResult, _>(ErrorObject::new(
                 a.code.unwrap_or(codes::INTERNAL_ERROR),
                 a.message,

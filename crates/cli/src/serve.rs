@@ -37,6 +37,11 @@ pub(crate) struct ServeArgs {
     /// Suggested `pollInterval` (ms, or a duration).
     #[arg(long, value_name = "DURATION", default_value = "1000", value_parser = crate::duration::parse)]
     poll_interval: Duration,
+    /// 2026-07-28 clients with the tasks extension: a call of an `optional` tool runs
+    /// directly and becomes a task if it has not finished after this long (or asks the
+    /// client something first).
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = crate::duration::parse)]
+    task_after: Duration,
     /// Most active (non-terminal) tasks per requester: per principal with auth, else per
     /// session (HTTP) or for the one stdio peer.
     #[arg(long, default_value_t = 1000)]
@@ -143,7 +148,8 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let policy = policy(&args)?;
     let config = ServerConfig::default()
         .with_max_line_bytes(args.max_message_bytes)
-        .with_shutdown_grace(args.http.shutdown_grace);
+        .with_shutdown_grace(args.http.shutdown_grace)
+        .with_task_after(args.task_after);
     let mut builder = Server::builder().config(config).policy(policy);
     builder = match (args.no_tasks, args.store.as_deref()) {
         (true, _) => builder.no_tasks(),

@@ -1,7 +1,8 @@
 //! Wire model of mcp-tasks.
 //!
 //! The JSON-RPC 2.0 envelope ([`jsonrpc`]), the one wire error type ([`ErrorObject`]) and
-//! the MCP 2025-11-25 types our code interprets ([`mcp`]). Everything we only pass through
+//! the MCP 2025-11-25 types our code interprets ([`mcp`]), and those of 2026-07-28 with the
+//! tasks extension ([`modern`]). Everything we only pass through
 //! stays raw JSON; every typed struct keeps the fields it does not know in an `extra` map so
 //! that a parse/serialize round trip loses nothing. This crate does no I/O.
 
@@ -11,6 +12,7 @@ pub mod jsonrpc;
 pub mod mcp;
 pub mod meta;
 pub mod methods;
+pub mod modern;
 pub mod tool_result;
 
 pub use error::{ErrorObject, codes};

@@ -6,7 +6,8 @@
 //! * [`serve_stdio`] and (feature `http`) [`serve_http`]: serving a server until a
 //!   shutdown signal, with graceful shutdown;
 //! * [`session`]: one connection's lifecycle and dispatch, one file per protocol method
-//!   under [`handlers`].
+//!   under [`handlers`]; a request carrying the 2026-07-28 `_meta` is served statelessly
+//!   by the `modern` module instead (`docs/adr/0005-two-generations.md`).
 //!
 //! ```no_run
 //! use mcp_tasks_server::{Server, Tool};
@@ -33,6 +34,7 @@ pub mod extension;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
+mod modern;
 mod serve;
 pub mod session;
 pub mod tool;
@@ -77,6 +79,9 @@ pub struct ServerConfig {
     /// Once the stdio input has ended, how long the requests in flight may still answer
     /// (their responses are written) before they are cancelled and the session closes.
     pub shutdown_grace: Duration,
+    /// How long a 2026-07-28 call of an `optional` tool (by a client with the tasks
+    /// extension) runs directly before it becomes a task (`--task-after`).
+    pub task_after: Duration,
 }
 
 /// What a task still running when the server stops is failed with (at the end of a stdio
@@ -91,6 +96,7 @@ impl Default for ServerConfig {
             instructions: None,
             max_line_bytes: mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE,
             shutdown_grace: Duration::from_secs(10),
+            task_after: Duration::from_secs(1),
         }
     }
 }
@@ -124,6 +130,13 @@ impl ServerConfig {
         self.shutdown_grace = grace;
         self
     }
+
+    /// See [`Self::task_after`].
+    #[must_use]
+    pub fn with_task_after(mut self, after: Duration) -> Self {
+        self.task_after = after;
+        self
+    }
 }
 
 /// The background work of a built server's engine (sweeper, lease renewal): stopped when
@@ -153,6 +166,8 @@ pub struct ServerState {
     /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
     store_description: String,
     background: Background,
+    /// 2026-07-28 direct calls waiting for the client's answers (multi round-trip).
+    pub(crate) parked: modern::mrtr::Parked,
 }
 
 impl Drop for ServerState {
@@ -210,6 +225,7 @@ impl Server {
                 extension,
                 store_description,
                 background: Background::default(),
+                parked: modern::mrtr::Parked::default(),
             }),
         }
     }

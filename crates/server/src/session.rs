@@ -5,6 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
+use mcp_tasks_proto::modern::Era;
 use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
 use parking_lot::Mutex;
@@ -61,6 +62,11 @@ impl Session {
     /// The tool `name` of this session, from its [`ToolSource`].
     pub fn tool(&self, name: &str) -> Option<Tool> {
         self.tools.tool(name)
+    }
+
+    /// This session's [`ToolSource`].
+    pub(crate) fn tool_source(&self) -> &dyn ToolSource {
+        self.tools.as_ref()
     }
 
     /// The `tools/list` entries of this session, with `execution.taskSupport` only when
@@ -135,6 +141,15 @@ impl Handler for Session {
         method: String,
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
+        // The era is a property of each request: modern `_meta` is served statelessly,
+        // anything else by this session as 2025-11-25 (docs/adr/0005-two-generations.md).
+        match crate::modern::era(self, params.as_ref()) {
+            Era::Legacy => {}
+            Era::Modern(meta) => {
+                return crate::modern::handle(self, &cx, &method, params, &meta).await;
+            }
+            Era::Refused(e) => return Err(e),
+        }
         match method.as_str() {
             methods::INITIALIZE => {
                 let mut result = handlers::initialize::handle(self, params.clone())?;
@@ -149,7 +164,7 @@ impl Handler for Session {
             }
             methods::SERVER_DISCOVER => {
                 return Err(ErrorObject::method_not_found(
-                    "server/discover is not supported; this server speaks MCP 2025-11-25 (use initialize)",
+                    "server/discover is a 2026-07-28 method: send it with `_meta[\"io.modelcontextprotocol/protocolVersion\"]` and `clientCapabilities`, or use initialize for 2025-11-25",
                 ));
             }
             _ => {}

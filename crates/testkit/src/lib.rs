@@ -1,7 +1,8 @@
 //! Test support shared by the crates of mcp-tasks.
 //!
 //! * `conformance`: the suite every [`mcp_tasks_core::TaskStore`] must pass;
-//! * `schema`: validation of wire messages against the official 2025-11-25 schema;
+//! * `schema`: validation of wire messages against the official schemas (2025-11-25 and
+//!   2026-07-28);
 //! * `wire`: the requestor's side of an in-process server or gateway, over
 //!   `tokio::io::duplex`;
 //! * [`NoRequestor`]: a requestor channel for engine tests whose tasks ask nothing.

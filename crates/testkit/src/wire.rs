@@ -10,10 +10,14 @@
 //!
 //! Every message received is validated against the official 2025-11-25 schema, and the
 //! result of a request sent through [`Wire::send`] against the schema of its method's
-//! result, as the tests driving the binary do.
+//! result, as the tests driving the binary do. A request sent through
+//! [`Wire::start_modern`] (and the `*_modern` helpers) carries the 2026-07-28 per-request
+//! `_meta`, and its response is validated against the 2026-07-28 schema instead.
 
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
+
+use crate::schema::{LEGACY, MODERN, Revision};
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
@@ -30,8 +34,9 @@ pub struct Wire {
     writer: Option<WriteHalf<DuplexStream>>,
     backlog: VecDeque<Value>,
     next_id: i64,
-    /// Methods of the requests sent, to validate their results against the schema.
-    methods: HashMap<String, String>,
+    /// Methods of the requests sent, and the schema of their era, to validate their
+    /// responses.
+    methods: HashMap<String, (String, &'static Revision)>,
     /// The server closed its end.
     pub eof: bool,
 }
@@ -67,8 +72,14 @@ impl Wire {
 
     /// Send a message (a request's method is remembered to validate its result).
     pub async fn send(&mut self, v: &Value) {
+        self.send_as(v, &LEGACY).await;
+    }
+
+    /// Send a message whose response is validated against `revision`'s schema.
+    pub async fn send_as(&mut self, v: &Value, revision: &'static Revision) {
         if let (Some(id), Some(m)) = (v.get("id"), v.get("method").and_then(Value::as_str)) {
-            self.methods.insert(id.to_string(), m.to_owned());
+            self.methods
+                .insert(id.to_string(), (m.to_owned(), revision));
         }
         self.send_raw(&v.to_string()).await;
     }
@@ -107,13 +118,23 @@ impl Wire {
     }
 
     fn check(&self, v: &Value) {
-        crate::schema::validate_message(v)
-            .unwrap_or_else(|e| panic!("schema violation in {v}: {e}"));
-        if let (Some(id), Some(result)) = (v.get("id"), v.get("result"))
-            && let Some(method) = self.methods.get(&id.to_string())
-        {
-            crate::schema::validate_result(method, result)
-                .unwrap_or_else(|e| panic!("schema violation in the {method} result {v}: {e}"));
+        let sent = v
+            .get("id")
+            .filter(|_| v.get("method").is_none())
+            .and_then(|id| self.methods.get(&id.to_string()));
+        let revision = sent.map_or(&LEGACY, |(_, r)| *r);
+        revision
+            .validate_message(v)
+            .unwrap_or_else(|e| panic!("{} schema violation in {v}: {e}", revision.version));
+        if let (Some((method, _)), Some(result)) = (sent, v.get("result")) {
+            revision
+                .validate_result(method, result)
+                .unwrap_or_else(|e| {
+                    panic!(
+                        "{} schema violation in the {method} result {v}: {e}",
+                        revision.version
+                    )
+                });
         }
     }
 
@@ -177,6 +198,69 @@ impl Wire {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await;
         id
+    }
+
+    /// Send a 2026-07-28 request: `params` with the per-request `_meta`
+    /// ([`modern_meta`] of `capabilities`, merged into any `_meta` already there); its
+    /// response is validated against the 2026-07-28 schema. Returns its id.
+    pub async fn start_modern(
+        &mut self,
+        method: &str,
+        params: Value,
+        capabilities: Value,
+    ) -> Value {
+        let mut params = if params.is_object() {
+            params
+        } else {
+            json!({})
+        };
+        let meta = params
+            .as_object_mut()
+            .expect("an object")
+            .entry("_meta")
+            .or_insert_with(|| json!({}));
+        if let (Some(meta), Value::Object(add)) = (meta.as_object_mut(), modern_meta(capabilities))
+        {
+            for (k, v) in add {
+                meta.entry(k).or_insert(v);
+            }
+        }
+        self.next_id += 1;
+        let id = json!(self.next_id);
+        self.send_as(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}),
+            &MODERN,
+        )
+        .await;
+        id
+    }
+
+    /// [`Wire::start_modern`], then the whole response.
+    pub async fn call_modern(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
+        let id = self.start_modern(method, params, capabilities).await;
+        self.response_to(&id).await
+    }
+
+    /// [`Wire::call_modern`], returning its `result`.
+    ///
+    /// # Panics
+    /// On an error response.
+    pub async fn ok_modern(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
+        let r = self.call_modern(method, params, capabilities).await;
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} failed: {r}"))
+    }
+
+    /// [`Wire::call_modern`], returning its `error`.
+    ///
+    /// # Panics
+    /// On a result.
+    pub async fn err_modern(&mut self, method: &str, params: Value, capabilities: Value) -> Value {
+        let r = self.call_modern(method, params, capabilities).await;
+        r.get("error")
+            .cloned()
+            .unwrap_or_else(|| panic!("{method} should have failed: {r}"))
     }
 
     /// Send a request and return the whole response.
@@ -254,4 +338,17 @@ impl Wire {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+}
+
+/// The 2026-07-28 per-request `_meta`: protocol version, `capabilities`, and a client
+/// name.
+pub fn modern_meta(capabilities: Value) -> Value {
+    use mcp_tasks_proto::modern::{
+        CLIENT_CAPABILITIES_META, CLIENT_INFO_META, PROTOCOL_VERSION, PROTOCOL_VERSION_META,
+    };
+    json!({
+        PROTOCOL_VERSION_META: PROTOCOL_VERSION,
+        CLIENT_CAPABILITIES_META: capabilities,
+        CLIENT_INFO_META: {"name": "in-process", "version": "0"},
+    })
 }

@@ -174,6 +174,23 @@ impl TaskEngine {
         self.inner.failed_lookups.load(Ordering::Relaxed)
     }
 
+    /// The requests task `task_id` is waiting to have answered, oldest first, as
+    /// `(id, method, params)`: what the tasks extension shows as a task's `inputRequests`
+    /// (keyed by the id, which is unique for the task's lifetime and stable until
+    /// answered) and answers through [`Self::deliver_answer`]. Empty when the task waits on
+    /// nothing or runs in another process.
+    pub fn pending_inputs(&self, task_id: &str) -> Vec<(RequestId, String, Value)> {
+        let Some(task) = self.running(task_id) else {
+            return Vec::new();
+        };
+        task.input
+            .lock()
+            .queue
+            .iter()
+            .map(|p| (p.id.clone(), p.method.clone(), p.params.clone()))
+            .collect()
+    }
+
     /// Whether `id` names a request the engine is waiting on.
     pub fn is_engine_request(id: &RequestId) -> bool {
         matches!(id, RequestId::String(s) if s.starts_with(REQUEST_ID_PREFIX))

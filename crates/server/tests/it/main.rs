@@ -10,5 +10,8 @@ mod support;
 mod argument_validation;
 mod bad_input;
 mod lifecycle;
+mod modern;
+mod modern_http;
+mod modern_tasks;
 mod output_schema;
 mod tasks;

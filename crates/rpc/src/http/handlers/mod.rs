@@ -21,6 +21,7 @@ use super::Shared;
 use super::session::{Connect, HttpSession};
 use super::stream::{EventId, STANDALONE};
 
+mod modern;
 mod post;
 
 use post::{post, sse_response};
@@ -214,31 +215,20 @@ async fn method_not_allowed() -> Response {
 #[derive(Debug, Clone)]
 struct Principal(Option<String>);
 
-/// The checks every method on the endpoint shares: the bearer token, then the protocol
-/// version header.
-///
-/// Spec: "If the server receives a request with an invalid or unsupported
-/// MCP-Protocol-Version, it MUST respond with 400 Bad Request." Without the header the
-/// session's negotiated version (or 2025-03-26) applies; the handler knows it.
+/// The checks every method on the endpoint shares: the bearer token, then (for GET and
+/// DELETE; a POST after its body is read) the protocol version header, see
+/// [`legacy_version_check`].
 async fn checked(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
     let principal = match authenticate(&shared, req.headers()) {
         Ok(p) => p,
         Err(r) => return *r,
     };
-    if let Some(v) = req.headers().get(MCP_PROTOCOL_VERSION) {
-        let ok = v.to_str().is_ok_and(|v| {
-            shared
-                .config
-                .protocol_versions
-                .iter()
-                .any(|s| s == v.trim())
-        });
-        if !ok {
-            return bad_request(format!(
-                "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
-                shared.config.protocol_versions.join(", ")
-            ));
-        }
+    // A POST is checked once its body is read: a 2026-07-28 request names its version
+    // in the body too, and gets the modern errors (handlers/modern.rs).
+    if req.method() != Method::POST
+        && let Err(r) = legacy_version_check(&shared, req.headers())
+    {
+        return *r;
     }
     req.extensions_mut().insert(Principal(principal));
     next.run(req).await
@@ -283,6 +273,30 @@ fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Option<String>, 
         HeaderValue::from_static(challenge),
     );
     Err(Box::new(r))
+}
+
+/// The `MCP-Protocol-Version` header of a 2025-11-25 (or older) message.
+///
+/// Spec: "If the server receives a request with an invalid or unsupported
+/// MCP-Protocol-Version, it MUST respond with 400 Bad Request." Without the header the
+/// session's negotiated version (or 2025-03-26) applies; the handler knows it.
+fn legacy_version_check(shared: &Shared, headers: &HeaderMap) -> Result<(), Box<Response>> {
+    if let Some(v) = headers.get(MCP_PROTOCOL_VERSION) {
+        let ok = v.to_str().is_ok_and(|v| {
+            shared
+                .config
+                .protocol_versions
+                .iter()
+                .any(|s| s == v.trim())
+        });
+        if !ok {
+            return Err(Box::new(bad_request(format!(
+                "Bad Request: unsupported MCP-Protocol-Version {v:?} (supported: {})",
+                shared.config.protocol_versions.join(", ")
+            ))));
+        }
+    }
+    Ok(())
 }
 
 /// The session a request names, if it is live and belongs to the same principal.

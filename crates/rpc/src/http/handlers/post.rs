@@ -51,6 +51,15 @@ pub(super) async fn post(
             return json_response(StatusCode::BAD_REQUEST, error_body(f.id.as_ref(), &f.error));
         }
     };
+    let message = match message {
+        Message::Request(req) if super::modern::is_modern(&parts.headers, &req) => {
+            return super::modern::post(shared, &parts.headers, req, principal, acc).await;
+        }
+        other => other,
+    };
+    if let Err(r) = super::legacy_version_check(shared, &parts.headers) {
+        return *r;
+    }
     let has_session = parts.headers.contains_key(MCP_SESSION_ID);
     let client = parts.extensions.get::<ClientAddr>().map(|c| c.0.ip());
     match message {
@@ -209,7 +218,7 @@ fn session_refused(id: &RequestId, why: &Refused) -> Response {
 }
 
 /// How a request got answered.
-enum Answer {
+pub(super) enum Answer {
     /// One JSON response.
     Json(Message),
     /// An SSE stream.
@@ -221,7 +230,7 @@ enum Answer {
 }
 
 impl Answer {
-    fn into_response(self, session: &HttpSession) -> Response {
+    pub(super) fn into_response(self, session: &HttpSession) -> Response {
         match self {
             Self::Json(m) | Self::Busy(m) => json_response(StatusCode::OK, m.to_json()),
             Self::Stream(reader) => sse_response(reader),
@@ -277,7 +286,7 @@ impl Drop for WaitGuard<'_> {
 /// Spec: "If the input is a JSON-RPC request, the server MUST either return
 /// `Content-Type: text/event-stream`, to initiate an SSE stream, or `Content-Type:
 /// application/json`, to return one JSON object."
-async fn answer(
+pub(super) async fn answer(
     shared: &Shared,
     session: &Arc<HttpSession>,
     req: mcp_tasks_proto::Request,

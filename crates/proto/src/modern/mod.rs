@@ -1,0 +1,554 @@
+//! The wire types of MCP 2026-07-28 (the "modern" generation) that mcp-tasks interprets:
+//! per-request `_meta`, `resultType`, `server/discover`, the three modern error codes,
+//! multi round-trip results ([`InputRequiredResult`]) and, in [`tasks`], the tasks
+//! extension `io.modelcontextprotocol/tasks` (SEP-2663).
+//!
+//! The 2025-11-25 types stay in [`crate::mcp`]; a server speaking both generations picks
+//! the module by the era of each request (see `docs/adr/0005-two-generations.md`).
+//!
+//! Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
+//! fields in `_meta`; fields marked as required MUST be included on every request."
+
+pub mod tasks;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::ErrorObject;
+
+/// The modern protocol revision we serve.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+/// The modern revisions we serve per request (without `initialize`).
+pub const MODERN_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// `_meta` key: the protocol version of a request (required).
+pub const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for a request (required).
+pub const CLIENT_CAPABILITIES_META: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's name and version (SHOULD).
+pub const CLIENT_INFO_META: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the minimum log level for a request (optional).
+pub const LOG_LEVEL_META: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key of a result: the server's name and version (SHOULD).
+pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key of a notification on a `subscriptions/listen` stream.
+pub const SUBSCRIPTION_ID_META: &str = "io.modelcontextprotocol/subscriptionId";
+/// The identifier of the tasks extension (SEP-2663).
+pub const TASKS_EXTENSION: &str = "io.modelcontextprotocol/tasks";
+
+/// Method names of the modern generation that the 2025-11-25 one does not have (or
+/// serves differently).
+pub mod methods {
+    /// `server/discover`
+    pub const SERVER_DISCOVER: &str = "server/discover";
+    /// `tasks/update` (SEP-2663)
+    pub const TASKS_UPDATE: &str = "tasks/update";
+    /// `notifications/tasks` (SEP-2663): a full `DetailedTask`.
+    pub const TASKS_NOTIFICATION: &str = "notifications/tasks";
+    /// `subscriptions/listen`
+    pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
+}
+
+/// The error codes the modern generation defines (basic, "Error Codes").
+pub mod codes {
+    /// `HeaderMismatch`: HTTP headers do not match the body, or are missing/malformed.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// `MissingRequiredClientCapability`: `data.requiredCapabilities` names what is missing.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// `UnsupportedProtocolVersion`: `data.supported` and `data.requested`.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// `Implementation`: a name and a version (`clientInfo`, `serverInfo`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Implementation {
+    /// Programmatic name.
+    pub name: String,
+    /// Version.
+    pub version: String,
+    /// Every other field (`title`, `description`, `icons`, `websiteUrl`), unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Implementation {
+    /// `{name, version}`.
+    pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            version: version.into(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// `ClientCapabilities`, kept whole (an open set): read with the accessors.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ClientCapabilities(pub Map<String, Value>);
+
+impl ClientCapabilities {
+    /// The settings of extension `id`, if the client declared it.
+    pub fn extension(&self, id: &str) -> Option<&Value> {
+        self.0.get("extensions")?.get(id)
+    }
+
+    /// Whether the client declared the tasks extension.
+    ///
+    /// Spec (SEP-2663): "A server MUST NOT return `CreateTaskResult` to a client that did
+    /// not include the extension capability on its request".
+    pub fn has_tasks_extension(&self) -> bool {
+        self.extension(TASKS_EXTENSION).is_some()
+    }
+
+    /// Whether the client declared form elicitation (`elicitation: {}` counts as form).
+    pub fn elicitation_form(&self) -> bool {
+        match self.0.get("elicitation") {
+            Some(Value::Object(e)) => e.is_empty() || e.contains_key("form"),
+            _ => false,
+        }
+    }
+
+    /// Whether the client declared sampling.
+    pub fn sampling(&self) -> bool {
+        self.0.get("sampling").is_some_and(Value::is_object)
+    }
+
+    /// The capabilities as a JSON value (as handed to tools, like the legacy session's).
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.0.clone())
+    }
+}
+
+/// The `io.modelcontextprotocol/*` fields of a modern request's `_meta`, checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestMeta {
+    /// `io.modelcontextprotocol/protocolVersion`: one of [`MODERN_VERSIONS`].
+    pub protocol_version: String,
+    /// `io.modelcontextprotocol/clientCapabilities`.
+    pub client_capabilities: ClientCapabilities,
+    /// `io.modelcontextprotocol/clientInfo`, if given and well-formed.
+    pub client_info: Option<Implementation>,
+    /// `io.modelcontextprotocol/logLevel`, if given.
+    pub log_level: Option<String>,
+}
+
+/// The era a request asks for, read from its params.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Era {
+    /// No `io.modelcontextprotocol/protocolVersion` in `_meta`: a 2025-11-25 (or older)
+    /// request, served by the session `initialize` opened.
+    Legacy,
+    /// A well-formed modern request.
+    Modern(RequestMeta),
+    /// A modern-form request that cannot be served: the error to answer with.
+    Refused(ErrorObject),
+}
+
+/// Whether `params` carry the modern protocol-version key (the one thing that makes a
+/// request modern-form, whatever else is wrong with it).
+pub fn is_modern_form(params: Option<&Value>) -> bool {
+    params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_VERSION_META))
+        .is_some()
+}
+
+/// The era of a request with these `params`, checking the modern `_meta` fields.
+///
+/// The version is checked first: a client on another revision may have other required
+/// fields, so what it needs to hear is which versions we support.
+///
+/// Spec (versioning): "If the server does not implement the requested version ... it
+/// MUST respond with an `UnsupportedProtocolVersionError` listing the versions it does
+/// support". Spec (basic, `_meta`): "A request missing any required field is malformed;
+/// the server MUST reject it with JSON-RPC error code `-32602` (Invalid params)."
+/// `supported` is every version the server speaks, the `initialize` ones included.
+pub fn request_era(params: Option<&Value>, supported: &[&str]) -> Era {
+    if !is_modern_form(params) {
+        return Era::Legacy;
+    }
+    let meta = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(Value::as_object);
+    let Some(meta) = meta else {
+        return Era::Legacy;
+    };
+    let version = match meta.get(PROTOCOL_VERSION_META) {
+        Some(Value::String(v)) => v,
+        _ => {
+            return Era::Refused(ErrorObject::invalid_params(format!(
+                "`_meta[\"{PROTOCOL_VERSION_META}\"]` must be a string"
+            )));
+        }
+    };
+    if !MODERN_VERSIONS.contains(&version.as_str()) {
+        return Era::Refused(unsupported_version(version, supported));
+    }
+    let client_capabilities = match meta.get(CLIENT_CAPABILITIES_META) {
+        Some(Value::Object(c)) => ClientCapabilities(c.clone()),
+        Some(_) => {
+            return Era::Refused(ErrorObject::invalid_params(format!(
+                "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` must be an object"
+            )));
+        }
+        None => {
+            return Era::Refused(ErrorObject::invalid_params(format!(
+                "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` is required on every 2026-07-28 request"
+            )));
+        }
+    };
+    let client_info = meta
+        .get(CLIENT_INFO_META)
+        .and_then(|v| Implementation::deserialize(v).ok());
+    let log_level = meta
+        .get(LOG_LEVEL_META)
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    Era::Modern(RequestMeta {
+        protocol_version: version.clone(),
+        client_capabilities,
+        client_info,
+        log_level,
+    })
+}
+
+/// A request's `_meta` with the modern fields (what a client puts on every request).
+pub fn request_meta_value(
+    client_info: &Implementation,
+    capabilities: &ClientCapabilities,
+) -> Value {
+    json!({
+        PROTOCOL_VERSION_META: PROTOCOL_VERSION,
+        CLIENT_INFO_META: client_info,
+        CLIENT_CAPABILITIES_META: capabilities,
+    })
+}
+
+/// `-32022` with `data: {supported, requested}`.
+pub fn unsupported_version(requested: &str, supported: &[&str]) -> ErrorObject {
+    let data = UnsupportedVersionData {
+        supported: supported.iter().map(|s| (*s).to_owned()).collect(),
+        requested: requested.to_owned(),
+    };
+    ErrorObject::new(
+        codes::UNSUPPORTED_PROTOCOL_VERSION,
+        format!(
+            "Unsupported protocol version `{requested}`; supported: {}",
+            supported.join(", ")
+        ),
+    )
+    .with_data(json!(data))
+}
+
+/// `-32021` with `data.requiredCapabilities = required`.
+pub fn missing_capability(required: ClientCapabilities, detail: &str) -> ErrorObject {
+    let data = MissingCapabilityData {
+        required_capabilities: required,
+    };
+    ErrorObject::new(
+        codes::MISSING_REQUIRED_CLIENT_CAPABILITY,
+        format!("Missing required client capability: {detail}"),
+    )
+    .with_data(json!(data))
+}
+
+/// `-32021` naming the tasks extension.
+///
+/// Spec (SEP-2663): "the server MUST return an error with the code `-32021` (Missing
+/// Required Client Capability), indicating the required extension in the error response".
+pub fn missing_tasks_extension(detail: &str) -> ErrorObject {
+    let mut caps = Map::new();
+    caps.insert("extensions".into(), json!({ TASKS_EXTENSION: {} }));
+    missing_capability(ClientCapabilities(caps), detail)
+}
+
+/// `-32020`.
+pub fn header_mismatch(detail: impl std::fmt::Display) -> ErrorObject {
+    ErrorObject::new(codes::HEADER_MISMATCH, format!("Header mismatch: {detail}"))
+}
+
+/// `data` of `UnsupportedProtocolVersionError`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct UnsupportedVersionData {
+    /// The versions the server supports.
+    pub supported: Vec<String>,
+    /// The version the client asked for.
+    pub requested: String,
+}
+
+/// `data` of `MissingRequiredClientCapabilityError`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MissingCapabilityData {
+    /// What the server needs the client to declare.
+    pub required_capabilities: ClientCapabilities,
+}
+
+/// `resultType`: how to read a result.
+///
+/// Spec (basic): "A `resultType` of any value unrecognized by the client MUST be
+/// considered invalid." and "clients MUST treat an absent `resultType` as `"complete"`".
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "String", into = "String")]
+pub enum ResultType {
+    /// `complete`: the final content.
+    Complete,
+    /// `input_required`: an [`InputRequiredResult`].
+    InputRequired,
+    /// `task` (tasks extension): a `CreateTaskResult`.
+    Task,
+    /// Any other value (invalid for a client that does not know it).
+    Other(String),
+}
+
+impl ResultType {
+    /// The wire name.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Complete => "complete",
+            Self::InputRequired => "input_required",
+            Self::Task => "task",
+            Self::Other(s) => s,
+        }
+    }
+
+    /// The `resultType` of a result value; absent is `complete`.
+    pub fn of(result: &Value) -> Self {
+        match result.get("resultType").and_then(Value::as_str) {
+            Some(s) => Self::from(s.to_owned()),
+            None => Self::Complete,
+        }
+    }
+}
+
+impl From<String> for ResultType {
+    fn from(s: String) -> Self {
+        match s.as_str() {
+            "complete" => Self::Complete,
+            "input_required" => Self::InputRequired,
+            "task" => Self::Task,
+            _ => Self::Other(s),
+        }
+    }
+}
+
+impl From<ResultType> for String {
+    fn from(r: ResultType) -> Self {
+        match r {
+            ResultType::Other(s) => s,
+            other => other.as_str().to_owned(),
+        }
+    }
+}
+
+/// Put `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]` on a result object
+/// (an existing `resultType` and other `_meta` keys are kept). Does nothing when `result`
+/// is not an object.
+///
+/// Spec (basic): "The `result` MUST include a `resultType` field" and "Servers SHOULD
+/// include the following `io.modelcontextprotocol/*` field in every result's `_meta`".
+pub fn stamp_result(result: &mut Value, result_type: &ResultType, server: &Implementation) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.entry("resultType")
+        .or_insert_with(|| Value::String(result_type.as_str().to_owned()));
+    let meta = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Some(meta) = meta.as_object_mut() {
+        meta.entry(SERVER_INFO_META)
+            .or_insert_with(|| json!(server));
+    }
+}
+
+/// `cacheScope` of a cacheable result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CacheScope {
+    /// No user-specific data: any cache may share it.
+    Public,
+    /// Cache only within the same authorization context.
+    Private,
+}
+
+/// `ServerCapabilities` as `server/discover` reports them.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ServerCapabilities {
+    /// `tools` (present when the server has tools).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Value>,
+    /// `extensions`: identifier -> settings (`{}` for none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Map<String, Value>>,
+    /// Every other capability, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl ServerCapabilities {
+    /// Whether extension `id` is declared.
+    pub fn has_extension(&self, id: &str) -> bool {
+        self.extensions.as_ref().is_some_and(|e| e.contains_key(id))
+    }
+}
+
+/// The result of `server/discover`.
+///
+/// Spec (server/discover): the server "replies with its supported protocol versions,
+/// capabilities, and identity"; `_meta['io.modelcontextprotocol/serverInfo']`: "Servers
+/// SHOULD include this field."
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DiscoverResult {
+    /// Always `complete`.
+    pub result_type: ResultType,
+    /// Every version the server speaks (legacy ones included for a dual-era server).
+    pub supported_versions: Vec<String>,
+    /// The server's capabilities.
+    pub capabilities: ServerCapabilities,
+    /// Guidance for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// How long the result may be cached, in ms.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+    /// Who may share a cached copy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_scope: Option<CacheScope>,
+    /// `_meta` (carries `serverInfo`).
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+    /// Every other field, unchanged.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl DiscoverResult {
+    /// The `serverInfo` of `_meta`, if present and well-formed.
+    pub fn server_info(&self) -> Option<Implementation> {
+        let v = self.meta.as_ref()?.get(SERVER_INFO_META)?;
+        Implementation::deserialize(v).ok()
+    }
+}
+
+/// The modern `tools/list` result: the tools plus the cacheable-result fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// Always `complete`.
+    pub result_type: ResultType,
+    /// The tools, as listed.
+    pub tools: Vec<Value>,
+    /// How long the list may be cached, in ms.
+    pub ttl_ms: u64,
+    /// Who may share a cached copy.
+    pub cache_scope: CacheScope,
+    /// The next page, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+/// One server-to-client request carried in `inputRequests`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct InputRequest {
+    /// `elicitation/create`, `sampling/createMessage` or `roots/list`.
+    pub method: String,
+    /// Its params.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+}
+
+/// `inputRequests`: key -> request. Keys are server-assigned.
+pub type InputRequests = Map<String, Value>;
+/// `inputResponses`: key -> the client's result for that request.
+pub type InputResponses = Map<String, Value>;
+
+/// The methods an [`InputRequest`] may carry.
+///
+/// Spec (MRTR): "`inputRequests` values are request objects that MUST be one of
+/// `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`".
+pub const INPUT_REQUEST_METHODS: &[&str] =
+    &["elicitation/create", "sampling/createMessage", "roots/list"];
+
+/// `InputRequiredResult`: more input is needed before the request can complete.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputRequiredResult {
+    /// Always `input_required`.
+    pub result_type: ResultType,
+    /// The requests the client must fulfil.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_requests: Option<InputRequests>,
+    /// Opaque state the client echoes on its retry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+    /// `_meta`.
+    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Map<String, Value>>,
+}
+
+impl InputRequiredResult {
+    /// A result asking for `requests`, with `state` to be echoed.
+    pub fn new(requests: InputRequests, state: Option<String>) -> Self {
+        Self {
+            result_type: ResultType::InputRequired,
+            input_requests: Some(requests),
+            request_state: state,
+            meta: None,
+        }
+    }
+
+    /// Check the MUSTs a sender has to meet.
+    ///
+    /// Spec (MRTR): "Servers MUST include at least one of `inputRequests` or
+    /// `requestState` in every `InputRequiredResult` response." and the values "MUST be
+    /// one of `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`".
+    ///
+    /// # Errors
+    /// What is wrong, in a sentence.
+    pub fn check(&self) -> Result<(), String> {
+        if self.result_type != ResultType::InputRequired {
+            return Err(format!(
+                "resultType must be `input_required`, not `{}`",
+                self.result_type.as_str()
+            ));
+        }
+        if self.input_requests.is_none() && self.request_state.is_none() {
+            return Err("an InputRequiredResult needs `inputRequests` or `requestState`".into());
+        }
+        for (key, req) in self.input_requests.iter().flatten() {
+            let method = req.get("method").and_then(Value::as_str).unwrap_or("");
+            if !INPUT_REQUEST_METHODS.contains(&method) {
+                return Err(format!(
+                    "inputRequests[{key:?}] has method `{method}`, not one of {}",
+                    INPUT_REQUEST_METHODS.join(", ")
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The MRTR fields of a retried request's params (`tools/call`, `prompts/get`,
+/// `resources/read`).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryFields {
+    /// The answers, by the keys of the previous `inputRequests`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The `requestState` echoed back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+#[cfg(test)]
+mod tests;

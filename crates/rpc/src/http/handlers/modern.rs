@@ -1,0 +1,278 @@
+//! POST of a 2026-07-28 ("modern") request: no session, the request metadata headers
+//! checked against the body, and the modern errors mapped to their HTTP statuses.
+//!
+//! A request is modern when its body's `_meta` names a protocol version, or its
+//! `MCP-Protocol-Version` header names a modern one (then a body without the `_meta`
+//! field is a header mismatch). Everything else is served as 2025-11-25 by the session
+//! machinery, unchanged. A modern request is answered by a session made for it alone
+//! (its handler comes from the same [`crate::http::SessionFactory`], with the same
+//! principal) that ends with the answer: no `Mcp-Session-Id` is minted, and one sent is
+//! ignored. Spec (streamable HTTP, earlier revisions): "An `Mcp-Session-Id` header on a
+//! request: ignore it, and do not mint or echo session IDs."
+
+use std::sync::Arc;
+
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::Response;
+use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META};
+use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
+use serde_json::Value;
+
+use super::post::{Answer, answer};
+use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
+use crate::http::session::{HttpSession, new_session_id};
+use crate::http::{ReplyMode, Shared};
+use crate::peer::Peer;
+
+/// `Mcp-Method`: the JSON-RPC method, mirrored.
+const MCP_METHOD: &str = "mcp-method";
+/// `Mcp-Name`: `params.name`, `params.uri` or (tasks extension) `params.taskId`, mirrored.
+const MCP_NAME: &str = "mcp-name";
+/// The Base64 sentinel of an encoded header value: `=?base64?...?=`.
+const B64_PREFIX: &str = "=?base64?";
+const B64_SUFFIX: &str = "?=";
+
+/// Whether a POSTed request is modern (see the module docs).
+pub(super) fn is_modern(headers: &HeaderMap, req: &Request) -> bool {
+    modern::is_modern_form(req.params.as_ref())
+        || super::header_str(headers, MCP_PROTOCOL_VERSION)
+            .is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+}
+
+/// Serve one modern request.
+pub(super) async fn post(
+    shared: &Arc<Shared>,
+    headers: &HeaderMap,
+    req: Request,
+    principal: Option<String>,
+    acc: Accept,
+) -> Response {
+    let id = req.id.clone();
+    let refuse = |e: &ErrorObject| json_response(StatusCode::BAD_REQUEST, error_body(Some(&id), e));
+    if let Err(e) = check_headers(headers, &req) {
+        return refuse(&e);
+    }
+    let supported: Vec<&str> = MODERN_VERSIONS
+        .iter()
+        .copied()
+        .chain(shared.config.protocol_versions.iter().map(String::as_str))
+        .collect();
+    if let Era::Refused(e) = modern::request_era(req.params.as_ref(), &supported) {
+        // Spec (basic, `_meta`): "A request missing any required field is malformed; the
+        // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On
+        // HTTP, the response status MUST be `400 Bad Request`."
+        return refuse(&e);
+    }
+    if !acc.json {
+        return not_acceptable("application/json (a 2026-07-28 request is answered as JSON)");
+    }
+    if req.method == modern::methods::SUBSCRIPTIONS_LISTEN {
+        // A listen stream needs an SSE answer, which this transport does not give a
+        // 2026-07-28 request yet (stdio serves it).
+        let e = ErrorObject::method_not_found(
+            "`subscriptions/listen` is not served over HTTP by this server yet (it is on stdio); poll with tasks/get",
+        );
+        return json_response(StatusCode::NOT_FOUND, error_body(Some(&id), &e));
+    }
+    let handler = shared.factory.create(principal.as_deref());
+    let (peer, outbound) = Peer::new(handler);
+    let session = HttpSession::start(
+        new_session_id(),
+        principal,
+        peer,
+        outbound,
+        shared.config.limits(),
+        Arc::clone(&shared.replay_bytes),
+    );
+    let answered = answer(shared, &session, req, ReplyMode::Json).await;
+    let status = match &answered {
+        Answer::Json(Message::Error(e)) => status_of(e.error.code),
+        _ => StatusCode::OK,
+    };
+    let mut r = answered.into_response(&session);
+    if r.status() == StatusCode::OK {
+        *r.status_mut() = status;
+    }
+    session.end();
+    r
+}
+
+/// The HTTP status of a modern JSON-RPC error.
+///
+/// Spec (streamable HTTP): `HeaderMismatch` "MUST return HTTP status `400 Bad Request`";
+/// `UnsupportedProtocolVersionError` "MUST respond with `400 Bad Request`"; "If the
+/// server does not implement the requested RPC method, it MUST respond with `404 Not
+/// Found` and a JSON-RPC error with code `-32601`". Spec (basic): for
+/// `MissingRequiredClientCapabilityError` "On HTTP, the response status MUST be `400 Bad
+/// Request`". Every other error is a JSON-RPC answer like any other: 200.
+fn status_of(code: i64) -> StatusCode {
+    match code {
+        modern::codes::HEADER_MISMATCH
+        | modern::codes::MISSING_REQUIRED_CLIENT_CAPABILITY
+        | modern::codes::UNSUPPORTED_PROTOCOL_VERSION => StatusCode::BAD_REQUEST,
+        codes::METHOD_NOT_FOUND => StatusCode::NOT_FOUND,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The body field `Mcp-Name` mirrors for `method`, if it needs one.
+///
+/// Spec (streamable HTTP): `Mcp-Name` is required for `tools/call`, `resources/read`,
+/// `prompts/get` (`params.name` or `params.uri`). Spec (SEP-2663): "When `tasks/get`,
+/// `tasks/update`, or `tasks/cancel` is sent over the Streamable HTTP transport, the
+/// client MUST set the `Mcp-Name` header ... to the value of `params.taskId`."
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        methods::TOOLS_CALL | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
+            Some("taskId")
+        }
+        _ => None,
+    }
+}
+
+/// Check the request metadata headers against the body.
+///
+/// Spec (streamable HTTP, "Server Validation"): "Servers that process the request body
+/// MUST reject requests where the values specified in the headers do not match the
+/// corresponding values in the request body", including when "A required standard
+/// header (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`) is missing" or "A header
+/// value contains invalid characters"; encoded `Mcp-Name` values are decoded first.
+///
+/// # Errors
+/// `-32020` saying which header and why.
+fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> {
+    let version = required(headers, MCP_PROTOCOL_VERSION, "MCP-Protocol-Version")?;
+    let body_version = req
+        .params
+        .as_ref()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(PROTOCOL_VERSION_META));
+    match body_version {
+        Some(Value::String(v)) if v == version.trim() => {}
+        Some(v) => {
+            return Err(modern::header_mismatch(format!(
+                "MCP-Protocol-Version header value '{version}' does not match body value {v}"
+            )));
+        }
+        None => {
+            return Err(modern::header_mismatch(format!(
+                "MCP-Protocol-Version header value '{version}' but the body's `_meta` has no `{PROTOCOL_VERSION_META}`"
+            )));
+        }
+    }
+    let method = required(headers, MCP_METHOD, "Mcp-Method")?;
+    if method != req.method {
+        return Err(modern::header_mismatch(format!(
+            "Mcp-Method header value '{method}' does not match body value '{}'",
+            req.method
+        )));
+    }
+    if let Some(field) = name_field(&req.method) {
+        let header = decode(required(headers, MCP_NAME, "Mcp-Name")?)?;
+        let body = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get(field))
+            .and_then(Value::as_str);
+        if body != Some(header.as_str()) {
+            return Err(modern::header_mismatch(format!(
+                "Mcp-Name header value '{header}' does not match body value {}",
+                body.map_or_else(|| format!("(no `params.{field}`)"), |b| format!("'{b}'"))
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The value of a required header.
+fn required<'a>(headers: &'a HeaderMap, name: &str, shown: &str) -> Result<&'a str, ErrorObject> {
+    match headers.get(name) {
+        None => Err(modern::header_mismatch(format!(
+            "the {shown} header is required"
+        ))),
+        Some(v) => v.to_str().map_err(|_| {
+            modern::header_mismatch(format!("the {shown} header contains invalid characters"))
+        }),
+    }
+}
+
+/// A header value, Base64-decoded when it has the sentinel form.
+fn decode(value: &str) -> Result<String, ErrorObject> {
+    let Some(inner) = value
+        .strip_prefix(B64_PREFIX)
+        .and_then(|v| v.strip_suffix(B64_SUFFIX))
+    else {
+        return Ok(value.to_owned());
+    };
+    base64_decode(inner)
+        .and_then(|b| String::from_utf8(b).ok())
+        .ok_or_else(|| modern::header_mismatch("Mcp-Name has an invalid Base64 value"))
+}
+
+/// Standard Base64 (RFC 4648, with or without `=` padding).
+fn base64_decode(s: &str) -> Option<Vec<u8>> {
+    fn sextet(c: u8) -> Option<u32> {
+        Some(match c {
+            b'A'..=b'Z' => c - b'A',
+            b'a'..=b'z' => c - b'a' + 26,
+            b'0'..=b'9' => c - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => return None,
+        } as u32)
+    }
+    let s = s.trim_end_matches('=').as_bytes();
+    if s.len() % 4 == 1 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(s.len() * 3 / 4);
+    for chunk in s.chunks(4) {
+        let mut n = 0u32;
+        for (i, c) in chunk.iter().enumerate() {
+            n |= sextet(*c)? << (18 - 6 * i);
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_the_base64_sentinel_of_the_spec_examples() {
+        assert_eq!(decode("us-west1").unwrap(), "us-west1");
+        assert_eq!(
+            decode("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
+            "Hello, 世界"
+        );
+        assert_eq!(decode("=?base64?IHBhZGRlZCA=?=").unwrap(), " padded ");
+        assert_eq!(
+            decode("=?base64?bGluZTEKbGluZTI=?=").unwrap(),
+            "line1\nline2"
+        );
+        assert_eq!(
+            decode("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=").unwrap(),
+            "=?base64?literal?="
+        );
+        assert_eq!(decode("=?base64?!!!?=").unwrap_err().code, -32020);
+        assert_eq!(
+            decode("=?base64?/w==?=").unwrap_err().code,
+            -32020,
+            "not UTF-8"
+        );
+    }
+
+    #[test]
+    fn modern_errors_map_to_their_statuses() {
+        assert_eq!(status_of(-32020), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(-32021), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(-32022), StatusCode::BAD_REQUEST);
+        assert_eq!(status_of(-32601), StatusCode::NOT_FOUND);
+        assert_eq!(status_of(-32602), StatusCode::OK);
+    }
+}

@@ -1,0 +1,154 @@
+//! The 2026-07-28 ("modern") generation, served statelessly beside the 2025-11-25 session
+//! (see `docs/adr/0005-two-generations.md`).
+//!
+//! [`crate::Session`] hands a request here when its `_meta` carries
+//! `io.modelcontextprotocol/protocolVersion` ([`era`]); nothing here reads what
+//! `initialize` negotiated. Spec (basic, "Statelessness"): "Servers MUST NOT rely on prior
+//! requests over the same connection to establish context (e.g., capabilities, protocol
+//! version, client identity). Every request supplies this metadata in its `_meta` field."
+//!
+//! Served so far: `server/discover`, `tools/list`, `tools/call` run directly or, for a
+//! client with the tasks extension, as a task (a `required` tool always; an `optional`
+//! one when it outlives `task_after`: [`deferred`]), and `tasks/get`, `tasks/update`,
+//! `tasks/cancel` of the extension with `inputRequests`. Not yet: MRTR for direct calls,
+//! `subscriptions/listen`.
+
+mod deferred;
+mod listen;
+pub(crate) mod mrtr;
+mod tasks;
+mod tools;
+
+use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
+use mcp_tasks_proto::modern::{
+    self, CacheScope, DiscoverResult, Era, Implementation, MODERN_VERSIONS, RequestMeta,
+    ResultType, ServerCapabilities, TASKS_EXTENSION,
+};
+use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_rpc::RequestContext;
+use serde_json::{Map, Value, json};
+
+use crate::session::Session;
+
+/// How long a client may cache `server/discover` and `tools/list`, in ms. The tool list
+/// and capabilities of a process never change, but a restart may bring other ones: one
+/// minute keeps clients current after an upgrade without a request per call.
+pub(crate) const CACHE_TTL_MS: u64 = 60_000;
+
+/// Every version this server speaks: the modern ones per request, then those `initialize`
+/// negotiates.
+pub(crate) fn supported_versions() -> Vec<&'static str> {
+    MODERN_VERSIONS
+        .iter()
+        .chain(SUPPORTED_PROTOCOL_VERSIONS)
+        .copied()
+        .collect()
+}
+
+/// The era of a request of `session` with these `params` (see [`modern::request_era`]).
+///
+/// A server composed with an extension (a gateway) does not serve 2026-07-28 yet: its
+/// tools and everything else come from an upstream reached through a 2025-11-25 session
+/// that only `initialize` opens. A modern request gets -32022 listing the `initialize`
+/// revisions, which tells a dual-era client to fall back (versioning: "the client
+/// retries with a supported version rather than falling back" is for versions it can
+/// use per request; here every supported one needs `initialize`).
+pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
+    if session.state.extension.is_some() && modern::is_modern_form(params) {
+        let requested = params
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get(modern::PROTOCOL_VERSION_META))
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Era::Refused(modern::unsupported_version(
+            requested,
+            SUPPORTED_PROTOCOL_VERSIONS,
+        ));
+    }
+    modern::request_era(params, &supported_versions())
+}
+
+/// Serve one modern request; `meta` is its checked `_meta`. The result carries
+/// `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]`.
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub(crate) async fn handle(
+    session: &Session,
+    cx: &RequestContext,
+    method: &str,
+    params: Option<Value>,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
+    let mut result = match method {
+        methods::SERVER_DISCOVER => discover(session),
+        methods::TOOLS_LIST => tools::list(session, params.as_ref())?,
+        methods::TOOLS_CALL => tools::call(session, cx, params, meta).await?,
+        methods::TASKS_RESULT | methods::TASKS_LIST => {
+            return Err(ErrorObject::method_not_found(format!(
+                "`{method}` does not exist in 2026-07-28 (the tasks extension polls with tasks/get)"
+            )));
+        }
+        modern::methods::SUBSCRIPTIONS_LISTEN => {
+            listen::listen(session, cx, params.as_ref(), meta).await?
+        }
+        methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
+            tasks::handle(session, method, params.as_ref(), meta).await?
+        }
+        methods::INITIALIZE => {
+            return Err(ErrorObject::method_not_found(
+                "`initialize` is not a 2026-07-28 method: drop the `io.modelcontextprotocol/protocolVersion` `_meta` to open a 2025-11-25 session, or send requests without a handshake",
+            ));
+        }
+        other => {
+            return Err(ErrorObject::method_not_found(format!(
+                "`{other}` is not served in 2026-07-28"
+            )));
+        }
+    };
+    modern::stamp_result(&mut result, &ResultType::Complete, &server_info(session));
+    Ok(result)
+}
+
+/// `serverInfo`, from the configuration.
+fn server_info(session: &Session) -> Implementation {
+    let cfg = &session.state.config;
+    Implementation::new(cfg.name.clone(), cfg.version.clone())
+}
+
+/// Whether this server declares the tasks extension: it has a task engine.
+fn tasks_on(session: &Session) -> bool {
+    session.state.engine.is_some()
+}
+
+/// `server/discover`.
+///
+/// Spec (server/discover): "The server replies with its supported protocol versions,
+/// capabilities, and identity." Spec (SEP-2663): the server declares
+/// `"extensions": {"io.modelcontextprotocol/tasks": {}}` in response to
+/// `server/discover`.
+fn discover(session: &Session) -> Value {
+    let mut extensions = Map::new();
+    if tasks_on(session) {
+        extensions.insert(TASKS_EXTENSION.to_owned(), json!({}));
+    }
+    let capabilities = ServerCapabilities {
+        tools: Some(json!({ "listChanged": false })),
+        extensions: (!extensions.is_empty()).then_some(extensions),
+        extra: Map::new(),
+    };
+    let result = DiscoverResult {
+        result_type: ResultType::Complete,
+        supported_versions: supported_versions()
+            .into_iter()
+            .map(str::to_owned)
+            .collect(),
+        capabilities,
+        instructions: session.state.config.instructions.clone(),
+        ttl_ms: Some(CACHE_TTL_MS),
+        cache_scope: Some(CacheScope::Public),
+        meta: None,
+        extra: Map::new(),
+    };
+    serde_json::to_value(result).unwrap_or_else(|_| json!({}))
+}

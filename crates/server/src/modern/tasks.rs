@@ -1,0 +1,273 @@
+//! The tasks extension (SEP-2663) on the existing engine and store: task creation for
+//! `tools/call`, `tasks/get` with the inline payload, `tasks/update`, `tasks/cancel`.
+//!
+//! A tool that asks the client during a task (`ToolContext::elicit`, `sample`) goes through
+//! the engine's relay as in 2025-11-25: the task moves to `input_required` and the request
+//! waits in the running task's queue. Here that queue is read by `tasks/get` as
+//! `inputRequests` and answered by `tasks/update`, instead of travelling on a
+//! `tasks/result` stream. The queue lives in the process running the task (see
+//! `docs/adr/0005-two-generations.md`). Not yet: `--task-after` for `optional` tools,
+//! `subscriptions/listen`.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_tasks_core::engine::{TaskRun, TaskSpec};
+use mcp_tasks_core::{EngineError, Requester, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_proto::mcp::{TaskStatus, progress_token};
+use mcp_tasks_proto::meta::strip_related_task;
+use mcp_tasks_proto::modern::tasks::{
+    AckResult, CreateTaskResult, DetailedTask, GetTaskResult, Task, UpdateTaskParams,
+};
+use mcp_tasks_proto::modern::{self, RequestMeta, TASKS_EXTENSION};
+use mcp_tasks_proto::{ErrorObject, RequestId, methods};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::session::Session;
+use crate::tool::{Tool, ToolContext};
+
+/// How a modern task's result maps to its terminal status: always `completed`.
+///
+/// Spec (SEP-2663): "`completed`: The request completed successfully and results are
+/// available in the `result` field. This includes tool calls that returned results with
+/// `isError: true`." and "The `failed` status MUST NOT be used to represent non-JSON-RPC
+/// errors, such as a tool result that completed with `isError: true`." A JSON-RPC error
+/// of the handler ends the task `failed` (the engine's path for an `Err`).
+pub(crate) fn classify(_result: &Value) -> (TaskStatus, Option<String>) {
+    (TaskStatus::Completed, None)
+}
+
+/// The requestor of a modern task, as the engine sees it (the task's *origin*): there is
+/// no connection to push anything to (status travels by `tasks/get`; notifications only on
+/// `subscriptions/listen`, not served yet). The task's own requests do not come here: the
+/// engine queues them for `tasks/get`.
+///
+/// Spec (SEP-2663): "`notifications/progress` and `notifications/message` notifications
+/// MUST NOT be sent on the `subscriptions/listen` stream for a task, and are not
+/// supported on tasks in general in this specification."
+pub(super) struct Unreachable;
+
+#[async_trait]
+impl RequestorChannel for Unreachable {
+    async fn request(&self, method: &str, _params: Value) -> Result<Value, ErrorObject> {
+        Err(ErrorObject::internal(format!(
+            "`{method}` cannot be sent to a 2026-07-28 client outside of a task's inputRequests"
+        )))
+    }
+
+    async fn notify(&self, _method: &str, _params: Value) {}
+}
+
+/// Run `tool` as a task and answer with the flat `CreateTaskResult`, once the task is
+/// stored.
+///
+/// Spec (SEP-2663): "A server MUST NOT return `CreateTaskResult` until the task is durably
+/// created — that is, until a `tasks/get` for the returned `taskId` would resolve."
+/// (`TaskEngine::create` returns once the store holds the record.) "Servers MUST set
+/// `resultType` to `"task"` when returning a `CreateTaskResult`".
+///
+/// # Errors
+/// What the engine refused (limits, shutting down, store failure).
+pub(super) async fn create(
+    session: &Session,
+    engine: &TaskEngine,
+    tool: &Tool,
+    args: Value,
+    params: Value,
+    caps: Value,
+) -> Result<Value, ErrorObject> {
+    let token = progress_token(Some(&params));
+    let handler = Arc::clone(&tool.handler);
+    let caps = Arc::new(caps);
+    let spec = TaskSpec {
+        requester: session.requester.clone(),
+        method: methods::TOOLS_CALL.to_owned(),
+        params: params.clone(),
+        // No per-request `task` field in this era: the server's default TTL applies.
+        task_field: json!({}),
+        origin: Arc::new(Unreachable),
+        classify,
+    };
+    let runner = Box::new(move |run: TaskRun| {
+        let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
+            .with_request_params(params);
+        Box::pin(async move { handler.call(args, cx).await.map(Value::from) })
+            as futures::future::BoxFuture<'static, _>
+    });
+    let rec = engine
+        .create(spec, runner)
+        .await
+        .map_err(|e| serve::create_error(&e))?;
+    let result = CreateTaskResult::new(Task::from(&rec.to_wire()));
+    serde_json::to_value(result).map_err(ErrorObject::internal)
+}
+
+/// Serve `tasks/get`, `tasks/update` or `tasks/cancel`.
+///
+/// Spec (SEP-2663, Protocol Errors): "Servers MUST return this error [-32021] for
+/// non-declaring clients issuing `tasks/get`, `tasks/update`, and `tasks/cancel`
+/// requests"; "Invalid or nonexistent `taskId`: `-32602`". Tasks are bound as in
+/// 2025-11-25: with authentication to the principal, without it the task id (a UUID v4
+/// from the OS CSPRNG) is the capability. A task created in either era is visible in
+/// both.
+///
+/// # Errors
+/// The JSON-RPC error to answer with.
+pub(super) async fn handle(
+    session: &Session,
+    method: &str,
+    params: Option<&Value>,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
+    if !meta.client_capabilities.has_tasks_extension() {
+        return Err(modern::missing_tasks_extension(&format!(
+            "`{method}` needs the `{TASKS_EXTENSION}` extension in `clientCapabilities.extensions`"
+        )));
+    }
+    let Some(engine) = session.state.engine.as_ref() else {
+        return Err(ErrorObject::method_not_found(format!(
+            "`{method}`: tasks are not enabled on this server"
+        )));
+    };
+    let who = &session.requester;
+    let task_id = serve::task_id_param(params)?;
+    let result = match method {
+        methods::TASKS_GET => json!(get(engine, who, task_id).await?),
+        methods::TASKS_CANCEL => {
+            // Spec: "The server MUST acknowledge the request with an empty result" and the
+            // task "MAY ultimately reach a terminal status other than `cancelled` if the
+            // work finished before cancellation could take effect": a terminal task is
+            // acknowledged too.
+            match engine.cancel(task_id, who).await {
+                Ok(_) | Err(EngineError::AlreadyTerminal(_)) => json!(AckResult::default()),
+                Err(e) => return Err(e.to_rpc("Failed to cancel task")),
+            }
+        }
+        _ => {
+            let update = UpdateTaskParams::deserialize(params.unwrap_or(&Value::Null))
+                .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+            update.check().map_err(ErrorObject::invalid_params)?;
+            // Spec: "Servers SHOULD return a JSON-RPC error if the `taskId` does not
+            // correspond to a known task."
+            engine
+                .get(task_id, who)
+                .await
+                .map_err(|e| e.to_rpc("Failed to update task"))?;
+            answer(engine, task_id, update)?;
+            json!(AckResult::default())
+        }
+    };
+    Ok(result)
+}
+
+/// The `DetailedTask` of `task_id`.
+///
+/// Spec (SEP-2663, `tasks/get`): "If the status is `completed`, the server MUST return a
+/// `Task` object with status `completed` and a `result` field"; "If the status is
+/// `failed`, the server MUST return a `Task` object with status `failed` and the error
+/// that occurred during execution"; "The `resultType` field MUST be set to `"complete"`".
+/// A task created in 2025-11-25 that ended `failed` with an `isError` result reads as
+/// `completed` with that result here, the extension's reading of the same outcome. A
+/// 2025-11-25 task waiting for input (on its `tasks/result` stream) reads as
+/// `input_required` with the requests it waits on, like a 2026-07-28 task.
+pub(super) async fn get(
+    engine: &TaskEngine,
+    who: &mcp_tasks_core::Requester,
+    task_id: &str,
+) -> Result<GetTaskResult, ErrorObject> {
+    let task = engine
+        .get(task_id, who)
+        .await
+        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
+    let mut detailed = DetailedTask::bare(Task::from(&task));
+    match task.status {
+        TaskStatus::Completed | TaskStatus::Failed => {
+            // Terminal: the stored outcome, at once.
+            match engine.result(task_id, who, None).await {
+                Ok(Ok(mut v)) => {
+                    strip_related_task(&mut v);
+                    detailed.task.status = TaskStatus::Completed;
+                    detailed.result = Some(v);
+                }
+                Ok(Err(e)) => {
+                    detailed.task.status = TaskStatus::Failed;
+                    detailed.error = Some(e);
+                }
+                Err(e) => return Err(e.to_rpc("Failed to retrieve task")),
+            }
+        }
+        TaskStatus::InputRequired => {
+            detailed.input_requests = Some(input_requests(engine, task_id))
+        }
+        TaskStatus::Working | TaskStatus::Cancelled => {}
+    }
+    Ok(GetTaskResult::new(detailed))
+}
+
+/// The `inputRequests` of a running task: every request it waits on, keyed by the relay's
+/// request id, without the 2025-11-25 related-task `_meta`.
+///
+/// Spec (SEP-2663): "The `inputRequests` field MUST contain all outstanding requests from
+/// the server to the client that need to be fulfilled before the task can proceed" and
+/// "Each request key in `inputRequests` MUST be unique over the lifetime of a single task"
+/// (the relay numbers a task's requests and adds 122 random bits).
+fn input_requests(engine: &TaskEngine, task_id: &str) -> Map<String, Value> {
+    engine
+        .pending_inputs(task_id)
+        .into_iter()
+        .map(|(id, method, mut params)| {
+            strip_related_task(&mut params);
+            (key_of(&id), json!({ "method": method, "params": params }))
+        })
+        .collect()
+}
+
+/// The `inputRequests` key of a relayed request id.
+fn key_of(id: &RequestId) -> String {
+    match id {
+        RequestId::String(s) => s.clone(),
+        RequestId::Number(n) => n.to_string(),
+    }
+}
+
+/// Hand each answer of `update` to the request it answers, checked first so that a
+/// malformed entry changes nothing.
+///
+/// Spec (SEP-2663): "A server SHOULD ignore any `inputResponses` responses mapped to a key
+/// that is not currently outstanding for the task" and "MAY accept a partial set of
+/// responses" (the task stays `input_required` until every request is answered). Spec
+/// (MRTR): "Servers SHOULD validate that the data provided by the client is a valid
+/// `InputResponses` object": an answer to an `elicitation/create` needs an `action` of
+/// `accept`, `decline` or `cancel`.
+///
+/// The caller has checked that the requester may see the task (its principal with
+/// authentication; without, the task id is the capability), which is what binds the
+/// answer in this era: the relay's own binding (to the connection that created the task)
+/// does not apply, since a stateless client may answer on another connection.
+fn answer(engine: &TaskEngine, task_id: &str, update: UpdateTaskParams) -> Result<(), ErrorObject> {
+    let pending = engine.pending_inputs(task_id);
+    let mut answers = Vec::new();
+    for (key, response) in update.input_responses {
+        let Some((id, method, _)) = pending.iter().find(|(id, _, _)| key_of(id) == key) else {
+            continue;
+        };
+        if method == methods::ELICITATION_CREATE {
+            let action = response.get("action").and_then(Value::as_str);
+            if !matches!(action, Some("accept" | "decline" | "cancel")) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "inputResponses[{key:?}] answers an elicitation/create: it needs `action` \"accept\", \"decline\" or \"cancel\""
+                )));
+            }
+        }
+        answers.push((id.clone(), response));
+    }
+    let owner = Requester {
+        sees_all: true,
+        ..Requester::default()
+    };
+    for (id, response) in answers {
+        engine.deliver_answer(&id, &owner, Ok(response));
+    }
+    Ok(())
+}

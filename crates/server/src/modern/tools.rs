@@ -1,0 +1,164 @@
+//! `tools/list` and `tools/call` in 2026-07-28.
+
+use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::{CallToolParams, TaskSupport};
+use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, RequestMeta, ResultType};
+use mcp_tasks_rpc::RequestContext;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::CACHE_TTL_MS;
+use crate::session::Session;
+
+/// Serve `tools/list`: the session's tools on one page, with the cacheable-result fields,
+/// without `execution` (in this era the server decides per request whether a call becomes
+/// a task; there is no per-tool opt-in for the client to honour).
+///
+/// Spec (changelog): "List endpoints (`tools/list`, `resources/list`, `prompts/list`) no
+/// longer vary per-connection." Schema (`ListToolsResult`): `ttlMs` and `cacheScope` are
+/// required.
+pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => {}
+        Some(Value::String(_)) => {
+            // All tools fit on one page, so no cursor is ever issued.
+            return Err(ErrorObject::invalid_params("Invalid cursor"));
+        }
+        Some(_) => return Err(ErrorObject::invalid_params("`cursor` must be a string")),
+    }
+    let result = ListToolsResult {
+        result_type: ResultType::Complete,
+        tools: session.tool_source().listing(false),
+        ttl_ms: CACHE_TTL_MS,
+        cache_scope: CacheScope::Public,
+        next_cursor: None,
+        meta: None,
+    };
+    serde_json::to_value(result).map_err(ErrorObject::internal)
+}
+
+/// Serve `tools/call`, run directly: the handler's result is the reply.
+///
+/// * The server decides whether the call becomes a task (tasks on, for a client that
+///   declared the tasks extension): a tool whose `taskSupport` is `required` always does
+///   (for a client without the extension it is refused); an `optional` one when it
+///   outlives `task_after` ([`super::deferred`]); any other never. Spec (SEP-2663): "The
+///   server is the sole decider"; "If a server is unable to service a request to a client
+///   that does not declare this extension capability without returning
+///   `CreateTaskResult`, the server MUST return an error with the code `-32021`"; "A
+///   server MUST NOT return `CreateTaskResult` to a client that did not include the
+///   extension capability on its request".
+/// * A `task` field is ignored. Spec (SEP-2663): "The `task` parameter on
+///   `CallToolRequest` is removed; servers MUST ignore it".
+/// * Bad arguments give the `isError` result, as in 2025-11-25.
+/// * The params the handler sees ([`ToolContext::request_params`], which a gateway
+///   forwards upstream) lose the per-request `io.modelcontextprotocol/*` fields of
+///   `_meta`: they describe this hop (this client's version and capabilities), not the
+///   next one.
+/// * A direct call whose handler asks the client something is answered with an
+///   `InputRequiredResult` and goes on when the client retries ([`super::mrtr`]); no
+///   request is ever sent to the client. Spec (stdio): "The server MUST NOT write JSON-RPC
+///   requests to `stdout`."
+pub(super) async fn call(
+    session: &Session,
+    cx: &RequestContext,
+    params: Option<Value>,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
+    let params_value = params.unwrap_or(Value::Null);
+    if !params_value.is_object() {
+        return Err(ErrorObject::invalid_params(
+            "`params` must be an object with `name`",
+        ));
+    }
+    let mut call = CallToolParams::deserialize(&params_value)
+        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    let args = match call.arguments.take() {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a,
+        Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
+    };
+    let Some(tool) = session.tool(&call.name) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Unknown tool: `{}`",
+            call.name
+        )));
+    };
+    let extension = meta.client_capabilities.has_tasks_extension();
+    let engine = session.state.engine.as_ref();
+    let support = tool.effective_task_support();
+    if engine.is_some() && support == TaskSupport::Required && !extension {
+        return Err(modern::missing_tasks_extension(&format!(
+            "tool `{}` always runs as a task",
+            tool.name
+        )));
+    }
+    if let Err(rejected) = tool.check_arguments(&args) {
+        return Ok(rejected.to_value());
+    }
+    if let Some(engine) = engine.filter(|_| extension) {
+        // During a task the tool may ask what the client declared: the questions become
+        // the task's `inputRequests`.
+        let caps = meta.client_capabilities.to_value();
+        let params = without_hop_meta(params_value);
+        match support {
+            TaskSupport::Required => {
+                return super::tasks::create(session, engine, &tool, args, params, caps).await;
+            }
+            TaskSupport::Optional => {
+                return super::deferred::call(session, engine, cx, &tool, args, params, caps).await;
+            }
+            TaskSupport::Forbidden => {}
+        }
+        return run_direct(session, cx, &tool, args, params, meta).await;
+    }
+    run_direct(session, cx, &tool, args, params_value, meta).await
+}
+
+/// Run `tool` as a direct call: its result is the reply, or, when it asks the client
+/// something, an `InputRequiredResult` ([`super::mrtr`]).
+async fn run_direct(
+    session: &Session,
+    cx: &RequestContext,
+    tool: &crate::tool::Tool,
+    args: Value,
+    params_value: Value,
+    meta: &RequestMeta,
+) -> Result<Value, ErrorObject> {
+    let caps = meta.client_capabilities.to_value();
+    super::mrtr::call(
+        session,
+        cx,
+        tool,
+        args,
+        without_hop_meta(params_value),
+        caps,
+    )
+    .await
+}
+
+/// `params` without the per-request protocol fields of `_meta` (and without `_meta` if
+/// nothing else was in it).
+fn without_hop_meta(mut params: Value) -> Value {
+    let Some(obj) = params.as_object_mut() else {
+        return params;
+    };
+    let emptied = obj
+        .get_mut("_meta")
+        .and_then(Value::as_object_mut)
+        .is_some_and(|meta| {
+            for k in [
+                modern::PROTOCOL_VERSION_META,
+                modern::CLIENT_CAPABILITIES_META,
+                modern::CLIENT_INFO_META,
+                modern::LOG_LEVEL_META,
+            ] {
+                meta.remove(k);
+            }
+            meta.is_empty()
+        });
+    if emptied {
+        obj.remove("_meta");
+    }
+    params
+}

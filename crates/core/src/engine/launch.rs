@@ -88,11 +88,23 @@ impl TaskEngine {
             executor: Some(self.inner.instance.clone()),
             status_message: None,
         };
-        let rec = self
+        let rec = match self
             .inner
             .store
             .create(new, &self.inner.policy.limits())
-            .await?;
+            .await
+        {
+            Ok(rec) => rec,
+            Err(e) => {
+                if matches!(e, crate::StoreError::LimitExceeded { .. }) {
+                    self.metrics().rejected(crate::metrics::Rejection::Limit);
+                } else {
+                    self.metrics().store_error("create");
+                }
+                return Err(e.into());
+            }
+        };
+        self.metrics().task_created(&rec, tool.as_deref());
         tracing::info!(
             target: AUDIT_TARGET,
             task_id = %task_id,

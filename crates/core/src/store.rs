@@ -198,6 +198,12 @@ pub trait TaskStore: Send + Sync + 'static {
         self.get_summary("").await.map(|_| ())
     }
 
+    /// Report store-level metrics (commit batch sizes, failed commits) into `metrics`.
+    /// The default reports nothing.
+    fn attach_metrics(&self, metrics: &crate::metrics::Metrics) {
+        let _ = metrics;
+    }
+
     /// How many tasks are stored in each status (statuses with none may be left out), for
     /// the `mcp_tasks_tasks` gauge. The default pages through [`Self::list`]; a database
     /// overrides it with one `GROUP BY` query.

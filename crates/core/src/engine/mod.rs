@@ -268,13 +268,18 @@ impl TaskEngine {
     /// Count into `metrics` (once; before the engine starts). Returns `false` if the
     /// engine counts into other metrics already.
     pub fn set_metrics(&self, metrics: Metrics) -> bool {
+        self.inner.store.attach_metrics(&metrics);
         self.inner.metrics.set(metrics).is_ok()
     }
 
     /// The metrics this engine counts into (fresh ones unless [`Self::set_metrics`] came
     /// first).
     pub fn metrics(&self) -> &Metrics {
-        self.inner.metrics.get_or_init(Metrics::new)
+        self.inner.metrics.get_or_init(|| {
+            let metrics = Metrics::new();
+            self.inner.store.attach_metrics(&metrics);
+            metrics
+        })
     }
 
     /// The policy in force.

@@ -190,7 +190,7 @@ pub(crate) async fn run(
         .allowed_origins(&args.allowed_origins)
         .allow_unauthenticated(args.allow_unauthenticated)
         .drain(args.drain)
-        .metrics(args.metrics.serving());
+        .metrics(args.metrics.serving(args.allow_unauthenticated)?);
     let transport = &mut options.transport;
     transport.session_idle = args.session_idle;
     transport.sse_hold = args.sse_hold;

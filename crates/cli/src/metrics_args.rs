@@ -24,15 +24,25 @@ pub(crate) struct MetricsArgs {
 
 impl MetricsArgs {
     /// The [`MetricsServing`] the flags ask for.
-    pub(crate) fn serving(&self) -> MetricsServing {
-        if self.no_metrics {
+    ///
+    /// # Errors
+    /// A non-loopback `--metrics-listen` without `--allow-unauthenticated`.
+    pub(crate) fn serving(&self, allow_unauthenticated: bool) -> anyhow::Result<MetricsServing> {
+        Ok(if self.no_metrics {
             MetricsServing::Off
         } else if let Some(at) = self.metrics_listen {
+            if !at.ip().is_loopback() && !allow_unauthenticated {
+                anyhow::bail!(
+                    "--metrics-listen {at}: refusing to serve the metrics on a non-loopback \
+                     address without authentication; give --allow-unauthenticated, or serve \
+                     them on the endpoint's port with --metrics-principal"
+                );
+            }
             MetricsServing::Listen(at)
         } else {
             MetricsServing::Endpoint {
                 principal: self.metrics_principal.clone(),
             }
-        }
+        })
     }
 }

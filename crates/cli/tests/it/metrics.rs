@@ -319,3 +319,58 @@ fn metrics_listen_refuses_a_public_address_without_consent() {
     };
     assert!(stderr.contains("metrics"), "{stderr}");
 }
+
+/// Refusals by reason: a body over `--max-message-bytes` (413), a connection over
+/// `--max-connections-per-ip` (503), a task over `--max-active-tasks` (-32003).
+#[tokio::test]
+async fn refusals_are_counted_by_reason() {
+    let server = Server::start(&[
+        "--max-message-bytes",
+        "1000",
+        "--max-connections-per-ip",
+        "2",
+        "--max-active-tasks",
+        "1",
+    ]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let big = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "echo", "arguments": {"text": "c".repeat(2000)}}});
+    assert_eq!(c.post(&big).await.status, 413);
+    // One active task allowed: the second is refused by the limit.
+    c.start_task("sleep", json!({"ms": 60_000})).await;
+    let (_, r) = c
+        .request(
+            "tools/call",
+            json!({"name": "sleep", "arguments": {"ms": 1}, "task": {}}),
+        )
+        .await;
+    let e = r.json().await;
+    assert_eq!(e["error"]["code"], -32003, "{e}");
+    // Two idle connections hold this address's slots: the third is refused.
+    let idle: Vec<_> = (0..2)
+        .map(|_| std::net::TcpStream::connect(server.addr).unwrap())
+        .collect();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut extra = std::net::TcpStream::connect(server.addr).unwrap();
+    let mut text = String::new();
+    std::io::Read::read_to_string(&mut extra, &mut text).unwrap();
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    drop(idle);
+    let s = wait_metric(
+        server.addr,
+        "mcp_tasks_rejected_requests_total",
+        &[("reason", "limit")],
+        2.0,
+    )
+    .await;
+    assert_eq!(
+        value(
+            &s,
+            "mcp_tasks_rejected_requests_total",
+            &[("reason", "body_too_large")]
+        ),
+        1.0
+    );
+    assert_eq!(value(&s, "mcp_tasks_tasks", &[("status", "working")]), 1.0);
+}

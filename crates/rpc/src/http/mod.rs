@@ -574,6 +574,7 @@ async fn accept_loop(
         };
         let Some(slot) = per_ip.take(addr.ip(), config.max_connections_per_ip.max(1)) else {
             tracing::debug!(client = %addr, "connection refused: too many from this address");
+            shared.refused(Refusal::Limit);
             refuse(&tcp, config.max_connections_per_ip);
             continue;
         };

@@ -182,3 +182,69 @@ async fn requests_waits_lookups_and_rejections() {
     let other = Metrics::new().render(None, Duration::from_secs(1)).await;
     assert_eq!(sample(&other, "mcp_tasks_failed_lookups_total"), Some(0.0));
 }
+
+/// A store whose listing never answers (a database that hangs).
+struct Stuck(MemoryStore);
+
+#[async_trait::async_trait]
+impl TaskStore for Stuck {
+    async fn create(
+        &self,
+        t: crate::record::NewTask,
+        limits: &crate::store::Limits,
+    ) -> Result<TaskRecord, crate::StoreError> {
+        self.0.create(t, limits).await
+    }
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, crate::StoreError> {
+        self.0.get(id).await
+    }
+    async fn transition(
+        &self,
+        t: crate::store::Transition,
+    ) -> Result<crate::store::TransitionResult, crate::StoreError> {
+        self.0.transition(t).await
+    }
+    async fn list(
+        &self,
+        _scope: &crate::store::ListScope,
+        _after: Option<i64>,
+        _limit: usize,
+    ) -> Result<Vec<TaskRecord>, crate::StoreError> {
+        std::future::pending().await
+    }
+    async fn delete_expired(
+        &self,
+        now: i64,
+        limit: usize,
+    ) -> Result<Vec<String>, crate::StoreError> {
+        self.0.delete_expired(now, limit).await
+    }
+    async fn cursor_key(&self) -> Result<[u8; 32], crate::StoreError> {
+        self.0.cursor_key().await
+    }
+    async fn heartbeat(&self, e: &str, until: i64) -> Result<(), crate::StoreError> {
+        self.0.heartbeat(e, until).await
+    }
+    async fn fail_orphans(&self, now: i64, m: &str) -> Result<Vec<TaskRecord>, crate::StoreError> {
+        self.0.fail_orphans(now, m).await
+    }
+    fn subscribe(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe(id)
+    }
+}
+
+#[tokio::test]
+async fn a_store_that_does_not_answer_bounds_the_scrape_and_is_counted() {
+    let m = Metrics::new();
+    let store = Stuck(MemoryStore::new());
+    let t0 = Instant::now();
+    let text = m.render(Some(&store), Duration::from_millis(100)).await;
+    assert!(t0.elapsed() < Duration::from_secs(2), "{:?}", t0.elapsed());
+    assert_eq!(
+        sample(&text, r#"mcp_tasks_store_errors_total{op="count"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    // No made-up numbers: the gauge was never set.
+    assert!(!text.contains("mcp_tasks_tasks{"), "{text}");
+}

@@ -6,6 +6,8 @@
 //!   transitions, change wake-ups, keyset listing, TTL sweeps, leases);
 //! * [`memory`]: the in-memory store;
 //! * [`policy`], [`cursor`], [`clock`], [`wake`]: the pieces the engine is made of;
+//! * [`metrics`]: the Prometheus metrics of a server (one registry each), and
+//!   [`instrumented`], a store wrapper that times and counts store operations;
 //! * [`engine`]: the receiver engine, generic over the request a task wraps and over the
 //!   transport (it talks to peers through [`channel::RequestorChannel`]);
 //! * [`serve`]: `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` answered from
@@ -18,6 +20,7 @@ pub mod clock;
 pub mod cursor;
 pub mod engine;
 pub mod error;
+pub mod instrumented;
 pub mod memory;
 pub mod metrics;
 pub mod policy;
@@ -31,6 +34,7 @@ pub use channel::{RequestSender, RequestorChannel, SendFn};
 pub use clock::{Clock, SystemClock};
 pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, Limit, StoreError};
+pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
 pub use metrics::Metrics;
 pub use policy::Policy;

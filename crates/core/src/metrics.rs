@@ -154,6 +154,7 @@ struct Inner {
     rejected: Family<ReasonLabel, Counter>,
     commit_batch: Histogram,
     store_errors: Family<OpLabel, Counter>,
+    store_ops: Family<OpLabel, Histogram>,
     live: Mutex<HashMap<String, Live>>,
     tools: RwLock<HashSet<String>>,
 }
@@ -201,6 +202,7 @@ impl Metrics {
             rejected: Family::default(),
             commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
             store_errors: Family::default(),
+            store_ops: Family::new_with_constructor(request_histogram),
             live: Mutex::new(HashMap::new()),
             tools: RwLock::new(HashSet::new()),
         };
@@ -276,6 +278,11 @@ impl Metrics {
                 "mcp_tasks_store_errors",
                 "Failed store operations, by operation",
                 i.store_errors.clone(),
+            );
+            r.register(
+                "mcp_tasks_store_operation_duration_seconds",
+                "Time of a store operation, by operation (stores wrapped in Instrumented)",
+                i.store_ops.clone(),
             );
         }
         Self {
@@ -400,6 +407,14 @@ impl Metrics {
     pub fn commit_batch(&self, changes: usize) {
         #[allow(clippy::cast_precision_loss)]
         self.inner.commit_batch.observe(changes as f64);
+    }
+
+    /// A store operation `op` took `took`.
+    pub fn store_operation(&self, op: &'static str, took: Duration) {
+        self.inner
+            .store_ops
+            .get_or_create(&OpLabel { op })
+            .observe(took.as_secs_f64());
     }
 
     /// A store operation `op` failed.

@@ -248,3 +248,58 @@ async fn a_store_that_does_not_answer_bounds_the_scrape_and_is_counted() {
     // No made-up numbers: the gauge was never set.
     assert!(!text.contains("mcp_tasks_tasks{"), "{text}");
 }
+
+fn new_task(id: &str) -> crate::record::NewTask {
+    crate::record::NewTask {
+        task_id: id.into(),
+        owner: None,
+        quota_key: "local".into(),
+        created_at_ms: 0,
+        ttl_ms: None,
+        poll_interval_ms: None,
+        method: methods::TOOLS_CALL.into(),
+        request: "{}".into(),
+        executor: None,
+        status_message: None,
+    }
+}
+
+#[tokio::test]
+async fn instrumented_stores_time_every_operation_and_count_failures_not_limits() {
+    let m = Metrics::new();
+    let store = crate::Instrumented::new(std::sync::Arc::new(MemoryStore::new()), m.clone());
+    let none = crate::store::Limits::default();
+    store.create(new_task("a"), &none).await.unwrap();
+    store.get("a").await.unwrap();
+    store.get_summary("a").await.unwrap();
+    // The same id again: a failure.
+    assert!(store.create(new_task("a"), &none).await.is_err());
+    // Over a limit: a refusal, not a store failure.
+    let one = crate::store::Limits {
+        max_active: Some(1),
+        ..crate::store::Limits::default()
+    };
+    let refused = store.create(new_task("b"), &one).await;
+    assert!(
+        matches!(refused, Err(crate::StoreError::LimitExceeded { .. })),
+        "{refused:?}"
+    );
+    let text = m.render(Some(&store), Duration::from_secs(1)).await;
+    let ops = "mcp_tasks_store_operation_duration_seconds_count";
+    assert_eq!(
+        sample(&text, &format!(r#"{ops}{{op="create"}}"#)),
+        Some(3.0),
+        "{text}"
+    );
+    assert_eq!(sample(&text, &format!(r#"{ops}{{op="get"}}"#)), Some(2.0));
+    // The scrape's own count, timed before the text is encoded.
+    assert_eq!(sample(&text, &format!(r#"{ops}{{op="count"}}"#)), Some(1.0));
+    assert_eq!(
+        sample(&text, r#"mcp_tasks_store_errors_total{op="create"}"#),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&text, r#"mcp_tasks_tasks{status="working"}"#),
+        Some(1.0)
+    );
+}

@@ -217,6 +217,15 @@ async fn a_scripted_workload_shows_in_the_numbers() {
     );
     assert_eq!(value(&s, "mcp_tasks_http_sessions", &[]), 1.0);
     assert_eq!(value(&s, "mcp_tasks_result_waits", &[]), 0.0);
+    // Every store operation is timed: six creations.
+    assert_eq!(
+        value(
+            &s,
+            "mcp_tasks_store_operation_duration_seconds",
+            &[("op", "create")]
+        ),
+        6.0
+    );
     // Label values are bounded: no task id anywhere.
     let (_, _, body) = scrape(server.addr, None).await;
     assert!(!body.contains(&short), "a task id in the metrics:\n{body}");

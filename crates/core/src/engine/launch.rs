@@ -96,10 +96,9 @@ impl TaskEngine {
         {
             Ok(rec) => rec,
             Err(e) => {
+                // Store failures are counted by the store's wrapper (`Instrumented`).
                 if matches!(e, crate::StoreError::LimitExceeded { .. }) {
                     self.metrics().rejected(crate::metrics::Rejection::Limit);
-                } else {
-                    self.metrics().store_error("create");
                 }
                 return Err(e.into());
             }

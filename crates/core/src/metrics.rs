@@ -9,9 +9,10 @@
 //! (no task ids, no principals; tool names come from the server's fixed tool set, other
 //! values become `other`).
 //!
-//! Spec (security, resource management): "Receivers SHOULD monitor and alert on resource
-//! usage patterns" and the suspicious patterns (task id enumeration: failed lookups) are
-//! what these metrics let an operator watch.
+//! Spec (security, resource management): receivers SHOULD "Implement monitoring and
+//! alerting for resource usage"; (audit and logging): receivers SHOULD "Monitor for
+//! suspicious patterns (e.g., many failed task lookups, excessive polling)"
+//! (`mcp_tasks_failed_lookups_total`, `mcp_tasks_requests_total{method="tasks/get"}`).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

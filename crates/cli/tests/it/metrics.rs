@@ -3,8 +3,9 @@
 //! `--metrics-principal`, its own address with `--metrics-listen`, 404 with
 //! `--no-metrics`), and no secret in it.
 //!
-//! Spec (security, resource management): "Receivers SHOULD monitor and alert on resource
-//! usage patterns"; failed lookups of task ids are the enumeration signal.
+//! Spec (security): receivers SHOULD "Implement monitoring and alerting for resource
+//! usage" and "Monitor for suspicious patterns (e.g., many failed task lookups, excessive
+//! polling)".
 
 use crate::http_common;
 
@@ -415,4 +416,46 @@ async fn sessions_and_sse_streams_are_gauged() {
     assert_eq!(b.delete().await.status, 204);
     let s = wait_metric(server.addr, "mcp_tasks_sse_streams", &[], 0.0).await;
     assert_eq!(value(&s, "mcp_tasks_http_sessions", &[]), 1.0);
+}
+
+/// A task that waits for an answer: its stay in `input_required` is observed, with the
+/// transitions into and out of it.
+#[tokio::test]
+async fn time_in_input_required_is_observed() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let task = c.start_task("ask", json!({"question": "Proceed?"})).await;
+    let (_, resp) = c.request("tasks/result", json!({"taskId": task})).await;
+    let mut sse = resp.sse();
+    assert!(sse.next().await.unwrap().is_priming());
+    let ask = sse.next_non_notification(&mut Vec::new()).await.unwrap();
+    assert_eq!(ask["method"], "elicitation/create");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"],
+        "result": {"action": "accept", "content": {"answer": "yes"}}});
+    assert_eq!(c.post(&answer).await.status, 202);
+    let done = sse.next_non_notification(&mut Vec::new()).await.unwrap();
+    assert_eq!(done["result"]["content"][0]["text"], "yes", "{done}");
+    let s = wait_metric(
+        server.addr,
+        "mcp_tasks_task_transitions_total",
+        &[("status", "completed"), ("tool", "ask")],
+        1.0,
+    )
+    .await;
+    let t = "mcp_tasks_task_transitions_total";
+    assert_eq!(
+        value(&s, t, &[("status", "input_required"), ("tool", "ask")]),
+        1.0
+    );
+    assert_eq!(value(&s, t, &[("status", "working"), ("tool", "ask")]), 2.0);
+    assert_eq!(value(&s, "mcp_tasks_input_required_seconds", &[]), 1.0);
+    let (_, _, body) = scrape(server.addr, None).await;
+    let sum: f64 = body
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp_tasks_input_required_seconds_sum "))
+        .and_then(|v| v.parse().ok())
+        .unwrap();
+    assert!((0.3..60.0).contains(&sum), "{sum}");
 }

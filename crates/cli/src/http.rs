@@ -33,6 +33,9 @@ pub(crate) struct HttpArgs {
     /// run tools, and any task id is a capability).
     #[arg(long)]
     allow_unauthenticated: bool,
+    /// Where `/metrics` is served.
+    #[command(flatten)]
+    metrics: crate::metrics_args::MetricsArgs,
     /// End a session without requests or open streams for this long.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse)]
     session_idle: Duration,
@@ -186,7 +189,8 @@ pub(crate) async fn run(
         .tokens(tokens)
         .allowed_origins(&args.allowed_origins)
         .allow_unauthenticated(args.allow_unauthenticated)
-        .drain(args.drain);
+        .drain(args.drain)
+        .metrics(args.metrics.serving(args.allow_unauthenticated)?);
     let transport = &mut options.transport;
     transport.session_idle = args.session_idle;
     transport.sse_hold = args.sse_hold;

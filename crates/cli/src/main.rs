@@ -8,6 +8,7 @@ mod demo_tests;
 mod duration;
 mod gateway;
 mod http;
+mod metrics_args;
 mod serve;
 mod tasks_cmd;
 mod term;

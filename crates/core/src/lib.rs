@@ -6,6 +6,8 @@
 //!   transitions, change wake-ups, keyset listing, TTL sweeps, leases);
 //! * [`memory`]: the in-memory store;
 //! * [`policy`], [`cursor`], [`clock`], [`wake`]: the pieces the engine is made of;
+//! * [`metrics`]: the Prometheus metrics of a server (one registry each), and
+//!   [`instrumented`], a store wrapper that times and counts store operations;
 //! * [`engine`]: the receiver engine, generic over the request a task wraps and over the
 //!   transport (it talks to peers through [`channel::RequestorChannel`]);
 //! * [`serve`]: `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` answered from
@@ -18,7 +20,9 @@ pub mod clock;
 pub mod cursor;
 pub mod engine;
 pub mod error;
+pub mod instrumented;
 pub mod memory;
+pub mod metrics;
 pub mod policy;
 pub mod record;
 pub mod serve;
@@ -30,7 +34,9 @@ pub use channel::{RequestSender, RequestorChannel, SendFn};
 pub use clock::{Clock, SystemClock};
 pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, Limit, StoreError};
+pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
+pub use metrics::Metrics;
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
 pub use store::{Limits, ListScope, TaskStore, Transition, TransitionResult};

@@ -198,6 +198,33 @@ pub trait TaskStore: Send + Sync + 'static {
         self.get_summary("").await.map(|_| ())
     }
 
+    /// Report store-level metrics (commit batch sizes, failed commits) into `metrics`.
+    /// The default reports nothing.
+    fn attach_metrics(&self, metrics: &crate::metrics::Metrics) {
+        let _ = metrics;
+    }
+
+    /// How many tasks are stored in each status (statuses with none may be left out), for
+    /// the `mcp_tasks_tasks` gauge. The default pages through [`Self::list`]; a database
+    /// overrides it with one `GROUP BY` query.
+    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
+        let mut counts: Vec<(TaskStatus, u64)> = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self.list(&ListScope::All, after, 1000).await?;
+            for rec in &page {
+                match counts.iter_mut().find(|(s, _)| *s == rec.status) {
+                    Some((_, n)) => *n += 1,
+                    None => counts.push((rec.status, 1)),
+                }
+            }
+            match page.last() {
+                Some(last) if page.len() == 1000 => after = Some(last.seq),
+                _ => return Ok(counts),
+            }
+        }
+    }
+
     /// Apply a transition atomically; when it is terminal and its outcome would take the
     /// task's quota key over `limits.max_bytes` or the store over `limits.max_total_bytes`,
     /// store [`within_limits`]'s `failed` transition instead (decided in the same atomic

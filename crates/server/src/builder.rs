@@ -25,7 +25,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::{
-    Clock, EngineError, MemoryStore, Policy, StoreError, SystemClock, TaskEngine, TaskStore,
+    Clock, EngineError, Instrumented, MemoryStore, Metrics, Policy, StoreError, SystemClock,
+    TaskEngine, TaskStore,
 };
 
 use crate::extension::ExtensionFactory;
@@ -234,7 +235,12 @@ impl ServerBuilder {
                 "none".into(),
             ));
         };
+        // One registry per server: its engine counts into it, and every store operation is
+        // timed and its failures counted.
+        let metrics = Metrics::new();
+        let store: Arc<dyn TaskStore> = Arc::new(Instrumented::new(store, metrics.clone()));
         let engine = TaskEngine::new(store, self.policy, self.clock);
+        engine.set_metrics(metrics);
         // Before the engine starts: it resumes orphaned tasks (a gateway's upstream tasks)
         // at start-up and fails the ones nobody can resume.
         if let Some(resumer) = self.extension.as_ref().and_then(|e| e.resumer()) {

@@ -12,8 +12,12 @@ use mcp_tasks_proto::{Request, methods};
 use mcp_tasks_rpc::Handler;
 use mcp_tasks_rpc::http::HttpServer;
 
-pub use mcp_tasks_rpc::http::{BearerTokens, HttpConfig, OriginPolicy, Readiness, ReplyMode};
+pub use mcp_tasks_rpc::http::{
+    BearerTokens, HttpConfig, MetricsEndpoint, OriginPolicy, Readiness, ReplyMode,
+};
 
+pub use crate::http_metrics::MetricsServing;
+use crate::http_metrics::{self, METRICS_CONTENT_TYPE};
 use crate::{SHUTDOWN_MESSAGE, Server};
 
 /// How [`serve_http`] serves: [`HttpOptions::new`], then the setters.
@@ -31,6 +35,8 @@ pub struct HttpOptions {
     /// that a load balancer stops sending new ones before connections are refused.
     /// Zero (the default): no such wait.
     pub drain: Duration,
+    /// Where `GET /metrics` is served (on the endpoint's port by default).
+    pub metrics: MetricsServing,
 }
 
 impl Default for HttpOptions {
@@ -49,6 +55,7 @@ impl HttpOptions {
             transport,
             allow_unauthenticated: false,
             drain: Duration::ZERO,
+            metrics: MetricsServing::default(),
         }
     }
 
@@ -97,6 +104,13 @@ impl HttpOptions {
     #[must_use]
     pub fn drain(mut self, period: Duration) -> Self {
         self.drain = period;
+        self
+    }
+
+    /// See [`Self::metrics`](field@Self::metrics).
+    #[must_use]
+    pub fn metrics(mut self, serving: MetricsServing) -> Self {
+        self.metrics = serving;
         self
     }
 
@@ -168,8 +182,46 @@ pub async fn serve_http(
     {
         transport.readiness = Some(store_readiness(Arc::clone(engine.store())));
     }
+    if transport.observer.is_none() {
+        transport.observer = Some(http_metrics::observer(server));
+    }
+    let metrics_listener = match &options.metrics {
+        MetricsServing::Off => None,
+        MetricsServing::Endpoint { principal } => {
+            transport.metrics = Some(MetricsEndpoint {
+                render: http_metrics::render(server, None),
+                content_type: METRICS_CONTENT_TYPE,
+                principal: principal.clone(),
+            });
+            None
+        }
+        MetricsServing::Listen(at) => {
+            http_metrics::check_metrics_exposure(*at, options.allow_unauthenticated)?;
+            Some(tokio::net::TcpListener::bind(at).await?)
+        }
+    };
     let http = HttpServer::new(transport, factory);
     tracing::info!(address = %addr, authenticated, "serving Streamable HTTP");
+    let stop_metrics = tokio_util::sync::CancellationToken::new();
+    let _stop_metrics = stop_metrics.clone().drop_guard();
+    if let Some(listener) = metrics_listener {
+        let gauges = {
+            let http = http.clone();
+            Arc::new(move || http.gauges()) as Arc<dyn Fn() -> _ + Send + Sync>
+        };
+        let render = http_metrics::render(server, Some(gauges));
+        tracing::info!(address = %listener.local_addr()?, "serving metrics");
+        let stop = stop_metrics.clone();
+        tokio::spawn(async move {
+            let stopped = async move { stop.cancelled().await };
+            if let Err(e) =
+                mcp_tasks_rpc::http::serve_metrics(listener, render, METRICS_CONTENT_TYPE, stopped)
+                    .await
+            {
+                tracing::warn!(error = %e, "the metrics listener failed");
+            }
+        });
+    }
     let mut serving = {
         let http = http.clone();
         tokio::spawn(async move { http.serve(listener).await })

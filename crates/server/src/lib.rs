@@ -35,6 +35,8 @@ pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
 mod modern;
+#[cfg(feature = "http")]
+pub mod http_metrics;
 mod serve;
 pub mod session;
 pub mod tool;
@@ -45,7 +47,7 @@ mod validate;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{Requester, TaskEngine};
+use mcp_tasks_core::{Metrics, Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 
 pub use builder::{BuildError, ServerBuilder};
@@ -163,6 +165,8 @@ pub struct ServerState {
     /// Makes the tool source and fallback of each session (a gateway); `None` for a plain
     /// server (its own tools, -32601 for anything else).
     pub extension: Option<Arc<dyn ExtensionFactory>>,
+    /// The server's metrics (`GET /metrics`): its own registry, shared with its engine.
+    pub metrics: Metrics,
     /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
     store_description: String,
     background: Background,
@@ -217,11 +221,17 @@ impl Server {
         extension: Option<Arc<dyn ExtensionFactory>>,
         store_description: String,
     ) -> Self {
+        // One registry per server, shared with its engine (which may have made it).
+        let metrics = engine
+            .as_ref()
+            .map_or_else(Metrics::new, |e| e.metrics().clone());
+        metrics.set_tools(tools.iter().map(|t| t.name.clone()));
         Self {
             state: Arc::new(ServerState {
                 config,
                 tools,
                 engine,
+                metrics,
                 extension,
                 store_description,
                 background: Background::default(),

@@ -133,9 +133,9 @@ impl RequestorChannel for RequestChannel {
     }
 }
 
-#[async_trait]
-impl Handler for Session {
-    async fn handle_request(
+impl Session {
+    /// A request, to the handler of its method.
+    async fn dispatch(
         &self,
         cx: RequestContext,
         method: String,
@@ -185,6 +185,22 @@ impl Handler for Session {
             }
             _ => self.fallback.request(cx, method, params).await,
         }
+    }
+}
+
+#[async_trait]
+impl Handler for Session {
+    /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds`.
+    async fn handle_request(
+        &self,
+        cx: RequestContext,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let timer = self.state.metrics.request(&method);
+        let answer = self.dispatch(cx, method, params).await;
+        timer.finish(answer.is_ok());
+        answer
     }
 
     fn is_sequential(&self, method: &str) -> bool {

@@ -41,9 +41,11 @@ use std::sync::{Arc, mpsc};
 use std::thread::JoinHandle;
 
 use async_trait::async_trait;
+use mcp_tasks_core::status::TaskStatus;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    Limits, ListScope, NewTask, StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
+    Limits, ListScope, Metrics, NewTask, StoreError, TaskRecord, TaskStore, Transition,
+    TransitionResult,
 };
 use parking_lot::Mutex;
 use rusqlite::Connection;
@@ -71,6 +73,8 @@ pub(crate) struct Shared {
     pub(crate) batches: AtomicU64,
     pub(crate) ops: AtomicU64,
     readers: Mutex<Vec<Connection>>,
+    /// Where the writer reports batch sizes and failed batches, once attached.
+    pub(crate) metrics: std::sync::OnceLock<Metrics>,
 }
 
 /// Counters of the writer thread, for observability (and to see group commit at work).
@@ -189,6 +193,7 @@ impl SqliteStore {
             batches: AtomicU64::new(0),
             ops: AtomicU64::new(0),
             readers: Mutex::new(Vec::new()),
+            metrics: std::sync::OnceLock::new(),
         });
         let (tx, rx) = mpsc::channel();
         let w = Writer::new(conn, Arc::clone(&shared), rx);
@@ -372,6 +377,17 @@ impl TaskStore for SqliteStore {
         };
         self.read(move |c| ops::list(c, owner.as_deref(), after_seq, limit))
             .await
+    }
+
+    /// The writer thread reports each commit's batch size
+    /// (`mcp_tasks_store_commit_batch_size`) and each failed batch
+    /// (`mcp_tasks_store_errors_total{op="commit"}`).
+    fn attach_metrics(&self, metrics: &Metrics) {
+        let _ = self.shared.metrics.set(metrics.clone());
+    }
+
+    async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
+        self.read(ops::count_by_status).await
     }
 
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {

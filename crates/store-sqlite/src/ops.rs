@@ -406,6 +406,19 @@ pub(crate) fn list(
     }
 }
 
+/// How many tasks are stored in each status (one `GROUP BY` over the table).
+pub(crate) fn count_by_status(conn: &Connection) -> rusqlite::Result<Vec<(TaskStatus, u64)>> {
+    let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")?;
+    let rows = stmt.query_map([], |row| {
+        let status: String = row.get(0)?;
+        let n: i64 = row.get(1)?;
+        let status = TaskStatus::parse(&status)
+            .ok_or_else(|| conversion(0, Type::Text, format!("unknown status {status:?}")))?;
+        Ok((status, to_u64(n)))
+    })?;
+    rows.collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

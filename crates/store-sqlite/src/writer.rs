@@ -207,6 +207,9 @@ impl Writer {
                     u64::try_from(jobs.len()).unwrap_or(u64::MAX),
                     Ordering::Relaxed,
                 );
+                if let Some(m) = self.shared.metrics.get() {
+                    m.commit_batch(jobs.len());
+                }
                 for id in &wake {
                     self.shared.wake.notify(id);
                 }
@@ -216,6 +219,9 @@ impl Writer {
             }
             Err(e) => {
                 tracing::warn!(error = %e, ops = jobs.len(), "a batch of task store writes failed");
+                if let Some(m) = self.shared.metrics.get() {
+                    m.store_error("commit");
+                }
                 for j in jobs {
                     j.finish(Some(&e));
                 }

@@ -59,6 +59,7 @@ mod input_required;
 mod lifecycle;
 mod limits;
 mod log_format;
+mod metrics;
 mod modern_era;
 mod postgres_store;
 mod process;

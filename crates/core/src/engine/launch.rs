@@ -88,11 +88,22 @@ impl TaskEngine {
             executor: Some(self.inner.instance.clone()),
             status_message: None,
         };
-        let rec = self
+        let rec = match self
             .inner
             .store
             .create(new, &self.inner.policy.limits())
-            .await?;
+            .await
+        {
+            Ok(rec) => rec,
+            Err(e) => {
+                // Store failures are counted by the store's wrapper (`Instrumented`).
+                if matches!(e, crate::StoreError::LimitExceeded { .. }) {
+                    self.metrics().rejected(crate::metrics::Rejection::Limit);
+                }
+                return Err(e.into());
+            }
+        };
+        self.metrics().task_created(&rec, tool.as_deref());
         tracing::info!(
             target: AUDIT_TARGET,
             task_id = %task_id,

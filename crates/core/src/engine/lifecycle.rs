@@ -73,6 +73,7 @@ impl TaskEngine {
             .await?;
         self.resume_orphans(now).await;
         for r in self.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await? {
+            self.metrics().task_changed(&r);
             tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
         }
         Ok(())
@@ -107,6 +108,7 @@ impl TaskEngine {
                     match engine.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await {
                         Ok(recs) => {
                             for r in recs {
+                                engine.metrics().task_changed(&r);
                                 tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
                             }
                         }
@@ -135,6 +137,7 @@ impl TaskEngine {
                     total += ids.len();
                     for id in &ids {
                         tracing::info!(task_id = %id, "task expired and was deleted");
+                        self.metrics().task_expired(id);
                         self.stop_local(id);
                     }
                     if ids.len() < 1000 {

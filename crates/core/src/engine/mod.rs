@@ -19,6 +19,7 @@ use crate::channel::RequestorChannel;
 use crate::clock::Clock;
 use crate::cursor::CursorCodec;
 use crate::error::EngineError;
+use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::record::{Outcome, TaskRecord};
 use crate::status::TaskStatus;
@@ -162,6 +163,7 @@ struct Inner {
     failed_lookups: AtomicU64,
     cursor: tokio::sync::OnceCell<CursorCodec>,
     shutdown: CancellationToken,
+    metrics: std::sync::OnceLock<Metrics>,
 }
 
 /// The engine. Cheap to clone.
@@ -252,6 +254,7 @@ impl TaskEngine {
                 failed_lookups: AtomicU64::new(0),
                 cursor: tokio::sync::OnceCell::new(),
                 shutdown: CancellationToken::new(),
+                metrics: std::sync::OnceLock::new(),
             }),
         }
     }
@@ -260,6 +263,23 @@ impl TaskEngine {
     /// before [`Self::start`]). Returns `false` if one was installed already.
     pub fn set_resumer(&self, resumer: Arc<dyn Resumer>) -> bool {
         self.inner.resumer.set(resumer).is_ok()
+    }
+
+    /// Count into `metrics` (once; before the engine starts). Returns `false` if the
+    /// engine counts into other metrics already.
+    pub fn set_metrics(&self, metrics: Metrics) -> bool {
+        self.inner.store.attach_metrics(&metrics);
+        self.inner.metrics.set(metrics).is_ok()
+    }
+
+    /// The metrics this engine counts into (fresh ones unless [`Self::set_metrics`] came
+    /// first).
+    pub fn metrics(&self) -> &Metrics {
+        self.inner.metrics.get_or_init(|| {
+            let metrics = Metrics::new();
+            self.inner.store.attach_metrics(&metrics);
+            metrics
+        })
     }
 
     /// The policy in force.
@@ -303,7 +323,9 @@ impl TaskEngine {
             .map_err(EngineError::from)
     }
 
+    /// A transition of `rec` was applied: count it and tell the requestor.
     async fn announce(&self, rec: &TaskRecord) {
+        self.metrics().task_changed(rec);
         let running = self.running(&rec.task_id);
         if let Some(task) = running {
             let params = serde_json::to_value(rec.to_wire()).unwrap_or(Value::Null);

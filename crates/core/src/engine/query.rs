@@ -46,9 +46,11 @@ impl TaskEngine {
         rec: Option<TaskRecord>,
         who: &Requester,
     ) -> Result<TaskRecord, EngineError> {
-        let rec = rec
-            .filter(|r| who.can_see(r))
-            .ok_or(EngineError::NotFound)?;
+        let Some(rec) = rec.filter(|r| who.can_see(r)) else {
+            // An unknown or foreign task id: what an enumeration attempt looks like.
+            self.metrics().failed_lookup();
+            return Err(EngineError::NotFound);
+        };
         if rec.is_expired(self.now()) {
             return Err(EngineError::Expired);
         }
@@ -177,6 +179,7 @@ impl TaskEngine {
         let mut changes = self.inner.store.subscribe(task_id);
         let mut rec = self.visible(task_id, who, Read::Full).await?;
         let mut deliverer: Option<Deliverer> = None;
+        let _wait = (!rec.status.is_terminal()).then(|| self.metrics().result_wait());
         loop {
             if rec.status.is_terminal() {
                 tracing::info!(

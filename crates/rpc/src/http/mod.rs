@@ -29,6 +29,7 @@
 
 mod auth;
 mod handlers;
+mod metrics;
 mod session;
 mod stream;
 
@@ -45,6 +46,9 @@ use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
 pub use auth::{BearerTokens, OriginPolicy};
+pub use metrics::{
+    HttpGauges, HttpObserver, METRICS_PATH, MetricsEndpoint, MetricsRender, Refusal, serve_metrics,
+};
 
 use crate::peer::Handler;
 use session::HttpSession;
@@ -158,6 +162,10 @@ pub struct HttpConfig {
     pub readiness: Option<Readiness>,
     /// How long `/readyz` waits for [`Self::readiness`] before it answers 503.
     pub readiness_timeout: Duration,
+    /// `GET /metrics` beside the endpoint; `None`: not served (404).
+    pub metrics: Option<MetricsEndpoint>,
+    /// Told of requests refused before any handler (for metrics).
+    pub observer: Option<Arc<dyn HttpObserver>>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
@@ -206,6 +214,8 @@ impl Default for HttpConfig {
             probes: true,
             readiness: None,
             readiness_timeout: Duration::from_secs(2),
+            metrics: None,
+            observer: None,
         }
     }
 }
@@ -411,6 +421,11 @@ impl HttpServer {
             .load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Live sessions and open SSE connections now.
+    pub fn gauges(&self) -> HttpGauges {
+        self.shared.gauges()
+    }
+
     /// Tell load balancers to stop sending requests: `/readyz` answers 503 from now on,
     /// while every request that still arrives is served as before (the first step of a
     /// graceful shutdown, before [`Self::shutdown`]).
@@ -559,6 +574,7 @@ async fn accept_loop(
         };
         let Some(slot) = per_ip.take(addr.ip(), config.max_connections_per_ip.max(1)) else {
             tracing::debug!(client = %addr, "connection refused: too many from this address");
+            shared.refused(Refusal::Limit);
             refuse(&tcp, config.max_connections_per_ip);
             continue;
         };

@@ -8,4 +8,5 @@ mod conformance;
 mod cross_process_wake;
 mod faults;
 mod group_commit;
+mod metrics;
 mod open_refusals;

@@ -21,6 +21,7 @@ use super::Shared;
 use super::session::{Connect, HttpSession};
 use super::stream::{EventId, STANDALONE};
 
+mod metrics;
 mod modern;
 mod post;
 
@@ -48,6 +49,9 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
         router = router
             .route(HEALTHZ, routing::get(healthz))
             .route(READYZ, routing::get(readyz));
+    }
+    if shared.config.metrics.is_some() && path != super::METRICS_PATH {
+        router = router.route(super::METRICS_PATH, routing::get(metrics::metrics));
     }
     router
         .route(
@@ -112,6 +116,7 @@ async fn origin_guard(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         && !shared.config.origins.allows(o)
     {
         tracing::debug!(origin = %o, "request from a foreign origin refused");
+        shared.refused(super::Refusal::Origin);
         return http_error(
             StatusCode::FORBIDDEN,
             codes::INVALID_REQUEST,
@@ -221,7 +226,10 @@ struct Principal(Option<String>);
 async fn checked(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
     let principal = match authenticate(&shared, req.headers()) {
         Ok(p) => p,
-        Err(r) => return *r,
+        Err(r) => {
+            shared.refused(super::Refusal::Auth);
+            return *r;
+        }
     };
     // A POST is checked once its body is read: a 2026-07-28 request names its version
     // in the body too, and gets the modern errors (handlers/modern.rs).
@@ -396,12 +404,14 @@ async fn read_body(
     let declared = header_str(&parts.headers, header::CONTENT_LENGTH)
         .and_then(|v| v.trim().parse::<u64>().ok());
     if declared.is_some_and(|n| n > max as u64) {
+        shared.refused(super::Refusal::BodyTooLarge);
         return Err(Box::new(too_large()));
     }
     // A client that sends its body slower than this holds a connection and a task for
     // nothing (slowloris): 408, and the connection closes.
     let limit = shared.config.body_read_timeout;
     let Ok(read) = tokio::time::timeout(limit, Limited::new(body, max).collect()).await else {
+        shared.refused(super::Refusal::Other);
         let mut r = http_error(
             StatusCode::REQUEST_TIMEOUT,
             codes::INVALID_REQUEST,
@@ -416,7 +426,10 @@ async fn read_body(
     };
     match read {
         Ok(c) => Ok(c.to_bytes()),
-        Err(e) if e.is::<LengthLimitError>() => Err(Box::new(too_large())),
+        Err(e) if e.is::<LengthLimitError>() => {
+            shared.refused(super::Refusal::BodyTooLarge);
+            Err(Box::new(too_large()))
+        }
         Err(e) => Err(Box::new(bad_request(format!(
             "Bad Request: could not read the body: {e}"
         )))),

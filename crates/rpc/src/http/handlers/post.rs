@@ -172,6 +172,7 @@ async fn initialize(
         && ok
         && let Err(why) = shared.admit(&session, &owner)
     {
+        shared.refused(crate::http::Refusal::Limit);
         return session_refused(&id, &why);
     }
     if keep && ok {

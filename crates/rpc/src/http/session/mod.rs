@@ -98,7 +98,7 @@ pub(crate) struct HttpSession {
     /// request after `initialize`).
     initialized: AtomicBool,
     /// Open SSE connections.
-    connections: AtomicUsize,
+    pub(crate) connections: AtomicUsize,
     /// Fires when the session ends (DELETE, idle expiry, server exit).
     pub(crate) ended: CancellationToken,
 }

@@ -1,0 +1,510 @@
+//! [`Metrics`]: the Prometheus metrics of one server, served at `GET /metrics`.
+//!
+//! Built on `prometheus-client` (the Prometheus organisation's Rust client) rather than
+//! the `metrics` facade: its [`Registry`] is an explicit value, not a process-wide
+//! recorder, so every server (and every server of a test process) has its own counters.
+//!
+//! Names and labels follow the Prometheus conventions: counters end in `_total`,
+//! durations are `_seconds` histograms, and no label takes an unbounded set of values
+//! (no task ids, no principals; tool names come from the server's fixed tool set, other
+//! values become `other`).
+//!
+//! Spec (security, resource management): receivers SHOULD "Implement monitoring and
+//! alerting for resource usage"; (audit and logging): receivers SHOULD "Monitor for
+//! suspicious patterns (e.g., many failed task lookups, excessive polling)"
+//! (`mcp_tasks_failed_lookups_total`, `mcp_tasks_requests_total{method="tasks/get"}`).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use mcp_tasks_proto::methods;
+use parking_lot::{Mutex, RwLock};
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+use crate::record::TaskRecord;
+use crate::status::TaskStatus;
+use crate::store::TaskStore;
+
+/// The content type of [`Metrics::render`]'s output (the OpenMetrics text format, which
+/// Prometheus reads).
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+/// Every status, in the order of the `mcp_tasks_tasks` gauge.
+const STATUSES: [TaskStatus; 5] = [
+    TaskStatus::Working,
+    TaskStatus::InputRequired,
+    TaskStatus::Completed,
+    TaskStatus::Failed,
+    TaskStatus::Cancelled,
+];
+
+/// The methods a request metric is labelled with by name; any other is `other`.
+const KNOWN_METHODS: &[&str] = &[
+    methods::INITIALIZE,
+    methods::PING,
+    methods::TOOLS_LIST,
+    methods::TOOLS_CALL,
+    methods::TASKS_GET,
+    methods::TASKS_RESULT,
+    methods::TASKS_LIST,
+    methods::TASKS_CANCEL,
+];
+
+/// The label of a method: its name when known, else `other`.
+pub fn method_label(method: &str) -> &'static str {
+    KNOWN_METHODS
+        .iter()
+        .find(|m| **m == method)
+        .copied()
+        .unwrap_or("other")
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusLabel {
+    status: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StatusTool {
+    status: &'static str,
+    tool: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodOutcome {
+    method: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodLabel {
+    method: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OpLabel {
+    op: &'static str,
+}
+
+/// Why a request was refused before it reached a handler (the `reason` label of
+/// `mcp_tasks_rejected_requests_total`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rejection {
+    /// No or an unknown bearer token (401).
+    Auth,
+    /// A foreign `Origin` (403).
+    Origin,
+    /// A body over the limit (413).
+    BodyTooLarge,
+    /// A resource limit: too many tasks, sessions or connections.
+    Limit,
+    /// Anything else refused (rates, malformed framing).
+    Other,
+}
+
+impl Rejection {
+    fn label(self) -> &'static str {
+        match self {
+            Rejection::Auth => "auth",
+            Rejection::Origin => "origin",
+            Rejection::BodyTooLarge => "body_too_large",
+            Rejection::Limit => "limit",
+            Rejection::Other => "other",
+        }
+    }
+}
+
+/// What the metrics remember of a task this process runs: its tool and since when it
+/// waits for input.
+struct Live {
+    tool: String,
+    input_since_ms: Option<i64>,
+}
+
+fn seconds(ms: i64) -> f64 {
+    // Millisecond precision: exact enough for second-scale buckets.
+    #[allow(clippy::cast_precision_loss)]
+    let s = ms.max(0) as f64 / 1000.0;
+    s
+}
+
+struct Inner {
+    registry: RwLock<Registry>,
+    tasks: Family<StatusLabel, Gauge>,
+    transitions: Family<StatusTool, Counter>,
+    task_duration: Family<StatusTool, Histogram>,
+    input_required: Histogram,
+    requests: Family<MethodOutcome, Counter>,
+    request_duration: Family<MethodLabel, Histogram>,
+    result_waits: Gauge,
+    http_sessions: Gauge,
+    sse_streams: Gauge,
+    failed_lookups: Counter,
+    expirations: Counter,
+    rejected: Family<ReasonLabel, Counter>,
+    commit_batch: Histogram,
+    store_errors: Family<OpLabel, Counter>,
+    store_ops: Family<OpLabel, Histogram>,
+    live: Mutex<HashMap<String, Live>>,
+    tools: RwLock<HashSet<String>>,
+}
+
+/// The metrics of one server. Cheap to clone; clones share the counters.
+#[derive(Clone)]
+pub struct Metrics {
+    inner: Arc<Inner>,
+}
+
+mcp_tasks_proto::debug_non_exhaustive!(Metrics, |s| { live_tasks: s.inner.live.lock().len() });
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    // 1 ms .. ~ 4.7 h.
+    Histogram::new(exponential_buckets(0.001, 4.0, 12))
+}
+
+fn request_histogram() -> Histogram {
+    // 0.5 ms .. ~ 65 s.
+    Histogram::new(exponential_buckets(0.0005, 4.0, 10))
+}
+
+impl Metrics {
+    /// Fresh metrics in a registry of their own.
+    pub fn new() -> Self {
+        let inner = Inner {
+            registry: RwLock::new(Registry::default()),
+            tasks: Family::default(),
+            transitions: Family::default(),
+            task_duration: Family::new_with_constructor(duration_histogram),
+            input_required: duration_histogram(),
+            requests: Family::default(),
+            request_duration: Family::new_with_constructor(request_histogram),
+            result_waits: Gauge::default(),
+            http_sessions: Gauge::default(),
+            sse_streams: Gauge::default(),
+            failed_lookups: Counter::default(),
+            expirations: Counter::default(),
+            rejected: Family::default(),
+            commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
+            store_errors: Family::default(),
+            store_ops: Family::new_with_constructor(request_histogram),
+            live: Mutex::new(HashMap::new()),
+            tools: RwLock::new(HashSet::new()),
+        };
+        {
+            let mut r = inner.registry.write();
+            let i = &inner;
+            r.register(
+                "mcp_tasks_tasks",
+                "Stored tasks by status (read from the store at scrape time)",
+                i.tasks.clone(),
+            );
+            r.register(
+                "mcp_tasks_task_transitions",
+                "Task status changes by new status and tool (creation counts as working)",
+                i.transitions.clone(),
+            );
+            r.register(
+                "mcp_tasks_task_duration_seconds",
+                "Time from a task's creation to its terminal status, by tool and status",
+                i.task_duration.clone(),
+            );
+            r.register(
+                "mcp_tasks_input_required_seconds",
+                "Time a task spent in input_required, per stay",
+                i.input_required.clone(),
+            );
+            r.register(
+                "mcp_tasks_requests",
+                "JSON-RPC requests answered, by method and outcome (ok or error)",
+                i.requests.clone(),
+            );
+            r.register(
+                "mcp_tasks_request_duration_seconds",
+                "Time to answer a JSON-RPC request, by method",
+                i.request_duration.clone(),
+            );
+            r.register(
+                "mcp_tasks_result_waits",
+                "tasks/result requests waiting for their task to finish",
+                i.result_waits.clone(),
+            );
+            r.register(
+                "mcp_tasks_http_sessions",
+                "Live Streamable HTTP sessions",
+                i.http_sessions.clone(),
+            );
+            r.register(
+                "mcp_tasks_sse_streams",
+                "Open SSE streams",
+                i.sse_streams.clone(),
+            );
+            r.register(
+                "mcp_tasks_failed_lookups",
+                "tasks/get, tasks/result or tasks/cancel of an unknown or foreign task id",
+                i.failed_lookups.clone(),
+            );
+            r.register(
+                "mcp_tasks_task_expirations",
+                "Tasks deleted because their TTL passed",
+                i.expirations.clone(),
+            );
+            r.register(
+                "mcp_tasks_rejected_requests",
+                "Requests refused before a handler, by reason",
+                i.rejected.clone(),
+            );
+            r.register(
+                "mcp_tasks_store_commit_batch_size",
+                "Changes written per store commit (SQLite group commit)",
+                i.commit_batch.clone(),
+            );
+            r.register(
+                "mcp_tasks_store_errors",
+                "Failed store operations, by operation",
+                i.store_errors.clone(),
+            );
+            r.register(
+                "mcp_tasks_store_operation_duration_seconds",
+                "Time of a store operation, by operation (stores wrapped in Instrumented)",
+                i.store_ops.clone(),
+            );
+        }
+        Self {
+            inner: Arc::new(inner),
+        }
+    }
+
+    /// The tool names used as label values (any other tool is `other`).
+    pub fn set_tools<I, S>(&self, tools: I)
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        *self.inner.tools.write() = tools.into_iter().map(Into::into).collect();
+    }
+
+    /// The `tool` label of a task wrapping `method` for `tool`: the tool's name when it
+    /// is one of [`Self::set_tools`], the method's label for a task that is not a tool
+    /// call, else `other`.
+    fn tool_label(&self, method: &str, tool: Option<&str>) -> String {
+        if method != methods::TOOLS_CALL {
+            return method_label(method).to_owned();
+        }
+        match tool {
+            Some(n) if self.inner.tools.read().contains(n) => n.to_owned(),
+            _ => "other".to_owned(),
+        }
+    }
+
+    /// A task was created (in `working`) for `tool` (the `name` of a `tools/call`).
+    pub fn task_created(&self, rec: &TaskRecord, tool: Option<&str>) {
+        let tool = self.tool_label(&rec.method, tool);
+        self.inner
+            .transitions
+            .get_or_create(&StatusTool {
+                status: rec.status.as_str(),
+                tool: tool.clone(),
+            })
+            .inc();
+        self.inner.live.lock().insert(
+            rec.task_id.clone(),
+            Live {
+                tool,
+                input_since_ms: None,
+            },
+        );
+    }
+
+    /// A transition of a task was applied; `rec` is the record after it.
+    pub fn task_changed(&self, rec: &TaskRecord) {
+        let now = rec.last_updated_at_ms;
+        let tool = {
+            let mut live = self.inner.live.lock();
+            let entry = live.get_mut(&rec.task_id);
+            let tool = entry
+                .as_ref()
+                .map_or_else(|| "other".to_owned(), |l| l.tool.clone());
+            if let Some(l) = entry {
+                if let Some(since) = l.input_since_ms.take() {
+                    self.inner.input_required.observe(seconds(now - since));
+                }
+                if rec.status == TaskStatus::InputRequired {
+                    l.input_since_ms = Some(now);
+                }
+            }
+            if rec.status.is_terminal() {
+                live.remove(&rec.task_id);
+            }
+            tool
+        };
+        let labels = StatusTool {
+            status: rec.status.as_str(),
+            tool,
+        };
+        if rec.status.is_terminal() {
+            self.inner
+                .task_duration
+                .get_or_create(&labels)
+                .observe(seconds(now - rec.created_at_ms));
+        }
+        self.inner.transitions.get_or_create(&labels).inc();
+    }
+
+    /// A task's TTL passed and it was deleted.
+    pub fn task_expired(&self, task_id: &str) {
+        self.inner.live.lock().remove(task_id);
+        self.inner.expirations.inc();
+    }
+
+    /// A `tasks/get`, `tasks/result` or `tasks/cancel` named a task that does not exist
+    /// or is not the requester's.
+    pub fn failed_lookup(&self) {
+        self.inner.failed_lookups.inc();
+    }
+
+    /// A `tasks/result` starts waiting; the wait ends when the guard drops.
+    pub fn result_wait(&self) -> GaugeGuard {
+        self.inner.result_waits.inc();
+        GaugeGuard(self.inner.result_waits.clone())
+    }
+
+    /// A request was refused before a handler.
+    pub fn rejected(&self, why: Rejection) {
+        self.inner
+            .rejected
+            .get_or_create(&ReasonLabel {
+                reason: why.label(),
+            })
+            .inc();
+    }
+
+    /// A JSON-RPC request of `method` starts; call [`RequestTimer::finish`] with its result.
+    pub fn request(&self, method: &str) -> RequestTimer {
+        RequestTimer {
+            metrics: self.clone(),
+            method: method_label(method),
+            started: Instant::now(),
+        }
+    }
+
+    /// A store commit wrote `changes` changes.
+    pub fn commit_batch(&self, changes: usize) {
+        #[allow(clippy::cast_precision_loss)]
+        self.inner.commit_batch.observe(changes as f64);
+    }
+
+    /// A store operation `op` took `took`.
+    pub fn store_operation(&self, op: &'static str, took: Duration) {
+        self.inner
+            .store_ops
+            .get_or_create(&OpLabel { op })
+            .observe(took.as_secs_f64());
+    }
+
+    /// A store operation `op` failed.
+    pub fn store_error(&self, op: &'static str) {
+        self.inner.store_errors.get_or_create(&OpLabel { op }).inc();
+    }
+
+    /// The HTTP transport's live sessions and open SSE streams (set at scrape time).
+    pub fn set_http(&self, sessions: usize, sse_streams: usize) {
+        self.inner
+            .http_sessions
+            .set(i64::try_from(sessions).unwrap_or(i64::MAX));
+        self.inner
+            .sse_streams
+            .set(i64::try_from(sse_streams).unwrap_or(i64::MAX));
+    }
+
+    /// Read the stored tasks by status from `store` (within `timeout`; on failure the
+    /// gauge keeps its last values and `mcp_tasks_store_errors_total{op="count"}` counts
+    /// it), then encode every metric in the OpenMetrics text format ([`CONTENT_TYPE`]).
+    pub async fn render(&self, store: Option<&dyn TaskStore>, timeout: Duration) -> String {
+        if let Some(store) = store {
+            match tokio::time::timeout(timeout, store.count_by_status()).await {
+                Ok(Ok(counts)) => {
+                    for s in STATUSES {
+                        let n = counts.iter().find(|(k, _)| *k == s).map_or(0, |(_, n)| *n);
+                        self.inner
+                            .tasks
+                            .get_or_create(&StatusLabel { status: s.as_str() })
+                            .set(i64::try_from(n).unwrap_or(i64::MAX));
+                    }
+                }
+                Ok(Err(e)) => {
+                    tracing::warn!(error = %e, "metrics: could not count the stored tasks");
+                    self.store_error("count");
+                }
+                Err(_) => {
+                    tracing::warn!("metrics: counting the stored tasks timed out");
+                    self.store_error("count");
+                }
+            }
+        }
+        let mut out = String::new();
+        if let Err(e) =
+            prometheus_client::encoding::text::encode(&mut out, &self.inner.registry.read())
+        {
+            tracing::warn!(error = %e, "metrics: encoding failed");
+        }
+        out
+    }
+}
+
+/// Decrements a gauge when dropped.
+#[derive(Debug)]
+pub struct GaugeGuard(Gauge);
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+/// Times one request; see [`Metrics::request`].
+pub struct RequestTimer {
+    metrics: Metrics,
+    method: &'static str,
+    started: Instant,
+}
+
+impl RequestTimer {
+    /// The request was answered (`ok`: with a result, else with an error).
+    pub fn finish(self, ok: bool) {
+        let inner = &self.metrics.inner;
+        inner
+            .request_duration
+            .get_or_create(&MethodLabel {
+                method: self.method,
+            })
+            .observe(self.started.elapsed().as_secs_f64());
+        inner
+            .requests
+            .get_or_create(&MethodOutcome {
+                method: self.method,
+                outcome: if ok { "ok" } else { "error" },
+            })
+            .inc();
+    }
+}
+
+#[cfg(test)]
+#[path = "metrics_tests.rs"]
+mod tests;

@@ -1,0 +1,120 @@
+//! Hooks for the server's metrics: the `GET /metrics` endpoint ([`MetricsEndpoint`]) and
+//! the events only the transport sees ([`HttpObserver`]: requests refused before any
+//! handler). The transport does not know the metrics library; the server renders the
+//! text and counts the events.
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use futures::future::BoxFuture;
+
+use super::Shared;
+
+/// Why a request was refused before it reached a handler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Refusal {
+    /// No or an unknown bearer token (401).
+    Auth,
+    /// A foreign `Origin` (403).
+    Origin,
+    /// A body over [`super::HttpConfig::max_body_bytes`] (413).
+    BodyTooLarge,
+    /// A session or connection bound (503).
+    Limit,
+    /// Anything else (a body sent too slowly, ...).
+    Other,
+}
+
+/// Told of the events only the transport sees.
+pub trait HttpObserver: Send + Sync + 'static {
+    /// A request was refused before any handler.
+    fn refused(&self, why: Refusal);
+}
+
+/// The transport's gauges at scrape time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct HttpGauges {
+    /// Live sessions.
+    pub sessions: usize,
+    /// Open SSE connections (each reads one stream of a session).
+    pub sse_streams: usize,
+}
+
+/// Renders the metrics text, given the transport's gauges.
+pub type MetricsRender = Arc<dyn Fn(HttpGauges) -> BoxFuture<'static, String> + Send + Sync>;
+
+/// `GET /metrics` beside the endpoint.
+#[derive(Clone)]
+pub struct MetricsEndpoint {
+    /// Makes the body.
+    pub render: MetricsRender,
+    /// Its content type.
+    pub content_type: &'static str,
+    /// With authentication on: the principal whose bearer token may read it (any other
+    /// gets 403; no or an unknown token 401). `None`: nobody may (serve the metrics on a
+    /// listener of their own instead, see [`serve_metrics`]).
+    pub principal: Option<String>,
+}
+
+mcp_tasks_proto::debug_non_exhaustive!(MetricsEndpoint, |s| {
+    content_type: s.content_type,
+    principal: s.principal
+});
+
+/// The path of the metrics endpoint.
+pub const METRICS_PATH: &str = "/metrics";
+
+impl Shared {
+    /// Count a refusal.
+    pub(crate) fn refused(&self, why: Refusal) {
+        if let Some(o) = &self.config.observer {
+            o.refused(why);
+        }
+    }
+
+    /// Live sessions and open SSE connections.
+    pub(crate) fn gauges(&self) -> HttpGauges {
+        let sessions = self.sessions.lock();
+        HttpGauges {
+            sessions: sessions.by_id.len(),
+            sse_streams: sessions
+                .by_id
+                .values()
+                .map(|(s, _)| s.connections.load(Ordering::Relaxed))
+                .sum(),
+        }
+    }
+}
+
+/// Serve only `GET /metrics`, without authentication, on `listener` until `shutdown`
+/// completes (`--metrics-listen`: an address only the monitoring system reaches).
+///
+/// # Errors
+/// An I/O error of the listener.
+pub async fn serve_metrics(
+    listener: tokio::net::TcpListener,
+    render: MetricsRender,
+    content_type: &'static str,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    use axum::http::{HeaderValue, header};
+    use axum::response::IntoResponse;
+    let app = axum::Router::new().route(
+        METRICS_PATH,
+        axum::routing::get(move || {
+            let render = Arc::clone(&render);
+            async move {
+                let body = render(HttpGauges::default()).await;
+                let mut r = body.into_response();
+                r.headers_mut()
+                    .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+                r
+            }
+        }),
+    );
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await
+}

@@ -33,6 +33,8 @@ pub(crate) struct HttpArgs {
     /// run tools, and any task id is a capability).
     #[arg(long)]
     allow_unauthenticated: bool,
+    #[command(flatten)]
+    oauth: crate::oauth::OAuthArgs,
     /// End a session without requests or open streams for this long.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse)]
     session_idle: Duration,
@@ -170,11 +172,17 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let tokens = load_tokens(args)?;
+    let oauth = args.oauth.build()?;
     let addr = resolve(&args.listen).await?;
-    if tokens.is_empty() && !addr.ip().is_loopback() && !args.allow_unauthenticated {
+    if tokens.is_empty()
+        && oauth.is_none()
+        && !addr.ip().is_loopback()
+        && !args.allow_unauthenticated
+    {
         bail!(
             "--listen {addr}: refusing to serve a non-loopback address without authentication; \
-             give --auth-tokens FILE (or {TOKENS_ENV}), or --allow-unauthenticated"
+             give --auth-tokens FILE (or {TOKENS_ENV}) or --oauth-issuer URL, or \
+             --allow-unauthenticated"
         );
     }
     let mut options = HttpOptions::new()
@@ -182,6 +190,9 @@ pub(crate) async fn run(
         .tokens(tokens)
         .allowed_origins(&args.allowed_origins)
         .allow_unauthenticated(args.allow_unauthenticated);
+    if let Some(o) = oauth {
+        options = options.oauth(o);
+    }
     let transport = &mut options.transport;
     transport.session_idle = args.session_idle;
     transport.sse_hold = args.sse_hold;

@@ -8,6 +8,7 @@ mod demo_tests;
 mod duration;
 mod gateway;
 mod http;
+mod oauth;
 mod serve;
 mod tasks_cmd;
 mod term;

@@ -185,6 +185,15 @@ pub(crate) async fn run(
              --allow-unauthenticated"
         );
     }
+    if let Some(o) = &oauth
+        && o.resource().is_none()
+        && addr.ip().is_unspecified()
+    {
+        bail!(
+            "--listen {addr}: on every interface the resource URL clients use cannot be \
+             derived; give --resource-url URL"
+        );
+    }
     let mut options = HttpOptions::new()
         .max_body_bytes(max_body)
         .tokens(tokens)

@@ -309,7 +309,8 @@ async fn authenticate(
             (StatusCode::UNAUTHORIZED, format!("Unauthorized: {why}"))
         }
         AuthFailure::Unavailable(why) => {
-            tracing::warn!(reason = %why, "a token could not be checked");
+            // The failed fetch itself is a warning, once per refetch interval.
+            tracing::debug!(reason = %why, "a token could not be checked");
             (StatusCode::UNAUTHORIZED, format!("Unauthorized: {why}"))
         }
         AuthFailure::InsufficientScope => (

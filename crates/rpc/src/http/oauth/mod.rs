@@ -113,6 +113,12 @@ fn check_url(what: &str, u: &str) -> Result<Url, String> {
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none() {
         return Err(format!("{what} {u:?} is not an http(s) URL"));
     }
+    if url.scheme() == "https" && !cfg!(feature = "http-client-tls") {
+        return Err(format!(
+            "{what} {u:?}: https:// needs TLS support, which this build lacks (build with the \
+             `tls` feature of mcp-tasks, or `http-client-tls` of mcp-tasks-rpc)"
+        ));
+    }
     if url.fragment().is_some() {
         return Err(format!("{what} {u:?} must not have a fragment"));
     }
@@ -156,7 +162,12 @@ impl OAuth {
         }
         let resource = OnceLock::new();
         if let Some(r) = &config.resource {
-            check_url("the resource URL", r)?;
+            let url = Url::parse(r).map_err(|e| format!("the resource URL {r:?}: {e}"))?;
+            if !matches!(url.scheme(), "http" | "https") || url.fragment().is_some() {
+                return Err(format!(
+                    "the resource URL {r:?} must be http(s) without a fragment"
+                ));
+            }
             let _ = resource.set(r.clone());
         }
         let scopes = config
@@ -269,8 +280,14 @@ impl OAuth {
     /// Why the token is refused.
     pub async fn authenticate(&self, token: &str) -> Result<String, AuthFailure> {
         let invalid = |d: &str| AuthFailure::Invalid(d.to_owned());
-        let header =
-            jsonwebtoken::decode_header(token).map_err(|_| invalid("the token is not a JWT"))?;
+        let header = jsonwebtoken::decode_header(token).map_err(|_| match header_alg(token) {
+            // `none` and other algorithms `jsonwebtoken` does not even name.
+            Some(alg) => AuthFailure::Invalid(format!(
+                "the algorithm {:?} is not accepted (RS256, ES256, EdDSA)",
+                quotable(&alg)
+            )),
+            None => invalid("the token is not a JWT"),
+        })?;
         if !ACCEPTED_ALGORITHMS.contains(&header.alg) {
             return Err(AuthFailure::Invalid(format!(
                 "the algorithm {:?} is not accepted (RS256, ES256, EdDSA)",
@@ -342,6 +359,18 @@ impl OAuth {
     }
 }
 
+/// The `alg` of a JWS header, read without any other check.
+fn header_alg(token: &str) -> Option<String> {
+    use base64::Engine;
+    let (head, _) = token.split_once('.')?;
+    let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(head.trim_end_matches('='))
+        .ok()?;
+    let v: Value = serde_json::from_slice(&raw).ok()?;
+    let alg: String = v.get("alg")?.as_str()?.chars().take(20).collect();
+    Some(alg)
+}
+
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
 
 /// The scopes of a token: `scope` (RFC 9068: space-separated) or `scp` (a list or a
@@ -387,7 +416,7 @@ mod tests {
     use super::*;
 
     fn oauth(scopes: &[&str]) -> OAuth {
-        let mut c = OAuthConfig::new(["https://auth.example.com"]);
+        let mut c = OAuthConfig::new(["http://auth.example.com"]);
         c.resource = Some("https://mcp.example.com/public/mcp".into());
         c.scopes = scopes.iter().map(|s| (*s).to_owned()).collect();
         OAuth::new(c).unwrap()
@@ -410,7 +439,7 @@ mod tests {
         assert_eq!(m["resource"], "https://mcp.example.com/public/mcp");
         assert_eq!(
             m["authorization_servers"],
-            json!(["https://auth.example.com"])
+            json!(["http://auth.example.com"])
         );
         assert_eq!(m["bearer_methods_supported"], json!(["header"]));
         assert_eq!(m["scopes_supported"], json!(["tasks:rw"]));
@@ -436,8 +465,14 @@ mod tests {
     fn configuration_errors() {
         assert!(OAuth::new(OAuthConfig::new::<_, &str>([])).is_err());
         assert!(OAuth::new(OAuthConfig::new(["nope"])).is_err());
-        let mut c = OAuthConfig::new(["https://a.example", "https://b.example"]);
-        c.jwks = Some("https://a.example/jwks".into());
+        let https = OAuth::new(OAuthConfig::new(["https://auth.example.com"]));
+        assert_eq!(
+            https.is_ok(),
+            cfg!(feature = "http-client-tls"),
+            "{https:?}"
+        );
+        let mut c = OAuthConfig::new(["http://a.example", "http://b.example"]);
+        c.jwks = Some("http://a.example/jwks".into());
         assert!(OAuth::new(c).is_err());
     }
 
@@ -470,7 +505,10 @@ mod tests {
         );
         // {"alg":"none"} . {"iss":"https://auth.example.com"} . (no signature)
         let none = "eyJhbGciOiJub25lIn0.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20ifQ.";
-        assert!(o.authenticate(none).await.is_err());
+        assert_eq!(
+            err(o.authenticate(none).await),
+            "the algorithm \"none\" is not accepted (RS256, ES256, EdDSA)"
+        );
         // {"alg":"HS256","typ":"JWT"} . {"iss":"https://auth.example.com"} . x
         let hs = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJpc3MiOiJodHRwczovL2F1dGguZXhhbXBsZS5jb20ifQ.eA";
         assert!(err(o.authenticate(hs).await).contains("HS256"));

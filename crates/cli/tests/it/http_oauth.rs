@@ -103,6 +103,8 @@ async fn access_tokens_are_validated() {
     let mut c = issuer.claims(&aud, "alice");
     c["aud"] = json!(["https://other.example", aud]);
     assert_accepted(&server, &ed.sign(&c), "aud list").await;
+    c["aud"] = json!(aud.replace("http://", "HTTP://"));
+    assert_accepted(&server, &ed.sign(&c), "uppercase scheme").await;
     assert_eq!(issuer.jwks_fetches(), 1, "keys are cached");
 
     let mut cases: Vec<(&str, &str, String)> = Vec::new();
@@ -149,6 +151,9 @@ async fn access_tokens_are_validated() {
     c = issuer.claims(&aud, "alice");
     c.as_object_mut().unwrap().remove("sub");
     cases.push(("no sub", "sub", ed.sign(&c)));
+    c = issuer.claims(&aud, "alice");
+    c.as_object_mut().unwrap().remove("aud");
+    cases.push(("no aud", "aud", ed.sign(&c)));
     cases.push(("not a JWT", "not a JWT", "opaque-token".to_owned()));
     for (case, why, token) in &cases {
         assert_refused(&server, token, why, case).await;

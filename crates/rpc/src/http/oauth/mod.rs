@@ -327,11 +327,15 @@ impl OAuth {
         v.leeway = self.leeway;
         v.validate_nbf = true;
         v.set_issuer(&[issuer.issuer()]);
-        v.set_audience(&[resource]);
+        // `aud` is compared after the signature check, by `for_resource` (normalized URIs).
+        v.validate_aud = false;
         v.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
         let mut last = ErrorKind::InvalidSignature;
         for k in keys {
             match jsonwebtoken::decode::<Value>(token, &k.key, &v) {
+                Ok(data) if !for_resource(&data.claims, resource) => {
+                    return Err(AuthFailure::Invalid(describe(&ErrorKind::InvalidAudience)));
+                }
                 Ok(data) => return self.admit(&data.claims),
                 Err(e) => last = e.into_kind(),
             }
@@ -372,6 +376,28 @@ fn header_alg(token: &str) -> Option<String> {
 }
 
 const WELL_KNOWN: &str = "/.well-known/oauth-protected-resource";
+
+/// Whether the token's `aud` (a string or a list) names `resource`.
+///
+/// MCP: servers "**MUST** reject tokens that do not include them in the audience claim";
+/// and "While the canonical form uses lowercase scheme and host components,
+/// implementations **SHOULD** accept uppercase scheme and host components". URIs are
+/// compared after parsing (scheme and host lowercased, a default port dropped); anything
+/// else must match exactly.
+fn for_resource(claims: &Value, resource: &str) -> bool {
+    let ours = Url::parse(resource).ok();
+    let matches = |a: &str| {
+        a == resource
+            || ours
+                .as_ref()
+                .is_some_and(|o| Url::parse(a).is_ok_and(|u| u == *o))
+    };
+    match claims.get("aud") {
+        Some(Value::String(a)) => matches(a),
+        Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).any(matches),
+        _ => false,
+    }
+}
 
 /// The scopes of a token: `scope` (RFC 9068: space-separated) or `scp` (a list or a
 /// string, as some issuers send).
@@ -474,6 +500,32 @@ mod tests {
         let mut c = OAuthConfig::new(["http://a.example", "http://b.example"]);
         c.jwks = Some("http://a.example/jwks".into());
         assert!(OAuth::new(c).is_err());
+    }
+
+    #[test]
+    fn audience_names_our_resource() {
+        let r = "https://mcp.example.com/mcp";
+        for ok in [
+            json!("https://mcp.example.com/mcp"),
+            json!("HTTPS://MCP.Example.COM/mcp"),
+            json!("https://mcp.example.com:443/mcp"),
+            json!(["https://other.example", "https://mcp.example.com/mcp"]),
+        ] {
+            assert!(for_resource(&json!({ "aud": ok }), r), "{ok}");
+        }
+        for bad in [
+            json!("https://mcp.example.com/MCP"),
+            json!("https://mcp.example.com/mcp/"),
+            json!("https://mcp.example.com:8443/mcp"),
+            json!("http://mcp.example.com/mcp"),
+            json!("https://mcp.example.com.evil/mcp"),
+            json!(["https://other.example"]),
+            json!([]),
+            json!(7),
+        ] {
+            assert!(!for_resource(&json!({ "aud": bad }), r), "{bad}");
+        }
+        assert!(!for_resource(&json!({}), r));
     }
 
     #[test]

@@ -231,13 +231,19 @@ async fn an_issuer_that_is_down() {
     let aud = server.url();
     let t = key.sign(&oauth::claims(&iss, &aud, "a"));
     assert_refused(&server, &t, "unavailable", "cold start, issuer down").await;
-    assert!(
-        server
-            .stderr()
-            .contains("could not fetch the issuer's signing keys"),
-        "{}",
-        server.stderr()
-    );
+    // The warning reaches us through the child's stderr pipe: wait for it.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !server
+        .stderr()
+        .contains("could not fetch the issuer's signing keys")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no warning: {}",
+            server.stderr()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let issuer = TestIssuer::on(listener, Discovery::OpenId);
     issuer.set_keys(&[&key]);

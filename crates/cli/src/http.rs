@@ -36,6 +36,8 @@ pub(crate) struct HttpArgs {
     /// Where `/metrics` is served.
     #[command(flatten)]
     metrics: crate::metrics_args::MetricsArgs,
+    #[command(flatten)]
+    oauth: crate::oauth::OAuthArgs,
     /// End a session without requests or open streams for this long.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse)]
     session_idle: Duration,
@@ -177,11 +179,26 @@ pub(crate) async fn run(
     shutdown: impl Future<Output = ()>,
 ) -> anyhow::Result<()> {
     let tokens = load_tokens(args)?;
+    let oauth = args.oauth.build()?;
     let addr = resolve(&args.listen).await?;
-    if tokens.is_empty() && !addr.ip().is_loopback() && !args.allow_unauthenticated {
+    if tokens.is_empty()
+        && oauth.is_none()
+        && !addr.ip().is_loopback()
+        && !args.allow_unauthenticated
+    {
         bail!(
             "--listen {addr}: refusing to serve a non-loopback address without authentication; \
-             give --auth-tokens FILE (or {TOKENS_ENV}), or --allow-unauthenticated"
+             give --auth-tokens FILE (or {TOKENS_ENV}) or --oauth-issuer URL, or \
+             --allow-unauthenticated"
+        );
+    }
+    if let Some(o) = &oauth
+        && o.resource().is_none()
+        && addr.ip().is_unspecified()
+    {
+        bail!(
+            "--listen {addr}: on every interface the resource URL clients use cannot be \
+             derived; give --resource-url URL"
         );
     }
     let mut options = HttpOptions::new()
@@ -191,6 +208,9 @@ pub(crate) async fn run(
         .allow_unauthenticated(args.allow_unauthenticated)
         .drain(args.drain)
         .metrics(args.metrics.serving(args.allow_unauthenticated)?);
+    if let Some(o) = oauth {
+        options = options.oauth(o);
+    }
     let transport = &mut options.transport;
     transport.session_idle = args.session_idle;
     transport.sse_hold = args.sse_hold;

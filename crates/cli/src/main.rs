@@ -9,6 +9,7 @@ mod duration;
 mod gateway;
 mod http;
 mod metrics_args;
+mod oauth;
 mod serve;
 mod tasks_cmd;
 mod term;

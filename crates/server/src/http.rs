@@ -13,7 +13,8 @@ use mcp_tasks_rpc::Handler;
 use mcp_tasks_rpc::http::HttpServer;
 
 pub use mcp_tasks_rpc::http::{
-    BearerTokens, HttpConfig, MetricsEndpoint, OriginPolicy, Readiness, ReplyMode,
+    BearerTokens, HttpConfig, MetricsEndpoint, OAuth, OAuthConfig, OriginPolicy, Readiness,
+    ReplyMode,
 };
 
 pub use crate::http_metrics::MetricsServing;
@@ -72,6 +73,14 @@ impl HttpOptions {
     #[must_use]
     pub fn tokens(mut self, tokens: BearerTokens) -> Self {
         self.transport.tokens = tokens;
+        self
+    }
+
+    /// Accept OAuth 2.1 access tokens (JWTs) as [`OAuth`] validates them, beside any
+    /// static tokens.
+    #[must_use]
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.transport.oauth = Some(Arc::new(oauth));
         self
     }
 
@@ -164,9 +173,21 @@ pub async fn serve_http(
     shutdown: impl Future<Output = ()>,
 ) -> io::Result<()> {
     let addr = listener.local_addr()?;
-    let authenticated = !options.transport.tokens.is_empty();
+    let authenticated = !options.transport.tokens.is_empty() || options.transport.oauth.is_some();
     let drain = options.drain;
     check_exposure(addr, &options)?;
+    if let Some(o) = &options.transport.oauth
+        && o.resource().is_none()
+        && addr.ip().is_unspecified()
+    {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "listening on {addr} (every interface), the resource URL clients use cannot be \
+                 derived: give it (--resource-url)"
+            ),
+        ));
+    }
     let sessions = server.clone();
     let factory = move |principal: Option<&str>| -> Arc<dyn Handler> {
         let requester = Requester {
@@ -261,6 +282,7 @@ fn store_readiness(store: Arc<dyn TaskStore>) -> Readiness {
 /// Refuse a non-loopback address without authentication unless allowed.
 fn check_exposure(addr: std::net::SocketAddr, options: &HttpOptions) -> io::Result<()> {
     if options.transport.tokens.is_empty()
+        && options.transport.oauth.is_none()
         && !addr.ip().is_loopback()
         && !options.allow_unauthenticated
     {

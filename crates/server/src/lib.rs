@@ -34,9 +34,9 @@ pub mod extension;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
-mod modern;
 #[cfg(feature = "http")]
 pub mod http_metrics;
+mod modern;
 mod serve;
 pub mod session;
 pub mod tool;

@@ -1,6 +1,7 @@
 //! Test support shared by the crates of mcp-tasks.
 //!
 //! * `conformance`: the suite every [`mcp_tasks_core::TaskStore`] must pass;
+//! * `oauth`: a test authorization server (metadata, JWKS) and signed access tokens;
 //! * `schema`: validation of wire messages against the official schemas (2025-11-25 and
 //!   2026-07-28);
 //! * `wire`: the requestor's side of an in-process server or gateway, over
@@ -8,6 +9,7 @@
 //! * [`NoRequestor`]: a requestor channel for engine tests whose tasks ask nothing.
 
 pub mod conformance;
+pub mod oauth;
 pub mod schema;
 pub mod wire;
 

@@ -44,6 +44,7 @@ mod http_body_limit;
 mod http_content_types;
 mod http_input_required;
 mod http_inspector;
+mod http_oauth;
 mod http_origin;
 mod http_progress;
 mod http_resource_bounds;

@@ -30,6 +30,7 @@
 mod auth;
 mod handlers;
 mod metrics;
+mod oauth;
 mod session;
 mod stream;
 
@@ -49,6 +50,7 @@ pub use auth::{BearerTokens, OriginPolicy};
 pub use metrics::{
     HttpGauges, HttpObserver, METRICS_PATH, MetricsEndpoint, MetricsRender, Refusal, serve_metrics,
 };
+pub use oauth::{ACCEPTED_ALGORITHMS, AuthFailure, OAuth, OAuthConfig};
 
 use crate::peer::Handler;
 use session::HttpSession;
@@ -98,8 +100,11 @@ pub struct HttpConfig {
     pub path: String,
     /// Largest request body; larger ones get 413.
     pub max_body_bytes: usize,
-    /// Bearer tokens; empty turns authentication off.
+    /// Bearer tokens; empty (and no [`Self::oauth`]) turns authentication off.
     pub tokens: BearerTokens,
+    /// The OAuth 2.1 resource server: JWT access tokens of configured issuers, beside the
+    /// static [`Self::tokens`] (either kind is accepted when both are on).
+    pub oauth: Option<Arc<OAuth>>,
     /// Accepted `Origin`s.
     pub origins: OriginPolicy,
     /// A session with no request and no open stream for this long ends.
@@ -172,6 +177,7 @@ mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
     path: s.path,
     max_body_bytes: s.max_body_bytes,
     tokens: s.tokens,
+    oauth: s.oauth,
     origins: s.origins,
     session_idle: s.session_idle,
     sse_hold: s.sse_hold,
@@ -189,6 +195,7 @@ impl Default for HttpConfig {
             path: "/mcp".into(),
             max_body_bytes: DEFAULT_MAX_BODY,
             tokens: BearerTokens::new(),
+            oauth: None,
             origins: OriginPolicy::default(),
             session_idle: Duration::from_secs(3600),
             session_init_idle: Duration::from_secs(30),
@@ -456,6 +463,9 @@ impl HttpServer {
     /// I/O errors of the listener.
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
+        if let Some(o) = &shared.config.oauth {
+            o.default_resource(listener.local_addr()?, &shared.config.path);
+        }
         let every = (shared.config.session_idle / 4)
             .min(shared.config.session_init_idle / 4)
             .min(shared.config.replay_keep / 4)

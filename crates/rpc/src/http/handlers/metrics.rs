@@ -16,7 +16,7 @@ pub(super) async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMa
     let Some(endpoint) = &shared.config.metrics else {
         return http_error(StatusCode::NOT_FOUND, codes::INVALID_REQUEST, "Not found");
     };
-    let principal = match authenticate(&shared, &headers) {
+    let principal = match authenticate(&shared, &headers).await {
         Ok(p) => p,
         Err(r) => {
             shared.refused(Refusal::Auth);

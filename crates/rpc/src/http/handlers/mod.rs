@@ -17,9 +17,9 @@ use mcp_tasks_proto::{ErrorObject, RequestId, codes};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::Shared;
 use super::session::{Connect, HttpSession};
 use super::stream::{EventId, STANDALONE};
+use super::{AuthFailure, Shared};
 
 mod metrics;
 mod modern;
@@ -52,6 +52,13 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     }
     if shared.config.metrics.is_some() && path != super::METRICS_PATH {
         router = router.route(super::METRICS_PATH, routing::get(metrics::metrics));
+    }
+    if let Some(oauth) = &shared.config.oauth {
+        for p in oauth.metadata_paths(&path) {
+            if p != path {
+                router = router.route(&p, routing::get(resource_metadata));
+            }
+        }
     }
     router
         .route(
@@ -194,6 +201,17 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
     text_response(StatusCode::OK, "ready\n".into())
 }
 
+/// RFC 9728 protected resource metadata, served without authentication.
+///
+/// MCP: "MCP servers **MUST** implement OAuth 2.0 Protected Resource Metadata
+/// ([RFC9728])" at "the path of the server's MCP endpoint [...] or at the root".
+async fn resource_metadata(State(shared): State<Arc<Shared>>) -> Response {
+    match &shared.config.oauth {
+        Some(o) => json_response(StatusCode::OK, o.metadata().to_string()),
+        None => not_found(State(shared)).await,
+    }
+}
+
 async fn not_found(State(shared): State<Arc<Shared>>) -> Response {
     http_error(
         StatusCode::NOT_FOUND,
@@ -224,7 +242,7 @@ struct Principal(Option<String>);
 /// DELETE; a POST after its body is read) the protocol version header, see
 /// [`legacy_version_check`].
 async fn checked(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
-    let principal = match authenticate(&shared, req.headers()) {
+    let principal = match authenticate(&shared, req.headers()).await {
         Ok(p) => p,
         Err(r) => {
             shared.refused(super::Refusal::Auth);
@@ -252,34 +270,62 @@ async fn on_post(
 }
 
 /// The principal of the request: `Ok(None)` without authentication; a 401 with
-/// `WWW-Authenticate: Bearer` when a token is missing or unknown.
-fn authenticate(shared: &Shared, headers: &HeaderMap) -> Result<Option<String>, Box<Response>> {
+/// `WWW-Authenticate: Bearer` when a token is missing or not valid (a static token, or an
+/// OAuth access token: see [`super::OAuth::authenticate`]); 403 `insufficient_scope`.
+///
+/// MCP: "Invalid or expired tokens **MUST** receive a HTTP 401 response."
+async fn authenticate(
+    shared: &Shared,
+    headers: &HeaderMap,
+) -> Result<Option<String>, Box<Response>> {
     let tokens = &shared.config.tokens;
-    if tokens.is_empty() {
+    let oauth = shared.config.oauth.as_deref();
+    if tokens.is_empty() && oauth.is_none() {
         return Ok(None);
     }
     let presented = header_str(headers, header::AUTHORIZATION).and_then(|v| {
         let (scheme, token) = v.trim().split_once(' ')?;
         scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
     });
-    let (challenge, message) = match presented {
-        None => (
-            "Bearer realm=\"mcp\"",
-            "Unauthorized: send `Authorization: Bearer <token>`",
-        ),
-        Some(t) => match tokens.authenticate(t) {
-            Some(p) => return Ok(Some(p.to_owned())),
-            None => (
-                "Bearer realm=\"mcp\", error=\"invalid_token\"",
-                "Unauthorized: the bearer token is not valid",
-            ),
+    let failure = match presented {
+        None => AuthFailure::Missing,
+        Some(t) => match (tokens.authenticate(t), oauth) {
+            (Some(p), _) => return Ok(Some(p.to_owned())),
+            (None, Some(o)) => match o.authenticate(t).await {
+                Ok(p) => return Ok(Some(p)),
+                Err(f) => f,
+            },
+            (None, None) => AuthFailure::Invalid("the bearer token is not valid".into()),
         },
     };
-    let mut r = http_error(StatusCode::UNAUTHORIZED, codes::INVALID_REQUEST, message);
-    r.headers_mut().insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
+    let (status, message) = match &failure {
+        AuthFailure::Missing => (
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized: send `Authorization: Bearer <token>`".to_owned(),
+        ),
+        AuthFailure::Invalid(why) => {
+            tracing::debug!(reason = %why, "bearer token refused");
+            (StatusCode::UNAUTHORIZED, format!("Unauthorized: {why}"))
+        }
+        AuthFailure::Unavailable(why) => {
+            // The failed fetch itself is a warning, once per refetch interval.
+            tracing::debug!(reason = %why, "a token could not be checked");
+            (StatusCode::UNAUTHORIZED, format!("Unauthorized: {why}"))
+        }
+        AuthFailure::InsufficientScope => (
+            StatusCode::FORBIDDEN,
+            "Forbidden: the token lacks the scope this server requires".to_owned(),
+        ),
+    };
+    let challenge = match (oauth, &failure) {
+        (Some(o), _) => o.challenge(&failure),
+        (None, AuthFailure::Missing) => "Bearer realm=\"mcp\"".to_owned(),
+        (None, _) => "Bearer realm=\"mcp\", error=\"invalid_token\"".to_owned(),
+    };
+    let mut r = http_error(status, codes::INVALID_REQUEST, message);
+    if let Ok(v) = HeaderValue::from_str(&challenge) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
     Err(Box::new(r))
 }
 

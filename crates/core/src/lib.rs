@@ -5,6 +5,7 @@
 //! * [`store`]: the [`TaskStore`] trait every backend implements (atomic compare-and-swap
 //!   transitions, change wake-ups, keyset listing, TTL sweeps, leases);
 //! * [`memory`]: the in-memory store;
+//! * [`schema`]: the schema-version checks every persistent store makes;
 //! * [`policy`], [`cursor`], [`clock`], [`wake`]: the pieces the engine is made of;
 //! * [`engine`]: the receiver engine, generic over the request a task wraps and over the
 //!   transport (it talks to peers through [`channel::RequestorChannel`]);
@@ -21,6 +22,7 @@ pub mod error;
 pub mod memory;
 pub mod policy;
 pub mod record;
+pub mod schema;
 pub mod serve;
 pub mod status;
 pub mod store;

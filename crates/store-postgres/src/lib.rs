@@ -496,10 +496,7 @@ impl TaskStore for PgStore {
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let after = after_seq.unwrap_or(i64::MIN);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let owner = match scope {
-            ListScope::All => None,
-            ListScope::Owner(o) => Some(o.as_str()),
-        };
+        let owner = scope.owner();
         self.records(&ops::list(), &[&after, &limit, &owner]).await
     }
 

@@ -5,6 +5,7 @@
 //! * [`store`]: the [`TaskStore`] trait every backend implements (atomic compare-and-swap
 //!   transitions, change wake-ups, keyset listing, TTL sweeps, leases);
 //! * [`memory`]: the in-memory store;
+//! * [`schema`]: the schema-version checks every persistent store makes;
 //! * [`policy`], [`cursor`], [`clock`], [`wake`]: the pieces the engine is made of;
 //! * [`metrics`]: the Prometheus metrics of a server (one registry each), and
 //!   [`instrumented`], a store wrapper that times and counts store operations;
@@ -25,6 +26,7 @@ pub mod memory;
 pub mod metrics;
 pub mod policy;
 pub mod record;
+pub mod schema;
 pub mod serve;
 pub mod status;
 pub mod store;

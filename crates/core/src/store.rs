@@ -18,6 +18,16 @@ pub enum ListScope {
     Owner(String),
 }
 
+impl ListScope {
+    /// The owner every listed task has, `None` for every task.
+    pub fn owner(&self) -> Option<&str> {
+        match self {
+            Self::All => None,
+            Self::Owner(o) => Some(o),
+        }
+    }
+}
+
 /// The limits a task creation, or the outcome of a terminal transition, is checked
 /// against, in the same atomic step as the change. Per-requester limits count the tasks of
 /// the same [`crate::record::NewTask::quota_key`]. `None` is no limit.

@@ -26,6 +26,14 @@ pub mod codes {
     pub const NOT_INITIALIZED: i64 = -32002;
     /// Creating the task would exceed the requester's limit of active tasks.
     pub const TOO_MANY_TASKS: i64 = -32003;
+    /// 2026-07-28 (basic, "Error Codes"), `HeaderMismatch`: HTTP headers do not match the
+    /// body, or are missing/malformed.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// 2026-07-28, `MissingRequiredClientCapability`: `data.requiredCapabilities` names
+    /// what is missing.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// 2026-07-28, `UnsupportedProtocolVersion`: `data.supported` and `data.requested`.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 }
 
 /// A JSON-RPC error object: `{code, message, data?}`.

@@ -342,15 +342,17 @@ mod tests {
         assert_eq!(server.store_description(), "none");
     }
 
+    /// The error of building a server on the store `url`, and its message.
+    async fn refused(url: &str) -> (BuildError, String) {
+        let err = Server::builder().store_url(url).build().await.unwrap_err();
+        let msg = err.to_string();
+        (err, msg)
+    }
+
     #[tokio::test]
     async fn unknown_store_is_refused() {
-        let err = Server::builder()
-            .store_url("mysql://u:secret@x/db")
-            .build()
-            .await
-            .unwrap_err();
+        let (err, msg) = refused("mysql://u:secret@x/db").await;
         assert!(matches!(err, BuildError::UnknownStore(ref s) if s == "mysql://u:secret@x/db"));
-        let msg = err.to_string();
         assert!(msg.contains("unknown store `mysql://u:***@x/db`"), "{msg}");
         assert!(!msg.contains("secret"), "{msg}");
     }
@@ -358,12 +360,8 @@ mod tests {
     #[cfg(feature = "postgres")]
     #[tokio::test]
     async fn a_postgres_store_that_cannot_be_reached_is_refused_without_its_password() {
-        let err = Server::builder()
-            .store_url("postgresql://me:hunter2@127.0.0.1:1/tasks?connect_for=200ms")
-            .build()
-            .await
-            .unwrap_err();
-        let msg = err.to_string();
+        let (err, msg) =
+            refused("postgresql://me:hunter2@127.0.0.1:1/tasks?connect_for=200ms").await;
         assert!(matches!(err, BuildError::OpenStore { .. }), "{msg}");
         assert!(!msg.contains("hunter2"), "{msg}");
         assert!(msg.contains("127.0.0.1:1/tasks"), "{msg}");

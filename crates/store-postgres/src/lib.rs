@@ -240,44 +240,33 @@ impl PgStore {
             .map(|s| s.as_str())
             .collect();
         let err = |e: tokio_postgres::Error| self.err(&e);
-        let rows = if t.to.is_terminal() {
-            let st = cache.prepare(c, &ops::cas_terminal()).await.map_err(err)?;
-            let kind = t.outcome.as_ref().map(|o| o.kind.as_str());
-            let json = t.outcome.as_ref().map(|o| o.json.as_bytes());
-            c.query(
-                &st,
-                &[
-                    &t.task_id,
-                    &t.to.as_str(),
-                    &t.status_message,
-                    &t.at_ms,
-                    &from,
-                    &kind,
-                    &json,
-                ],
-            )
-            .await
-            .map_err(err)?
+        let to = t.to.as_str();
+        let kind = t.outcome.as_ref().map(|o| o.kind.as_str());
+        let json = t.outcome.as_ref().map(|o| o.json.as_bytes());
+        let mut params: Vec<&(dyn ToSql + Sync)> =
+            vec![&t.task_id, &to, &t.status_message, &t.at_ms, &from];
+        let sql = if t.to.is_terminal() {
+            params.extend([&kind as &(dyn ToSql + Sync), &json]);
+            ops::cas_terminal()
         } else {
-            let st = cache.prepare(c, &ops::cas()).await.map_err(err)?;
-            c.query(
-                &st,
-                &[
-                    &t.task_id,
-                    &t.to.as_str(),
-                    &t.status_message,
-                    &t.at_ms,
-                    &from,
-                ],
-            )
-            .await
-            .map_err(err)?
+            ops::cas()
         };
+        let st = cache.prepare(c, &sql).await.map_err(err)?;
+        let rows = c.query(&st, &params).await.map_err(err)?;
         rows.first().map(ops::read_record).transpose()
     }
 
-    /// What a transition that was not applied answers: the task as it is now, or missing.
-    async fn rejected(&self, task_id: &str) -> Result<TransitionResult, StoreError> {
+    /// What a transition answers: the record it wrote (its waiters woken), or, when it was
+    /// not applied, the task as it is now, or missing.
+    async fn settled(
+        &self,
+        applied: Option<TaskRecord>,
+        task_id: &str,
+    ) -> Result<TransitionResult, StoreError> {
+        if let Some(rec) = applied {
+            self.woke([&rec.task_id]);
+            return Ok(TransitionResult::Applied(rec));
+        }
         Ok(match self.get(task_id).await? {
             Some(rec) => TransitionResult::Rejected(rec),
             None => TransitionResult::Missing,
@@ -292,32 +281,17 @@ impl PgStore {
         let err = |e: tokio_postgres::Error| self.err(&e);
         let c = self.conn().await?;
         let st = c.prepare_cached(ops::CREATE).await.map_err(err)?;
-        let bytes = i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX);
         let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
-        let row = c
-            .query_one(
-                &st,
-                &[
-                    &t.task_id,
-                    &t.owner,
-                    &t.status_message,
-                    &t.created_at_ms,
-                    &t.ttl_ms.map(u64::cast_signed),
-                    &ops::expires_at(t.created_at_ms, t.ttl_ms),
-                    &t.poll_interval_ms.map(u64::cast_signed),
-                    &t.method,
-                    &t.request.as_bytes(),
-                    &t.executor,
-                    &t.quota_key,
-                    &bytes,
-                    &limits.max_active.map(i64::from),
-                    &max(limits.max_tasks),
-                    &max(limits.max_bytes),
-                    &max(limits.max_total_bytes),
-                ],
-            )
-            .await
-            .map_err(err)?;
+        let (active, tasks, bytes, total) = (
+            limits.max_active.map(i64::from),
+            max(limits.max_tasks),
+            max(limits.max_bytes),
+            max(limits.max_total_bytes),
+        );
+        let columns = NewRow::of(t);
+        let mut params = columns.params();
+        params.extend([&active as &(dyn ToSql + Sync), &tasks, &bytes, &total]);
+        let row = c.query_one(&st, &params).await.map_err(err)?;
         if let Some(seq) = row.get::<_, Option<i64>>(0) {
             return Ok(seq);
         }
@@ -343,28 +317,51 @@ impl PgStore {
     ) -> Result<Option<i64>, StoreError> {
         let err = |e: tokio_postgres::Error| self.err(&e);
         let st = cache.prepare(c.client(), ops::INSERT).await.map_err(err)?;
-        let bytes = i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX);
-        let row = c
-            .query_opt(
-                &st,
-                &[
-                    &t.task_id,
-                    &t.owner,
-                    &t.status_message,
-                    &t.created_at_ms,
-                    &t.ttl_ms.map(u64::cast_signed),
-                    &ops::expires_at(t.created_at_ms, t.ttl_ms),
-                    &t.poll_interval_ms.map(u64::cast_signed),
-                    &t.method,
-                    &t.request.as_bytes(),
-                    &t.executor,
-                    &t.quota_key,
-                    &bytes,
-                ],
-            )
-            .await
-            .map_err(err)?;
+        let columns = NewRow::of(t);
+        let row = c.query_opt(&st, &columns.params()).await.map_err(err)?;
         Ok(row.map(|r| r.get(0)))
+    }
+}
+
+/// The columns of a new task, as the parameters `$1` to `$12` of [`ops::INSERT`] and of
+/// [`ops::CREATE`] (which adds the limits after them).
+struct NewRow<'a> {
+    t: &'a NewTask,
+    request: &'a [u8],
+    ttl_ms: Option<i64>,
+    expires_at: Option<i64>,
+    poll_interval_ms: Option<i64>,
+    bytes: i64,
+}
+
+impl<'a> NewRow<'a> {
+    fn of(t: &'a NewTask) -> Self {
+        Self {
+            t,
+            request: t.request.as_bytes(),
+            ttl_ms: t.ttl_ms.map(u64::cast_signed),
+            expires_at: ops::expires_at(t.created_at_ms, t.ttl_ms),
+            poll_interval_ms: t.poll_interval_ms.map(u64::cast_signed),
+            bytes: i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX),
+        }
+    }
+
+    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
+        let t = self.t;
+        vec![
+            &t.task_id,
+            &t.owner,
+            &t.status_message,
+            &t.created_at_ms,
+            &self.ttl_ms,
+            &self.expires_at,
+            &self.poll_interval_ms,
+            &t.method,
+            &self.request,
+            &t.executor,
+            &t.quota_key,
+            &self.bytes,
+        ]
     }
 }
 
@@ -435,13 +432,7 @@ impl TaskStore for PgStore {
             let c = self.conn().await?;
             self.cas(&c, &c.statement_cache, &t).await?
         };
-        match applied {
-            Some(rec) => {
-                self.woke([&rec.task_id]);
-                Ok(TransitionResult::Applied(rec))
-            }
-            None => self.rejected(&t.task_id).await,
-        }
+        self.settled(applied, &t.task_id).await
     }
 
     async fn transition_within(
@@ -494,13 +485,7 @@ impl TaskStore for PgStore {
                 ],
             )
             .await?;
-        match applied {
-            Some(rec) => {
-                self.woke([&rec.task_id]);
-                Ok(TransitionResult::Applied(rec))
-            }
-            None => self.rejected(&t.task_id).await,
-        }
+        self.settled(applied, &t.task_id).await
     }
 
     async fn list(
@@ -511,10 +496,7 @@ impl TaskStore for PgStore {
     ) -> Result<Vec<TaskRecord>, StoreError> {
         let after = after_seq.unwrap_or(i64::MIN);
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let owner = match scope {
-            ListScope::All => None,
-            ListScope::Owner(o) => Some(o.as_str()),
-        };
+        let owner = scope.owner();
         self.records(&ops::list(), &[&after, &limit, &owner]).await
     }
 

@@ -6,7 +6,7 @@
 //! at once migrate it once. A schema written by a newer version is refused, naming the
 //! database.
 
-use mcp_tasks_core::StoreError;
+use mcp_tasks_core::{StoreError, schema};
 use tokio_postgres::error::SqlState;
 
 use crate::options::PgConfig;
@@ -410,18 +410,10 @@ pub(crate) async fn prepare(
         .map_err(err)?;
         0
     };
-    if version > SCHEMA_VERSION {
-        return Err(StoreError::Unavailable(format!(
-            "{target}: the schema {schema} was written by a newer version of mcp-tasks \
-             (schema version {version}; this build knows versions up to {SCHEMA_VERSION}); \
-             refusing to open it"
-        )));
-    }
+    let what = format!("{target}: the schema {schema}");
+    schema::refuse_newer(&what, version.into(), SCHEMA_VERSION.into())?;
     while version < SCHEMA_VERSION {
-        let step = usize::try_from(version).unwrap_or(usize::MAX);
-        let sql = MIGRATIONS.get(step).ok_or_else(|| {
-            StoreError::Corrupt(format!("{target}: unknown schema version {version}"))
-        })?;
+        let sql = schema::migration(MIGRATIONS, version.into(), &target)?;
         tx.batch_execute(sql).await.map_err(err)?;
         version += 1;
         tx.execute(

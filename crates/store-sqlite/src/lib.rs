@@ -371,10 +371,7 @@ impl TaskStore for SqliteStore {
         after_seq: Option<i64>,
         limit: usize,
     ) -> Result<Vec<TaskRecord>, StoreError> {
-        let owner = match scope {
-            ListScope::All => None,
-            ListScope::Owner(o) => Some(o.clone()),
-        };
+        let owner = scope.owner().map(str::to_owned);
         self.read(move |c| ops::list(c, owner.as_deref(), after_seq, limit))
             .await
     }

@@ -7,7 +7,7 @@
 
 use std::path::Path;
 
-use mcp_tasks_core::StoreError;
+use mcp_tasks_core::{StoreError, schema};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use crate::options::SqliteOptions;
@@ -200,12 +200,7 @@ pub(crate) fn prepare(conn: &Connection, path: &Path) -> Result<[u8; 32], StoreE
             "{p}: not an mcp-tasks database (application_id {app:#x})"
         )));
     }
-    if version > SCHEMA_VERSION {
-        return Err(StoreError::Unavailable(format!(
-            "{p}: the database was written by a newer version of mcp-tasks (schema version \
-             {version}; this build knows versions up to {SCHEMA_VERSION}); refusing to open it"
-        )));
-    }
+    schema::refuse_newer(&format!("{p}: the database"), version, SCHEMA_VERSION)?;
     if app == 0 && version == 0 && objects > 0 {
         return Err(StoreError::Corrupt(format!(
             "{p}: not an mcp-tasks database (it holds {objects} other schema objects)"
@@ -281,13 +276,8 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     let run = || -> Result<(), StoreError> {
         // Re-read inside the write transaction: another process may have migrated meanwhile.
         let mut version = pragma_i64(conn, "user_version").map_err(err)?;
-        if version > SCHEMA_VERSION {
-            return Err(StoreError::Unavailable(format!(
-                "{}: the database was written by a newer version of mcp-tasks (schema \
-                 version {version}); refusing to open it",
-                path.display()
-            )));
-        }
+        let p = path.display();
+        schema::refuse_newer(&format!("{p}: the database"), version, SCHEMA_VERSION)?;
         if version == 0 {
             // Checked here, in the write transaction: another process may be creating our
             // schema on this fresh file right now.
@@ -302,13 +292,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             }
         }
         while version < SCHEMA_VERSION {
-            let step = usize::try_from(version).unwrap_or(usize::MAX);
-            let sql = MIGRATIONS.get(step).ok_or_else(|| {
-                StoreError::Corrupt(format!(
-                    "{}: unknown schema version {version}",
-                    path.display()
-                ))
-            })?;
+            let sql = schema::migration(MIGRATIONS, version, &p.to_string())?;
             conn.execute_batch(sql).map_err(err)?;
             version += 1;
             conn.execute_batch(&format!(

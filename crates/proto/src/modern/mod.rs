@@ -49,14 +49,12 @@ pub mod methods {
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 }
 
-/// The error codes the modern generation defines (basic, "Error Codes").
+/// The error codes the modern generation defines (basic, "Error Codes"), kept with every
+/// other code in [`crate::codes`].
 pub mod codes {
-    /// `HeaderMismatch`: HTTP headers do not match the body, or are missing/malformed.
-    pub const HEADER_MISMATCH: i64 = -32020;
-    /// `MissingRequiredClientCapability`: `data.requiredCapabilities` names what is missing.
-    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
-    /// `UnsupportedProtocolVersion`: `data.supported` and `data.requested`.
-    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    pub use crate::codes::{
+        HEADER_MISMATCH, MISSING_REQUIRED_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION,
+    };
 }
 
 /// `Implementation`: a name and a version (`clientInfo`, `serverInfo`).

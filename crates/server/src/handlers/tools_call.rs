@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::session::{Negotiated, PeerChannel, RequestChannel, Session};
-use crate::tool::ToolContext;
+use crate::tool::{Tool, ToolContext};
 
 /// Decides the terminal status of a `CallToolResult`.
 ///
@@ -69,27 +69,7 @@ pub async fn handle(
     negotiated: &Negotiated,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let params_value = params.unwrap_or(Value::Null);
-    if !params_value.is_object() {
-        return Err(ErrorObject::invalid_params(
-            "`params` must be an object with `name`",
-        ));
-    }
-    // Read from the params in place, and move the arguments out of the parsed call: one
-    // copy of a large argument less than a clone of the params and of the arguments.
-    let mut call = CallToolParams::deserialize(&params_value)
-        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
-    let args = match call.arguments.take() {
-        None | Some(Value::Null) => json!({}),
-        Some(a @ Value::Object(_)) => a,
-        Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
-    };
-    let Some(tool) = session.tool(&call.name) else {
-        return Err(ErrorObject::invalid_params(format!(
-            "Unknown tool: `{}`",
-            call.name
-        )));
-    };
+    let (params_value, call, args, tool) = parse(session, params)?;
     let engine = session.tasks();
     let support = tool.effective_task_support();
     let token = progress_token(Some(&params_value));
@@ -157,4 +137,38 @@ pub async fn handle(
                 .map(Value::from)
         }
     }
+}
+
+/// The params of a `tools/call` (either era), parsed: the params as sent, the call (without
+/// its `arguments`), the arguments (`{}` when absent or null) and the tool it names.
+///
+/// # Errors
+/// -32602 for params that are not an object with `name`, arguments that are not an
+/// object, or an unknown tool.
+pub(crate) fn parse(
+    session: &Session,
+    params: Option<Value>,
+) -> Result<(Value, CallToolParams, Value, Tool), ErrorObject> {
+    let params_value = params.unwrap_or(Value::Null);
+    if !params_value.is_object() {
+        return Err(ErrorObject::invalid_params(
+            "`params` must be an object with `name`",
+        ));
+    }
+    // Read from the params in place, and move the arguments out of the parsed call: one
+    // copy of a large argument less than a clone of the params and of the arguments.
+    let mut call = CallToolParams::deserialize(&params_value)
+        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+    let args = match call.arguments.take() {
+        None | Some(Value::Null) => json!({}),
+        Some(a @ Value::Object(_)) => a,
+        Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
+    };
+    let Some(tool) = session.tool(&call.name) else {
+        return Err(ErrorObject::invalid_params(format!(
+            "Unknown tool: `{}`",
+            call.name
+        )));
+    };
+    Ok((params_value, call, args, tool))
 }

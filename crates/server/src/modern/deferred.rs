@@ -18,18 +18,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
-use mcp_tasks_core::{RequestorChannel, TaskEngine, serve};
+use mcp_tasks_core::{RequestorChannel, TaskEngine};
 use mcp_tasks_proto::mcp::progress_token;
-use mcp_tasks_proto::modern::tasks::{CreateTaskResult, Task};
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::tasks::{Unreachable, classify};
+use super::tasks::{Unreachable, classify, created};
+use super::tools::ToolCall;
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext};
+use crate::tool::ToolContext;
 
 /// The requestor of a handler that may become a task: before, its notifications go on the
 /// request's stream and a question asks for the promotion; after, everything goes
@@ -95,10 +95,7 @@ pub(super) async fn call(
     session: &Session,
     engine: &TaskEngine,
     cx: &RequestContext,
-    tool: &Tool,
-    args: Value,
-    params: Value,
-    caps: Value,
+    call: ToolCall<'_>,
 ) -> Result<Value, ErrorObject> {
     let (task_tx, _) = watch::channel(None);
     let promote = Arc::new(Notify::new());
@@ -110,14 +107,14 @@ pub(super) async fn call(
     let cancel = CancellationToken::new();
     let tcx = ToolContext::new(
         Arc::clone(&deferred) as Arc<dyn RequestorChannel>,
-        progress_token(Some(&params)),
+        progress_token(Some(&call.params)),
         cancel.clone(),
-        Arc::new(caps),
+        Arc::new(call.caps),
         None,
     )
-    .with_request_params(params.clone());
-    let handler = Arc::clone(&tool.handler);
-    let mut work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });
+    .with_request_params(call.params.clone());
+    let handler = Arc::clone(&call.tool.handler);
+    let mut work = tokio::spawn(async move { handler.call(call.args, tcx).await.map(Value::from) });
     let abort = AbortOnDrop(work.abort_handle());
     let deadline = tokio::time::sleep(session.state.config.task_after);
     tokio::select! {
@@ -132,7 +129,7 @@ pub(super) async fn call(
     let spec = TaskSpec {
         requester: session.requester.clone(),
         method: methods::TOOLS_CALL.to_owned(),
-        params,
+        params: call.params,
         task_field: json!({}),
         origin: Arc::new(Unreachable),
         classify,
@@ -155,12 +152,7 @@ pub(super) async fn call(
             }
         }) as futures::future::BoxFuture<'static, _>
     });
-    let rec = engine
-        .create(spec, runner)
-        .await
-        .map_err(|e| serve::create_error(&e))?;
-    let result = CreateTaskResult::new(Task::from(&rec.to_wire()));
-    serde_json::to_value(result).map_err(ErrorObject::internal)
+    created(engine.create(spec, runner).await)
 }
 
 /// The handler's outcome; a panic is an internal error.

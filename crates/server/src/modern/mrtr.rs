@@ -37,6 +37,7 @@ use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::tools::ToolCall;
 use crate::session::Session;
 use crate::tool::{Tool, ToolContext};
 
@@ -186,29 +187,26 @@ impl Parked {
 pub(super) async fn call(
     session: &Session,
     cx: &RequestContext,
-    tool: &Tool,
-    args: Value,
-    params: Value,
-    caps: Value,
+    req: ToolCall<'_>,
 ) -> Result<Value, ErrorObject> {
-    let retry = RetryFields::deserialize(&params)
+    let retry = RetryFields::deserialize(&req.params)
         .map_err(|e| ErrorObject::invalid_params(format!("inputResponses/requestState: {e}")))?;
     let who = &session.requester;
     let parked = &session.state.parked;
     let resumed = retry
         .request_state
         .as_deref()
-        .and_then(|h| parked.take(h, who, &tool.name, &args));
+        .and_then(|h| parked.take(h, who, &req.tool.name, &req.args));
     let call = match resumed {
         Some(call) => {
             if let Err(e) = answer(&call, retry.input_responses.unwrap_or_default()) {
                 // A malformed answer changes nothing: the call waits on under its handle.
-                parked.park(retry.request_state, who, &tool.name, &args, call);
+                parked.park(retry.request_state, who, &req.tool.name, &req.args, call);
                 return Err(e);
             }
             call
         }
-        None => start(tool, args.clone(), params, caps),
+        None => start(req.tool, req.args.clone(), req.params, req.caps),
     };
     *call.current.lock() = Some(cx.clone());
     let Some(mut work) = call.work.lock().take() else {
@@ -237,7 +235,8 @@ pub(super) async fn call(
             .collect();
         *call.work.lock() = Some(work);
         *call.current.lock() = None;
-        let Some(handle) = parked.park(None, who, &tool.name, &args, Arc::clone(&call)) else {
+        let Some(handle) = parked.park(None, who, &req.tool.name, &req.args, Arc::clone(&call))
+        else {
             return Err(ErrorObject::internal(
                 "too many calls are waiting for input; try again later",
             ));

@@ -24,8 +24,9 @@ use mcp_tasks_proto::{ErrorObject, RequestId, methods};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::tools::ToolCall;
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext};
+use crate::tool::ToolContext;
 
 /// How a modern task's result maps to its terminal status: always `completed`.
 ///
@@ -72,18 +73,15 @@ impl RequestorChannel for Unreachable {
 pub(super) async fn create(
     session: &Session,
     engine: &TaskEngine,
-    tool: &Tool,
-    args: Value,
-    params: Value,
-    caps: Value,
+    call: ToolCall<'_>,
 ) -> Result<Value, ErrorObject> {
-    let token = progress_token(Some(&params));
-    let handler = Arc::clone(&tool.handler);
-    let caps = Arc::new(caps);
+    let token = progress_token(Some(&call.params));
+    let handler = Arc::clone(&call.tool.handler);
+    let caps = Arc::new(call.caps);
     let spec = TaskSpec {
         requester: session.requester.clone(),
         method: methods::TOOLS_CALL.to_owned(),
-        params: params.clone(),
+        params: call.params.clone(),
         // No per-request `task` field in this era: the server's default TTL applies.
         task_field: json!({}),
         origin: Arc::new(Unreachable),
@@ -91,14 +89,22 @@ pub(super) async fn create(
     };
     let runner = Box::new(move |run: TaskRun| {
         let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
-            .with_request_params(params);
-        Box::pin(async move { handler.call(args, cx).await.map(Value::from) })
+            .with_request_params(call.params);
+        Box::pin(async move { handler.call(call.args, cx).await.map(Value::from) })
             as futures::future::BoxFuture<'static, _>
     });
-    let rec = engine
-        .create(spec, runner)
-        .await
-        .map_err(|e| serve::create_error(&e))?;
+    created(engine.create(spec, runner).await)
+}
+
+/// The flat `CreateTaskResult` of a task the engine created, or the error for what it
+/// refused.
+///
+/// # Errors
+/// What the engine refused (limits, shutting down, store failure).
+pub(super) fn created(
+    rec: Result<mcp_tasks_core::TaskRecord, EngineError>,
+) -> Result<Value, ErrorObject> {
+    let rec = rec.map_err(|e| serve::create_error(&e))?;
     let result = CreateTaskResult::new(Task::from(&rec.to_wire()));
     serde_json::to_value(result).map_err(ErrorObject::internal)
 }

@@ -1,14 +1,14 @@
 //! `tools/list` and `tools/call` in 2026-07-28.
 
 use mcp_tasks_proto::ErrorObject;
-use mcp_tasks_proto::mcp::{CallToolParams, TaskSupport};
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, RequestMeta, ResultType};
 use mcp_tasks_rpc::RequestContext;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::CACHE_TTL_MS;
 use crate::session::Session;
+use crate::tool::Tool;
 
 /// Serve `tools/list`: the session's tools on one page, with the cacheable-result fields,
 /// without `execution` (in this era the server decides per request whether a call becomes
@@ -65,25 +65,7 @@ pub(super) async fn call(
     params: Option<Value>,
     meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
-    let params_value = params.unwrap_or(Value::Null);
-    if !params_value.is_object() {
-        return Err(ErrorObject::invalid_params(
-            "`params` must be an object with `name`",
-        ));
-    }
-    let mut call = CallToolParams::deserialize(&params_value)
-        .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
-    let args = match call.arguments.take() {
-        None | Some(Value::Null) => json!({}),
-        Some(a @ Value::Object(_)) => a,
-        Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
-    };
-    let Some(tool) = session.tool(&call.name) else {
-        return Err(ErrorObject::invalid_params(format!(
-            "Unknown tool: `{}`",
-            call.name
-        )));
-    };
+    let (params_value, _, args, tool) = crate::handlers::tools_call::parse(session, params)?;
     let extension = meta.client_capabilities.has_tasks_extension();
     let engine = session.state.engine.as_ref();
     let support = tool.effective_task_support();
@@ -101,18 +83,30 @@ pub(super) async fn call(
         // the task's `inputRequests`.
         let caps = meta.client_capabilities.to_value();
         let params = without_hop_meta(params_value);
+        let call = ToolCall {
+            tool: &tool,
+            args,
+            params,
+            caps,
+        };
         match support {
-            TaskSupport::Required => {
-                return super::tasks::create(session, engine, &tool, args, params, caps).await;
-            }
-            TaskSupport::Optional => {
-                return super::deferred::call(session, engine, cx, &tool, args, params, caps).await;
-            }
+            TaskSupport::Required => return super::tasks::create(session, engine, call).await,
+            TaskSupport::Optional => return super::deferred::call(session, engine, cx, call).await,
             TaskSupport::Forbidden => {}
         }
+        let ToolCall { args, params, .. } = call;
         return run_direct(session, cx, &tool, args, params, meta).await;
     }
     run_direct(session, cx, &tool, args, params_value, meta).await
+}
+
+/// A `tools/call` ready to run: the tool, its arguments, the params its handler sees, and
+/// the capabilities the client declared on the request.
+pub(super) struct ToolCall<'a> {
+    pub tool: &'a Tool,
+    pub args: Value,
+    pub params: Value,
+    pub caps: Value,
 }
 
 /// Run `tool` as a direct call: its result is the reply, or, when it asks the client
@@ -120,21 +114,18 @@ pub(super) async fn call(
 async fn run_direct(
     session: &Session,
     cx: &RequestContext,
-    tool: &crate::tool::Tool,
+    tool: &Tool,
     args: Value,
     params_value: Value,
     meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
-    let caps = meta.client_capabilities.to_value();
-    super::mrtr::call(
-        session,
-        cx,
+    let call = ToolCall {
         tool,
         args,
-        without_hop_meta(params_value),
-        caps,
-    )
-    .await
+        params: without_hop_meta(params_value),
+        caps: meta.client_capabilities.to_value(),
+    };
+    super::mrtr::call(session, cx, call).await
 }
 
 /// `params` without the per-request protocol fields of `_meta` (and without `_meta` if

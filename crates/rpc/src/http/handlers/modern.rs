@@ -18,11 +18,9 @@ use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META}
 use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
 use serde_json::Value;
 
-use super::post::{Answer, answer};
+use super::post::{Answer, answer, start_session};
 use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
-use crate::http::session::{HttpSession, new_session_id};
 use crate::http::{ReplyMode, Shared};
-use crate::peer::Peer;
 
 /// `Mcp-Method`: the JSON-RPC method, mirrored.
 const MCP_METHOD: &str = "mcp-method";
@@ -74,16 +72,7 @@ pub(super) async fn post(
         );
         return json_response(StatusCode::NOT_FOUND, error_body(Some(&id), &e));
     }
-    let handler = shared.factory.create(principal.as_deref());
-    let (peer, outbound) = Peer::new(handler);
-    let session = HttpSession::start(
-        new_session_id(),
-        principal,
-        peer,
-        outbound,
-        shared.config.limits(),
-        Arc::clone(&shared.replay_bytes),
-    );
+    let session = start_session(shared, principal);
     let answered = answer(shared, &session, req, ReplyMode::Json).await;
     let status = match &answered {
         Answer::Json(Message::Error(e)) => status_of(e.error.code),

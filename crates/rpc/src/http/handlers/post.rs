@@ -138,6 +138,20 @@ impl Drop for EndUnlessKept {
     }
 }
 
+/// A new session of `principal`, with a fresh id and a peer from the server's factory.
+pub(super) fn start_session(shared: &Arc<Shared>, principal: Option<String>) -> Arc<HttpSession> {
+    let handler = shared.factory.create(principal.as_deref());
+    let (peer, outbound) = Peer::new(handler);
+    HttpSession::start(
+        new_session_id(),
+        principal,
+        peer,
+        outbound,
+        shared.config.limits(),
+        Arc::clone(&shared.replay_bytes),
+    )
+}
+
 /// POST without a session: `initialize` creates one (kept when it succeeds); with
 /// `keep == false` the session only answers this one request.
 async fn initialize(
@@ -149,16 +163,7 @@ async fn initialize(
     keep: bool,
 ) -> Response {
     let owner = crate::http::owner_key(principal.as_deref(), client);
-    let handler = shared.factory.create(principal.as_deref());
-    let (peer, outbound) = Peer::new(handler);
-    let session = HttpSession::start(
-        new_session_id(),
-        principal,
-        peer,
-        outbound,
-        shared.config.limits(),
-        Arc::clone(&shared.replay_bytes),
-    );
+    let session = start_session(shared, principal);
     let mut guard = EndUnlessKept(Some(Arc::clone(&session)));
     let id = req.id.clone();
     let mode = mode_for(shared, &req, acc);

@@ -186,10 +186,7 @@ impl Tool {
         &self,
         result: Result<CallToolResult, ErrorObject>,
     ) -> Result<CallToolResult, ErrorObject> {
-        match &self.output {
-            Some(check) => check.check(&self.name, result?),
-            None => result,
-        }
+        checked(self.output.as_deref(), &self.name, result)
     }
 
     /// [`Tool::check_result`] as an owned function, for a handler run as a task.
@@ -201,10 +198,7 @@ impl Tool {
     + 'static {
         let name = self.name.clone();
         let output = self.output.clone();
-        move |result| match &output {
-            Some(check) => check.check(&name, result?),
-            None => result,
-        }
+        move |result| checked(output.as_deref(), &name, result)
     }
 
     /// The `tools/list` entry; `with_execution` false omits `execution`.
@@ -371,5 +365,17 @@ impl ToolContext {
             ));
         }
         self.channel.request(method, params).await
+    }
+}
+
+/// `result` checked by `output`, if the tool has an output schema.
+fn checked(
+    output: Option<&OutputCheck>,
+    tool: &str,
+    result: Result<CallToolResult, ErrorObject>,
+) -> Result<CallToolResult, ErrorObject> {
+    match output {
+        Some(check) => check.check(tool, result?),
+        None => result,
     }
 }

@@ -59,38 +59,55 @@ pub(crate) struct GatewayArgs {
         value_name = "NAME=required|optional|forbidden"
     )]
     tool_task_support: Vec<String>,
-    /// A TOML file with `[upstream]` (command, env, cwd | url, headers) and `[tools]`
-    /// (tool name = "required|optional|forbidden"); flags win over it.
+    /// A TOML file of settings: any flag of `serve` as a top-level key named like the flag
+    /// (`max-ttl = "2h"`, `allowed-origin = ["https://a.example"]`, `stdio = true`), and
+    /// for a gateway `[upstream]` (command, env, cwd | url, headers) and `[tools]` (tool
+    /// name = "required|optional|forbidden"). Flags and `MCP_TASKS_*` variables win over
+    /// it; an unknown key is an error. See `--print-config`.
     #[arg(long, value_name = "FILE.toml")]
-    config: Option<PathBuf>,
+    pub(crate) config: Option<PathBuf>,
+    /// `[upstream]` and `[tools]` of the `--config` file (read by [`crate::config`]).
+    #[arg(skip)]
+    pub(crate) file: FileConfig,
 }
 
 impl GatewayArgs {
     /// Whether `serve` runs as a gateway.
     pub(crate) fn enabled(&self) -> bool {
-        self.upstream_cmd.is_some() || self.upstream_url.is_some() || self.config.is_some()
+        self.upstream_cmd.is_some() || self.upstream_url.is_some() || self.file.upstream.is_some()
     }
 
-    /// `--tool-task-support` overrides, for the demo tools when `serve` is not a gateway.
+    /// `[tools]` of the config file, then the `--tool-task-support` overrides (which win),
+    /// for the demo tools when `serve` is not a gateway.
     pub(crate) fn demo_overrides(
         &self,
     ) -> anyhow::Result<Vec<(String, mcp_tasks_proto::mcp::TaskSupport)>> {
-        self.tool_task_support
-            .iter()
-            .map(|s| parse_tool_task_support(s).context("--tool-task-support"))
-            .collect()
+        let mut all: Vec<_> = self.file_tools()?.into_iter().collect();
+        for s in &self.tool_task_support {
+            all.push(parse_tool_task_support(s).context("--tool-task-support")?);
+        }
+        Ok(all)
+    }
+
+    /// `[tools]` of the config file.
+    fn file_tools(
+        &self,
+    ) -> anyhow::Result<std::collections::BTreeMap<String, mcp_tasks_proto::mcp::TaskSupport>> {
+        self.file
+            .tool_task_support()
+            .with_context(|| self.file_context())
+    }
+
+    /// `--config FILE`, to say where a setting of the file came from.
+    fn file_context(&self) -> String {
+        match &self.config {
+            Some(path) => format!("--config {}", path.display()),
+            None => "--config".to_owned(),
+        }
     }
 
     /// The gateway configuration from flags and the config file.
     pub(crate) fn config(&self) -> anyhow::Result<GatewayConfig> {
-        let file = match &self.config {
-            Some(path) => {
-                let text = std::fs::read_to_string(path)
-                    .with_context(|| format!("--config: cannot read {}", path.display()))?;
-                FileConfig::parse(&text).with_context(|| format!("--config {}", path.display()))?
-            }
-            None => FileConfig::default(),
-        };
         let upstream = if let Some(cmd) = &self.upstream_cmd {
             let env = parse_each(&self.upstream_env, parse_env_pair, "--upstream-env")?;
             UpstreamSpec::stdio_from_command_line(cmd, env, self.upstream_cwd.clone())
@@ -107,13 +124,13 @@ impl GatewayArgs {
                 headers,
             }
         } else {
-            match file.upstream()? {
+            match self.file.upstream().with_context(|| self.file_context())? {
                 Some(u) if self.upstream_inherit_env => u.with_inherit_env(true),
                 Some(u) => u,
                 None => bail!("--config: no [upstream] and no --upstream-cmd/--upstream-url"),
             }
         };
-        let mut tool_task_support = file.tool_task_support()?;
+        let mut tool_task_support = self.file_tools()?;
         for s in &self.tool_task_support {
             let (name, mode) = parse_tool_task_support(s).context("--tool-task-support")?;
             tool_task_support.insert(name, mode);

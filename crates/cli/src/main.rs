@@ -2,6 +2,7 @@
 
 mod bench;
 mod call;
+mod config;
 mod demo;
 #[cfg(test)]
 mod demo_tests;
@@ -92,9 +93,17 @@ fn scrub_secrets() {
 }
 
 fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    // The command line, the `MCP_TASKS_*` variables and `serve --config FILE`.
+    let parsed = config::parse(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
+    let cli = parsed.cli;
     // Still single-threaded: clap has read its `env` arguments, nothing else has started.
     scrub_secrets();
+    if let (Command::Serve(args), Some(effective)) = (&cli.command, &parsed.serve)
+        && args.print_config
+    {
+        print!("{}", config::render(effective, &args.gateway.file));
+        return std::process::ExitCode::SUCCESS;
+    }
     // The requestor commands speak to a person: only warnings unless RUST_LOG says more.
     let requestor = matches!(cli.command, Command::Call(_) | Command::Tasks(_));
     init_logging(

@@ -11,9 +11,21 @@ use mcp_tasks_store_sqlite::{SqliteOptions, default_path};
 use crate::demo;
 use crate::duration::{self, MaybeDuration};
 
+/// The end of `serve --help`: where settings come from, and how durations are written.
+fn serve_help() -> String {
+    format!(
+        "Every flag (but --print-config) may also be set by an environment variable \
+         MCP_TASKS_<FLAG> (`--max-ttl` is MCP_TASKS_MAX_TTL, `--auth-tokens` is \
+         MCP_TASKS_AUTH_TOKENS_FILE; a repeatable flag takes one value from it), or by a \
+         key named like the flag in the --config file. Precedence: flag > environment > \
+         file > default.\n\n{}",
+        duration::HELP
+    )
+}
+
 /// Options of `serve`.
 #[derive(Args, Debug)]
-#[command(after_help = duration::HELP)]
+#[command(after_help = serve_help())]
 pub(crate) struct ServeArgs {
     /// Serve one client on stdin/stdout.
     #[arg(long)]
@@ -80,7 +92,12 @@ pub(crate) struct ServeArgs {
     #[command(flatten)]
     http: Box<crate::http::HttpArgs>,
     #[command(flatten)]
-    gateway: Box<crate::gateway::GatewayArgs>,
+    pub(crate) gateway: Box<crate::gateway::GatewayArgs>,
+    /// Print the effective configuration (every setting with its value and where it comes
+    /// from: flag, environment variable, config file or default; secrets masked) as TOML,
+    /// and exit without opening the store.
+    #[arg(long)]
+    pub(crate) print_config: bool,
 }
 
 /// Bytes from `1048576`, `512KiB`, `256MiB`, `1GiB` (also `KB`/`MB`/`GB` as powers of
@@ -167,7 +184,7 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
         let mut tools = demo::all();
         for (name, support) in args.gateway.demo_overrides()? {
             let Some(tool) = tools.iter_mut().find(|t| t.name == name) else {
-                bail!("--tool-task-support: no tool named `{name}`");
+                bail!("--tool-task-support or [tools] of --config: no tool named `{name}`");
             };
             tool.task_support = Some(support);
         }

@@ -26,6 +26,7 @@ mod client_http;
 mod client_receiver_ts;
 mod client_stdio;
 mod client_ts_interop;
+mod config_file;
 mod crash_sqlite;
 mod create_task;
 mod demo_tools;

@@ -1,0 +1,391 @@
+//! The merging of flags, variables, the file and defaults; the file's errors; masking.
+
+use std::ffi::OsString;
+
+use clap::Arg;
+
+use super::print::{mask, mask_command, mask_url, toml_str};
+use super::*;
+
+/// `mcp-tasks serve ARGS` with a config file holding `toml` (none if `None`).
+fn parse_with(args: &[&str], toml: Option<&str>) -> Result<(Parsed, tempfile::TempDir), Error> {
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv: Vec<OsString> = ["mcp-tasks", "serve"].map(OsString::from).to_vec();
+    argv.extend(args.iter().map(OsString::from));
+    if let Some(text) = toml {
+        let path = dir.path().join("serve.toml");
+        std::fs::write(&path, text).unwrap();
+        argv.push("--config".into());
+        argv.push(path.into());
+    }
+    parse(argv).map(|p| (p, dir))
+}
+
+fn ok(args: &[&str], toml: Option<&str>) -> (Effective, crate::Cli, tempfile::TempDir) {
+    match parse_with(args, toml) {
+        Ok((p, dir)) => (p.serve.expect("serve"), p.cli, dir),
+        Err(e) => panic!("{e:?}"),
+    }
+}
+
+fn file_error(toml: &str) -> String {
+    match parse_with(&[], Some(toml)) {
+        Err(Error::File(e)) => format!("{e:#}"),
+        Err(e) => panic!("not a file error: {e:?}"),
+        Ok(_) => panic!("accepted: {toml}"),
+    }
+}
+
+/// The raw value of `id` and where it came from (`--print-config`'s words).
+fn setting(eff: &Effective, id: &str) -> (String, String) {
+    let arg = eff.cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+    let value = eff
+        .matches
+        .get_raw(id)
+        .map(|mut v| v.next().unwrap().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    (value, print::source_of(eff, arg))
+}
+
+#[test]
+fn every_setting_of_serve_has_its_variable() {
+    let mut cmd = command();
+    cmd.build();
+    let serve = cmd.find_subcommand("serve").unwrap();
+    let mut n = 0;
+    for arg in serve.get_arguments() {
+        let id = arg.get_id().as_str();
+        if ["help", "print_config"].contains(&id) {
+            assert!(arg.get_env().is_none(), "{id}");
+            continue;
+        }
+        let long = arg.get_long().unwrap();
+        let env = arg
+            .get_env()
+            .unwrap_or_else(|| panic!("--{long}: no variable"));
+        let want = match long {
+            "auth-tokens" => "MCP_TASKS_AUTH_TOKENS_FILE".to_owned(),
+            _ => format!("MCP_TASKS_{}", long.to_uppercase().replace('-', "_")),
+        };
+        assert_eq!(env.to_str(), Some(want.as_str()), "--{long}");
+        n += 1;
+    }
+    // The global --log-format is one of them.
+    assert!(
+        serve
+            .get_arguments()
+            .any(|a| a.get_long() == Some("log-format"))
+    );
+    assert!(n > 40, "{n} settings");
+}
+
+#[test]
+fn the_file_beats_the_default_and_the_flag_beats_the_file() {
+    let file = "max-ttl = \"2h\"\npoll-interval = 250\nmax-sessions = 7\n";
+    let (eff, _, _dir) = ok(&["--poll-interval", "300"], Some(file));
+    assert_eq!(
+        setting(&eff, "max_ttl"),
+        ("2h".into(), "config file".into())
+    );
+    assert_eq!(
+        setting(&eff, "poll_interval"),
+        ("300".into(), "flag".into())
+    );
+    assert_eq!(
+        setting(&eff, "max_sessions"),
+        ("7".into(), "config file".into())
+    );
+    assert_eq!(
+        setting(&eff, "default_ttl"),
+        ("1h".into(), "default".into())
+    );
+}
+
+#[test]
+fn a_variable_beats_the_file() {
+    // A command of our own whose argument reads a variable that is always set.
+    let mut serve = clap::Command::new("serve")
+        .arg(Arg::new("path").long("path").env("PATH"))
+        .arg(Arg::new("other").long("other"));
+    serve.build();
+    let first = serve.clone().try_get_matches_from(["serve"]).unwrap();
+    let settings = vec![
+        ("path".to_owned(), vec!["--path=/from/file".to_owned()]),
+        ("other".to_owned(), vec!["--other=x".to_owned()]),
+    ];
+    let layer = file::layer(&settings, &serve, &first);
+    assert_eq!(layer.args, ["--other=x"]);
+    assert_eq!(layer.from_file.into_iter().collect::<Vec<_>>(), ["other"]);
+}
+
+#[test]
+fn values_of_every_type_become_flags() {
+    let file = "stdio = true\nno-tasks = false\nallowed-origin = [\"https://a.example\", \"https://b.example\"]\nmetrics-principal = \"ops\"\nmax-message-bytes = 4096\nlog-format = \"json\"\n";
+    let (eff, cli, _dir) = ok(&[], Some(file));
+    assert_eq!(cli.log_format, crate::LogFormat::Json);
+    assert!(eff.matches.get_flag("stdio"));
+    assert!(!eff.matches.get_flag("no_tasks"));
+    let origins: Vec<_> = eff
+        .matches
+        .get_many::<String>("allowed_origins")
+        .unwrap()
+        .collect();
+    assert_eq!(origins, ["https://a.example", "https://b.example"]);
+    assert_eq!(
+        eff.matches.get_one::<usize>("max_message_bytes"),
+        Some(&4096)
+    );
+    let printed = render(&eff, &Default::default());
+    assert!(printed.contains("stdio = true  # config file"), "{printed}");
+    assert!(
+        printed.contains(
+            "allowed-origin = [\"https://a.example\", \"https://b.example\"]  # config file"
+        ),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("max-message-bytes = 4096  # config file"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains("log-format = \"json\"  # config file"),
+        "{printed}"
+    );
+    assert!(printed.contains("# store: not set"), "{printed}");
+}
+
+#[test]
+fn a_flag_leaves_out_the_files_conflicting_setting() {
+    let file = "upstream-cmd = \"node server.js\"\n";
+    let (eff, _, _dir) = ok(&["--upstream-url", "http://127.0.0.1:9/mcp"], Some(file));
+    assert_eq!(
+        eff.unused,
+        [("upstream-cmd".to_owned(), "--upstream-url".to_owned())]
+    );
+    assert!(!eff.matches.contains_id("upstream_cmd"));
+    // A conflict within the file itself is clap's error, with the file named.
+    let both = "upstream-cmd = \"node s.js\"\nupstream-url = \"http://127.0.0.1:9/mcp\"\n";
+    match parse_with(&[], Some(both)) {
+        Err(Error::Clap(e, Some(_))) => {
+            assert_eq!(e.kind(), clap::error::ErrorKind::ArgumentConflict)
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn an_invalid_value_in_the_file_is_refused_by_the_flags_parser() {
+    match parse_with(&[], Some("poll-interval = \"soon\"\n")) {
+        Err(Error::Clap(e, Some(_))) => assert!(e.to_string().contains("--poll-interval"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn unknown_and_misplaced_keys_are_named() {
+    let e = file_error("max-ttl = \"1h\"\nbogus-key = 1\n");
+    assert!(e.contains("unknown key `bogus-key`"), "{e}");
+    assert!(e.contains("serve.toml"), "the file is named: {e}");
+    let e = file_error("max_ttl = \"1h\"\n");
+    assert!(e.contains("`max_ttl`") && e.contains("`max-ttl`"), "{e}");
+    let e = file_error("config = \"other.toml\"\n");
+    assert!(e.contains("`config` cannot be set"), "{e}");
+    let e = file_error("print-config = true\n");
+    assert!(e.contains("`print-config` cannot be set"), "{e}");
+    let e = file_error("help = true\n");
+    assert!(e.contains("unknown key `help`"), "{e}");
+    let e = file_error("[upstream]\ncommand = \"x\"\nlisten = \"0.0.0.0:1\"\n");
+    assert!(
+        e.contains("[upstream]") && e.contains("`listen`") && e.contains("above"),
+        "{e}"
+    );
+    let e = file_error("[upstream]\nbogus = 1\n");
+    assert!(e.contains("[upstream]: unknown key `bogus`"), "{e}");
+    let e = file_error("[tools]\nmax-ttl = 5\n");
+    assert!(e.contains("[tools]") && e.contains("above"), "{e}");
+    let e = file_error("[tools]\necho = \"sometimes\"\n");
+    assert!(e.contains("[tools] `echo`"), "{e}");
+    let e = file_error("[serve]\nlisten = \"x\"\n");
+    assert!(e.contains("unknown key `serve`"), "{e}");
+}
+
+#[test]
+fn values_of_the_wrong_type_are_refused_naming_the_key_not_the_value() {
+    for (toml, key) in [
+        ("stdio = \"hunter2\"\n", "`stdio`"),
+        ("store = 1.5\n", "`store`"),
+        (
+            "allowed-origin = [{ a = \"hunter2\" }]\n",
+            "`allowed-origin`",
+        ),
+        (
+            "[upstream]\ncommand = \"x\"\nenv = \"KEY=hunter2\"\n",
+            "`env`",
+        ),
+        (
+            "[upstream]\nurl = \"http://h/\"\nheaders = { A = 1 }\n",
+            "`headers`",
+        ),
+        ("[upstream]\ncommand = [\"x\", 1]\n", "`command`"),
+        ("[upstream]\ninherit_env = \"yes\"\n", "`inherit_env`"),
+        ("upstream = \"hunter2\"\n", "`upstream`"),
+        ("tools = \"hunter2\"\n", "`tools`"),
+    ] {
+        let e = file_error(toml);
+        assert!(e.contains(key), "{toml}: {e}");
+        assert!(!e.contains("hunter2"), "{toml}: the value is shown: {e}");
+    }
+    // A syntax error says where, without the file's line.
+    let e = file_error("store = \"postgres://u:hunter2@h/db\"\nlisten = = 1\n");
+    assert!(e.contains("line 2"), "{e}");
+    assert!(!e.contains("hunter2"), "{e}");
+}
+
+#[test]
+fn the_gateway_tables_go_to_the_gateway_unchanged() {
+    let file = "max-upstreams = 3\n\n[upstream]\ncommand = [\"node\", \"server.js\"]\nenv = { K = \"V\" }\ninherit_env = true\n\n[tools]\necho = \"optional\"\n";
+    let (eff, cli, _dir) = ok(&[], Some(file));
+    let crate::Command::Serve(args) = &cli.command else {
+        panic!()
+    };
+    let gateway = &args.gateway.file;
+    assert_eq!(
+        gateway.upstream().unwrap(),
+        Some(mcp_tasks_gateway::UpstreamSpec::Stdio {
+            program: "node".into(),
+            args: vec!["server.js".into()],
+            env: vec![("K".into(), "V".into())],
+            cwd: None,
+            inherit_env: true,
+        })
+    );
+    assert_eq!(
+        gateway.tools.get("echo").map(String::as_str),
+        Some("optional")
+    );
+    assert!(args.gateway.enabled());
+    assert_eq!(
+        setting(&eff, "max_upstreams"),
+        ("3".into(), "config file".into())
+    );
+    // A file of settings only does not make a gateway.
+    let (_, cli, _dir) = ok(&[], Some("max-ttl = \"2h\"\n"));
+    let crate::Command::Serve(args) = &cli.command else {
+        panic!()
+    };
+    assert!(!args.gateway.enabled());
+}
+
+#[test]
+fn print_config_masks_secrets_and_is_a_valid_config_file() {
+    let file = "store = \"postgres://app:hunter2@db.example:5432/tasks?password=hunter3&pool=4\"\nupstream-header = [\"Authorization: Bearer hunter4\", \"X-Api-Key:hunter5\"]\nupstream-url = \"https://bob:hunter6@up.example/mcp?api_key=hunter7&x=1\"\n\n[tools]\necho = \"optional\"\n";
+    let (eff, cli, dir) = ok(&[], Some(file));
+    let crate::Command::Serve(args) = &cli.command else {
+        panic!()
+    };
+    let printed = render(&eff, &args.gateway.file);
+    for secret in [
+        "hunter2", "hunter3", "hunter4", "hunter5", "hunter6", "hunter7",
+    ] {
+        assert!(!printed.contains(secret), "{secret} shown:\n{printed}");
+    }
+    assert!(
+        printed.contains("store = \"postgres://app:****@db.example:5432/tasks?password=****&pool=4\"  # config file"),
+        "{printed}"
+    );
+    assert!(printed.contains("\"Authorization: ****\""), "{printed}");
+    assert!(printed.contains("x=1"), "{printed}");
+    // Every setting is there, and the output reads back as a config file.
+    let again = file::parse(&printed, &eff.cmd).unwrap_or_else(|e| panic!("{e:#}\n{printed}"));
+    let top = printed.split("\n[").next().unwrap();
+    let set = top
+        .lines()
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .count();
+    assert!(set > 30, "{printed}");
+    assert_eq!(again.settings.len(), set, "{printed}");
+    assert_eq!(again.gateway.tools.len(), 1);
+    drop(dir);
+}
+
+#[test]
+fn the_upstream_table_is_printed_masked_and_reads_back() {
+    let file = "[upstream]\ncommand = \"node s.js --api-key=hunter2 --token hunter3 --verbose\"\nenv = { API_KEY = \"hunter4\", \"odd key\" = \"hunter5\" }\ncwd = \"/srv\"\n";
+    let (eff, cli, _dir) = ok(&[], Some(file));
+    let crate::Command::Serve(args) = &cli.command else {
+        panic!()
+    };
+    let printed = render(&eff, &args.gateway.file);
+    for secret in ["hunter2", "hunter3", "hunter4", "hunter5"] {
+        assert!(!printed.contains(secret), "{secret} shown:\n{printed}");
+    }
+    assert!(
+        printed.contains("command = \"node s.js --api-key=**** --token **** --verbose\""),
+        "{printed}"
+    );
+    let again = file::parse(&printed, &eff.cmd).unwrap_or_else(|e| panic!("{e:#}\n{printed}"));
+    let u = again.gateway.upstream.unwrap();
+    assert_eq!(u.env.len(), 2);
+    assert_eq!(u.cwd, Some("/srv".into()));
+    // Flags naming the upstream make the table unused, and it says so.
+    let (eff, cli, _dir) = ok(&["--upstream-url", "http://127.0.0.1:9/mcp"], Some(file));
+    let crate::Command::Serve(args) = &cli.command else {
+        panic!()
+    };
+    let printed = render(&eff, &args.gateway.file);
+    assert!(
+        printed.contains("# [upstream] of the config file: not used"),
+        "{printed}"
+    );
+    assert!(!printed.contains("\n[upstream]"), "{printed}");
+}
+
+#[test]
+fn masking() {
+    assert_eq!(mask("upstream-env", "TOKEN=abc=def"), "TOKEN=****");
+    assert_eq!(mask("upstream-env", "NOEQUALS"), "****");
+    assert_eq!(
+        mask("upstream-header", "Authorization: Bearer x"),
+        "Authorization: ****"
+    );
+    assert_eq!(mask("auth-tokens", "/etc/tokens"), "/etc/tokens");
+    assert_eq!(
+        mask("oauth-issuer", "https://as.example"),
+        "https://as.example"
+    );
+    assert_eq!(mask("some-secret", "x"), "****");
+    assert_eq!(mask("listen", "127.0.0.1:8080"), "127.0.0.1:8080");
+    assert_eq!(mask_url("postgres://u@h/db"), "postgres://u@h/db");
+    assert_eq!(mask_url("postgres://u:p@ss@h/db"), "postgres://u:****@h/db");
+    assert_eq!(
+        mask_url("https://h/p?key=1&a=2#f"),
+        "https://h/p?key=****&a=2#f"
+    );
+    assert_eq!(
+        mask_url("sqlite:/x.db?synchronous=normal"),
+        "sqlite:/x.db?synchronous=normal"
+    );
+    assert_eq!(
+        mask_command("run --db postgres://a:b@h/d  --password x -v"),
+        "run --db postgres://a:****@h/d  --password **** -v"
+    );
+    assert_eq!(
+        mask_command("env SECRET_TOKEN=1 go"),
+        "env SECRET_TOKEN=**** go"
+    );
+}
+
+#[test]
+fn toml_strings_read_back() {
+    for s in [
+        "plain",
+        "q\"uote",
+        "back\\slash",
+        "tab\tnl\ncr\r",
+        "bell\u{7}",
+        "ünï",
+    ] {
+        let t: toml::Table = toml::from_str(&format!("k = {}", toml_str(s))).unwrap();
+        assert_eq!(t["k"].as_str(), Some(s));
+    }
+}

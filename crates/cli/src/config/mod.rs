@@ -42,7 +42,8 @@ pub(crate) fn env_var(long: &str) -> String {
 pub(crate) const CONFIG_ENV: &str = "MCP_TASKS_CONFIG";
 
 /// An argument of `serve` with its environment variable ([`env_var`]); values are never
-/// shown by `--help` (some are secrets).
+/// shown by `--help` (some are secrets). A switch's variable says `true`, `yes`, `on` or
+/// `1` (or `false`, `no`, `off`, `0`).
 fn with_env(arg: Arg) -> Arg {
     let id = arg.get_id().as_str();
     if id == "config" {
@@ -51,10 +52,15 @@ fn with_env(arg: Arg) -> Arg {
     if NOT_SETTINGS.contains(&id) || arg.get_env().is_some() {
         return arg.hide_env_values(true);
     }
-    match arg.get_long().map(env_var) {
+    let arg = match arg.get_long().map(env_var) {
         Some(name) => arg.env(name).hide_env_values(true),
-        None => arg,
+        None => return arg,
+    };
+    // A switch's variable: `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.
+    if matches!(arg.get_action(), clap::ArgAction::SetTrue) {
+        return arg.value_parser(clap::builder::BoolishValueParser::new());
     }
+    arg
 }
 
 /// The command line of `mcp-tasks`, every `serve` setting with its environment variable.

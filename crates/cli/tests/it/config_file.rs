@@ -134,7 +134,7 @@ fn variables_alone_configure_serve() {
     let mut s = Stdio::spawn_args(
         &["serve"],
         &[
-            ("MCP_TASKS_STDIO", "true"),
+            ("MCP_TASKS_STDIO", "1"),
             ("MCP_TASKS_STORE", "memory"),
             ("MCP_TASKS_CONFIG", path(&file)),
         ],

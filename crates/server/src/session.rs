@@ -146,7 +146,13 @@ impl Session {
         match crate::modern::era(self, params.as_ref()) {
             Era::Legacy => {}
             Era::Modern(meta) => {
-                return crate::modern::handle(self, &cx, &method, params, &meta).await;
+                let req = crate::modern::ModernRequest {
+                    session: self,
+                    cx: &cx,
+                    method: &method,
+                    meta: &meta,
+                };
+                return crate::modern::handle(req, params).await;
             }
             Era::Refused(e) => return Err(e),
         }
@@ -216,12 +222,7 @@ impl Handler for Session {
         }
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         // Answers to requests a task relayed through tasks/result: routed by id, accepted
         // only from the requester the task belongs to.
         let delivered = self

@@ -135,12 +135,7 @@ impl Handler for ClientHandler {
         let _ = self.0.notifications.send(n);
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         // An answer to a request one of the client's own tasks relayed.
         let delivered = self
             .0

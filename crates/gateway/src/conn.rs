@@ -223,12 +223,7 @@ impl Handler for UpstreamHandler {
         }
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         let _ = outcome;
         tracing::debug!(id = %id, "late or unknown response from the upstream ignored");
     }

@@ -72,13 +72,8 @@ pub trait Handler: Send + Sync + 'static {
 
     /// A response whose id matches no request this peer sent (the engine sends requests
     /// with ids of its own).
-    fn handle_unmatched_response(
-        &self,
-        peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
-        let _ = (peer, outcome);
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
+        let _ = outcome;
         tracing::warn!(id = %id, "response to an unknown request ignored");
     }
 }
@@ -273,7 +268,7 @@ impl Peer {
         {
             self.inner
                 .handler
-                .handle_unmatched_response(self, id, Err(error.to_error_object()));
+                .handle_unmatched_response(id, Err(error.to_error_object()));
         }
     }
 
@@ -333,9 +328,7 @@ impl Peer {
             .complete(&id, outcome.map_err(PeerError::Remote))
         {
             let outcome = answer.map_err(PeerError::into_error_object);
-            self.inner
-                .handler
-                .handle_unmatched_response(self, id, outcome);
+            self.inner.handler.handle_unmatched_response(id, outcome);
         }
     }
 

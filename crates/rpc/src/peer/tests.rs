@@ -170,12 +170,7 @@ impl Handler for Unmatched {
         Err(ErrorObject::method_not_found(req.method))
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        _outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, _outcome: Result<Value, ErrorObject>) {
         self.0.lock().push(id);
     }
 }

@@ -74,3 +74,4 @@ mod tasks_result;
 mod term_pty;
 mod term_watch;
 mod ttl;
+mod two_principals;

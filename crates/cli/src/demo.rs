@@ -23,6 +23,7 @@ use mcp_tasks_proto::{ErrorObject, codes};
 use mcp_tasks_server::{CallToolResult, Tool, ToolContext};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 /// Longest `sleep`/`progress` interval accepted: one day.
@@ -35,6 +36,25 @@ async fn sleep_or_cancel(cx: &ToolContext, ms: u64) -> Result<(), ErrorObject> {
     }
 }
 
+/// A tool (task support optional) that waits `ms(args)` milliseconds, stopping early
+/// when cancelled, then answers with `then(args)`.
+fn after_wait<A, R>(
+    name: &str,
+    description: &str,
+    ms: fn(&A) -> u64,
+    then: fn(A) -> Result<R, ErrorObject>,
+) -> Tool
+where
+    A: DeserializeOwned + JsonSchema + Send + 'static,
+    R: Into<CallToolResult> + 'static,
+{
+    Tool::typed(name, description, move |a: A, cx| async move {
+        sleep_or_cancel(&cx, ms(&a)).await?;
+        then(a)
+    })
+    .task_support(TaskSupport::Optional)
+}
+
 /// Arguments of `sleep`.
 #[derive(Deserialize, JsonSchema)]
 struct SleepArgs {
@@ -45,15 +65,12 @@ struct SleepArgs {
 
 /// `sleep {ms}`: waits, returns `slept <ms>`; stops early when cancelled.
 pub(crate) fn sleep() -> Tool {
-    Tool::typed(
+    after_wait(
         "sleep",
         "Wait for `ms` milliseconds, then return `slept <ms>`. Stops early when cancelled.",
-        |a: SleepArgs, cx| async move {
-            sleep_or_cancel(&cx, a.ms).await?;
-            Ok(format!("slept {}", a.ms))
-        },
+        |a: &SleepArgs| a.ms,
+        |a| Ok(format!("slept {}", a.ms)),
     )
-    .task_support(TaskSupport::Optional)
 }
 
 /// Arguments of `fail`.
@@ -70,15 +87,12 @@ struct FailArgs {
 
 /// `fail {message, ms?}`: a tool result with `isError: true`, after `ms`.
 pub(crate) fn fail() -> Tool {
-    Tool::typed(
+    after_wait(
         "fail",
         "Wait `ms` milliseconds (default 0), then return a tool result with isError: true and `message` as its text.",
-        |a: FailArgs, cx| async move {
-            sleep_or_cancel(&cx, a.ms).await?;
-            Ok(CallToolResult::error(a.message))
-        },
+        |a: &FailArgs| a.ms,
+        |a| Ok(CallToolResult::error(a.message)),
     )
-    .task_support(TaskSupport::Optional)
 }
 
 /// Arguments of `error`.
@@ -98,18 +112,17 @@ struct ErrorArgs {
 /// `error {message, code?, ms?}`: fails with the JSON-RPC error `{code, message}`, after
 /// `ms`.
 pub(crate) fn error() -> Tool {
-    Tool::typed(
+    after_wait(
         "error",
         "Wait `ms` milliseconds (default 0), then fail with the JSON-RPC error {code (default -32603), message}.",
-        |a: ErrorArgs, cx| async move {
-            sleep_or_cancel(&cx, a.ms).await?;
+        |a: &ErrorArgs| a.ms,
+        |a| {
             Err::<CallToolResult, _>(ErrorObject::new(
                 a.code.unwrap_or(codes::INTERNAL_ERROR),
                 a.message,
             ))
         },
     )
-    .task_support(TaskSupport::Optional)
 }
 
 /// Arguments of `ask`.

@@ -130,13 +130,8 @@ impl Client {
     ) -> Result<Self, ClientError> {
         let (child, stdin, stdout) = ChildGuard::spawn(&mut command)?;
         Self::start(config, move |peer, rx| {
-            let io = tokio::spawn(stdio::serve(
-                peer,
-                rx,
-                tokio::io::BufReader::new(stdout),
-                stdin,
-                stdio::DEFAULT_MAX_LINE,
-            ));
+            let lines = stdio::LineIo::new(tokio::io::BufReader::new(stdout), stdin);
+            let io = tokio::spawn(stdio::serve(peer, rx, lines));
             Ok(Transport::Stdio { child, io })
         })
         .await
@@ -191,13 +186,8 @@ impl Client {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         Self::start(config, move |peer, rx| {
-            Ok(Transport::Io(tokio::spawn(stdio::serve(
-                peer,
-                rx,
-                reader,
-                writer,
-                stdio::DEFAULT_MAX_LINE,
-            ))))
+            let lines = stdio::LineIo::new(reader, writer);
+            Ok(Transport::Io(tokio::spawn(stdio::serve(peer, rx, lines))))
         })
         .await
     }

@@ -13,7 +13,7 @@ use parking_lot::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{ErrorObject, Notification, RequestId, methods};
+use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, methods};
 use mcp_tasks_rpc::{Handler, Peer, RequestContext, RequestOptions, Route};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
@@ -91,12 +91,8 @@ impl Handler for ClientHandler {
     /// [`crate::TaskReceiver`] and a handler); otherwise it is served normally: "Receivers
     /// that do not declare the task capability for a request type MUST process requests
     /// of that type normally, ignoring any task-augmentation metadata if present."
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: String,
-        params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
+        let Request { method, params, .. } = req;
         let params = params.unwrap_or_else(|| json!({}));
         match method.as_str() {
             methods::PING => Ok(json!({})),
@@ -123,9 +119,9 @@ impl Handler for ClientHandler {
         }
     }
 
-    async fn handle_notification(&self, _peer: &Peer, method: String, params: Option<Value>) {
-        if method == methods::TASK_STATUS
-            && let Some(p) = &params
+    async fn handle_notification(&self, _peer: &Peer, n: Notification) {
+        if n.method == methods::TASK_STATUS
+            && let Some(p) = &n.params
         {
             match parse_task(p) {
                 Ok(task) => {
@@ -136,15 +132,10 @@ impl Handler for ClientHandler {
                 Err(e) => tracing::debug!(error = %e, "malformed task status notification"),
             }
         }
-        let _ = self.0.notifications.send(Notification { method, params });
+        let _ = self.0.notifications.send(n);
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         // An answer to a request one of the client's own tasks relayed.
         let delivered = self
             .0

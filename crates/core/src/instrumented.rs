@@ -12,7 +12,9 @@ use crate::error::StoreError;
 use crate::metrics::Metrics;
 use crate::record::{NewTask, TaskRecord};
 use crate::status::TaskStatus;
-use crate::store::{Limits, ListScope, TaskStore, Transition, TransitionResult};
+use crate::store::{
+    AdoptQuery, Limits, ListQuery, OrphanSweep, TaskStore, Transition, TransitionResult,
+};
 
 /// Times and counts the operations of the store it wraps.
 pub struct Instrumented {
@@ -79,14 +81,8 @@ impl TaskStore for Instrumented {
         self.timed("transition", self.inner.transition_within(t, limits))
             .await
     }
-    async fn list(
-        &self,
-        scope: &ListScope,
-        after_seq: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        self.timed("list", self.inner.list(scope, after_seq, limit))
-            .await
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        self.timed("list", self.inner.list(q)).await
     }
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         self.timed("delete_expired", self.inner.delete_expired(now_ms, limit))
@@ -99,13 +95,8 @@ impl TaskStore for Instrumented {
         self.timed("heartbeat", self.inner.heartbeat(executor, lease_until_ms))
             .await
     }
-    async fn fail_orphans(
-        &self,
-        now_ms: i64,
-        message: &str,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        self.timed("fail_orphans", self.inner.fail_orphans(now_ms, message))
-            .await
+    async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
+        self.timed("fail_orphans", self.inner.fail_orphans(s)).await
     }
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {
         self.inner.subscribe(task_id)
@@ -114,13 +105,7 @@ impl TaskStore for Instrumented {
         self.timed("orphans", self.inner.orphans(now_ms, limit))
             .await
     }
-    async fn adopt(
-        &self,
-        task_id: &str,
-        executor: &str,
-        now_ms: i64,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        self.timed("adopt", self.inner.adopt(task_id, executor, now_ms))
-            .await
+    async fn adopt(&self, q: AdoptQuery) -> Result<Option<TaskRecord>, StoreError> {
+        self.timed("adopt", self.inner.adopt(q)).await
     }
 }

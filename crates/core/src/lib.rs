@@ -41,4 +41,6 @@ pub use memory::MemoryStore;
 pub use metrics::Metrics;
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
-pub use store::{Limits, ListScope, TaskStore, Transition, TransitionResult};
+pub use store::{
+    AdoptQuery, Limits, ListQuery, ListScope, OrphanSweep, TaskStore, Transition, TransitionResult,
+};

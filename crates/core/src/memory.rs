@@ -9,7 +9,10 @@ use tokio::sync::watch;
 use crate::error::StoreError;
 use crate::record::{NewTask, TaskRecord};
 use crate::status::{TaskStatus, allowed_predecessors};
-use crate::store::{Limits, ListScope, TaskStore, Transition, TransitionResult, within_limits};
+use crate::store::{
+    Limits, ListQuery, ListScope, OrphanSweep, TaskStore, Transition, TransitionResult,
+    within_limits,
+};
 use crate::wake::WakeMap;
 
 /// What the tasks of one quota key hold.
@@ -174,22 +177,17 @@ impl TaskStore for MemoryStore {
         Ok(TransitionResult::Applied(result))
     }
 
-    async fn list(
-        &self,
-        scope: &ListScope,
-        after_seq: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
         let g = self.inner.lock();
-        let start = after_seq.map_or(i64::MIN, |s| s.saturating_add(1));
+        let start = q.after_seq.map_or(i64::MIN, |s| s.saturating_add(1));
         Ok(g.by_seq
             .range(start..)
             .filter_map(|(_, id)| g.tasks.get(id))
-            .filter(|r| match scope {
+            .filter(|r| match &q.scope {
                 ListScope::All => true,
                 ListScope::Owner(o) => r.owner.as_deref() == Some(o.as_str()),
             })
-            .take(limit)
+            .take(q.limit)
             .cloned()
             .collect())
     }
@@ -228,11 +226,7 @@ impl TaskStore for MemoryStore {
         Ok(())
     }
 
-    async fn fail_orphans(
-        &self,
-        _now_ms: i64,
-        _message: &str,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn fail_orphans(&self, _s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
         Ok(Vec::new())
     }
 

@@ -28,6 +28,15 @@ fn sample(text: &str, prefix: &str) -> Option<f64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Every line `series value` of `want` must be sampled in `text` with that value.
+fn assert_samples(text: &str, want: &str) {
+    for line in want.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let (series, value) = line.rsplit_once(' ').expect("`series value`");
+        let got = sample(text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        assert_eq!(got, value.parse::<f64>().unwrap(), "{series} in\n{text}");
+    }
+}
+
 #[tokio::test]
 async fn transitions_durations_and_input_time_are_counted_by_status_and_tool() {
     let m = Metrics::new();
@@ -42,28 +51,17 @@ async fn transitions_durations_and_input_time_are_counted_by_status_and_tool() {
     m.task_changed(&rec("a", TaskStatus::Completed, 0, 4000));
     m.task_changed(&rec("b", TaskStatus::Failed, 0, 10));
     let text = m.render(None, Duration::from_secs(1)).await;
-    let get = |p: &str| sample(&text, p).unwrap_or_else(|| panic!("no {p} in\n{text}"));
-    assert_eq!(
-        get(r#"mcp_tasks_task_transitions_total{status="working",tool="echo"}"#),
-        2.0
-    );
-    assert_eq!(
-        get(r#"mcp_tasks_task_transitions_total{status="working",tool="other"}"#),
-        1.0
-    );
-    assert_eq!(
-        get(r#"mcp_tasks_task_transitions_total{status="completed",tool="echo"}"#),
-        1.0
-    );
-    assert_eq!(
-        get(r#"mcp_tasks_task_transitions_total{status="failed",tool="other"}"#),
-        1.0
-    );
-    assert_eq!(get("mcp_tasks_input_required_seconds_sum"), 2.5);
-    assert_eq!(get("mcp_tasks_input_required_seconds_count"), 1.0);
-    assert_eq!(
-        get(r#"mcp_tasks_task_duration_seconds_sum{status="completed",tool="echo"}"#),
-        4.0
+    assert_samples(
+        &text,
+        r#"
+        mcp_tasks_task_transitions_total{status="working",tool="echo"} 2
+        mcp_tasks_task_transitions_total{status="working",tool="other"} 1
+        mcp_tasks_task_transitions_total{status="completed",tool="echo"} 1
+        mcp_tasks_task_transitions_total{status="failed",tool="other"} 1
+        mcp_tasks_input_required_seconds_sum 2.5
+        mcp_tasks_input_required_seconds_count 1
+        mcp_tasks_task_duration_seconds_sum{status="completed",tool="echo"} 4
+        "#,
     );
     // Unknown tool names never become label values.
     assert!(!text.contains("secret-tool-name"), "{text}");
@@ -84,19 +82,7 @@ async fn stored_tasks_are_counted_from_the_store_at_scrape_time() {
     .enumerate()
     {
         let id = format!("t{i}");
-        let new = crate::record::NewTask {
-            task_id: id.clone(),
-            owner: None,
-            quota_key: "local".into(),
-            created_at_ms: 0,
-            ttl_ms: None,
-            poll_interval_ms: None,
-            method: methods::TOOLS_CALL.into(),
-            request: "{}".into(),
-            executor: None,
-            status_message: None,
-        };
-        store.create(new, &limits).await.unwrap();
+        store.create(new_task(&id), &limits).await.unwrap();
         if to != TaskStatus::Working {
             let t = crate::store::Transition {
                 task_id: id,
@@ -110,19 +96,11 @@ async fn stored_tasks_are_counted_from_the_store_at_scrape_time() {
     }
     let m = Metrics::new();
     let text = m.render(Some(&store), Duration::from_secs(1)).await;
-    assert_eq!(
-        sample(&text, r#"mcp_tasks_tasks{status="completed"}"#),
-        Some(2.0),
-        "{text}"
-    );
-    assert_eq!(
-        sample(&text, r#"mcp_tasks_tasks{status="working"}"#),
-        Some(1.0)
-    );
-    assert_eq!(
-        sample(&text, r#"mcp_tasks_tasks{status="cancelled"}"#),
-        Some(0.0)
-    );
+    // Every status is a series, those with no task too.
+    for (status, n) in [("completed", 2.0), ("working", 1.0), ("cancelled", 0.0)] {
+        let series = format!(r#"mcp_tasks_tasks{{status="{status}"}}"#);
+        assert_eq!(sample(&text, &series), Some(n), "{series} in\n{text}");
+    }
 }
 
 #[tokio::test]
@@ -204,12 +182,7 @@ impl TaskStore for Stuck {
     ) -> Result<crate::store::TransitionResult, crate::StoreError> {
         self.0.transition(t).await
     }
-    async fn list(
-        &self,
-        _scope: &crate::store::ListScope,
-        _after: Option<i64>,
-        _limit: usize,
-    ) -> Result<Vec<TaskRecord>, crate::StoreError> {
+    async fn list(&self, _q: crate::ListQuery) -> Result<Vec<TaskRecord>, crate::StoreError> {
         std::future::pending().await
     }
     async fn delete_expired(
@@ -225,8 +198,11 @@ impl TaskStore for Stuck {
     async fn heartbeat(&self, e: &str, until: i64) -> Result<(), crate::StoreError> {
         self.0.heartbeat(e, until).await
     }
-    async fn fail_orphans(&self, now: i64, m: &str) -> Result<Vec<TaskRecord>, crate::StoreError> {
-        self.0.fail_orphans(now, m).await
+    async fn fail_orphans(
+        &self,
+        s: crate::OrphanSweep,
+    ) -> Result<Vec<TaskRecord>, crate::StoreError> {
+        self.0.fail_orphans(s).await
     }
     fn subscribe(&self, id: &str) -> tokio::sync::watch::Receiver<u64> {
         self.0.subscribe(id)
@@ -285,21 +261,15 @@ async fn instrumented_stores_time_every_operation_and_count_failures_not_limits(
         "{refused:?}"
     );
     let text = m.render(Some(&store), Duration::from_secs(1)).await;
-    let ops = "mcp_tasks_store_operation_duration_seconds_count";
-    assert_eq!(
-        sample(&text, &format!(r#"{ops}{{op="create"}}"#)),
-        Some(3.0),
-        "{text}"
-    );
-    assert_eq!(sample(&text, &format!(r#"{ops}{{op="get"}}"#)), Some(2.0));
-    // The scrape's own count, timed before the text is encoded.
-    assert_eq!(sample(&text, &format!(r#"{ops}{{op="count"}}"#)), Some(1.0));
-    assert_eq!(
-        sample(&text, r#"mcp_tasks_store_errors_total{op="create"}"#),
-        Some(1.0)
-    );
-    assert_eq!(
-        sample(&text, r#"mcp_tasks_tasks{status="working"}"#),
-        Some(1.0)
+    // `count`: the scrape's own count, timed before the text is encoded.
+    assert_samples(
+        &text,
+        r#"
+        mcp_tasks_store_operation_duration_seconds_count{op="create"} 3
+        mcp_tasks_store_operation_duration_seconds_count{op="get"} 2
+        mcp_tasks_store_operation_duration_seconds_count{op="count"} 1
+        mcp_tasks_store_errors_total{op="create"} 1
+        mcp_tasks_tasks{status="working"} 1
+        "#,
     );
 }

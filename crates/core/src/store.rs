@@ -28,6 +28,72 @@ impl ListScope {
     }
 }
 
+/// One page of [`TaskStore::list`]: up to `limit` tasks in `scope` with `seq > after_seq`
+/// (all of them when `after_seq` is `None`), in ascending `seq`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    /// Which tasks.
+    pub scope: ListScope,
+    /// The `seq` of the last task of the previous page; `None` for the first page.
+    pub after_seq: Option<i64>,
+    /// Most tasks on the page.
+    pub limit: usize,
+}
+
+impl ListQuery {
+    /// The page of `scope` after `after_seq`, of at most `limit` tasks.
+    pub fn new(scope: ListScope, after_seq: Option<i64>, limit: usize) -> Self {
+        Self {
+            scope,
+            after_seq,
+            limit,
+        }
+    }
+
+    /// The lowest `seq` a page may hold is above this one (`i64::MIN` for the first page),
+    /// as a database compares it.
+    pub fn after_or_min(&self) -> i64 {
+        self.after_seq.unwrap_or(i64::MIN)
+    }
+
+    /// [`Self::limit`] as a database counts (`i64`, saturating).
+    pub fn limit_i64(&self) -> i64 {
+        i64::try_from(self.limit).unwrap_or(i64::MAX)
+    }
+}
+
+/// What [`TaskStore::adopt`] takes over: `task_id`, for `executor`, if the task is not
+/// terminal and its executor has no live lease at `now_ms`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AdoptQuery {
+    /// The task.
+    pub task_id: String,
+    /// The executor instance that takes it over.
+    pub executor: String,
+    /// The time leases are judged at, ms since the epoch.
+    pub now_ms: i64,
+}
+
+/// What [`TaskStore::fail_orphans`] fails: every non-terminal task whose executor has no
+/// live lease at `now_ms`, with `message`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OrphanSweep {
+    /// The time leases are judged at, ms since the epoch.
+    pub now_ms: i64,
+    /// The message of the failure (status message and error outcome).
+    pub message: String,
+}
+
+impl OrphanSweep {
+    /// The orphans at `now_ms`, failed with `message`.
+    pub fn new(now_ms: i64, message: impl Into<String>) -> Self {
+        Self {
+            now_ms,
+            message: message.into(),
+        }
+    }
+}
+
 /// The limits a task creation, or the outcome of a terminal transition, is checked
 /// against, in the same atomic step as the change. Per-requester limits count the tasks of
 /// the same [`crate::record::NewTask::quota_key`]. `None` is no limit.
@@ -221,7 +287,9 @@ pub trait TaskStore: Send + Sync + 'static {
         let mut counts: Vec<(TaskStatus, u64)> = Vec::new();
         let mut after = None;
         loop {
-            let page = self.list(&ListScope::All, after, 1000).await?;
+            let page = self
+                .list(ListQuery::new(ListScope::All, after, 1000))
+                .await?;
             for rec in &page {
                 match counts.iter_mut().find(|(s, _)| *s == rec.status) {
                     Some((_, n)) => *n += 1,
@@ -248,13 +316,8 @@ pub trait TaskStore: Send + Sync + 'static {
         self.transition(t).await
     }
 
-    /// Up to `limit` tasks in `scope` with `seq > after_seq`, in ascending `seq`.
-    async fn list(
-        &self,
-        scope: &ListScope,
-        after_seq: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError>;
+    /// Up to `q.limit` tasks in `q.scope` with `seq > q.after_seq`, in ascending `seq`.
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError>;
 
     /// Delete up to `limit` tasks whose TTL has passed at `now_ms`; returns their ids.
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError>;
@@ -266,11 +329,10 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Record that `executor` is alive until `lease_until_ms`.
     async fn heartbeat(&self, executor: &str, lease_until_ms: i64) -> Result<(), StoreError>;
 
-    /// Mark `failed` (with `message`) every non-terminal task whose executor's lease has
-    /// expired at `now_ms`, or that has no live executor; returns the tasks changed.
+    /// Mark `failed` (with `s.message`) every non-terminal task whose executor's lease has
+    /// expired at `s.now_ms`, or that has no live executor; returns the tasks changed.
     /// Never touches tasks of a live executor.
-    async fn fail_orphans(&self, now_ms: i64, message: &str)
-    -> Result<Vec<TaskRecord>, StoreError>;
+    async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError>;
 
     /// A signal that changes whenever `task_id` changes (subscribe before reading).
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64>;
@@ -284,16 +346,11 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(Vec::new())
     }
 
-    /// Make `executor` the executor of `task_id` if the task is not terminal and its
-    /// executor has no live lease at `now_ms`, in one compare-and-swap (of several
+    /// Make `q.executor` the executor of `q.task_id` if the task is not terminal and its
+    /// executor has no live lease at `q.now_ms`, in one compare-and-swap (of several
     /// processes at most one adopts a task). The record after the change, or `None`.
-    async fn adopt(
-        &self,
-        task_id: &str,
-        executor: &str,
-        now_ms: i64,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        let _ = (task_id, executor, now_ms);
+    async fn adopt(&self, q: AdoptQuery) -> Result<Option<TaskRecord>, StoreError> {
+        let _ = q;
         Ok(None)
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::{Arc, OnceLock, Weak};
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{ErrorObject, RequestId};
+use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, RequestOptions, Route};
 use serde_json::Value;
 
@@ -209,27 +209,21 @@ impl Handler for UpstreamHandler {
     async fn handle_request(
         &self,
         _cx: RequestContext,
-        method: String,
-        params: Option<Value>,
+        req: Request,
     ) -> Result<Value, ErrorObject> {
         match self.0.lane.upgrade() {
-            Some(lane) => lane.on_upstream_request(method, params).await,
+            Some(lane) => lane.on_upstream_request(req.method, req.params).await,
             None => Err(crate::lane::ended()),
         }
     }
 
-    async fn handle_notification(&self, _peer: &Peer, method: String, params: Option<Value>) {
+    async fn handle_notification(&self, _peer: &Peer, n: Notification) {
         if let Some(lane) = self.0.lane.upgrade() {
-            lane.on_upstream_notification(method, params).await;
+            lane.on_upstream_notification(n.method, n.params).await;
         }
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         let _ = outcome;
         tracing::debug!(id = %id, "late or unknown response from the upstream ignored");
     }

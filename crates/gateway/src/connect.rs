@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use mcp_tasks_rpc::http_client::ResumeSession;
 use mcp_tasks_rpc::{Handler, Peer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,7 +62,7 @@ pub trait Connector: Send + Sync + 'static {
     /// When the upstream cannot be started or reached.
     async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError>;
 
-    /// Open a connection that takes up `session` again, already initialized (with
+    /// Open a connection that takes up `session` again, already initialized (with its
     /// `init_params`, replayed should the upstream have ended the session). `None` when
     /// this kind of upstream has no sessions to take up.
     ///
@@ -70,10 +71,9 @@ pub trait Connector: Send + Sync + 'static {
     async fn reattach(
         &self,
         handler: Arc<dyn Handler>,
-        session: &UpstreamSession,
-        init_params: &Value,
+        session: ResumeSession,
     ) -> Result<Option<Connected>, GatewayError> {
-        let _ = (handler, session, init_params);
+        let _ = (handler, session);
         Ok(None)
     }
 

@@ -12,11 +12,10 @@ use mcp_tasks_rpc::http_client::{
     HttpClientConfig, HttpClientTransport, ResumeSession, StandaloneState,
 };
 use mcp_tasks_rpc::{Handler, Peer};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::config::UpstreamSpec;
-use crate::connect::{Connected, Connector, UpstreamSession};
+use crate::connect::{Connected, Connector};
 use crate::error::GatewayError;
 
 /// Opens MCP sessions on one endpoint.
@@ -98,15 +97,9 @@ impl Connector for HttpConnector {
     async fn reattach(
         &self,
         handler: Arc<dyn Handler>,
-        session: &UpstreamSession,
-        init_params: &Value,
+        session: ResumeSession,
     ) -> Result<Option<Connected>, GatewayError> {
-        let resume = ResumeSession {
-            session_id: session.session_id.clone(),
-            protocol_version: session.protocol_version.clone(),
-            init_params: init_params.clone(),
-        };
-        self.open(handler, Some(resume)).map(Some)
+        self.open(handler, Some(session)).map(Some)
     }
 
     fn describe(&self) -> String {

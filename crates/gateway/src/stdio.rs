@@ -14,6 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_rpc::process::ProcessGroup;
+use mcp_tasks_rpc::stdio::LineIo;
 use mcp_tasks_rpc::{Handler, Peer};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
@@ -152,13 +153,8 @@ impl Connector for StdioConnector {
         let max_line = self.max_line;
         tokio::spawn(async move {
             let reader = tokio::io::BufReader::with_capacity(64 * 1024, stdout);
-            let serve = mcp_tasks_rpc::stdio::serve(
-                serving_peer.clone(),
-                outbound,
-                reader,
-                stdin,
-                max_line,
-            );
+            let io = LineIo::new(reader, stdin).max_line(max_line);
+            let serve = mcp_tasks_rpc::stdio::serve(serving_peer.clone(), outbound, io);
             tokio::pin!(serve);
             let exit = wait_exit(child);
             tokio::pin!(exit);

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{ErrorObject, Message, Notification, RequestId, methods};
+use mcp_tasks_proto::{ErrorObject, Message, Notification, Request, RequestId, methods};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
@@ -53,14 +53,9 @@ pub struct Outbound {
 /// Serves what the other side sends.
 #[async_trait]
 pub trait Handler: Send + Sync + 'static {
-    /// Serve one request. Runs concurrently with other requests; the future is dropped
-    /// (and no response sent) when the request is cancelled.
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: String,
-        params: Option<Value>,
-    ) -> Result<Value, ErrorObject>;
+    /// Serve one request (its id is also `cx.id`). Runs concurrently with other requests;
+    /// the future is dropped (and no response sent) when the request is cancelled.
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject>;
 
     /// Whether a request of `method` must be served before the next incoming message is
     /// read (e.g. `initialize`, whose effect the requests pipelined after it must see).
@@ -71,19 +66,14 @@ pub trait Handler: Send + Sync + 'static {
     }
 
     /// Serve one notification, in arrival order.
-    async fn handle_notification(&self, peer: &Peer, method: String, params: Option<Value>) {
-        let _ = (peer, method, params);
+    async fn handle_notification(&self, peer: &Peer, n: Notification) {
+        let _ = (peer, n);
     }
 
     /// A response whose id matches no request this peer sent (the engine sends requests
     /// with ids of its own).
-    fn handle_unmatched_response(
-        &self,
-        peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
-        let _ = (peer, outcome);
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
+        let _ = outcome;
         tracing::warn!(id = %id, "response to an unknown request ignored");
     }
 }
@@ -278,7 +268,7 @@ impl Peer {
         {
             self.inner
                 .handler
-                .handle_unmatched_response(self, id, Err(error.to_error_object()));
+                .handle_unmatched_response(id, Err(error.to_error_object()));
         }
     }
 
@@ -299,12 +289,13 @@ impl Peer {
                     delivery,
                 };
                 let handler = Arc::clone(&self.inner.handler);
-                let out = handler.handle_request(cx, r.method, r.params).await;
+                let id = r.id.clone();
+                let out = handler.handle_request(cx, r).await;
                 let _ = self
-                    .send(Message::reply(r.id.clone(), out), Route::Request(r.id))
+                    .send(Message::reply(id.clone(), out), Route::Request(id))
                     .await;
             }
-            Message::Request(r) => self.spawn_request(r.id, r.method, r.params, delivery),
+            Message::Request(r) => self.spawn_request(r, delivery),
             Message::Notification(n) => {
                 if n.method == methods::CANCELLED
                     && let Some(id) = n
@@ -318,7 +309,7 @@ impl Peer {
                     token.cancel();
                 }
                 let handler = Arc::clone(&self.inner.handler);
-                handler.handle_notification(self, n.method, n.params).await;
+                handler.handle_notification(self, n).await;
             }
             Message::Response(r) => self.complete(r.id, Ok(r.result)),
             Message::Error(e) => match e.id {
@@ -337,19 +328,12 @@ impl Peer {
             .complete(&id, outcome.map_err(PeerError::Remote))
         {
             let outcome = answer.map_err(PeerError::into_error_object);
-            self.inner
-                .handler
-                .handle_unmatched_response(self, id, outcome);
+            self.inner.handler.handle_unmatched_response(id, outcome);
         }
     }
 
-    fn spawn_request(
-        &self,
-        id: RequestId,
-        method: String,
-        params: Option<Value>,
-        delivery: RouteDelivery,
-    ) {
+    fn spawn_request(&self, req: Request, delivery: RouteDelivery) {
+        let id = req.id.clone();
         let token = CancellationToken::new();
         {
             let mut inflight = self.inner.inflight.lock();
@@ -378,7 +362,7 @@ impl Peer {
                 delivery,
             };
             let handler = Arc::clone(&peer.inner.handler);
-            let fut = handler.handle_request(cx, method, params);
+            let fut = handler.handle_request(cx, req);
             // Cancellation first: a handler that notices the same cancellation and
             // returns an error must not get that error sent as the response.
             let out = tokio::select! {

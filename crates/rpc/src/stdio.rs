@@ -11,8 +11,38 @@ use crate::peer::{Outbound, Peer, Route};
 /// Default bound of one incoming line: 16 MiB.
 pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 
-/// Serve `peer` over `reader`/`writer` until the reader ends; then close the peer and
-/// flush what is queued.
+/// Where a peer reads its messages, one a line, and writes them.
+#[derive(Debug)]
+pub struct LineIo<R, W> {
+    /// Incoming lines.
+    pub reader: R,
+    /// Outgoing lines.
+    pub writer: W,
+    /// Longest incoming line accepted, in bytes ([`DEFAULT_MAX_LINE`] by default).
+    pub max_line: usize,
+}
+
+impl<R, W> LineIo<R, W> {
+    /// Lines read from `reader`, written to `writer`, of at most [`DEFAULT_MAX_LINE`]
+    /// bytes.
+    pub fn new(reader: R, writer: W) -> Self {
+        Self {
+            reader,
+            writer,
+            max_line: DEFAULT_MAX_LINE,
+        }
+    }
+
+    /// The same, accepting lines of at most `bytes`.
+    #[must_use]
+    pub fn max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+}
+
+/// Serve `peer` over `io` until its reader ends; then close the peer and flush what is
+/// queued.
 ///
 /// An oversized line is answered with -32600 (id null), skipped up to the next newline,
 /// and never held in memory whole (an oversized answer, one with an `id` and no `method`,
@@ -24,24 +54,14 @@ pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 pub async fn serve<R, W>(
     peer: Peer,
     outbound: mpsc::Receiver<Outbound>,
-    reader: R,
-    writer: W,
-    max_line: usize,
+    io: LineIo<R, W>,
 ) -> std::io::Result<()>
 where
     R: AsyncBufRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
     // Give in-flight replies to already-received requests a moment to be queued.
-    serve_then(
-        peer,
-        outbound,
-        reader,
-        writer,
-        max_line,
-        tokio::task::yield_now(),
-    )
-    .await
+    serve_then(peer, outbound, io, tokio::task::yield_now()).await
 }
 
 /// [`serve`], but once the input has ended (or failed) nothing more is read (the requests
@@ -55,9 +75,7 @@ where
 pub async fn serve_then<R, W, F>(
     peer: Peer,
     mut outbound: mpsc::Receiver<Outbound>,
-    mut reader: R,
-    mut writer: W,
-    max_line: usize,
+    io: LineIo<R, W>,
     after_input: F,
 ) -> std::io::Result<()>
 where
@@ -65,6 +83,11 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
     F: std::future::Future<Output = ()>,
 {
+    let LineIo {
+        mut reader,
+        mut writer,
+        max_line,
+    } = io;
     let closed = peer.closed();
     let writer_task = tokio::spawn(async move {
         let mut buf = Vec::with_capacity(8192);

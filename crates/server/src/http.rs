@@ -86,11 +86,7 @@ impl HttpOptions {
 
     /// Browser `Origin`s allowed besides loopback ones.
     #[must_use]
-    pub fn allowed_origins<I, S>(mut self, origins: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
+    pub fn allowed_origins(mut self, origins: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
         self.transport.origins = OriginPolicy::new(origins);
         self
     }

@@ -49,6 +49,7 @@ use std::time::Duration;
 
 use mcp_tasks_core::{Metrics, Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
+use mcp_tasks_rpc::stdio::LineIo;
 
 pub use builder::{BuildError, ServerBuilder};
 pub use extension::{
@@ -371,15 +372,8 @@ impl Server {
                 }
             }
         };
-        let served = mcp_tasks_rpc::stdio::serve_then(
-            peer,
-            outbound,
-            reader,
-            writer,
-            self.state.config.max_line_bytes,
-            after_input,
-        )
-        .await;
+        let io = LineIo::new(reader, writer).max_line(self.state.config.max_line_bytes);
+        let served = mcp_tasks_rpc::stdio::serve_then(peer, outbound, io, after_input).await;
         self.fail_running_tasks().await;
         served
     }

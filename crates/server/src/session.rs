@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_proto::modern::Era;
-use mcp_tasks_proto::{ErrorObject, RequestId, codes, methods};
+use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, codes, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -146,7 +146,13 @@ impl Session {
         match crate::modern::era(self, params.as_ref()) {
             Era::Legacy => {}
             Era::Modern(meta) => {
-                return crate::modern::handle(self, &cx, &method, params, &meta).await;
+                let req = crate::modern::ModernRequest {
+                    session: self,
+                    cx: &cx,
+                    method: &method,
+                    meta: &meta,
+                };
+                return crate::modern::handle(req, params).await;
             }
             Era::Refused(e) => return Err(e),
         }
@@ -191,14 +197,9 @@ impl Session {
 #[async_trait]
 impl Handler for Session {
     /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds`.
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: String,
-        params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
-        let timer = self.state.metrics.request(&method);
-        let answer = self.dispatch(cx, method, params).await;
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
+        let timer = self.state.metrics.request(&req.method);
+        let answer = self.dispatch(cx, req.method, req.params).await;
         timer.finish(answer.is_ok());
         answer
     }
@@ -208,7 +209,8 @@ impl Handler for Session {
         method == methods::INITIALIZE
     }
 
-    async fn handle_notification(&self, peer: &Peer, method: String, params: Option<Value>) {
+    async fn handle_notification(&self, peer: &Peer, n: Notification) {
+        let Notification { method, params } = n;
         match method.as_str() {
             // The peer already stopped the cancelled request; the cancellation is per hop.
             methods::CANCELLED => {}
@@ -220,12 +222,7 @@ impl Handler for Session {
         }
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         // Answers to requests a task relayed through tasks/result: routed by id, accepted
         // only from the requester the task belongs to.
         let delivered = self

@@ -60,8 +60,8 @@ use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    Limit, Limits, ListScope, NewTask, Outcome, StoreError, TaskRecord, TaskStore, Transition,
-    TransitionResult,
+    AdoptQuery, Limit, Limits, ListQuery, NewTask, OrphanSweep, Outcome, StoreError, TaskRecord,
+    TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::{ErrorObject, codes};
 use tokio::sync::watch;
@@ -488,15 +488,8 @@ impl TaskStore for PgStore {
         self.settled(applied, &t.task_id).await
     }
 
-    async fn list(
-        &self,
-        scope: &ListScope,
-        after_seq: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        let after = after_seq.unwrap_or(i64::MIN);
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        let owner = scope.owner();
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        let (after, limit, owner) = (q.after_or_min(), q.limit_i64(), q.scope.owner());
         self.records(&ops::list(), &[&after, &limit, &owner]).await
     }
 
@@ -523,11 +516,8 @@ impl TaskStore for PgStore {
             .map(|_| ())
     }
 
-    async fn fail_orphans(
-        &self,
-        now_ms: i64,
-        message: &str,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
+    async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
+        let (now_ms, message) = (s.now_ms, s.message.as_str());
         let outcome = Outcome::error(&ErrorObject::new(codes::INTERNAL_ERROR, message));
         let json = outcome.json.as_bytes();
         // First the rows nobody holds; then, waiting for them, the rows another transaction
@@ -554,14 +544,9 @@ impl TaskStore for PgStore {
         self.records(&ops::orphans(), &[&now_ms, &limit]).await
     }
 
-    async fn adopt(
-        &self,
-        task_id: &str,
-        executor: &str,
-        now_ms: i64,
-    ) -> Result<Option<TaskRecord>, StoreError> {
+    async fn adopt(&self, q: AdoptQuery) -> Result<Option<TaskRecord>, StoreError> {
         let rec = self
-            .record(&ops::adopt(), &[&now_ms, &executor, &task_id])
+            .record(&ops::adopt(), &[&q.now_ms, &q.executor, &q.task_id])
             .await?;
         if let Some(r) = &rec {
             self.woke([&r.task_id]);

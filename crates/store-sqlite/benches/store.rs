@@ -17,7 +17,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion, Throughput};
-use mcp_tasks_core::{Limits, ListScope, NewTask, TaskStore, Transition, TransitionResult};
+use mcp_tasks_core::{
+    Limits, ListQuery, ListScope, NewTask, TaskStore, Transition, TransitionResult,
+};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_sqlite::{SqliteOptions, SqliteStore, Synchronous};
 use tokio::runtime::Runtime;
@@ -249,7 +251,10 @@ fn reads(c: &mut Criterion, rt: &Runtime) {
                     ListScope::All
                 };
                 let t = Instant::now();
-                let page = store.list(&scope, Some(after), 100).await.expect("list");
+                let page = store
+                    .list(ListQuery::new(scope, Some(after), 100))
+                    .await
+                    .expect("list");
                 lat.push(t.elapsed());
                 assert!(!page.is_empty() || after > i64::try_from(n).unwrap_or(0) - 10_000);
             }
@@ -273,7 +278,7 @@ fn reads(c: &mut Criterion, rt: &Runtime) {
             let store = Arc::clone(&store);
             async move {
                 store
-                    .list(&ListScope::All, Some(after), 100)
+                    .list(ListQuery::new(ListScope::All, Some(after), 100))
                     .await
                     .expect("list")
             }
@@ -285,7 +290,12 @@ fn reads(c: &mut Criterion, rt: &Runtime) {
             let after = i64::try_from(rng.below(n)).unwrap_or(0);
             let scope = ListScope::Owner(format!("owner-{}", rng.below(OWNERS)));
             let store = Arc::clone(&store);
-            async move { store.list(&scope, Some(after), 100).await.expect("list") }
+            async move {
+                store
+                    .list(ListQuery::new(scope, Some(after), 100))
+                    .await
+                    .expect("list")
+            }
         });
     });
     // For comparison: the same `get` on one raw connection, without the blocking-thread hop.

@@ -44,8 +44,8 @@ use async_trait::async_trait;
 use mcp_tasks_core::status::TaskStatus;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    Limits, ListScope, Metrics, NewTask, StoreError, TaskRecord, TaskStore, Transition,
-    TransitionResult,
+    AdoptQuery, Limits, ListQuery, Metrics, NewTask, OrphanSweep, StoreError, TaskRecord,
+    TaskStore, Transition, TransitionResult,
 };
 use parking_lot::Mutex;
 use rusqlite::Connection;
@@ -365,15 +365,8 @@ impl TaskStore for SqliteStore {
             .await
     }
 
-    async fn list(
-        &self,
-        scope: &ListScope,
-        after_seq: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        let owner = scope.owner().map(str::to_owned);
-        self.read(move |c| ops::list(c, owner.as_deref(), after_seq, limit))
-            .await
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        self.read(move |c| ops::list(c, &q)).await
     }
 
     /// The writer thread reports each commit's batch size
@@ -405,28 +398,16 @@ impl TaskStore for SqliteStore {
             .await
     }
 
-    async fn fail_orphans(
-        &self,
-        now_ms: i64,
-        message: &str,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        let message = message.to_owned();
-        self.write(move |c| ops::fail_orphans(c, now_ms, &message))
-            .await
+    async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
+        self.write(move |c| ops::fail_orphans(c, &s)).await
     }
 
     async fn orphans(&self, now_ms: i64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
         self.read(move |c| ops::orphans(c, now_ms, limit)).await
     }
 
-    async fn adopt(
-        &self,
-        task_id: &str,
-        executor: &str,
-        now_ms: i64,
-    ) -> Result<Option<TaskRecord>, StoreError> {
-        let (id, ex) = (task_id.to_owned(), executor.to_owned());
-        self.write(move |c| ops::adopt(c, &id, &ex, now_ms)).await
+    async fn adopt(&self, q: AdoptQuery) -> Result<Option<TaskRecord>, StoreError> {
+        self.write(move |c| ops::adopt(c, &q)).await
     }
 
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {

@@ -5,7 +5,8 @@
 use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::{
-    Limits, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord, Transition, TransitionResult,
+    AdoptQuery, Limits, ListQuery, NewTask, OrphanSweep, Outcome, OutcomeKind, StoreError,
+    TaskRecord, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
@@ -300,11 +301,8 @@ pub(crate) fn heartbeat(conn: &Connection, executor: &str, until_ms: i64) -> OpR
 
 /// Fail every non-terminal task whose executor has no lease or an expired one, in one
 /// statement; then forget the expired leases (their tasks are all failed by now).
-pub(crate) fn fail_orphans(
-    conn: &Connection,
-    now_ms: i64,
-    message: &str,
-) -> OpResult<Vec<TaskRecord>> {
+pub(crate) fn fail_orphans(conn: &Connection, s: &OrphanSweep) -> OpResult<Vec<TaskRecord>> {
+    let (now_ms, message) = (s.now_ms, s.message.as_str());
     let outcome = Outcome::error(&ErrorObject::new(codes::INTERNAL_ERROR, message));
     let recs: Vec<TaskRecord> = conn
         .prepare_cached(&format!(
@@ -343,19 +341,14 @@ pub(crate) fn orphans(
 }
 
 /// Take over an orphaned task: one compare-and-swap on its executor.
-pub(crate) fn adopt(
-    conn: &Connection,
-    task_id: &str,
-    executor: &str,
-    now_ms: i64,
-) -> OpResult<Option<TaskRecord>> {
+pub(crate) fn adopt(conn: &Connection, q: &AdoptQuery) -> OpResult<Option<TaskRecord>> {
     let rec = conn
         .prepare_cached(&format!(
             "UPDATE tasks SET executor = ?2 WHERE task_id = ?1 AND status IN {ACTIVE} AND \
              (executor IS NULL OR executor NOT IN \
              (SELECT instance FROM executors WHERE lease_until >= ?3)) RETURNING {COLS}"
         ))?
-        .query_row(params![task_id, executor, now_ms], read_record)
+        .query_row(params![q.task_id, q.executor, q.now_ms], read_record)
         .optional()?;
     Ok((rec, Vec::new()))
 }
@@ -382,15 +375,9 @@ pub(crate) fn get(conn: &Connection, task_id: &str) -> rusqlite::Result<Option<T
 }
 
 /// One keyset page: `WHERE seq > ? [AND owner = ?] ORDER BY seq LIMIT ?`.
-pub(crate) fn list(
-    conn: &Connection,
-    owner: Option<&str>,
-    after_seq: Option<i64>,
-    limit: usize,
-) -> rusqlite::Result<Vec<TaskRecord>> {
-    let after = after_seq.unwrap_or(i64::MIN);
-    let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    match owner {
+pub(crate) fn list(conn: &Connection, q: &ListQuery) -> rusqlite::Result<Vec<TaskRecord>> {
+    let (after, limit) = (q.after_or_min(), q.limit_i64());
+    match q.scope.owner() {
         None => conn
             .prepare_cached(&format!(
                 "SELECT {COLS} FROM tasks WHERE seq > ?1 ORDER BY seq LIMIT ?2"

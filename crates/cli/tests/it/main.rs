@@ -75,3 +75,4 @@ mod tasks_result;
 mod term_pty;
 mod term_watch;
 mod ttl;
+mod two_principals;

@@ -8,7 +8,7 @@ use mcp_tasks_proto::{ErrorObject, RequestId};
 
 use super::{ORPHAN_MESSAGE, Requester, TaskEngine, audit_finished, failed_transition};
 use crate::error::EngineError;
-use crate::store::{Transition, TransitionResult};
+use crate::store::{AdoptQuery, OrphanSweep, Transition, TransitionResult};
 
 impl TaskEngine {
     /// Adopt and resume the orphaned tasks the [`Resumer`](super::Resumer) can go on with; the others are
@@ -31,7 +31,11 @@ impl TaskEngine {
             match self
                 .inner
                 .store
-                .adopt(&rec.task_id, &self.inner.instance, now)
+                .adopt(AdoptQuery {
+                    task_id: rec.task_id.clone(),
+                    executor: self.inner.instance.clone(),
+                    now_ms: now,
+                })
                 .await
             {
                 Ok(Some(rec)) => {
@@ -72,7 +76,12 @@ impl TaskEngine {
             .heartbeat(&self.inner.instance, until)
             .await?;
         self.resume_orphans(now).await;
-        for r in self.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await? {
+        for r in self
+            .inner
+            .store
+            .fail_orphans(OrphanSweep::new(now, ORPHAN_MESSAGE))
+            .await?
+        {
             self.metrics().task_changed(&r);
             tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
         }
@@ -105,7 +114,12 @@ impl TaskEngine {
                         Err(e) => tracing::warn!(error = %e, "lease renewal failed"),
                     }
                     engine.resume_orphans(now).await;
-                    match engine.inner.store.fail_orphans(now, ORPHAN_MESSAGE).await {
+                    match engine
+                        .inner
+                        .store
+                        .fail_orphans(OrphanSweep::new(now, ORPHAN_MESSAGE))
+                        .await
+                    {
                         Ok(recs) => {
                             for r in recs {
                                 engine.metrics().task_changed(&r);

@@ -12,7 +12,7 @@ use crate::channel::RequestSender;
 use crate::error::EngineError;
 use crate::record::{Outcome, TaskRecord};
 use crate::status::TaskStatus;
-use crate::store::{Transition, TransitionResult};
+use crate::store::{ListQuery, Transition, TransitionResult};
 
 /// How much of a task's record a query reads.
 #[derive(Debug, Clone, Copy)]
@@ -130,7 +130,8 @@ impl TaskEngine {
             ),
         };
         let size = self.inner.policy.page_size.max(1);
-        let mut page = self.inner.store.list(&scope, after, size + 1).await?;
+        let q = ListQuery::new(scope.clone(), after, size + 1);
+        let mut page = self.inner.store.list(q).await?;
         let next = if page.len() > size {
             page.truncate(size);
             page.last().map(|r| codec.encode(r.seq, &scope))

@@ -17,8 +17,8 @@ mod the_suite_catches {
 
     use async_trait::async_trait;
     use mcp_tasks_core::{
-        Limits, ListScope, MemoryStore, NewTask, StoreError, TaskRecord, TaskStore, Transition,
-        TransitionResult,
+        Limits, ListQuery, ListScope, MemoryStore, NewTask, OrphanSweep, StoreError, TaskRecord,
+        TaskStore, Transition, TransitionResult,
     };
     use mcp_tasks_testkit::conformance::{self, Leases, Store};
     use tokio::sync::watch;
@@ -117,18 +117,12 @@ mod the_suite_catches {
             }
             self.inner.transition(t).await
         }
-        async fn list(
-            &self,
-            scope: &ListScope,
-            after: Option<i64>,
-            limit: usize,
-        ) -> Result<Vec<TaskRecord>, StoreError> {
-            let scope = if self.bug == Bug::LeaksOwners {
-                &ListScope::All
-            } else {
-                scope
-            };
-            let mut page = self.inner.list(scope, after, limit).await?;
+        async fn list(&self, mut q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+            if self.bug == Bug::LeaksOwners {
+                q.scope = ListScope::All;
+            }
+            let after = q.after_seq;
+            let mut page = self.inner.list(q).await?;
             if self.bug == Bug::SkipsOnPage && after.is_some() && !page.is_empty() {
                 page.remove(0);
             }
@@ -148,8 +142,8 @@ mod the_suite_catches {
         async fn heartbeat(&self, e: &str, until: i64) -> Result<(), StoreError> {
             self.inner.heartbeat(e, until).await
         }
-        async fn fail_orphans(&self, now: i64, m: &str) -> Result<Vec<TaskRecord>, StoreError> {
-            self.inner.fail_orphans(now, m).await
+        async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
+            self.inner.fail_orphans(s).await
         }
         fn subscribe(&self, id: &str) -> watch::Receiver<u64> {
             if self.bug == Bug::NoWake {

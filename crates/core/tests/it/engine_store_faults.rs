@@ -11,8 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
 use mcp_tasks_core::{
-    Limits, ListScope, MemoryStore, NewTask, Policy, Requester, StoreError, SystemClock,
-    TaskEngine, TaskRecord, TaskStore, Transition, TransitionResult,
+    Limits, ListQuery, MemoryStore, NewTask, OrphanSweep, Policy, Requester, StoreError,
+    SystemClock, TaskEngine, TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_testkit::NoRequestor;
@@ -66,13 +66,8 @@ impl TaskStore for FullDisk {
         self.refuse(&t)?;
         self.inner.transition_within(t, limits).await
     }
-    async fn list(
-        &self,
-        scope: &ListScope,
-        after: Option<i64>,
-        limit: usize,
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.list(scope, after, limit).await
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.list(q).await
     }
     async fn delete_expired(&self, now: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         self.inner.delete_expired(now, limit).await
@@ -83,8 +78,8 @@ impl TaskStore for FullDisk {
     async fn heartbeat(&self, e: &str, until: i64) -> Result<(), StoreError> {
         self.inner.heartbeat(e, until).await
     }
-    async fn fail_orphans(&self, now: i64, m: &str) -> Result<Vec<TaskRecord>, StoreError> {
-        self.inner.fail_orphans(now, m).await
+    async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.fail_orphans(s).await
     }
     fn subscribe(&self, id: &str) -> watch::Receiver<u64> {
         self.inner.subscribe(id)

@@ -6,6 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::methods;
+use mcp_tasks_rpc::http_client::ResumeSession;
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
@@ -45,8 +46,12 @@ impl LaneInner {
         let session = self.reattach.lock().take()?;
         let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
-        let params = self.init_params.lock().clone();
-        let connected = match self.connector.reattach(handler, &session, &params).await {
+        let resume = ResumeSession {
+            session_id: session.session_id.clone(),
+            protocol_version: session.protocol_version.clone(),
+            init_params: self.init_params.lock().clone(),
+        };
+        let connected = match self.connector.reattach(handler, resume).await {
             Ok(Some(c)) => c,
             Ok(None) => return None,
             Err(e) => {

@@ -101,8 +101,8 @@ impl Connector for InProcessUpstream {
         tokio::spawn(async move {
             let (r, w) = tokio::io::split(ours);
             let r = tokio::io::BufReader::new(r);
-            let result =
-                mcp_tasks_rpc::stdio::serve(serving.clone(), outbound, r, w, 1 << 20).await;
+            let io = mcp_tasks_rpc::stdio::LineIo::new(r, w).max_line(1 << 20);
+            let result = mcp_tasks_rpc::stdio::serve(serving.clone(), outbound, io).await;
             serving.close();
             let _ = tx.send(format!("the in-process upstream ended: {result:?}"));
         });

@@ -13,26 +13,9 @@ use super::{InputRequests, InputResponses, ResultType};
 use crate::ErrorObject;
 pub use crate::mcp::TaskStatus;
 
-/// `Task`: operational metadata about ongoing work.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    /// Stable identifier.
-    pub task_id: String,
-    /// Current status.
-    pub status: TaskStatus,
-    /// Optional message describing the current state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_message: Option<String>,
-    /// ISO 8601 creation time.
-    pub created_at: String,
-    /// ISO 8601 time of the last update.
-    pub last_updated_at: String,
-    /// Time-to-live from creation in ms, `null` for unlimited. Always written.
-    pub ttl_ms: Option<u64>,
-    /// Suggested polling interval in ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub poll_interval_ms: Option<u64>,
+crate::mcp::task_struct! {
+    /// `Task`: operational metadata about ongoing work.
+    ttl_ms, poll_interval_ms
 }
 
 impl From<&crate::mcp::Task> for Task {

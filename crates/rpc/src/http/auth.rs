@@ -96,11 +96,7 @@ fn normalize(origin: &str) -> String {
 impl OriginPolicy {
     /// Loopback origins (`http://localhost:*`, `http://127.0.0.1:*`, `http://[::1]:*`, and
     /// their https forms) plus exactly `allowed` (`scheme://host[:port]`).
-    pub fn new<I, S>(allowed: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: AsRef<str>,
-    {
+    pub fn new(allowed: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
         Self {
             allowed: allowed.into_iter().map(|s| normalize(s.as_ref())).collect(),
             loopback: true,
@@ -205,7 +201,7 @@ mod tests {
             assert!(!p.allows(bad), "{bad}");
         }
         assert!(
-            !OriginPolicy::new::<_, &str>([])
+            !OriginPolicy::new([""; 0])
                 .with_loopback(false)
                 .allows("http://localhost")
         );

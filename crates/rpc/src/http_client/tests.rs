@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::{ErrorObject, Request};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -132,8 +132,7 @@ impl Handler for Quiet {
     async fn handle_request(
         &self,
         _cx: RequestContext,
-        _method: String,
-        _params: Option<Value>,
+        _req: Request,
     ) -> Result<Value, ErrorObject> {
         Ok(json!({}))
     }

@@ -9,12 +9,8 @@ struct Echo;
 
 #[async_trait]
 impl Handler for Echo {
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: String,
-        params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
+        let Request { method, params, .. } = req;
         match method.as_str() {
             "echo" => Ok(params.unwrap_or(Value::Null)),
             "ask" => cx
@@ -169,18 +165,12 @@ impl Handler for Unmatched {
     async fn handle_request(
         &self,
         _cx: RequestContext,
-        method: String,
-        _params: Option<Value>,
+        req: Request,
     ) -> Result<Value, ErrorObject> {
-        Err(ErrorObject::method_not_found(method))
+        Err(ErrorObject::method_not_found(req.method))
     }
 
-    fn handle_unmatched_response(
-        &self,
-        _peer: &Peer,
-        id: RequestId,
-        _outcome: Result<Value, ErrorObject>,
-    ) {
+    fn handle_unmatched_response(&self, id: RequestId, _outcome: Result<Value, ErrorObject>) {
         self.0.lock().push(id);
     }
 }

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::modern::tasks::{GetTaskResult, TaskNotificationParams};
-use mcp_tasks_proto::modern::{self, RequestMeta, SUBSCRIPTION_ID_META, TASKS_EXTENSION};
+use mcp_tasks_proto::modern::{self, SUBSCRIPTION_ID_META, TASKS_EXTENSION};
 use mcp_tasks_rpc::RequestContext;
 use serde_json::{Value, json};
 
-use crate::session::Session;
+use super::ModernRequest;
 
 /// `notifications/subscriptions/acknowledged`
 const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
@@ -35,11 +35,10 @@ const ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
 /// # Errors
 /// -32602 for a malformed filter, -32021 for `taskIds` without the extension.
 pub(super) async fn listen(
-    session: &Session,
-    cx: &RequestContext,
+    req: ModernRequest<'_>,
     params: Option<&Value>,
-    meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
+    let (session, cx, meta) = (req.session, req.cx, req.meta);
     let filter = params
         .and_then(|p| p.get("notifications"))
         .and_then(Value::as_object)

@@ -68,32 +68,41 @@ pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
     modern::request_era(params, &supported_versions())
 }
 
-/// Serve one modern request; `meta` is its checked `_meta`. The result carries
-/// `resultType` and `_meta["io.modelcontextprotocol/serverInfo"]`.
+/// What every handler of a modern request is given besides its params.
+#[derive(Clone, Copy)]
+pub(crate) struct ModernRequest<'a> {
+    /// The session (connection) it came on.
+    pub(crate) session: &'a Session,
+    /// The request on its connection.
+    pub(crate) cx: &'a RequestContext,
+    /// Its method.
+    pub(crate) method: &'a str,
+    /// Its checked `_meta`.
+    pub(crate) meta: &'a RequestMeta,
+}
+
+/// Serve one modern request with `params`. The result carries `resultType` and
+/// `_meta["io.modelcontextprotocol/serverInfo"]`.
 ///
 /// # Errors
 /// The JSON-RPC error to answer with.
 pub(crate) async fn handle(
-    session: &Session,
-    cx: &RequestContext,
-    method: &str,
+    req: ModernRequest<'_>,
     params: Option<Value>,
-    meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
+    let (session, method) = (req.session, req.method);
     let mut result = match method {
         methods::SERVER_DISCOVER => discover(session),
         methods::TOOLS_LIST => tools::list(session, params.as_ref())?,
-        methods::TOOLS_CALL => tools::call(session, cx, params, meta).await?,
+        methods::TOOLS_CALL => tools::call(req, params).await?,
         methods::TASKS_RESULT | methods::TASKS_LIST => {
             return Err(ErrorObject::method_not_found(format!(
                 "`{method}` does not exist in 2026-07-28 (the tasks extension polls with tasks/get)"
             )));
         }
-        modern::methods::SUBSCRIPTIONS_LISTEN => {
-            listen::listen(session, cx, params.as_ref(), meta).await?
-        }
+        modern::methods::SUBSCRIPTIONS_LISTEN => listen::listen(req, params.as_ref()).await?,
         methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
-            tasks::handle(session, method, params.as_ref(), meta).await?
+            tasks::handle(req, params.as_ref()).await?
         }
         methods::INITIALIZE => {
             return Err(ErrorObject::method_not_found(

@@ -19,11 +19,12 @@ use mcp_tasks_proto::meta::strip_related_task;
 use mcp_tasks_proto::modern::tasks::{
     AckResult, CreateTaskResult, DetailedTask, GetTaskResult, Task, UpdateTaskParams,
 };
-use mcp_tasks_proto::modern::{self, RequestMeta, TASKS_EXTENSION};
+use mcp_tasks_proto::modern::{self, TASKS_EXTENSION};
 use mcp_tasks_proto::{ErrorObject, RequestId, methods};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::ModernRequest;
 use super::tools::ToolCall;
 use crate::session::Session;
 use crate::tool::ToolContext;
@@ -121,11 +122,10 @@ pub(super) fn created(
 /// # Errors
 /// The JSON-RPC error to answer with.
 pub(super) async fn handle(
-    session: &Session,
-    method: &str,
+    req: ModernRequest<'_>,
     params: Option<&Value>,
-    meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
+    let (session, method, meta) = (req.session, req.method, req.meta);
     if !meta.client_capabilities.has_tasks_extension() {
         return Err(modern::missing_tasks_extension(&format!(
             "`{method}` needs the `{TASKS_EXTENSION}` extension in `clientCapabilities.extensions`"

@@ -2,11 +2,11 @@
 
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::TaskSupport;
-use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, RequestMeta, ResultType};
-use mcp_tasks_rpc::RequestContext;
+use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, ResultType};
 use serde_json::Value;
 
 use super::CACHE_TTL_MS;
+use super::ModernRequest;
 use crate::session::Session;
 use crate::tool::Tool;
 
@@ -60,11 +60,10 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
 ///   request is ever sent to the client. Spec (stdio): "The server MUST NOT write JSON-RPC
 ///   requests to `stdout`."
 pub(super) async fn call(
-    session: &Session,
-    cx: &RequestContext,
+    req: ModernRequest<'_>,
     params: Option<Value>,
-    meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
+    let (session, cx, meta) = (req.session, req.cx, req.meta);
     let (params_value, _, args, tool) = crate::handlers::tools_call::parse(session, params)?;
     let extension = meta.client_capabilities.has_tasks_extension();
     let engine = session.state.engine.as_ref();
@@ -95,9 +94,9 @@ pub(super) async fn call(
             TaskSupport::Forbidden => {}
         }
         let ToolCall { args, params, .. } = call;
-        return run_direct(session, cx, &tool, args, params, meta).await;
+        return run_direct(req, &tool, args, params).await;
     }
-    run_direct(session, cx, &tool, args, params_value, meta).await
+    run_direct(req, &tool, args, params_value).await
 }
 
 /// A `tools/call` ready to run: the tool, its arguments, the params its handler sees, and
@@ -112,13 +111,12 @@ pub(super) struct ToolCall<'a> {
 /// Run `tool` as a direct call: its result is the reply, or, when it asks the client
 /// something, an `InputRequiredResult` ([`super::mrtr`]).
 async fn run_direct(
-    session: &Session,
-    cx: &RequestContext,
+    req: ModernRequest<'_>,
     tool: &Tool,
     args: Value,
     params_value: Value,
-    meta: &RequestMeta,
 ) -> Result<Value, ErrorObject> {
+    let (session, cx, meta) = (req.session, req.cx, req.meta);
     let call = ToolCall {
         tool,
         args,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use mcp_tasks_core::{Limits, ListScope, TaskStore};
+use mcp_tasks_core::{Limits, ListQuery, ListScope, TaskStore};
 use mcp_tasks_store_postgres::PgStore;
 use mcp_tasks_testkit::conformance::new_task;
 
@@ -46,7 +46,8 @@ async fn a_page_waits_for_an_insert_that_drew_a_smaller_seq() {
     let late = store.create(task, &Limits::NONE).await.expect("create");
     assert!(late.seq > early);
     // A page read now must not return N + 1 without N: it waits for the insert in flight.
-    let page = tokio::spawn(async move { store.list(&ListScope::All, None, 10).await });
+    let page =
+        tokio::spawn(async move { store.list(ListQuery::new(ListScope::All, None, 10)).await });
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(
         !page.is_finished(),

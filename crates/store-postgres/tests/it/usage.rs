@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use mcp_tasks_core::{Limits, NewTask, Outcome, TaskStore, Transition};
+use mcp_tasks_core::{Limits, NewTask, OrphanSweep, Outcome, TaskStore, Transition};
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_store_postgres::PgStore;
 use mcp_tasks_testkit::conformance::{T0, new_task};
@@ -62,7 +62,10 @@ async fn usage_counters_match_the_tasks_under_concurrency() {
                     .expect("transition");
                 if i % 7 == 0 {
                     store.delete_expired(T0 + 15, 5).await.expect("sweep");
-                    store.fail_orphans(T0 + 2, "gone").await.expect("orphans");
+                    store
+                        .fail_orphans(OrphanSweep::new(T0 + 2, "gone"))
+                        .await
+                        .expect("orphans");
                 }
             }
         }));

@@ -111,7 +111,11 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     all_there(&store, &seeded).await;
     assert_eq!(
         store
-            .list(&mcp_tasks_core::ListScope::Owner("big".into()), None, 100)
+            .list(mcp_tasks_core::ListQuery::new(
+                mcp_tasks_core::ListScope::Owner("big".into()),
+                None,
+                100
+            ))
             .await
             .unwrap(),
         vec![]

@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use mcp_tasks_core::{
-    Limit, Limits, ListScope, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord, Transition,
-    TransitionResult,
+    Limit, Limits, ListQuery, ListScope, NewTask, OrphanSweep, Outcome, OutcomeKind, StoreError,
+    TaskRecord, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use serde_json::Value;
@@ -169,7 +169,7 @@ pub(super) async fn apply_rejected(store: &Store, t: Transition, what: &str) -> 
 /// Fail the orphans at `now_ms` with `message`; the store must not fail.
 pub(super) async fn fail_orphans(store: &Store, now_ms: i64, message: &str) -> Vec<TaskRecord> {
     store
-        .fail_orphans(now_ms, message)
+        .fail_orphans(OrphanSweep::new(now_ms, message))
         .await
         .unwrap_or_else(|e| panic!("fail_orphans at {now_ms} failed: {e}"))
 }
@@ -206,7 +206,7 @@ pub(super) async fn list_all(store: &Store, scope: &ListScope, page: usize) -> V
     let mut after = None;
     loop {
         let batch = store
-            .list(scope, after, page)
+            .list(ListQuery::new(scope.clone(), after, page))
             .await
             .unwrap_or_else(|e| panic!("list failed: {e}"));
         assert!(

@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_core::{Limit, Limits, ListScope, NewTask, OutcomeKind, StoreError, TaskRecord};
+use mcp_tasks_core::{
+    Limit, Limits, ListQuery, ListScope, NewTask, OrphanSweep, OutcomeKind, StoreError, TaskRecord,
+};
 use mcp_tasks_proto::mcp::TaskStatus;
 
 use super::helpers::*;
@@ -336,7 +338,7 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
         // A failed orphan's outcome counts too: the store is over its total now, by the
         // size of that small error (never refused: the failure must be recorded).
         store
-            .fail_orphans(T0 + 1, "gone")
+            .fail_orphans(OrphanSweep::new(T0 + 1, "gone"))
             .await
             .expect("fail_orphans");
         assert!(must_get(&store, &e.task_id).await.status.is_terminal());
@@ -353,7 +355,7 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
 /// The bytes of every task in the store (a full listing).
 async fn store_bytes(store: &Store) -> u64 {
     store
-        .list(&ListScope::All, None, usize::MAX)
+        .list(ListQuery::new(ListScope::All, None, usize::MAX))
         .await
         .expect("list")
         .iter()

@@ -4,7 +4,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{Limits, ListScope, NewTask, TaskRecord};
+use mcp_tasks_core::{Limits, ListQuery, ListScope, NewTask, TaskRecord};
 
 use super::helpers::*;
 use super::{Store, T0};
@@ -119,21 +119,24 @@ pub async fn keyset_pagination(store: Store) {
             "paging by {page} must return every task once, in seq order"
         );
     }
-    let first = store.list(&ListScope::All, None, 10).await.expect("list");
+    let first = store
+        .list(ListQuery::new(ListScope::All, None, 10))
+        .await
+        .expect("list");
     assert_eq!(first, created[..10]);
     let second = store
-        .list(&ListScope::All, Some(created[9].seq), 10)
+        .list(ListQuery::new(ListScope::All, Some(created[9].seq), 10))
         .await
         .expect("list");
     assert_eq!(second, created[10..20]);
     let after_last = store
-        .list(&ListScope::All, Some(created[24].seq), 10)
+        .list(ListQuery::new(ListScope::All, Some(created[24].seq), 10))
         .await
         .expect("list");
     assert!(after_last.is_empty(), "nothing after the last task");
     assert!(
         store
-            .list(&ListScope::All, None, 0)
+            .list(ListQuery::new(ListScope::All, None, 0))
             .await
             .expect("list")
             .is_empty(),
@@ -147,7 +150,7 @@ pub async fn keyset_pagination(store: Store) {
         .await
         .expect("delete_expired");
     let page = store
-        .list(&ListScope::All, Some(t.seq), 10)
+        .list(ListQuery::new(ListScope::All, Some(t.seq), 10))
         .await
         .expect("list");
     assert_eq!(
@@ -185,7 +188,7 @@ pub async fn pagination_under_concurrent_inserts(store: Store) {
     let mut pages = 0;
     loop {
         let batch = store
-            .list(&ListScope::Owner("p".into()), after, 7)
+            .list(ListQuery::new(ListScope::Owner("p".into()), after, 7))
             .await
             .unwrap_or_else(|e| panic!("list failed: {e}"));
         pages += 1;
@@ -204,7 +207,7 @@ pub async fn pagination_under_concurrent_inserts(store: Store) {
     let during = inserter.await.expect("inserter panicked");
     // One more page after the inserter finished: nothing may be left behind.
     let rest = store
-        .list(&ListScope::Owner("p".into()), after, 1000)
+        .list(ListQuery::new(ListScope::Owner("p".into()), after, 1000))
         .await
         .expect("list");
     seen.extend(rest);

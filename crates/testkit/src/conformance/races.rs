@@ -4,7 +4,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
-use mcp_tasks_core::{Limits, NewTask, OutcomeKind, TaskRecord, TransitionResult};
+use mcp_tasks_core::{Limits, NewTask, OrphanSweep, OutcomeKind, TaskRecord, TransitionResult};
 use mcp_tasks_proto::mcp::TaskStatus;
 use proptest::strategy::{Strategy, ValueTree};
 use proptest::test_runner::{Config, TestRunner};
@@ -116,7 +116,7 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
                     .await
                     .map(RaceResult::Deleted),
                 None => store
-                    .fail_orphans(T0 + 100, orphaned_msg)
+                    .fail_orphans(OrphanSweep::new(T0 + 100, orphaned_msg))
                     .await
                     .map(RaceResult::Orphaned),
             };

@@ -2,7 +2,30 @@
 
 use serde_json::{Value, json};
 
-use super::form::{Choice, Field, Kind, bound};
+use super::form::{Choice, Field, Kind, TextRules, bound};
+
+impl TextRules {
+    /// Whether `input` is of the length and format asked for.
+    ///
+    /// # Errors
+    /// Why it is not (said to the user, who is asked again).
+    fn check(&self, input: &str) -> Result<(), String> {
+        let (min, max) = (self.min_length, self.max_length);
+        let n = input.chars().count() as u64;
+        if min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m) {
+            return Err(match (min, max) {
+                (Some(a), Some(b)) => format!("between {a} and {b} characters, please"),
+                (Some(a), None) => format!("at least {a} characters, please"),
+                (_, Some(b)) => format!("at most {b} characters, please"),
+                (None, None) => unreachable!("a bound was broken"),
+            });
+        }
+        match &self.format {
+            Some(f) => check_format(f, input),
+            None => Ok(()),
+        }
+    }
+}
 
 impl Field {
     /// Read an answer: `Ok(None)` leaves an optional field out.
@@ -19,25 +42,7 @@ impl Field {
             };
         }
         match &self.kind {
-            Kind::Text {
-                format,
-                min_length,
-                max_length,
-            } => {
-                let n = input.chars().count() as u64;
-                if min_length.is_some_and(|m| n < m) || max_length.is_some_and(|m| n > m) {
-                    return Err(match (min_length, max_length) {
-                        (Some(a), Some(b)) => format!("between {a} and {b} characters, please"),
-                        (Some(a), None) => format!("at least {a} characters, please"),
-                        (_, Some(b)) => format!("at most {b} characters, please"),
-                        (None, None) => unreachable!("a bound was broken"),
-                    });
-                }
-                if let Some(f) = format {
-                    check_format(f, input)?;
-                }
-                Ok(Some(json!(input)))
-            }
+            Kind::Text(rules) => rules.check(input).map(|()| Some(json!(input))),
             Kind::Number {
                 integer,
                 minimum,

@@ -15,11 +15,7 @@ pub(crate) struct Choice {
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Kind {
     /// A string, maybe of a `format`, maybe bounded in length.
-    Text {
-        format: Option<String>,
-        min_length: Option<u64>,
-        max_length: Option<u64>,
-    },
+    Text(TextRules),
     /// A number (`integer` for whole numbers only), maybe bounded.
     Number {
         integer: bool,
@@ -107,11 +103,11 @@ fn kind_of(name: &str, prop: &Value) -> Result<Kind, String> {
         return Ok(Kind::Choice(options));
     }
     match ty {
-        Some("string") | None => Ok(Kind::Text {
+        Some("string") | None => Ok(Kind::Text(TextRules {
             format: text_of(prop, "format"),
             min_length: prop.get("minLength").and_then(Value::as_u64),
             max_length: prop.get("maxLength").and_then(Value::as_u64),
-        }),
+        })),
         Some(t @ ("number" | "integer")) => Ok(Kind::Number {
             integer: t == "integer",
             minimum: prop.get("minimum").and_then(Value::as_f64),
@@ -171,31 +167,41 @@ pub(super) fn bound(x: f64) -> String {
     }
 }
 
+/// What a text answer must be: of `format` (`date`, `date-time`, `email`, `uri`), of
+/// `min_length` to `max_length` characters.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct TextRules {
+    pub(crate) format: Option<String>,
+    pub(crate) min_length: Option<u64>,
+    pub(crate) max_length: Option<u64>,
+}
+
+impl TextRules {
+    /// The prompt's hints: `text`, the format, the length bounds.
+    fn hints(&self, hints: &mut Vec<String>) {
+        hints.push("text".into());
+        if let Some(f) = &self.format {
+            hints.push(match f.as_str() {
+                "date" => "date YYYY-MM-DD".into(),
+                "date-time" => "date-time YYYY-MM-DDThh:mm:ssZ".into(),
+                other => other.into(),
+            });
+        }
+        match (self.min_length, self.max_length) {
+            (Some(a), Some(b)) => hints.push(format!("{a}-{b} characters")),
+            (Some(a), None) => hints.push(format!("at least {a} characters")),
+            (None, Some(b)) => hints.push(format!("at most {b} characters")),
+            (None, None) => {}
+        }
+    }
+}
+
 impl Field {
     /// What the prompt says: `label (hints) [default]: `.
     pub(crate) fn prompt(&self) -> String {
         let mut hints: Vec<String> = Vec::new();
         match &self.kind {
-            Kind::Text {
-                format,
-                min_length,
-                max_length,
-            } => {
-                hints.push("text".into());
-                if let Some(f) = format {
-                    hints.push(match f.as_str() {
-                        "date" => "date YYYY-MM-DD".into(),
-                        "date-time" => "date-time YYYY-MM-DDThh:mm:ssZ".into(),
-                        other => other.into(),
-                    });
-                }
-                match (min_length, max_length) {
-                    (Some(a), Some(b)) => hints.push(format!("{a}-{b} characters")),
-                    (Some(a), None) => hints.push(format!("at least {a} characters")),
-                    (None, Some(b)) => hints.push(format!("at most {b} characters")),
-                    (None, None) => {}
-                }
-            }
+            Kind::Text(rules) => rules.hints(&mut hints),
             Kind::Number {
                 integer,
                 minimum,

@@ -234,26 +234,19 @@ mod tests {
 
     #[test]
     fn decodes_the_base64_sentinel_of_the_spec_examples() {
-        assert_eq!(decode("us-west1").unwrap(), "us-west1");
-        assert_eq!(
-            decode("=?base64?SGVsbG8sIOS4lueVjA==?=").unwrap(),
-            "Hello, 世界"
-        );
-        assert_eq!(decode("=?base64?IHBhZGRlZCA=?=").unwrap(), " padded ");
-        assert_eq!(
-            decode("=?base64?bGluZTEKbGluZTI=?=").unwrap(),
-            "line1\nline2"
-        );
-        assert_eq!(
-            decode("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=").unwrap(),
-            "=?base64?literal?="
-        );
-        assert_eq!(decode("=?base64?!!!?=").unwrap_err().code, -32020);
-        assert_eq!(
-            decode("=?base64?/w==?=").unwrap_err().code,
-            -32020,
-            "not UTF-8"
-        );
+        for (header, value) in [
+            ("us-west1", "us-west1"),
+            ("=?base64?SGVsbG8sIOS4lueVjA==?=", "Hello, 世界"),
+            ("=?base64?IHBhZGRlZCA=?=", " padded "),
+            ("=?base64?bGluZTEKbGluZTI=?=", "line1\nline2"),
+            ("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "=?base64?literal?="),
+        ] {
+            assert_eq!(decode(header).unwrap(), value, "{header}");
+        }
+        // Not base64; not UTF-8.
+        for header in ["=?base64?!!!?=", "=?base64?/w==?="] {
+            assert_eq!(decode(header).unwrap_err().code, -32020, "{header}");
+        }
     }
 
     #[test]

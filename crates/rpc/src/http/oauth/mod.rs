@@ -53,11 +53,7 @@ pub struct OAuthConfig {
 
 impl OAuthConfig {
     /// Tokens of `issuers`; everything else at its default.
-    pub fn new<I, S>(issuers: I) -> Self
-    where
-        I: IntoIterator<Item = S>,
-        S: Into<String>,
-    {
+    pub fn new(issuers: impl IntoIterator<Item = impl Into<String>>) -> Self {
         Self {
             issuers: issuers.into_iter().map(Into::into).collect(),
             resource: None,
@@ -489,7 +485,7 @@ mod tests {
 
     #[test]
     fn configuration_errors() {
-        assert!(OAuth::new(OAuthConfig::new::<_, &str>([])).is_err());
+        assert!(OAuth::new(OAuthConfig::new([""; 0])).is_err());
         assert!(OAuth::new(OAuthConfig::new(["nope"])).is_err());
         let https = OAuth::new(OAuthConfig::new(["https://auth.example.com"]));
         assert_eq!(

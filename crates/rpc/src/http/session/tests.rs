@@ -4,7 +4,7 @@ use super::*;
 use crate::http::stream::Next;
 use crate::peer::{Handler, RequestContext};
 use async_trait::async_trait;
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::{ErrorObject, Request};
 use serde_json::{Value, json};
 
 /// `chatty` notifies on its own route before answering; `quiet` just answers.
@@ -12,12 +12,8 @@ struct Chatty;
 
 #[async_trait]
 impl Handler for Chatty {
-    async fn handle_request(
-        &self,
-        cx: RequestContext,
-        method: String,
-        _params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
+        let method = req.method;
         if method == "chatty" {
             cx.notify("notifications/message", Some(json!({"n": 1})))
                 .await;

@@ -191,6 +191,8 @@ impl Session {
 #[async_trait]
 impl Handler for Session {
     /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds`.
+    /// Past the `requests` rate limit of the requester, refused with -32029 (and
+    /// `data.retryAfterMs`) before anything else.
     async fn handle_request(
         &self,
         cx: RequestContext,
@@ -198,6 +200,10 @@ impl Handler for Session {
         params: Option<Value>,
     ) -> Result<Value, ErrorObject> {
         let timer = self.state.metrics.request(&method);
+        if let Err(e) = self.state.guard.admit_request(&self.requester, &method) {
+            timer.finish(false);
+            return Err(e);
+        }
         let answer = self.dispatch(cx, method, params).await;
         timer.finish(answer.is_ok());
         answer

@@ -4,7 +4,9 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use clap::Args;
-use mcp_tasks_core::Policy;
+use mcp_tasks_core::audit::Audit;
+use mcp_tasks_core::rate::{DEFAULT_LOOKUP_FAILURES, Kind, RateLimitConfig, Watch};
+use mcp_tasks_core::{Guard, Policy};
 use mcp_tasks_server::{BuildError, Server, ServerConfig};
 use mcp_tasks_store_sqlite::{SqliteOptions, default_path};
 
@@ -89,6 +91,28 @@ pub(crate) struct ServeArgs {
     /// it), and a message from a gateway's upstream.
     #[arg(long, default_value_t = mcp_tasks_rpc::stdio::DEFAULT_MAX_LINE)]
     max_message_bytes: usize,
+    /// Most requests one task may have waiting for its requestor's answer at once
+    /// (`input_required`); one more fails at once inside the task.
+    #[arg(long, value_name = "N", env = "MCP_TASKS_MAX_PENDING_INPUTS", default_value_t = mcp_tasks_core::policy::DEFAULT_MAX_PENDING_INPUTS)]
+    max_pending_inputs: usize,
+    /// A rate limit per requester (principal; without auth the HTTP session or the stdio
+    /// peer), repeatable: `KIND=N/UNIT[,burst=B]` or `KIND=off`; KIND is `create` (task
+    /// creations), `poll` (`tasks/get` sooner than the task's pollInterval), `lookup-failures`
+    /// (unknown or foreign task ids; once spent, lookups are refused) or `requests` (all);
+    /// UNIT `s`, `m` or `h`; `burst` defaults to N. Default: `lookup-failures=10/s,burst=100`,
+    /// the others off. Refused: JSON-RPC -32029 with `data.retryAfterMs` (HTTP 429 with
+    /// `Retry-After`). Several in one value (as in the environment) are separated by `;`.
+    #[arg(
+        long = "rate-limit",
+        value_name = "KIND=N/UNIT[,burst=B]",
+        env = "MCP_TASKS_RATE_LIMIT"
+    )]
+    rate_limits: Vec<String>,
+    /// Write the audit trail to FILE (or `-` for stderr): one JSON line per task created,
+    /// retrieved, completed/failed/cancelled, listed, failed lookup, refused credential and
+    /// rate-limit refusal. Appended (`O_APPEND`); reopened on SIGHUP (for logrotate).
+    #[arg(long, value_name = "FILE", env = "MCP_TASKS_AUDIT_LOG")]
+    audit_log: Option<String>,
     #[command(flatten)]
     http: Box<crate::http::HttpArgs>,
     #[command(flatten)]
@@ -158,16 +182,74 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
         ms if ms >= 100 => ms,
         _ => bail!("--executor-lease must be at least 100 ms"),
     };
+    if args.max_pending_inputs == 0 {
+        bail!("--max-pending-inputs must be at least 1");
+    }
+    p.max_pending_inputs_per_task = args.max_pending_inputs;
     Ok(p)
+}
+
+/// The rate limits: the defaults, then each `--rate-limit` in order.
+fn rate_limits(args: &ServeArgs) -> anyhow::Result<RateLimitConfig> {
+    let mut c = RateLimitConfig::default();
+    c.set(Kind::LookupFailures, Some(DEFAULT_LOOKUP_FAILURES));
+    for spec in &args.rate_limits {
+        c.apply(spec).map_err(anyhow::Error::msg)?;
+    }
+    Ok(c)
+}
+
+/// The guard of the server: the rate limits and the audit trail (reopened on SIGHUP).
+fn guard(args: &ServeArgs) -> anyhow::Result<Guard> {
+    let limits = rate_limits(args)?;
+    let audit = match &args.audit_log {
+        None => Audit::default(),
+        Some(path) => {
+            let audit = Audit::open(path, mcp_tasks_core::audit::DEFAULT_QUEUE)
+                .with_context(|| format!("--audit-log {path}"))?;
+            reopen_on_sighup(audit.clone());
+            audit
+        }
+    };
+    for kind in Kind::ALL {
+        if let Some(rate) = limits.get(kind) {
+            tracing::info!(limit = kind.name(), %rate, "rate limit");
+        }
+    }
+    Ok(Guard::new(limits, Watch::default(), audit))
+}
+
+/// Reopen the audit log on SIGHUP (logrotate's signal to reopen).
+fn reopen_on_sighup(audit: Audit) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::hangup()) {
+            Ok(mut hup) => {
+                tokio::spawn(async move {
+                    while hup.recv().await.is_some() {
+                        tracing::info!("SIGHUP: reopening the audit log");
+                        audit.reopen();
+                    }
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot handle SIGHUP: the audit log will not be reopened")
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    drop(audit);
 }
 
 pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     let policy = policy(&args)?;
+    let guard = guard(&args)?;
     let config = ServerConfig::default()
         .with_max_line_bytes(args.max_message_bytes)
         .with_shutdown_grace(args.http.shutdown_grace)
         .with_task_after(args.task_after);
-    let mut builder = Server::builder().config(config).policy(policy);
+    let mut builder = Server::builder().config(config).policy(policy).guard(guard);
     builder = match (args.no_tasks, args.store.as_deref()) {
         (true, _) => builder.no_tasks(),
         (false, Some(store)) => builder.store_url(store),

@@ -104,6 +104,9 @@ pub enum EngineError {
     /// The engine is shutting down.
     #[error("the server is shutting down")]
     ShuttingDown,
+    /// A rate limit refused the request (see [`crate::rate`]); nothing was done.
+    #[error("{}", .0.to_error().message)]
+    RateLimited(crate::rate::Refused),
 }
 
 impl From<StoreError> for EngineError {
@@ -123,12 +126,17 @@ impl EngineError {
     /// -32602 (Invalid params)"; "Attempting to cancel a task already in a terminal
     /// status: -32602"; "Internal errors: -32603".
     pub fn to_rpc(&self, context: &str) -> ErrorObject {
+        if let Self::RateLimited(r) = self {
+            // As it is: its data says when to retry.
+            return r.to_error();
+        }
         let code = match self {
             Self::NotFound | Self::Expired | Self::AlreadyTerminal(_) | Self::InvalidParams(_) => {
                 codes::INVALID_PARAMS
             }
             Self::LimitExceeded { .. } => codes::TOO_MANY_TASKS,
             Self::Store(_) | Self::ShuttingDown => codes::INTERNAL_ERROR,
+            Self::RateLimited(_) => codes::RATE_LIMITED,
         };
         let message = match self {
             Self::AlreadyTerminal(_) => self.to_string(),

@@ -11,20 +11,25 @@
 //!   [`instrumented`], a store wrapper that times and counts store operations;
 //! * [`engine`]: the receiver engine, generic over the request a task wraps and over the
 //!   transport (it talks to peers through [`channel::RequestorChannel`]);
+//! * [`guard`]: the rate limits ([`rate`]), the watch for suspicious patterns and the
+//!   audit trail ([`audit`]) of a server;
 //! * [`serve`]: `tasks/get`, `tasks/result`, `tasks/list` and `tasks/cancel` answered from
 //!   an engine, the same for every receiver (server or client).
 //!
 //! This crate never depends on the RPC layer.
 
+pub mod audit;
 pub mod channel;
 pub mod clock;
 pub mod cursor;
 pub mod engine;
 pub mod error;
+pub mod guard;
 pub mod instrumented;
 pub mod memory;
 pub mod metrics;
 pub mod policy;
+pub mod rate;
 pub mod record;
 pub mod schema;
 pub mod serve;
@@ -36,6 +41,7 @@ pub use channel::{RequestSender, RequestorChannel, SendFn};
 pub use clock::{Clock, SystemClock};
 pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, Limit, StoreError};
+pub use guard::Guard;
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
 pub use metrics::Metrics;

@@ -93,6 +93,11 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PatternLabel {
+    pattern: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct OpLabel {
     op: &'static str,
 }
@@ -109,6 +114,8 @@ pub enum Rejection {
     BodyTooLarge,
     /// A resource limit: too many tasks, sessions or connections.
     Limit,
+    /// A rate limit (`--rate-limit`): -32029, HTTP 429.
+    RateLimited,
     /// Anything else refused (rates, malformed framing).
     Other,
 }
@@ -120,6 +127,7 @@ impl Rejection {
             Rejection::Origin => "origin",
             Rejection::BodyTooLarge => "body_too_large",
             Rejection::Limit => "limit",
+            Rejection::RateLimited => "rate_limited",
             Rejection::Other => "other",
         }
     }
@@ -153,6 +161,8 @@ struct Inner {
     failed_lookups: Counter,
     expirations: Counter,
     rejected: Family<ReasonLabel, Counter>,
+    suspicious: Family<PatternLabel, Counter>,
+    audit_dropped: Counter,
     commit_batch: Histogram,
     store_errors: Family<OpLabel, Counter>,
     store_ops: Family<OpLabel, Histogram>,
@@ -201,6 +211,8 @@ impl Metrics {
             failed_lookups: Counter::default(),
             expirations: Counter::default(),
             rejected: Family::default(),
+            suspicious: Family::default(),
+            audit_dropped: Counter::default(),
             commit_batch: Histogram::new(exponential_buckets(1.0, 2.0, 10)),
             store_errors: Family::default(),
             store_ops: Family::new_with_constructor(request_histogram),
@@ -269,6 +281,16 @@ impl Metrics {
                 "mcp_tasks_rejected_requests",
                 "Requests refused before a handler, by reason",
                 i.rejected.clone(),
+            );
+            r.register(
+                "mcp_tasks_suspicious_patterns",
+                "Requesters seen with a suspicious pattern (many failed lookups, over-fast polling), once per requester and window, by pattern",
+                i.suspicious.clone(),
+            );
+            r.register(
+                "mcp_tasks_audit_dropped",
+                "Audit lines dropped because the audit log's queue was full",
+                i.audit_dropped.clone(),
             );
             r.register(
                 "mcp_tasks_store_commit_batch_size",
@@ -377,6 +399,19 @@ impl Metrics {
     /// or is not the requester's.
     pub fn failed_lookup(&self) {
         self.inner.failed_lookups.inc();
+    }
+
+    /// A requester showed a suspicious pattern (`failed_lookups`, `fast_polling`).
+    pub fn suspicious(&self, pattern: &'static str) {
+        self.inner
+            .suspicious
+            .get_or_create(&PatternLabel { pattern })
+            .inc();
+    }
+
+    /// An audit line was dropped (its queue was full).
+    pub fn audit_dropped(&self) {
+        self.inner.audit_dropped.inc();
     }
 
     /// A `tasks/result` starts waiting; the wait ends when the guard drops.

@@ -39,7 +39,13 @@ pub struct Policy {
     pub sweep_interval_ms: u64,
     /// Lease length of an executor; renewed every third of it.
     pub lease_ms: u64,
+    /// Most requests one task may have waiting for its requestor's answer at once
+    /// (`input_required`); one more fails at once in the task, nothing is queued.
+    pub max_pending_inputs_per_task: usize,
 }
+
+/// Default of [`Policy::max_pending_inputs_per_task`].
+pub const DEFAULT_MAX_PENDING_INPUTS: usize = 16;
 
 impl Default for Policy {
     fn default() -> Self {
@@ -55,6 +61,7 @@ impl Default for Policy {
             page_size: 100,
             sweep_interval_ms: 1000,
             lease_ms: 15_000,
+            max_pending_inputs_per_task: DEFAULT_MAX_PENDING_INPUTS,
         }
     }
 }

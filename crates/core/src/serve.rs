@@ -127,7 +127,9 @@ pub fn is_tasks_method(method: &str) -> bool {
 ///
 /// * `tasks/get`, the task as it is now. Spec: "Receivers MUST include the actual `ttl`
 ///   duration (or `null` for unlimited) in `tasks/get` responses." Unknown, foreign and
-///   malformed ids are -32602; so is an expired task ("Task has expired").
+///   malformed ids are -32602; so is an expired task ("Task has expired"). A poll sooner
+///   than the task's `pollInterval` may be refused by the `poll` rate limit
+///   ([`TaskEngine::poll`]).
 /// * `tasks/cancel`, the task `cancelled` (and its work stopped) before the reply. Spec:
 ///   "Receivers MUST reject cancellation requests for tasks already in a terminal status
 ///   (`completed`, `failed`, or `cancelled`) with error code `-32602`".
@@ -148,7 +150,7 @@ pub async fn dispatch(
         methods::TASKS_LIST => return list(engine, who, params).await,
         methods::TASKS_RESULT => return result(engine, who, params, sender()).await,
         methods::TASKS_GET => engine
-            .get(task_id_param(params)?, who)
+            .poll(task_id_param(params)?, who)
             .await
             .map_err(|e| e.to_rpc("Failed to retrieve task"))?,
         methods::TASKS_CANCEL => engine

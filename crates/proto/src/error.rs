@@ -34,6 +34,11 @@ pub mod codes {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// 2026-07-28, `UnsupportedProtocolVersion`: `data.supported` and `data.requested`.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// A request refused by a rate limit (`mcp-tasks serve --rate-limit`): `data.limit`
+    /// names the limit and `data.retryAfterMs` when to retry; over HTTP the status is 429
+    /// with `Retry-After`. Taken from the implementation-defined server-error range
+    /// (-32000 to -32099), clear of the codes above and of the 2026-07-28 ones.
+    pub const RATE_LIMITED: i64 = -32029;
 }
 
 /// A JSON-RPC error object: `{code, message, data?}`.

@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::{
-    Clock, EngineError, Instrumented, MemoryStore, Metrics, Policy, StoreError, SystemClock,
+    Clock, EngineError, Guard, Instrumented, MemoryStore, Metrics, Policy, StoreError, SystemClock,
     TaskEngine, TaskStore,
 };
 
@@ -89,6 +89,7 @@ pub struct ServerBuilder {
     policy: Policy,
     clock: Arc<dyn Clock>,
     extension: Option<Arc<dyn ExtensionFactory>>,
+    guard: Option<Guard>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ServerBuilder, |s| {
@@ -114,7 +115,15 @@ impl ServerBuilder {
             policy: Policy::default(),
             clock: Arc::new(SystemClock),
             extension: None,
+            guard: None,
         }
+    }
+
+    /// The rate limits, watch for suspicious patterns and audit trail of the server
+    /// (default: no limits, the default watch, `tracing` audit lines only).
+    pub fn guard(mut self, guard: Guard) -> Self {
+        self.guard = Some(guard);
+        self
     }
 
     /// Serve `tool` too (tools are listed in the order they are added).
@@ -233,6 +242,7 @@ impl ServerBuilder {
                 None,
                 self.extension,
                 "none".into(),
+                self.guard,
             ));
         };
         // One registry per server: its engine counts into it, and every store operation is
@@ -241,6 +251,9 @@ impl ServerBuilder {
         let store: Arc<dyn TaskStore> = Arc::new(Instrumented::new(store, metrics.clone()));
         let engine = TaskEngine::new(store, self.policy, self.clock);
         engine.set_metrics(metrics);
+        if let Some(guard) = self.guard {
+            engine.set_guard(guard);
+        }
         // Before the engine starts: it resumes orphaned tasks (a gateway's upstream tasks)
         // at start-up and fails the ones nobody can resume.
         if let Some(resumer) = self.extension.as_ref().and_then(|e| e.resumer()) {
@@ -253,6 +266,7 @@ impl ServerBuilder {
             Some(engine),
             self.extension,
             description,
+            None,
         );
         server.start_background();
         Ok(server)

@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::Metrics;
+use mcp_tasks_core::audit::{Event, EventKind};
 use mcp_tasks_core::metrics::{CONTENT_TYPE, Rejection};
+use mcp_tasks_core::{Guard, Metrics};
 use mcp_tasks_rpc::http::{HttpGauges, HttpObserver, MetricsRender, Refusal};
 
 use crate::Server;
@@ -40,10 +41,18 @@ impl Default for MetricsServing {
     }
 }
 
-/// Counts the transport's refusals.
-struct Observer(Metrics);
+/// Counts the transport's refusals, and audits refused credentials.
+struct Observer(Metrics, Guard);
 
 impl HttpObserver for Observer {
+    fn auth_failed(&self, reason: &'static str) {
+        self.1.record(
+            Event::new(EventKind::AuthFailed)
+                .outcome("refused")
+                .with("reason", reason),
+        );
+    }
+
     fn refused(&self, why: Refusal) {
         self.0.rejected(match why {
             Refusal::Auth => Rejection::Auth,
@@ -57,7 +66,10 @@ impl HttpObserver for Observer {
 
 /// The transport's observer for `server`'s metrics.
 pub(crate) fn observer(server: &Server) -> Arc<dyn HttpObserver> {
-    Arc::new(Observer(server.state().metrics.clone()))
+    Arc::new(Observer(
+        server.state().metrics.clone(),
+        server.state().guard.clone(),
+    ))
 }
 
 /// Renders `server`'s metrics: the stored tasks counted at scrape time, the transport's

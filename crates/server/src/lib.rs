@@ -47,7 +47,7 @@ mod validate;
 use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{Metrics, Requester, TaskEngine};
+use mcp_tasks_core::{Guard, Metrics, Requester, TaskEngine};
 use mcp_tasks_rpc::Peer;
 use mcp_tasks_rpc::stdio::LineIo;
 
@@ -168,6 +168,9 @@ pub struct ServerState {
     pub extension: Option<Arc<dyn ExtensionFactory>>,
     /// The server's metrics (`GET /metrics`): its own registry, shared with its engine.
     pub metrics: Metrics,
+    /// The rate limits, the watch for suspicious patterns and the audit trail, shared with
+    /// its engine.
+    pub guard: Guard,
     /// Where tasks are kept, for logs (`memory`, `sqlite:PATH`, `custom`, `none`).
     store_description: String,
     background: Background,
@@ -212,7 +215,7 @@ impl Server {
     /// caller starts the engine ([`TaskEngine::start`]) and keeps its background work
     /// ([`TaskEngine::start_background`]) running; [`Self::builder`] does both.
     pub fn new(config: ServerConfig, tools: Vec<Tool>, engine: Option<TaskEngine>) -> Self {
-        Self::assemble(config, tools, engine, None, String::new())
+        Self::assemble(config, tools, engine, None, String::new(), None)
     }
 
     fn assemble(
@@ -221,18 +224,29 @@ impl Server {
         engine: Option<TaskEngine>,
         extension: Option<Arc<dyn ExtensionFactory>>,
         store_description: String,
+        guard: Option<Guard>,
     ) -> Self {
         // One registry per server, shared with its engine (which may have made it).
         let metrics = engine
             .as_ref()
             .map_or_else(Metrics::new, |e| e.metrics().clone());
         metrics.set_tools(tools.iter().map(|t| t.name.clone()));
+        // The engine's guard when there is an engine (it was given its guard already).
+        let guard = match (&engine, guard) {
+            (Some(e), _) => e.guard().clone(),
+            (None, g) => {
+                let g = g.unwrap_or_default();
+                g.set_metrics(metrics.clone());
+                g
+            }
+        };
         Self {
             state: Arc::new(ServerState {
                 config,
                 tools,
                 engine,
                 metrics,
+                guard,
                 extension,
                 store_description,
                 background: Background::default(),
@@ -300,7 +314,7 @@ impl Server {
         engine: Option<TaskEngine>,
         extension: Arc<dyn ExtensionFactory>,
     ) -> Self {
-        Self::assemble(config, tools, engine, Some(extension), String::new())
+        Self::assemble(config, tools, engine, Some(extension), String::new(), None)
     }
 
     /// The shared state.

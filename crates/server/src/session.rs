@@ -197,8 +197,14 @@ impl Session {
 #[async_trait]
 impl Handler for Session {
     /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds`.
+    /// Past the `requests` rate limit of the requester, refused with -32029 (and
+    /// `data.retryAfterMs`) before anything else.
     async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
         let timer = self.state.metrics.request(&req.method);
+        if let Err(e) = self.state.guard.admit_request(&self.requester, &req.method) {
+            timer.finish(false);
+            return Err(e);
+        }
         let answer = self.dispatch(cx, req.method, req.params).await;
         timer.finish(answer.is_ok());
         answer

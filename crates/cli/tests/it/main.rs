@@ -18,6 +18,7 @@ mod http_common;
 mod term_support;
 
 // Behaviours.
+mod audit_log;
 mod bad_input;
 mod bench_smoke;
 mod cli_call;
@@ -65,6 +66,7 @@ mod metrics;
 mod modern_era;
 mod postgres_store;
 mod process;
+mod rate_limits;
 mod status_notifications;
 mod task_progress;
 mod task_support;

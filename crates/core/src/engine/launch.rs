@@ -11,9 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::relay::{InputState, RunningTask, TaskChannel};
 use super::{
-    AUDIT_TARGET, Classifier, Requester, Runner, TaskEngine, TaskRun, TaskSpec, audit_finished,
-    bounded_message, failed_transition, new_task_id,
+    Classifier, EndedBy, Requester, Runner, TaskEngine, TaskRun, TaskSpec, bounded_message,
+    failed_transition, new_task_id,
 };
+use crate::audit::{Event, EventKind};
 use crate::channel::RequestorChannel;
 use crate::error::EngineError;
 use crate::record::{NewTask, Outcome, TaskRecord};
@@ -53,11 +54,15 @@ impl TaskEngine {
     ///
     /// # Errors
     /// -32602 for a malformed `task` field, the limit error when the requester has too many
-    /// active tasks, -32603 when the store fails.
+    /// active tasks, [`EngineError::RateLimited`] past the `create` rate limit (nothing is
+    /// stored), -32603 when the store fails.
     pub async fn create(&self, spec: TaskSpec, runner: Runner) -> Result<TaskRecord, EngineError> {
         if self.inner.shutdown.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
+        self.guard()
+            .admit_create(&spec.requester, &spec.method)
+            .map_err(EngineError::RateLimited)?;
         let ttl = self.inner.policy.resolve_ttl(&spec.task_field)?;
         let task_id = new_task_id();
         let TaskSpec {
@@ -104,15 +109,15 @@ impl TaskEngine {
             }
         };
         self.metrics().task_created(&rec, tool.as_deref());
-        tracing::info!(
-            target: AUDIT_TARGET,
-            task_id = %task_id,
-            method = %rec.method,
-            tool = tool.as_deref(),
-            principal = requester.principal.as_deref(),
-            ttl = ?ttl,
-            "task created"
-        );
+        let mut event = Event::new(EventKind::Created)
+            .who(&requester)
+            .task(&task_id)
+            .method(&rec.method)
+            .with("ttlMs", ttl);
+        if let Some(t) = &tool {
+            event = event.with("tool", t.as_str());
+        }
+        self.guard().record(event);
         self.launch(task_id, requester, origin, classify, runner);
         Ok(rec)
     }
@@ -206,7 +211,7 @@ impl TaskEngine {
         };
         match stored {
             Some(TransitionResult::Applied(rec)) => {
-                audit_finished(&rec);
+                self.audit_finished(&rec, EndedBy::Work);
                 self.announce(&rec).await;
             }
             Some(TransitionResult::Rejected(rec)) => {

@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use mcp_tasks_proto::{ErrorObject, RequestId};
 
-use super::{ORPHAN_MESSAGE, Requester, TaskEngine, audit_finished, failed_transition};
+use super::{EndedBy, ORPHAN_MESSAGE, Requester, TaskEngine, failed_transition};
+use crate::audit::{Event, EventKind};
 use crate::error::EngineError;
 use crate::store::{AdoptQuery, OrphanSweep, Transition, TransitionResult};
 
@@ -83,6 +84,7 @@ impl TaskEngine {
             .await?
         {
             self.metrics().task_changed(&r);
+            self.audit_finished(&r, EndedBy::Orphan);
             tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
         }
         Ok(())
@@ -123,6 +125,7 @@ impl TaskEngine {
                         Ok(recs) => {
                             for r in recs {
                                 engine.metrics().task_changed(&r);
+                                engine.audit_finished(&r, EndedBy::Orphan);
                                 tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
                             }
                         }
@@ -150,7 +153,12 @@ impl TaskEngine {
                 Ok(ids) => {
                     total += ids.len();
                     for id in &ids {
-                        tracing::info!(task_id = %id, "task expired and was deleted");
+                        self.guard().record(
+                            Event::new(EventKind::Expired)
+                                .task(id)
+                                .outcome("deleted")
+                                .with("by", "expiry"),
+                        );
                         self.metrics().task_expired(id);
                         self.stop_local(id);
                     }
@@ -192,7 +200,7 @@ impl TaskEngine {
                 ..failed_transition(&id, &err, self.now())
             };
             if let Ok(TransitionResult::Applied(rec)) = self.inner.store.transition(t).await {
-                audit_finished(&rec);
+                self.audit_finished(&rec, EndedBy::Shutdown);
                 self.announce(&rec).await;
             }
             self.stop_local(&id);

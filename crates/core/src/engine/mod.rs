@@ -15,10 +15,12 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::audit::{Event, EventKind};
 use crate::channel::RequestorChannel;
 use crate::clock::Clock;
 use crate::cursor::CursorCodec;
 use crate::error::EngineError;
+use crate::guard::Guard;
 use crate::metrics::Metrics;
 use crate::policy::Policy;
 use crate::record::{Outcome, TaskRecord};
@@ -92,11 +94,8 @@ impl Requester {
 /// that were bound to no one).
 pub const LOCAL_QUOTA_KEY: &str = "local";
 
-/// The `tracing` target of the audit log: one `info` line when a task is created, reaches
-/// a terminal status, has its result retrieved, or is cancelled (task id, method or tool,
-/// principal; never params, results or tokens). Filter it with
-/// `RUST_LOG=info,mcp_tasks::audit=off` (or `=warn`).
-pub const AUDIT_TARGET: &str = "mcp_tasks::audit";
+/// The `tracing` target of the audit trail (see [`crate::audit`]).
+pub use crate::audit::AUDIT_TARGET;
 
 /// Decides the terminal status of a successful result (a `CallToolResult` with
 /// `isError: true` is `failed`).
@@ -164,6 +163,7 @@ struct Inner {
     cursor: tokio::sync::OnceCell<CursorCodec>,
     shutdown: CancellationToken,
     metrics: std::sync::OnceLock<Metrics>,
+    guard: std::sync::OnceLock<Guard>,
 }
 
 /// The engine. Cheap to clone.
@@ -204,16 +204,28 @@ fn failed_transition(task_id: &str, err: &ErrorObject, at_ms: i64) -> Transition
     }
 }
 
-/// The audit line of a task that reached a terminal status.
-fn audit_finished(rec: &TaskRecord) {
-    tracing::info!(
-        target: AUDIT_TARGET,
-        task_id = %rec.task_id,
-        method = %rec.method,
-        principal = rec.owner.as_deref(),
-        status = %rec.status,
-        "task finished"
-    );
+/// Who ended a task, in its audit line (`by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EndedBy {
+    /// Its own work (its outcome).
+    Work,
+    /// The requester (`tasks/cancel`).
+    Requester,
+    /// The server shutting down.
+    Shutdown,
+    /// Its executor stopped (an orphan).
+    Orphan,
+}
+
+impl EndedBy {
+    fn name(self) -> &'static str {
+        match self {
+            EndedBy::Work => "work",
+            EndedBy::Requester => "requester",
+            EndedBy::Shutdown => "shutdown",
+            EndedBy::Orphan => "orphan",
+        }
+    }
 }
 
 /// The status message of a task failed because its executor stopped.
@@ -255,8 +267,44 @@ impl TaskEngine {
                 cursor: tokio::sync::OnceCell::new(),
                 shutdown: CancellationToken::new(),
                 metrics: std::sync::OnceLock::new(),
+                guard: std::sync::OnceLock::new(),
             }),
         }
+    }
+
+    /// Apply the rate limits and audit trail of `guard` (once; before the engine starts).
+    /// Returns `false` if the engine has a guard already.
+    pub fn set_guard(&self, guard: Guard) -> bool {
+        guard.set_metrics(self.metrics().clone());
+        self.inner.guard.set(guard).is_ok()
+    }
+
+    /// The guard in force (no limits and `tracing` audit lines only unless
+    /// [`Self::set_guard`] came first).
+    pub fn guard(&self) -> &Guard {
+        self.inner.guard.get_or_init(|| {
+            let guard = Guard::default();
+            guard.set_metrics(self.metrics().clone());
+            guard
+        })
+    }
+
+    /// The audit line of a task that reached a terminal status.
+    pub(crate) fn audit_finished(&self, rec: &TaskRecord, by: EndedBy) {
+        let kind = match rec.status {
+            TaskStatus::Completed => EventKind::Completed,
+            TaskStatus::Cancelled => EventKind::Cancelled,
+            _ => EventKind::Failed,
+        };
+        self.guard().record(
+            Event::new(kind)
+                .principal(rec.owner.as_deref())
+                .task(&rec.task_id)
+                .method(&rec.method)
+                .outcome(rec.status.as_str())
+                .with("status", rec.status.as_str())
+                .with("by", by.name()),
+        );
     }
 
     /// Install the [`Resumer`] consulted before orphaned tasks are failed (once; set it

@@ -2,12 +2,13 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{Task, set_related_task};
+use mcp_tasks_proto::{ErrorObject, methods};
 use serde_json::Value;
 
 use super::relay::Deliverer;
-use super::{AUDIT_TARGET, CANCELLED_MESSAGE, Requester, TaskEngine, cancelled_outcome};
+use super::{CANCELLED_MESSAGE, EndedBy, Requester, TaskEngine, cancelled_outcome};
+use crate::audit::{Event, EventKind};
 use crate::channel::RequestSender;
 use crate::error::EngineError;
 use crate::record::{Outcome, TaskRecord};
@@ -25,30 +26,37 @@ pub(super) enum Read {
 
 impl TaskEngine {
     /// The record of `task_id` (as much as `read` says) if `who` may see it and it has not
-    /// expired.
+    /// expired; `method` is the request's, for the lookup-failure limit and the audit.
     pub(super) async fn visible(
         &self,
         task_id: &str,
         who: &Requester,
         read: Read,
+        method: &str,
     ) -> Result<TaskRecord, EngineError> {
+        self.guard()
+            .admit_lookup(who, method)
+            .map_err(EngineError::RateLimited)?;
         let store = &self.inner.store;
         let rec = match read {
             Read::Full => store.get(task_id).await?,
             Read::Summary => store.get_summary(task_id).await?,
         };
-        self.seen_by(rec, who)
+        self.seen_by(rec, who, task_id, method)
     }
 
-    /// `rec` if `who` may see it and it has not expired.
+    /// `rec` (the record of `task_id`, if any) if `who` may see it and it has not expired.
     pub(super) fn seen_by(
         &self,
         rec: Option<TaskRecord>,
         who: &Requester,
+        task_id: &str,
+        method: &str,
     ) -> Result<TaskRecord, EngineError> {
         let Some(rec) = rec.filter(|r| who.can_see(r)) else {
             // An unknown or foreign task id: what an enumeration attempt looks like.
             self.metrics().failed_lookup();
+            self.guard().lookup_failed(who, method, task_id);
             return Err(EngineError::NotFound);
         };
         if rec.is_expired(self.now()) {
@@ -62,7 +70,69 @@ impl TaskEngine {
     /// # Errors
     /// Not found (also for a foreign task), expired, or a store failure.
     pub async fn get(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        Ok(self.visible(task_id, who, Read::Summary).await?.to_wire())
+        Ok(self
+            .visible(task_id, who, Read::Summary, methods::TASKS_GET)
+            .await?
+            .to_wire())
+    }
+
+    /// `tasks/get` as a requestor's poll: [`Self::get`], then the `poll` rate limit (a
+    /// poll sooner than the task's `pollInterval` after the previous one is over-fast: it
+    /// is watched, and refused once the requester's `poll` allowance is spent), and the
+    /// audit line of a retrieval when the task is terminal.
+    ///
+    /// Spec (SEP-2663): "Servers MAY rate-limit clients polling more frequently than the
+    /// recorded `pollIntervalMs`."
+    ///
+    /// # Errors
+    /// As [`Self::get`], and [`EngineError::RateLimited`].
+    pub async fn poll(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
+        let rec = self
+            .visible(task_id, who, Read::Summary, methods::TASKS_GET)
+            .await?;
+        let interval = std::time::Duration::from_millis(rec.poll_interval_ms.unwrap_or(0));
+        self.guard()
+            .poll(who, methods::TASKS_GET, task_id, interval)
+            .map_err(EngineError::RateLimited)?;
+        if rec.status.is_terminal() {
+            self.audit_retrieved(&rec, who, methods::TASKS_GET);
+        }
+        Ok(rec.to_wire())
+    }
+
+    fn audit_retrieved(&self, rec: &TaskRecord, who: &Requester, method: &str) {
+        self.guard().record(
+            Event::new(EventKind::Retrieved)
+                .who(who)
+                .task(&rec.task_id)
+                .method(method)
+                .with("status", rec.status.as_str()),
+        );
+    }
+
+    /// The stored outcome of the terminal task `task_id`, as `tasks/result` would return
+    /// it, without waiting and without an audit line of its own (for a read that has
+    /// audited itself).
+    ///
+    /// # Errors
+    /// Not found, expired, not terminal (-32602), or a store failure.
+    pub async fn terminal_outcome(
+        &self,
+        task_id: &str,
+        who: &Requester,
+    ) -> Result<Result<Value, ErrorObject>, EngineError> {
+        let rec = self
+            .visible(task_id, who, Read::Full, methods::TASKS_GET)
+            .await?;
+        let Some(outcome) = rec.outcome.as_ref().filter(|_| rec.status.is_terminal()) else {
+            return Err(EngineError::InvalidParams(format!(
+                "task {task_id} has not finished"
+            )));
+        };
+        Ok(outcome.decode().map(|mut v| {
+            set_related_task(&mut v, task_id);
+            v
+        }))
     }
 
     /// `tasks/cancel`.
@@ -75,7 +145,9 @@ impl TaskEngine {
     /// # Errors
     /// Not found, expired, already terminal, or a store failure.
     pub async fn cancel(&self, task_id: &str, who: &Requester) -> Result<Task, EngineError> {
-        let rec = self.visible(task_id, who, Read::Summary).await?;
+        let rec = self
+            .visible(task_id, who, Read::Summary, methods::TASKS_CANCEL)
+            .await?;
         if rec.status.is_terminal() {
             return Err(EngineError::AlreadyTerminal(rec.status));
         }
@@ -88,12 +160,14 @@ impl TaskEngine {
         };
         match self.inner.store.transition(t).await? {
             TransitionResult::Applied(rec) => {
-                tracing::info!(
-                    target: AUDIT_TARGET,
-                    task_id = %task_id,
-                    method = %rec.method,
-                    principal = who.principal.as_deref(),
-                    "task cancelled"
+                self.guard().record(
+                    Event::new(EventKind::Cancelled)
+                        .who(who)
+                        .task(task_id)
+                        .method(&rec.method)
+                        .outcome("cancelled")
+                        .with("status", rec.status.as_str())
+                        .with("by", EndedBy::Requester.name()),
                 );
                 self.announce(&rec).await;
                 self.stop_local(task_id);
@@ -139,13 +213,18 @@ impl TaskEngine {
             None
         };
         let now = self.now();
-        Ok((
-            page.iter()
-                .filter(|r| !r.is_expired(now))
-                .map(TaskRecord::to_wire)
-                .collect(),
-            next,
-        ))
+        let tasks: Vec<Task> = page
+            .iter()
+            .filter(|r| !r.is_expired(now))
+            .map(TaskRecord::to_wire)
+            .collect();
+        self.guard().record(
+            Event::new(EventKind::Listed)
+                .who(who)
+                .method(methods::TASKS_LIST)
+                .with("count", tasks.len()),
+        );
+        Ok((tasks, next))
     }
 
     /// `tasks/result`: block until the task is terminal, relaying its pending requests on
@@ -178,19 +257,14 @@ impl TaskEngine {
         sender: Option<Arc<dyn RequestSender>>,
     ) -> Result<Result<Value, ErrorObject>, EngineError> {
         let mut changes = self.inner.store.subscribe(task_id);
-        let mut rec = self.visible(task_id, who, Read::Full).await?;
+        let mut rec = self
+            .visible(task_id, who, Read::Full, methods::TASKS_RESULT)
+            .await?;
         let mut deliverer: Option<Deliverer> = None;
         let _wait = (!rec.status.is_terminal()).then(|| self.metrics().result_wait());
         loop {
             if rec.status.is_terminal() {
-                tracing::info!(
-                    target: AUDIT_TARGET,
-                    task_id = %task_id,
-                    method = %rec.method,
-                    principal = who.principal.as_deref(),
-                    status = %rec.status,
-                    "task result retrieved"
-                );
+                self.audit_retrieved(&rec, who, methods::TASKS_RESULT);
                 let Some(outcome) = &rec.outcome else {
                     return Err(EngineError::Store(crate::StoreError::Corrupt(format!(
                         "terminal task {task_id} has no outcome"

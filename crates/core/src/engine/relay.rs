@@ -352,10 +352,17 @@ impl RequestorChannel for TaskChannel {
         }
         set_related_task(&mut params, &self.task.task_id);
         let (tx, rx) = oneshot::channel();
+        let max = self.engine.inner.policy.max_pending_inputs_per_task;
         let guard = {
             let _lock = self.task.status_lock.lock().await;
             let id = {
                 let mut st = self.task.input.lock();
+                // Bounded: a task cannot queue requests for its requestor without end.
+                if st.queue.len() >= max {
+                    return Err(ErrorObject::internal(format!(
+                        "the task already waits on {max} requests for its requestor (the most a task may; `--max-pending-inputs`): {method} was not sent"
+                    )));
+                }
                 st.next_request += 1;
                 let id = relayed_request_id(&self.task.task_id, st.next_request);
                 self.engine.inner.answers.lock().insert(

@@ -2,6 +2,7 @@
 #![allow(missing_docs)]
 
 mod conformance_memory;
+mod engine_guard;
 mod engine_props;
 mod engine_store_faults;
 mod relay_owner;

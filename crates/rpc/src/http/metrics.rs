@@ -30,6 +30,13 @@ pub enum Refusal {
 pub trait HttpObserver: Send + Sync + 'static {
     /// A request was refused before any handler.
     fn refused(&self, why: Refusal);
+
+    /// A request was refused for its credentials (also counted by [`Self::refused`]):
+    /// `reason` is `missing_token`, `invalid_token`, `keys_unavailable` or
+    /// `insufficient_scope`; never the token.
+    fn auth_failed(&self, reason: &'static str) {
+        let _ = reason;
+    }
 }
 
 /// The transport's gauges at scrape time.
@@ -71,6 +78,13 @@ impl Shared {
     pub(crate) fn refused(&self, why: Refusal) {
         if let Some(o) = &self.config.observer {
             o.refused(why);
+        }
+    }
+
+    /// Report a refused credential (see [`HttpObserver::auth_failed`]).
+    pub(crate) fn auth_failed(&self, reason: &'static str) {
+        if let Some(o) = &self.config.observer {
+            o.auth_failed(reason);
         }
     }
 

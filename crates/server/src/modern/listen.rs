@@ -90,7 +90,7 @@ pub(super) async fn listen(
     };
     loop {
         for id in due.drain(..) {
-            match super::tasks::get(engine, &session.requester, &id).await {
+            match super::tasks::get(engine, &session.requester, &id, false).await {
                 Ok(task) => {
                     let terminal = task.task.task.status.is_terminal();
                     send(cx, task, &sub_meta).await;

@@ -139,7 +139,7 @@ pub(super) async fn handle(
     let who = &session.requester;
     let task_id = serve::task_id_param(params)?;
     let result = match method {
-        methods::TASKS_GET => json!(get(engine, who, task_id).await?),
+        methods::TASKS_GET => json!(get(engine, who, task_id, true).await?),
         methods::TASKS_CANCEL => {
             // Spec: "The server MUST acknowledge the request with an empty result" and the
             // task "MAY ultimately reach a terminal status other than `cancelled` if the
@@ -177,20 +177,26 @@ pub(super) async fn handle(
 /// `completed` with that result here, the extension's reading of the same outcome. A
 /// 2025-11-25 task waiting for input (on its `tasks/result` stream) reads as
 /// `input_required` with the requests it waits on, like a 2026-07-28 task.
+///
+/// `poll`: a client's `tasks/get` ([`TaskEngine::poll`]: the `poll` rate limit and the
+/// audit of a terminal task's retrieval apply), not a subscription's push.
 pub(super) async fn get(
     engine: &TaskEngine,
     who: &mcp_tasks_core::Requester,
     task_id: &str,
+    poll: bool,
 ) -> Result<GetTaskResult, ErrorObject> {
-    let task = engine
-        .get(task_id, who)
-        .await
-        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
+    let task = if poll {
+        engine.poll(task_id, who).await
+    } else {
+        engine.get(task_id, who).await
+    }
+    .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
     let mut detailed = DetailedTask::bare(Task::from(&task));
     match task.status {
         TaskStatus::Completed | TaskStatus::Failed => {
             // Terminal: the stored outcome, at once.
-            match engine.result(task_id, who, None).await {
+            match engine.terminal_outcome(task_id, who).await {
                 Ok(Ok(mut v)) => {
                     strip_related_task(&mut v);
                     detailed.task.status = TaskStatus::Completed;

@@ -298,6 +298,12 @@ async fn authenticate(
             (None, None) => AuthFailure::Invalid("the bearer token is not valid".into()),
         },
     };
+    shared.auth_failed(match &failure {
+        AuthFailure::Missing => "missing_token",
+        AuthFailure::Invalid(_) => "invalid_token",
+        AuthFailure::Unavailable(_) => "keys_unavailable",
+        AuthFailure::InsufficientScope => "insufficient_scope",
+    });
     let (status, message) = match &failure {
         AuthFailure::Missing => (
             StatusCode::UNAUTHORIZED,

@@ -1,0 +1,478 @@
+//! The audit trail: one JSON line per security-relevant event ([`Audit`]).
+//!
+//! Spec (security, audit and logging): receivers SHOULD "Log task creation, completion,
+//! and retrieval events for audit purposes" and "Include auth context in logs when
+//! available". Every event is a `tracing` line on [`AUDIT_TARGET`] (as before), and, with
+//! a sink ([`Audit::open`]: `mcp-tasks serve --audit-log FILE`, or `-` for stderr), one
+//! JSON object per line:
+//!
+//! ```json
+//! {"time":"2026-12-03T17:00:00.123Z","event":"task_created","principal":"alice","session":"5f0c…","taskId":"…","method":"tools/call","tool":"sleep","outcome":"ok"}
+//! ```
+//!
+//! `event` is one of `task_created`, `task_retrieved` (`tasks/result`, or `tasks/get` of
+//! a terminal task), `task_completed`, `task_failed`, `task_cancelled` (with `by`:
+//! `requester`, `work` (the task's own outcome), `expiry`, `shutdown`, `orphan`),
+//! `task_expired`, `tasks_listed`, `lookup_failed`, `auth_failed` (with `reason`, never
+//! the token), `rate_limited` (with `limit`). `session` is a digest of the connection's
+//! internal id (never the `Mcp-Session-Id` itself). Params, results and tokens never
+//! appear.
+//!
+//! The file is opened with `O_APPEND` (each line one `write`), reopened by
+//! [`Audit::reopen`] (on SIGHUP, after logrotate moved it). Lines go through a bounded
+//! queue to one writer task, so a slow disk never holds a request: when the queue is full
+//! the line is dropped, counted (`mcp_tasks_audit_dropped_total`) and reported (a warning,
+//! at most one every 10 seconds).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use serde_json::{Map, Value, json};
+use sha2::Digest;
+use tokio::sync::{Notify, mpsc};
+
+use crate::engine::Requester;
+use crate::metrics::Metrics;
+
+/// The `tracing` target of the audit lines (see the module documentation). Filter it
+/// with `RUST_LOG=info,mcp_tasks::audit=off` (or `=warn`).
+pub const AUDIT_TARGET: &str = "mcp_tasks::audit";
+
+/// Default length of the queue to the audit writer, in lines.
+pub const DEFAULT_QUEUE: usize = 4096;
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum EventKind {
+    /// A task was created.
+    Created,
+    /// A task's result was read (`tasks/result`, `tasks/get` of a terminal task).
+    Retrieved,
+    /// A task completed.
+    Completed,
+    /// A task failed.
+    Failed,
+    /// A task was cancelled.
+    Cancelled,
+    /// A task's TTL passed and it was deleted.
+    Expired,
+    /// Tasks were listed.
+    Listed,
+    /// A lookup named an unknown or foreign task id.
+    LookupFailed,
+    /// A request was refused for its credentials.
+    AuthFailed,
+    /// A request was refused by a rate limit.
+    RateLimited,
+}
+
+impl EventKind {
+    /// Its `event` value.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventKind::Created => "task_created",
+            EventKind::Retrieved => "task_retrieved",
+            EventKind::Completed => "task_completed",
+            EventKind::Failed => "task_failed",
+            EventKind::Cancelled => "task_cancelled",
+            EventKind::Expired => "task_expired",
+            EventKind::Listed => "tasks_listed",
+            EventKind::LookupFailed => "lookup_failed",
+            EventKind::AuthFailed => "auth_failed",
+            EventKind::RateLimited => "rate_limited",
+        }
+    }
+
+    /// The message of its `tracing` line.
+    fn message(self) -> &'static str {
+        match self {
+            EventKind::Created => "task created",
+            EventKind::Retrieved => "task result retrieved",
+            EventKind::Completed | EventKind::Failed => "task finished",
+            EventKind::Cancelled => "task cancelled",
+            EventKind::Expired => "task expired and was deleted",
+            EventKind::Listed => "tasks listed",
+            EventKind::LookupFailed => "failed task lookup",
+            EventKind::AuthFailed => "authentication failed",
+            EventKind::RateLimited => "request rate limited",
+        }
+    }
+}
+
+/// One event: [`Event::new`], then the setters.
+#[derive(Debug, Clone)]
+pub struct Event {
+    kind: EventKind,
+    principal: Option<String>,
+    session: Option<String>,
+    task_id: Option<String>,
+    method: Option<String>,
+    outcome: &'static str,
+    extra: Map<String, Value>,
+}
+
+/// The digest of a session's internal id written in the log: 16 hex digits of its
+/// SHA-256, enough to tell sessions apart, useless to present as anything.
+fn session_digest(session: &str) -> String {
+    let d = sha2::Sha256::digest(session.as_bytes());
+    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+impl Event {
+    /// An event of `kind` with outcome `ok`.
+    pub fn new(kind: EventKind) -> Self {
+        Self {
+            kind,
+            principal: None,
+            session: None,
+            task_id: None,
+            method: None,
+            outcome: "ok",
+            extra: Map::new(),
+        }
+    }
+
+    /// Who asked: its principal and session.
+    #[must_use]
+    pub fn who(mut self, who: &Requester) -> Self {
+        self.principal.clone_from(&who.principal);
+        self.session = who.session.as_deref().map(session_digest);
+        self
+    }
+
+    /// The principal (for events no requester caused: a task's own end).
+    #[must_use]
+    pub fn principal(mut self, principal: Option<&str>) -> Self {
+        self.principal = principal.map(str::to_owned);
+        self
+    }
+
+    /// The task.
+    #[must_use]
+    pub fn task(mut self, task_id: &str) -> Self {
+        self.task_id = Some(task_id.to_owned());
+        self
+    }
+
+    /// The method (of the request, or the one the task wraps).
+    #[must_use]
+    pub fn method(mut self, method: &str) -> Self {
+        self.method = Some(method.to_owned());
+        self
+    }
+
+    /// The outcome (`ok` unless set): `refused`, `not_found`, a task status...
+    #[must_use]
+    pub fn outcome(mut self, outcome: &'static str) -> Self {
+        self.outcome = outcome;
+        self
+    }
+
+    /// Another field (`tool`, `by`, `reason`, `limit`, `status`, `count`).
+    #[must_use]
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The kind.
+    pub fn kind(&self) -> EventKind {
+        self.kind
+    }
+
+    /// The JSON line (without the newline), stamped `time`.
+    pub fn to_line(&self, time: &str) -> String {
+        let mut m = Map::new();
+        m.insert("time".into(), json!(time));
+        m.insert("event".into(), json!(self.kind.name()));
+        m.insert("principal".into(), json!(self.principal));
+        m.insert("session".into(), json!(self.session));
+        m.insert("taskId".into(), json!(self.task_id));
+        m.insert("method".into(), json!(self.method));
+        m.insert("outcome".into(), json!(self.outcome));
+        for (k, v) in &self.extra {
+            m.insert(k.clone(), v.clone());
+        }
+        Value::Object(m).to_string()
+    }
+
+    fn trace(&self) {
+        let field = |k: &str| {
+            self.extra
+                .get(k)
+                .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+        };
+        let (tool, status, by) = (field("tool"), field("status"), field("by"));
+        tracing::info!(
+            target: AUDIT_TARGET,
+            event = %self.kind.name(),
+            task_id = self.task_id.as_deref(),
+            method = self.method.as_deref(),
+            tool = tool.as_deref(),
+            principal = self.principal.as_deref(),
+            status = status.map(tracing::field::display),
+            by = by.map(tracing::field::display),
+            outcome = %self.outcome,
+            "{}",
+            self.kind.message()
+        );
+    }
+}
+
+/// Where lines are written.
+#[derive(Debug, Clone)]
+enum Target {
+    File(PathBuf),
+    Stderr,
+}
+
+impl Target {
+    fn open(&self) -> std::io::Result<Box<dyn Write + Send>> {
+        match self {
+            Target::Stderr => Ok(Box::new(std::io::stderr())),
+            Target::File(p) => Ok(Box::new(
+                std::fs::OpenOptions::new()
+                    .append(true)
+                    .create(true)
+                    .open(p)?,
+            )),
+        }
+    }
+}
+
+struct Sink {
+    tx: mpsc::Sender<String>,
+    reopen: Arc<Notify>,
+}
+
+struct Inner {
+    sink: Option<Sink>,
+    dropped: AtomicU64,
+    last_warning: Mutex<Option<Instant>>,
+    metrics: std::sync::OnceLock<Metrics>,
+}
+
+/// The audit trail. Cheap to clone; [`Audit::default`] writes `tracing` lines only.
+#[derive(Clone)]
+pub struct Audit {
+    inner: Arc<Inner>,
+}
+
+mcp_tasks_proto::debug_non_exhaustive!(Audit, |s| { file: s.inner.sink.is_some() });
+
+impl Default for Audit {
+    fn default() -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                sink: None,
+                dropped: AtomicU64::new(0),
+                last_warning: Mutex::new(None),
+                metrics: std::sync::OnceLock::new(),
+            }),
+        }
+    }
+}
+
+impl Audit {
+    /// An audit trail that also writes JSON lines to `path` (`-`: stderr), through a
+    /// queue of `queue` lines to a writer task (spawned here: call within a Tokio runtime).
+    ///
+    /// # Errors
+    /// The file cannot be opened for appending.
+    pub fn open(path: &str, queue: usize) -> std::io::Result<Self> {
+        let target = if path == "-" {
+            Target::Stderr
+        } else {
+            Target::File(PathBuf::from(path))
+        };
+        let out = target.open()?;
+        let (tx, rx) = mpsc::channel(queue.max(1));
+        let reopen = Arc::new(Notify::new());
+        tokio::spawn(write_lines(target, out, rx, Arc::clone(&reopen)));
+        Ok(Self {
+            inner: Arc::new(Inner {
+                sink: Some(Sink { tx, reopen }),
+                dropped: AtomicU64::new(0),
+                last_warning: Mutex::new(None),
+                metrics: std::sync::OnceLock::new(),
+            }),
+        })
+    }
+
+    /// Count dropped lines into `metrics` (once).
+    pub fn set_metrics(&self, metrics: Metrics) {
+        let _ = self.inner.metrics.set(metrics);
+    }
+
+    /// Reopen the file (after logrotate moved it): the lines queued after this call go
+    /// to a file at the configured path.
+    pub fn reopen(&self) {
+        if let Some(s) = &self.inner.sink {
+            s.reopen.notify_one();
+        }
+    }
+
+    /// Lines dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        self.inner.dropped.load(Ordering::Relaxed)
+    }
+
+    /// Record `event`: its `tracing` line, and its JSON line when there is a file. Never
+    /// waits.
+    pub fn record(&self, event: Event) {
+        event.trace();
+        let Some(sink) = &self.inner.sink else {
+            return;
+        };
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let line = event.to_line(&crate::clock::rfc3339(now));
+        if sink.tx.try_send(line).is_err() {
+            let n = self.inner.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if let Some(m) = self.inner.metrics.get() {
+                m.audit_dropped();
+            }
+            let mut last = self.inner.last_warning.lock();
+            if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                *last = Some(Instant::now());
+                tracing::warn!(
+                    dropped = n,
+                    "the audit log cannot keep up (its queue is full): audit lines were dropped"
+                );
+            }
+        }
+    }
+}
+
+/// The writer task: lines from `rx` to `out`, reopened on `reopen`; ends when every
+/// [`Audit`] is gone.
+async fn write_lines(
+    target: Target,
+    out: Box<dyn Write + Send>,
+    mut rx: mpsc::Receiver<String>,
+    reopen: Arc<Notify>,
+) {
+    let out = Arc::new(Mutex::new(out));
+    loop {
+        tokio::select! {
+            biased;
+            () = reopen.notified() => {
+                let target = target.clone();
+                match tokio::task::spawn_blocking(move || target.open()).await {
+                    Ok(Ok(f)) => {
+                        *out.lock() = f;
+                        tracing::info!("audit log reopened");
+                    }
+                    Ok(Err(e)) => tracing::warn!(error = %e, "could not reopen the audit log; writing on to the old file"),
+                    Err(_) => {}
+                }
+            }
+            line = rx.recv() => {
+                let Some(first) = line else { return };
+                let mut batch = first;
+                batch.push('\n');
+                while batch.len() < 64 * 1024 {
+                    match rx.try_recv() {
+                        Ok(l) => {
+                            batch.push_str(&l);
+                            batch.push('\n');
+                        }
+                        Err(_) => break,
+                    }
+                }
+                let out = Arc::clone(&out);
+                let written = tokio::task::spawn_blocking(move || {
+                    let mut o = out.lock();
+                    o.write_all(batch.as_bytes()).and_then(|()| o.flush())
+                })
+                .await;
+                if let Ok(Err(e)) = written {
+                    tracing::warn!(error = %e, "could not write the audit log");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_line_has_every_field_and_no_raw_session() {
+        let who = Requester {
+            principal: Some("alice".into()),
+            sees_all: false,
+            session: Some("secret-session-id".into()),
+        };
+        let line = Event::new(EventKind::Created)
+            .who(&who)
+            .task("t1")
+            .method("tools/call")
+            .with("tool", "sleep")
+            .to_line("2026-01-01T00:00:00.000Z");
+        let v: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(v["event"], "task_created");
+        assert_eq!(v["principal"], "alice");
+        assert_eq!(v["taskId"], "t1");
+        assert_eq!(v["method"], "tools/call");
+        assert_eq!(v["outcome"], "ok");
+        assert_eq!(v["tool"], "sleep");
+        assert_eq!(v["session"].as_str().unwrap().len(), 16);
+        assert!(!line.contains("secret-session-id"));
+    }
+
+    #[tokio::test]
+    async fn lines_are_appended_and_a_reopen_follows_a_rename() {
+        let dir = tempfile_dir();
+        let path = dir.join("audit.log");
+        std::fs::write(&path, "old\n").unwrap();
+        let audit = Audit::open(path.to_str().unwrap(), 16).unwrap();
+        audit.record(Event::new(EventKind::Listed));
+        wait_for(|| std::fs::read_to_string(&path).unwrap().lines().count() == 2).await;
+        let moved = dir.join("audit.log.1");
+        std::fs::rename(&path, &moved).unwrap();
+        audit.reopen();
+        wait_for(|| path.exists()).await;
+        audit.record(Event::new(EventKind::Created));
+        wait_for(|| std::fs::read_to_string(&path).is_ok_and(|s| s.contains("task_created"))).await;
+        assert_eq!(std::fs::read_to_string(&moved).unwrap().lines().count(), 2);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_full_queue_drops_and_counts_without_waiting() {
+        let dir = tempfile_dir();
+        let audit = Audit::open(dir.join("a.log").to_str().unwrap(), 1).unwrap();
+        let metrics = Metrics::new();
+        audit.set_metrics(metrics.clone());
+        // The writer cannot run in between: a current-thread runtime, no await.
+        for _ in 0..5 {
+            audit.record(Event::new(EventKind::Listed));
+        }
+        assert_eq!(audit.dropped(), 4);
+        let text = metrics.render(None, Duration::from_secs(1)).await;
+        assert!(text.contains("mcp_tasks_audit_dropped_total 4"), "{text}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    fn tempfile_dir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("mcp-tasks-audit-{}", uuid::Uuid::new_v4()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    async fn wait_for(mut f: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !f() {
+            assert!(Instant::now() < deadline, "timed out");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}

@@ -139,13 +139,18 @@ async fn ten_large_tasks(server: &Server) -> (u64, usize, usize) {
 /// to of the transient copies of a request while it is parsed).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn large_requests_leave_bounded_memory() {
+    // What the allocator keeps of the transient copies of a request varies from run to
+    // run on a shared machine (53-80 MiB seen with the 24 MiB limit), so besides loose
+    // absolute caps the runs are compared with each other: the limited store and SQLite
+    // must stay well below the unlimited memory store, which keeps 56 MiB more requests
+    // and results than the limited one and holds every result in memory unlike SQLite.
     let memory = Server::start(&["--store", "memory"]);
-    let (grown, kept, _) = ten_large_tasks(&memory).await;
+    let (unlimited, kept, _) = ten_large_tasks(&memory).await;
     drop(memory);
     assert_eq!(kept, 10, "80 MiB fits the default 256 MiB per requester");
     assert!(
-        grown < 160,
-        "memory store: {grown} MiB resident after 10 tasks of 4+4 MiB (80 MiB stored)"
+        unlimited < 200,
+        "memory store: {unlimited} MiB resident after 10 tasks of 4+4 MiB (80 MiB stored)"
     );
 
     let limited = Server::start(&["--store", "memory", "--max-stored-bytes", "24MiB"]);
@@ -157,8 +162,9 @@ async fn large_requests_leave_bounded_memory() {
         "24 MiB holds three tasks' requests"
     );
     assert!(
-        grown < 80,
-        "memory store with --max-stored-bytes 24MiB: {grown} MiB resident"
+        grown < 120 && grown + 24 < unlimited,
+        "memory store with --max-stored-bytes 24MiB: {grown} MiB resident, \
+         unlimited {unlimited} MiB"
     );
 
     let dir = tempfile::tempdir().unwrap();
@@ -168,8 +174,9 @@ async fn large_requests_leave_bounded_memory() {
     drop(sqlite);
     assert_eq!(kept, 10);
     assert!(
-        grown < 90,
-        "sqlite store: {grown} MiB resident after 10 tasks of 4+4 MiB"
+        grown < 120 && grown + 24 < unlimited,
+        "sqlite store: {grown} MiB resident after 10 tasks of 4+4 MiB, memory store \
+         {unlimited} MiB"
     );
 }
 

@@ -25,6 +25,13 @@ pub mod process;
 pub mod sse;
 pub mod stdio;
 
+/// Make rustls's `ring` provider the process's default, for the HTTPS clients (reqwest)
+/// built after it; a no-op when a provider is already installed.
+#[cfg(feature = "http-client-tls")]
+pub(crate) fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 pub use error::{PeerError, TransportError, TransportErrorKind};
 pub use outgoing::RequestOptions;
 pub use peer::{Handler, Outbound, Peer, RequestContext, Route, RouteDelivery};

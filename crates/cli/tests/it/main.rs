@@ -54,6 +54,7 @@ mod http_sessions;
 mod http_shutdown;
 mod http_sse;
 mod http_storage;
+mod http_tls;
 mod http_ts_sdk;
 mod http_unauthenticated;
 mod input_required;

@@ -144,6 +144,8 @@ impl OAuth {
             Some(u) => Some(check_url("the JWKS URL", u)?),
             None => None,
         };
+        #[cfg(feature = "http-client-tls")]
+        crate::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(config.fetch_timeout)
             .connect_timeout(config.fetch_timeout)
@@ -184,9 +186,9 @@ impl OAuth {
         })
     }
 
-    /// Set the resource URI to `http://{addr}{path}` unless one was configured.
-    pub fn default_resource(&self, addr: SocketAddr, path: &str) {
-        let _ = self.resource.set(format!("http://{addr}{path}"));
+    /// Set the resource URI to `{scheme}://{addr}{path}` unless one was configured.
+    pub fn default_resource(&self, scheme: &str, addr: SocketAddr, path: &str) {
+        let _ = self.resource.set(format!("{scheme}://{addr}{path}"));
     }
 
     /// Our resource URI, once known.

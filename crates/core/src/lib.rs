@@ -21,6 +21,8 @@ pub mod clock;
 pub mod cursor;
 pub mod engine;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod instrumented;
 pub mod memory;
 pub mod metrics;

@@ -13,6 +13,8 @@
 //! with the `process` feature, the process-group guard of stdio children (`process`).
 
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http-client")]

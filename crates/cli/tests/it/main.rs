@@ -29,6 +29,7 @@ mod client_ts_interop;
 mod crash_sqlite;
 mod create_task;
 mod demo_tools;
+mod fuzz_corpus;
 mod gateway_bridge;
 mod gateway_everything;
 mod gateway_hardening;

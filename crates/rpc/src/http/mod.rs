@@ -28,6 +28,7 @@
 //! it).
 
 mod auth;
+mod fuzz;
 mod handlers;
 mod metrics;
 mod oauth;
@@ -55,6 +56,18 @@ pub use metrics::{
 pub use oauth::{ACCEPTED_ALGORITHMS, AuthFailure, OAuth, OAuthConfig};
 #[cfg(feature = "http-tls")]
 pub use tls::{TlsError, TlsFiles};
+
+/// The router's fuzz entry: see [`crate::fuzz::http_router`].
+#[doc(hidden)]
+pub fn fuzz_router(bytes: &[u8]) {
+    fuzz::router(bytes);
+}
+
+/// The OAuth parsers' fuzz entry: see [`crate::fuzz::jwt_jwks`].
+#[doc(hidden)]
+pub fn fuzz_oauth(bytes: &[u8]) {
+    oauth::fuzz(bytes);
+}
 
 use crate::peer::Handler;
 use session::HttpSession;

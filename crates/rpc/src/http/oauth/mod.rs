@@ -439,6 +439,29 @@ fn quotable(s: &str) -> String {
         .collect()
 }
 
+/// The fuzz entry of the token and key parsers (`crate::fuzz::jwt_jwks`): the first `\n`
+/// splits `bytes` into a JWKS document and a token.
+pub(crate) fn fuzz(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let (doc, token) = text.split_once('\n').unwrap_or((&text, ""));
+    if let Ok(doc) = serde_json::from_str::<Value>(doc) {
+        if let Ok(found) = keys::parse_jwks(&doc) {
+            for k in found {
+                assert!(ACCEPTED_ALGORITHMS.contains(&k.alg), "{:?} kept", k.alg);
+            }
+        }
+        let _ = for_resource(&doc, "http://127.0.0.1:8080/mcp");
+        let _ = granted_scopes(&doc);
+    }
+    if let Some(alg) = header_alg(token) {
+        assert!(alg.chars().count() <= 20);
+    }
+    if let Ok(h) = jsonwebtoken::decode_header(token) {
+        let _ = ACCEPTED_ALGORITHMS.contains(&h.alg);
+    }
+    let _ = jsonwebtoken::dangerous::insecure_decode::<Value>(token);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -38,6 +38,8 @@ pub(crate) struct HttpArgs {
     metrics: crate::metrics_args::MetricsArgs,
     #[command(flatten)]
     oauth: crate::oauth::OAuthArgs,
+    #[command(flatten)]
+    tls: crate::tls_args::TlsArgs,
     /// End a session without requests or open streams for this long.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse)]
     session_idle: Duration,
@@ -180,6 +182,7 @@ pub(crate) async fn run(
 ) -> anyhow::Result<()> {
     let tokens = load_tokens(args)?;
     let oauth = args.oauth.build()?;
+    let tls = args.tls.load()?;
     let addr = resolve(&args.listen).await?;
     if tokens.is_empty()
         && oauth.is_none()
@@ -230,11 +233,23 @@ pub(crate) async fn run(
         at_least_one("--max-connections-per-ip", args.max_connections_per_ip)?;
     transport.header_read_timeout = positive("--header-read-timeout", args.header_read_timeout)?;
     transport.body_read_timeout = positive("--body-read-timeout", args.body_read_timeout)?;
+    transport.tls_handshake_timeout = args.tls.tls_handshake_timeout;
+    let scheme = match &tls {
+        Some(files) => {
+            crate::tls_args::reload_on_hangup(files)?;
+            #[cfg(feature = "tls")]
+            {
+                transport.tls = Some(std::sync::Arc::clone(files));
+            }
+            "https"
+        }
+        None => "http",
+    };
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("--listen: cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
-    crate::announce(&format!("listening on http://{local}/mcp"));
+    crate::announce(&format!("listening on {scheme}://{local}/mcp"));
     mcp_tasks_server::serve_http(server, listener, options, shutdown)
         .await
         .context("HTTP transport failed")

@@ -14,6 +14,7 @@ mod oauth;
 mod serve;
 mod tasks_cmd;
 mod term;
+mod tls_args;
 
 use clap::{Parser, Subcommand};
 

@@ -17,7 +17,7 @@ pub(crate) struct OAuthArgs {
     #[arg(long = "oauth-issuer", value_name = "URL")]
     issuers: Vec<String>,
     /// This server's canonical resource URI: tokens must name it in `aud`, and the
-    /// protected resource metadata gives it. Default `http://{listen address}/mcp`
+    /// protected resource metadata gives it. Default `http(s)://{listen address}/mcp`
     /// (required when listening on every interface, or behind a proxy).
     #[arg(long, value_name = "URL", requires = "issuers")]
     resource_url: Option<String>,

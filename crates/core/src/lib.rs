@@ -25,6 +25,8 @@ pub mod cursor;
 pub mod engine;
 pub mod error;
 pub mod guard;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod instrumented;
 pub mod memory;
 pub mod metrics;

@@ -8,6 +8,8 @@
 
 mod debug;
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 pub mod jsonrpc;
 pub mod mcp;
 pub mod meta;

@@ -13,6 +13,8 @@
 //! with the `process` feature, the process-group guard of stdio children (`process`).
 
 pub mod error;
+#[doc(hidden)]
+pub mod fuzz;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http-client")]
@@ -24,6 +26,13 @@ pub mod peer;
 pub mod process;
 pub mod sse;
 pub mod stdio;
+
+/// Make rustls's `ring` provider the process's default, for the HTTPS clients (reqwest)
+/// built after it; a no-op when a provider is already installed.
+#[cfg(feature = "http-client-tls")]
+pub(crate) fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
 
 pub use error::{PeerError, TransportError, TransportErrorKind};
 pub use outgoing::RequestOptions;

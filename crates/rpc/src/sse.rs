@@ -80,7 +80,7 @@ impl SseParser {
         while i < self.buf.len() {
             match self.buf[i] {
                 b'\n' => {
-                    self.line(start, i, &mut out);
+                    self.bounded_line(start, i, &mut out)?;
                     i += 1;
                     start = i;
                 }
@@ -89,7 +89,7 @@ impl SseParser {
                         // Maybe the first half of a CRLF: wait for the next byte.
                         break;
                     }
-                    self.line(start, i, &mut out);
+                    self.bounded_line(start, i, &mut out)?;
                     i += if self.buf[i + 1] == b'\n' { 2 } else { 1 };
                     start = i;
                 }
@@ -110,6 +110,26 @@ impl SseParser {
         self.data.clear();
         self.event.clear();
         self.has_data = false;
+    }
+
+    /// [`Self::line`], within the bound: a line, or the event's data with it, larger than
+    /// the bound is refused even when it arrived whole in one chunk (found by fuzzing: the
+    /// bound was only checked at the end of each chunk, so an event of any size that
+    /// arrived with its blank line in one chunk was dispatched).
+    fn bounded_line(
+        &mut self,
+        start: usize,
+        end: usize,
+        out: &mut Vec<SseEvent>,
+    ) -> Result<(), SseTooLarge> {
+        if end - start > self.max_event {
+            return Err(SseTooLarge(self.max_event));
+        }
+        self.line(start, end, out);
+        if self.data.len() > self.max_event {
+            return Err(SseTooLarge(self.max_event));
+        }
+        Ok(())
     }
 
     fn line(&mut self, start: usize, end: usize, out: &mut Vec<SseEvent>) {
@@ -229,6 +249,29 @@ mod tests {
     fn oversized_events_are_refused() {
         let mut p = SseParser::new(8);
         assert!(p.feed(b"data: 0123456789").is_err());
+    }
+
+    #[test]
+    fn an_event_over_the_bound_is_refused_even_in_one_chunk() {
+        // Regression (fuzz/corpus/sse_parser/large): dispatched before the fix.
+        let mut p = SseParser::new(16);
+        assert_eq!(
+            p.feed(b"data: 0123456789abcdefXYZ\n\n"),
+            Err(SseTooLarge(16))
+        );
+        let mut p = SseParser::new(16);
+        assert_eq!(
+            p.feed(b"data: 0123456789\ndata: 0123456789\n\n"),
+            Err(SseTooLarge(16))
+        );
+        let mut p = SseParser::new(16);
+        assert_eq!(
+            p.feed(b"event: 0123456789abcdefXYZ\n"),
+            Err(SseTooLarge(16))
+        );
+        // At the bound it is still delivered.
+        let mut p = SseParser::new(16);
+        assert_eq!(p.feed(b"data: 0123456789\n\n").unwrap().len(), 1);
     }
 
     #[test]

@@ -16,6 +16,8 @@ pub use mcp_tasks_rpc::http::{
     BearerTokens, HttpConfig, MetricsEndpoint, OAuth, OAuthConfig, OriginPolicy, Readiness,
     ReplyMode,
 };
+#[cfg(feature = "tls")]
+pub use mcp_tasks_rpc::http::{TlsError, TlsFiles};
 
 pub use crate::http_metrics::MetricsServing;
 use crate::http_metrics::{self, METRICS_CONTENT_TYPE};

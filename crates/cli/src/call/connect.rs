@@ -31,6 +31,11 @@ pub(crate) struct ConnectArgs {
         hide_env_values = true
     )]
     auth_token: Option<String>,
+    /// Trust the CA certificates of this PEM file for an `https://` --url, besides the
+    /// system's (`SSL_CERT_FILE` replaces those), e.g. a private CA or a self-signed
+    /// server certificate.
+    #[arg(long, value_name = "FILE", requires = "url")]
+    ca_cert: Option<std::path::PathBuf>,
     /// Bound on each request (ms or a duration like `30s`; `0` for none). Plain tool calls
     /// and task results wait as long as the work takes.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
@@ -179,6 +184,11 @@ pub(crate) async fn connect(
         (Some(url), None) => {
             let mut http = HttpClientConfig::new(url.clone());
             http.bearer_token.clone_from(&conn.auth_token);
+            if let Some(path) = &conn.ca_cert {
+                let pem = std::fs::read(path)
+                    .with_context(|| format!("--ca-cert: cannot read {}", path.display()))?;
+                http.extra_root_certs.push(pem);
+            }
             Ok(Client::connect_http(http, config).await)
         }
         (None, Some((program, args))) => {

@@ -28,11 +28,14 @@
 //! it).
 
 mod auth;
+mod fuzz;
 mod handlers;
 mod metrics;
 mod oauth;
 mod session;
 mod stream;
+#[cfg(feature = "http-tls")]
+mod tls;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -51,6 +54,20 @@ pub use metrics::{
     HttpGauges, HttpObserver, METRICS_PATH, MetricsEndpoint, MetricsRender, Refusal, serve_metrics,
 };
 pub use oauth::{ACCEPTED_ALGORITHMS, AuthFailure, OAuth, OAuthConfig};
+#[cfg(feature = "http-tls")]
+pub use tls::{TlsError, TlsFiles};
+
+/// The router's fuzz entry: see [`crate::fuzz::http_router`].
+#[doc(hidden)]
+pub fn fuzz_router(bytes: &[u8]) {
+    fuzz::router(bytes);
+}
+
+/// The OAuth parsers' fuzz entry: see [`crate::fuzz::jwt_jwks`].
+#[doc(hidden)]
+pub fn fuzz_oauth(bytes: &[u8]) {
+    oauth::fuzz(bytes);
+}
 
 use crate::peer::Handler;
 use session::HttpSession;
@@ -158,6 +175,14 @@ pub struct HttpConfig {
     pub header_read_timeout: Duration,
     /// Time a client has to send a request's body; then 408 and the connection closes.
     pub body_read_timeout: Duration,
+    /// Serve HTTPS with this certificate and key (reloadable while serving); `None`:
+    /// plain HTTP.
+    #[cfg(feature = "http-tls")]
+    pub tls: Option<Arc<TlsFiles>>,
+    /// With [`Self::tls`], the time a client has to complete the TLS handshake, counted
+    /// from the connection's start; then the connection is closed (and its slot among
+    /// [`Self::max_connections`] freed). [`Self::header_read_timeout`] starts after it.
+    pub tls_handshake_timeout: Duration,
     /// Serve the probes `GET /healthz` (200 while the process answers) and `GET /readyz`
     /// (200 when ready, 503 with the reason otherwise) beside the endpoint, with no
     /// authentication (they tell nothing about tasks). Off when the endpoint's path is
@@ -218,6 +243,9 @@ impl Default for HttpConfig {
             max_connections_per_ip: 256,
             header_read_timeout: Duration::from_secs(10),
             body_read_timeout: Duration::from_secs(30),
+            #[cfg(feature = "http-tls")]
+            tls: None,
+            tls_handshake_timeout: Duration::from_secs(10),
             probes: true,
             readiness: None,
             readiness_timeout: Duration::from_secs(2),
@@ -358,6 +386,15 @@ impl Shared {
         self.sessions.lock().remove(id)
     }
 
+    /// `https` when serving TLS, else `http`.
+    fn scheme(&self) -> &'static str {
+        #[cfg(feature = "http-tls")]
+        if self.config.tls.is_some() {
+            return "https";
+        }
+        "http"
+    }
+
     fn all(&self) -> Vec<Arc<HttpSession>> {
         self.sessions
             .lock()
@@ -464,7 +501,7 @@ impl HttpServer {
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
         if let Some(o) = &shared.config.oauth {
-            o.default_resource(listener.local_addr()?, &shared.config.path);
+            o.default_resource(shared.scheme(), listener.local_addr()?, &shared.config.path);
         }
         let every = (shared.config.session_idle / 4)
             .min(shared.config.session_init_idle / 4)
@@ -585,7 +622,10 @@ async fn accept_loop(
         let Some(slot) = per_ip.take(addr.ip(), config.max_connections_per_ip.max(1)) else {
             tracing::debug!(client = %addr, "connection refused: too many from this address");
             shared.refused(Refusal::Limit);
-            refuse(&tcp, config.max_connections_per_ip);
+            // Over TLS a plain-text answer would only be garbage to the client.
+            if shared.scheme() == "http" {
+                refuse(&tcp, config.max_connections_per_ip);
+            }
             continue;
         };
         // Small writes (an SSE event with a task's result, a JSON reply) go out at once:
@@ -595,33 +635,42 @@ async fn accept_loop(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "could not set TCP_NODELAY");
         }
-        let app = app.clone();
-        let stop = stop.clone();
+        let conn = Connection {
+            app: app.clone(),
+            addr,
+            stop: stop.clone(),
+            http1: http1.clone(),
+        };
+        #[cfg(feature = "http-tls")]
+        let tls = config
+            .tls
+            .as_ref()
+            .map(|t| (t.acceptor(), config.tls_handshake_timeout));
         let open = open_rx.clone();
-        let http1 = http1.clone();
         tokio::spawn(async move {
+            // Held until the connection ends, the TLS handshake included.
             let _held = (permit, slot, open);
-            let service =
-                hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
-                    let mut req = req.map(axum::body::Body::new);
-                    req.extensions_mut().insert(ClientAddr(addr));
-                    app.clone().oneshot(req)
-                });
-            let conn = http1.serve_connection(hyper_util::rt::TokioIo::new(tcp), service);
-            let mut conn = std::pin::pin!(conn);
-            tokio::select! {
-                r = conn.as_mut() => {
-                    if let Err(e) = r {
-                        tracing::debug!(client = %addr, error = %e, "connection ended with an error");
-                    }
-                    return;
-                }
-                () = stop.cancelled() => {}
+            #[cfg(feature = "http-tls")]
+            if let Some((acceptor, timeout)) = tls {
+                let handshake = tokio::time::timeout(timeout, acceptor.accept(tcp));
+                let stream = tokio::select! {
+                    r = handshake => match r {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::debug!(client = %addr, error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => {
+                            tracing::debug!(client = %addr, ?timeout, "TLS handshake timed out");
+                            return;
+                        }
+                    },
+                    () = conn.stop.cancelled() => return,
+                };
+                conn.serve(stream).await;
+                return;
             }
-            conn.as_mut().graceful_shutdown();
-            if let Err(e) = conn.await {
-                tracing::debug!(client = %addr, error = %e, "connection ended with an error");
-            }
+            conn.serve(tcp).await;
         });
     }
     // No new connections while the open ones finish.
@@ -629,6 +678,51 @@ async fn accept_loop(
     drop(open_rx);
     open_tx.closed().await;
     Ok(())
+}
+
+/// What serving one accepted connection needs.
+struct Connection {
+    app: axum::Router,
+    addr: SocketAddr,
+    stop: CancellationToken,
+    http1: hyper::server::conn::http1::Builder,
+}
+
+impl Connection {
+    /// Serve HTTP/1.1 on `io` (TCP, or TLS over it) until it ends; on shutdown, finish the
+    /// request in progress and close.
+    async fn serve<I>(self, io: I)
+    where
+        I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+    {
+        let Self {
+            app,
+            addr,
+            stop,
+            http1,
+        } = self;
+        let service =
+            hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
+                let mut req = req.map(axum::body::Body::new);
+                req.extensions_mut().insert(ClientAddr(addr));
+                app.clone().oneshot(req)
+            });
+        let conn = http1.serve_connection(hyper_util::rt::TokioIo::new(io), service);
+        let mut conn = std::pin::pin!(conn);
+        tokio::select! {
+            r = conn.as_mut() => {
+                if let Err(e) = r {
+                    tracing::debug!(client = %addr, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = stop.cancelled() => {}
+        }
+        conn.as_mut().graceful_shutdown();
+        if let Err(e) = conn.await {
+            tracing::debug!(client = %addr, error = %e, "connection ended with an error");
+        }
+    }
 }
 
 /// Best effort: tell a refused connection why (one non-blocking write), then close it.

@@ -32,6 +32,10 @@ pub struct HttpClientConfig {
     pub max_resume_attempts: u32,
     /// Largest JSON body or SSE event accepted.
     pub max_message_bytes: usize,
+    /// PEM bundles of CA certificates trusted for `https://` besides the system's (which
+    /// `SSL_CERT_FILE` / `SSL_CERT_DIR` replace): e.g. a private CA, or a self-signed
+    /// server certificate.
+    pub extra_root_certs: Vec<Vec<u8>>,
 }
 
 impl HttpClientConfig {
@@ -47,6 +51,7 @@ impl HttpClientConfig {
             default_retry: Duration::from_secs(1),
             max_resume_attempts: 5,
             max_message_bytes: 16 * 1024 * 1024,
+            extra_root_certs: Vec::new(),
         }
     }
 }
@@ -79,7 +84,36 @@ impl HttpClientConfig {
         });
         }
         let extra = extra_headers(self)?;
+        self.root_certs()?;
         Ok((url, extra))
+    }
+
+    /// [`Self::extra_root_certs`], parsed.
+    #[cfg(feature = "http-client-tls")]
+    pub(super) fn root_certs(&self) -> Result<Vec<reqwest::Certificate>, HttpClientError> {
+        let mut all = Vec::new();
+        for pem in &self.extra_root_certs {
+            let certs = reqwest::Certificate::from_pem_bundle(pem)
+                .map_err(|e| HttpClientError::Client(format!("a CA certificate: {e}")))?;
+            if certs.is_empty() {
+                return Err(HttpClientError::Client(
+                    "a CA certificate bundle holds no PEM certificate".into(),
+                ));
+            }
+            all.extend(certs);
+        }
+        Ok(all)
+    }
+
+    #[cfg(not(feature = "http-client-tls"))]
+    fn root_certs(&self) -> Result<(), HttpClientError> {
+        if self.extra_root_certs.is_empty() {
+            Ok(())
+        } else {
+            Err(HttpClientError::Client(
+                "CA certificates need a build with TLS (feature `http-client-tls`)".into(),
+            ))
+        }
     }
 }
 

@@ -137,8 +137,13 @@ impl HttpClientTransport {
         config: HttpClientConfig,
     ) -> Result<Self, HttpClientError> {
         let (url, extra) = config.validate()?;
-        let http = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
+        let builder = reqwest::Client::builder().connect_timeout(config.connect_timeout);
+        #[cfg(feature = "http-client-tls")]
+        let builder = {
+            crate::install_crypto_provider();
+            builder.tls_certs_merge(config.root_certs()?)
+        };
+        let http = builder
             .build()
             .map_err(|e| HttpClientError::Client(e.to_string()))?;
         let (standalone_state, _) = watch::channel(if config.standalone_stream {

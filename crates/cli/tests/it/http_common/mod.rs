@@ -101,7 +101,9 @@ impl Server {
                         .ok()
                         .and_then(|v| v["fields"]["message"].as_str().map(str::to_owned))
                         .unwrap_or_else(|| line.clone());
-                    if let Some(rest) = said.strip_prefix("listening on http://")
+                    if let Some(rest) = said
+                        .strip_prefix("listening on http://")
+                        .or_else(|| said.strip_prefix("listening on https://"))
                         && let Some(addr) = rest.strip_suffix("/mcp")
                         && let Some(tx) = tx.take()
                     {

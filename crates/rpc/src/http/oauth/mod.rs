@@ -140,6 +140,8 @@ impl OAuth {
             Some(u) => Some(check_url("the JWKS URL", u)?),
             None => None,
         };
+        #[cfg(feature = "http-client-tls")]
+        crate::install_crypto_provider();
         let http = reqwest::Client::builder()
             .timeout(config.fetch_timeout)
             .connect_timeout(config.fetch_timeout)
@@ -180,9 +182,9 @@ impl OAuth {
         })
     }
 
-    /// Set the resource URI to `http://{addr}{path}` unless one was configured.
-    pub fn default_resource(&self, addr: SocketAddr, path: &str) {
-        let _ = self.resource.set(format!("http://{addr}{path}"));
+    /// Set the resource URI to `{scheme}://{addr}{path}` unless one was configured.
+    pub fn default_resource(&self, scheme: &str, addr: SocketAddr, path: &str) {
+        let _ = self.resource.set(format!("{scheme}://{addr}{path}"));
     }
 
     /// Our resource URI, once known.
@@ -431,6 +433,29 @@ fn quotable(s: &str) -> String {
             c => c,
         })
         .collect()
+}
+
+/// The fuzz entry of the token and key parsers (`crate::fuzz::jwt_jwks`): the first `\n`
+/// splits `bytes` into a JWKS document and a token.
+pub(crate) fn fuzz(bytes: &[u8]) {
+    let text = String::from_utf8_lossy(bytes);
+    let (doc, token) = text.split_once('\n').unwrap_or((&text, ""));
+    if let Ok(doc) = serde_json::from_str::<Value>(doc) {
+        if let Ok(found) = keys::parse_jwks(&doc) {
+            for k in found {
+                assert!(ACCEPTED_ALGORITHMS.contains(&k.alg), "{:?} kept", k.alg);
+            }
+        }
+        let _ = for_resource(&doc, "http://127.0.0.1:8080/mcp");
+        let _ = granted_scopes(&doc);
+    }
+    if let Some(alg) = header_alg(token) {
+        assert!(alg.chars().count() <= 20);
+    }
+    if let Ok(h) = jsonwebtoken::decode_header(token) {
+        let _ = ACCEPTED_ALGORITHMS.contains(&h.alg);
+    }
+    let _ = jsonwebtoken::dangerous::insecure_decode::<Value>(token);
 }
 
 #[cfg(test)]

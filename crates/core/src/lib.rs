@@ -38,7 +38,7 @@ pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, Limit, StoreError};
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, RequestEra};
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
 pub use store::{Limits, ListScope, TaskStore, Transition, TransitionResult};

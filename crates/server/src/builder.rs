@@ -240,6 +240,9 @@ impl ServerBuilder {
         let metrics = Metrics::new();
         let store: Arc<dyn TaskStore> = Arc::new(Instrumented::new(store, metrics.clone()));
         let engine = TaskEngine::new(store, self.policy, self.clock);
+        if let Some(ext) = &self.extension {
+            ext.set_metrics(&metrics);
+        }
         engine.set_metrics(metrics);
         // Before the engine starts: it resumes orphaned tasks (a gateway's upstream tasks)
         // at start-up and fails the ones nobody can resume.

@@ -226,6 +226,9 @@ impl Server {
             .as_ref()
             .map_or_else(Metrics::new, |e| e.metrics().clone());
         metrics.set_tools(tools.iter().map(|t| t.name.clone()));
+        if let Some(ext) = &extension {
+            ext.set_metrics(&metrics);
+        }
         Self {
             state: Arc::new(ServerState {
                 config,

@@ -43,7 +43,7 @@ impl LaneInner {
     /// is one and the upstream can.
     pub(super) async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
         let session = self.reattach.lock().take()?;
-        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
+        let shared = ConnShared::new(self.me.clone(), &self.limits);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let params = self.init_params.lock().clone();
         let connected = match self.connector.reattach(handler, &session, &params).await {
@@ -90,7 +90,7 @@ impl LaneInner {
         if let Some(reattached) = self.open_reattached().await {
             return Ok(reattached);
         }
-        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
+        let shared = ConnShared::new(self.me.clone(), &self.limits);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let connected = self
             .connector
@@ -228,6 +228,9 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = lane.shutdown.cancelled() => break,
+        }
+        if let Some(m) = lane.limits.metrics() {
+            m.upstream_restart();
         }
     }
     lane.link.send_replace(Link::Closed);

@@ -12,8 +12,25 @@ use crate::duration::{self, MaybeDuration};
 #[command(after_help = BENCH_HELP)]
 pub(crate) struct BenchArgs {
     /// The server's Streamable HTTP endpoint.
-    #[arg(long, value_name = "URL")]
-    url: String,
+    #[arg(long, value_name = "URL", required_unless_present = "compare_metrics")]
+    url: Option<String>,
+    /// Measure what `/metrics` costs: start `mcp-tasks serve` on loopback twice per round,
+    /// with `--no-metrics` and with metrics on (scraped every second), run the workload
+    /// against each and print both throughputs and the median ratio on/off.
+    #[arg(long, conflicts_with_all = ["url", "server_pid"])]
+    compare_metrics: bool,
+    /// `--compare-metrics`: how many rounds (each runs both servers).
+    #[arg(long, default_value_t = 3, requires = "compare_metrics")]
+    rounds: usize,
+    /// `--compare-metrics`: an argument for the servers it starts (repeat it; default
+    /// `--store memory`).
+    #[arg(
+        long,
+        value_name = "ARG",
+        allow_hyphen_values = true,
+        requires = "compare_metrics"
+    )]
+    serve_arg: Vec<String>,
     /// The workload: create, get, lifecycle, lifecycle-poll-interval, result-wait, list.
     #[arg(long, short = 's', default_value = "create", value_parser = parse_scenario)]
     scenario: Scenario,
@@ -76,6 +93,7 @@ Examples:
   mcp-tasks bench --url URL -s result-wait -c 16                     how late tasks/result answers
   mcp-tasks bench --url URL -s list -c 1 -k 100000 --token TOKEN     page through 100,000 tasks
   mcp-tasks bench --url URL --server-pid $(pgrep -n mcp-tasks) --json
+  mcp-tasks bench --compare-metrics -s get --rounds 5                what /metrics costs on tasks/get
 
 The figures are per operation: successful operations per second and latency percentiles.
 Every JSON-RPC error and malformed answer is counted and shown; the exit status is 1
@@ -87,7 +105,12 @@ fn parse_scenario(s: &str) -> Result<Scenario, String> {
 
 /// Run `bench`; `Ok(false)` when the run saw errors.
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
-    let endpoint = Endpoint::parse(&args.url, args.token.clone()).map_err(anyhow::Error::msg)?;
+    // With --compare-metrics the endpoint is replaced by each server started.
+    let url = args
+        .url
+        .clone()
+        .unwrap_or_else(|| "http://127.0.0.1:1/mcp".to_owned());
+    let endpoint = Endpoint::parse(&url, args.token.clone()).map_err(anyhow::Error::msg)?;
     let mut cfg = Config::new(endpoint, args.scenario);
     cfg.concurrency = args.concurrency;
     cfg.duration = args.duration;
@@ -102,7 +125,11 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
     cfg.tool = args.tool;
     cfg.server_pid = args.server_pid;
     cfg.timeout = args.timeout;
-    cfg.progress = true;
+    cfg.progress = !args.compare_metrics;
+    if args.compare_metrics {
+        return crate::bench_compare::run(cfg, args.rounds, &args.serve_arg, args.token, args.json)
+            .await;
+    }
     let report = mcp_tasks_bench::run(cfg).await?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

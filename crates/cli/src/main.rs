@@ -1,6 +1,7 @@
 //! `mcp-tasks`: a spec-exact MCP 2025-11-25 task server.
 
 mod bench;
+mod bench_compare;
 mod call;
 mod config;
 mod demo;

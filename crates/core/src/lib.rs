@@ -46,7 +46,7 @@ pub use error::{EngineError, Limit, StoreError};
 pub use guard::Guard;
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
-pub use metrics::Metrics;
+pub use metrics::{Metrics, RequestEra};
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
 pub use store::{

@@ -83,8 +83,36 @@ struct MethodOutcome {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct MethodEraOutcome {
+    method: &'static str,
+    era: &'static str,
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct MethodLabel {
     method: &'static str,
+    era: &'static str,
+}
+
+/// The protocol generation a request was served in (the `era` label of the request
+/// metrics): two values, whatever version a request names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestEra {
+    /// A request of a session `initialize` opened (2025-11-25 and older revisions).
+    Legacy,
+    /// A request carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28).
+    Modern,
+}
+
+impl RequestEra {
+    /// The label value: `2025-11-25` or `2026-07-28`.
+    pub fn label(self) -> &'static str {
+        match self {
+            RequestEra::Legacy => "2025-11-25",
+            RequestEra::Modern => "2026-07-28",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -153,8 +181,10 @@ struct Inner {
     transitions: Family<StatusTool, Counter>,
     task_duration: Family<StatusTool, Histogram>,
     input_required: Histogram,
-    requests: Family<MethodOutcome, Counter>,
+    requests: Family<MethodEraOutcome, Counter>,
     request_duration: Family<MethodLabel, Histogram>,
+    upstream_restarts: Counter,
+    upstream_calls: Family<MethodOutcome, Histogram>,
     result_waits: Gauge,
     http_sessions: Gauge,
     sse_streams: Gauge,
@@ -205,6 +235,8 @@ impl Metrics {
             input_required: duration_histogram(),
             requests: Family::default(),
             request_duration: Family::new_with_constructor(request_histogram),
+            upstream_restarts: Counter::default(),
+            upstream_calls: Family::new_with_constructor(request_histogram),
             result_waits: Gauge::default(),
             http_sessions: Gauge::default(),
             sse_streams: Gauge::default(),
@@ -244,13 +276,23 @@ impl Metrics {
             );
             r.register(
                 "mcp_tasks_requests",
-                "JSON-RPC requests answered, by method and outcome (ok or error)",
+                "JSON-RPC requests answered, by method, era (2025-11-25 or 2026-07-28) and outcome (ok or error)",
                 i.requests.clone(),
             );
             r.register(
                 "mcp_tasks_request_duration_seconds",
-                "Time to answer a JSON-RPC request, by method",
+                "Time to answer a JSON-RPC request, by method and era (2025-11-25 or 2026-07-28)",
                 i.request_duration.clone(),
+            );
+            r.register(
+                "mcp_tasks_gateway_upstream_restarts",
+                "Gateway upstream connections started again after one ended or failed to start",
+                i.upstream_restarts.clone(),
+            );
+            r.register(
+                "mcp_tasks_gateway_upstream_call_duration_seconds",
+                "Time of a gateway request to its upstream, by method and outcome (ok or error)",
+                i.upstream_calls.clone(),
             );
             r.register(
                 "mcp_tasks_result_waits",
@@ -430,13 +472,32 @@ impl Metrics {
             .inc();
     }
 
-    /// A JSON-RPC request of `method` starts; call [`RequestTimer::finish`] with its result.
-    pub fn request(&self, method: &str) -> RequestTimer {
+    /// A JSON-RPC request of `method` served in `era` starts; call
+    /// [`RequestTimer::finish`] with its result.
+    pub fn request(&self, method: &str, era: RequestEra) -> RequestTimer {
         RequestTimer {
             metrics: self.clone(),
             method: method_label(method),
+            era: era.label(),
             started: Instant::now(),
         }
+    }
+
+    /// A gateway starts its upstream again (after the connection ended or a start failed).
+    pub fn upstream_restart(&self) {
+        self.inner.upstream_restarts.inc();
+    }
+
+    /// A gateway request `method` to its upstream took `took` (`ok`: answered with a
+    /// result).
+    pub fn upstream_call(&self, method: &str, took: Duration, ok: bool) {
+        self.inner
+            .upstream_calls
+            .get_or_create(&MethodOutcome {
+                method: method_label(method),
+                outcome: if ok { "ok" } else { "error" },
+            })
+            .observe(took.as_secs_f64());
     }
 
     /// A store commit wrote `changes` changes.
@@ -517,6 +578,7 @@ impl Drop for GaugeGuard {
 pub struct RequestTimer {
     metrics: Metrics,
     method: &'static str,
+    era: &'static str,
     started: Instant,
 }
 
@@ -528,12 +590,14 @@ impl RequestTimer {
             .request_duration
             .get_or_create(&MethodLabel {
                 method: self.method,
+                era: self.era,
             })
             .observe(self.started.elapsed().as_secs_f64());
         inner
             .requests
-            .get_or_create(&MethodOutcome {
+            .get_or_create(&MethodEraOutcome {
                 method: self.method,
+                era: self.era,
                 outcome: if ok { "ok" } else { "error" },
             })
             .inc();

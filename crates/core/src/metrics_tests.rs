@@ -106,9 +106,14 @@ async fn stored_tasks_are_counted_from_the_store_at_scrape_time() {
 #[tokio::test]
 async fn requests_waits_lookups_and_rejections() {
     let m = Metrics::new();
-    m.request("tasks/get").finish(true);
-    m.request("tasks/get").finish(false);
-    m.request("vendor/unknown-method").finish(true);
+    m.request("tasks/get", RequestEra::Legacy).finish(true);
+    m.request("tasks/get", RequestEra::Legacy).finish(false);
+    m.request("vendor/unknown-method", RequestEra::Legacy)
+        .finish(true);
+    m.request("tasks/get", RequestEra::Modern).finish(true);
+    m.upstream_restart();
+    m.upstream_call("tools/call", Duration::from_millis(3), true);
+    m.upstream_call("vendor/x", Duration::from_millis(3), false);
     let wait = m.result_wait();
     m.failed_lookup();
     m.rejected(Rejection::Auth);
@@ -118,30 +123,55 @@ async fn requests_waits_lookups_and_rejections() {
     assert_eq!(
         sample(
             &text,
-            r#"mcp_tasks_requests_total{method="tasks/get",outcome="ok"}"#
+            r#"mcp_tasks_requests_total{method="tasks/get",era="2025-11-25",outcome="ok"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &text,
-            r#"mcp_tasks_requests_total{method="tasks/get",outcome="error"}"#
+            r#"mcp_tasks_requests_total{method="tasks/get",era="2025-11-25",outcome="error"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &text,
-            r#"mcp_tasks_requests_total{method="other",outcome="ok"}"#
+            r#"mcp_tasks_requests_total{method="other",era="2025-11-25",outcome="ok"}"#
         ),
         Some(1.0)
     );
     assert_eq!(
         sample(
             &text,
-            r#"mcp_tasks_request_duration_seconds_count{method="tasks/get"}"#
+            r#"mcp_tasks_request_duration_seconds_count{method="tasks/get",era="2025-11-25"}"#
         ),
         Some(2.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"mcp_tasks_requests_total{method="tasks/get",era="2026-07-28",outcome="ok"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(&text, "mcp_tasks_gateway_upstream_restarts_total"),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"mcp_tasks_gateway_upstream_call_duration_seconds_count{method="tools/call",outcome="ok"}"#
+        ),
+        Some(1.0)
+    );
+    assert_eq!(
+        sample(
+            &text,
+            r#"mcp_tasks_gateway_upstream_call_duration_seconds_count{method="other",outcome="error"}"#
+        ),
+        Some(1.0)
     );
     assert_eq!(sample(&text, "mcp_tasks_result_waits"), Some(1.0));
     assert_eq!(sample(&text, "mcp_tasks_failed_lookups_total"), Some(1.0));

@@ -5,14 +5,16 @@
 //! is cancelled upstream with `notifications/cancelled` naming its id.
 
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::Instant;
 
 use async_trait::async_trait;
+use mcp_tasks_core::Metrics;
 use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, RequestOptions, Route};
 use serde_json::Value;
 
 use crate::connect::{SessionProbe, UpstreamSession};
-use crate::lane::LaneInner;
+use crate::lane::{LaneInner, Limits};
 
 /// Why a call to the upstream did not produce its answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -86,11 +88,17 @@ pub(crate) struct ConnShared {
     pub(crate) lane: Weak<LaneInner>,
     /// `--upstream-timeout`.
     timeout: Option<std::time::Duration>,
+    /// Where the latency of each upstream call is observed.
+    metrics: Option<Metrics>,
 }
 
 impl ConnShared {
-    pub(crate) fn new(lane: Weak<LaneInner>, timeout: Option<std::time::Duration>) -> Arc<Self> {
-        Arc::new(Self { lane, timeout })
+    pub(crate) fn new(lane: Weak<LaneInner>, limits: &Limits) -> Arc<Self> {
+        Arc::new(Self {
+            lane,
+            timeout: limits.call_timeout,
+            metrics: limits.metrics().cloned(),
+        })
     }
 }
 
@@ -188,10 +196,13 @@ impl Conn {
         let options = RequestOptions::new(Route::Standalone)
             .timeout(timeout)
             .cancel_reason("The request was cancelled by the client of the gateway");
-        self.peer
-            .request_with(method, params, options)
-            .await
-            .map_err(|e| CallError::of(method, e))
+        let started = Instant::now();
+        let answer = self.peer.request_with(method, params, options).await;
+        // A call abandoned downstream (the future dropped) is not observed.
+        if let Some(m) = &self.shared.metrics {
+            m.upstream_call(method, started.elapsed(), answer.is_ok());
+        }
+        answer.map_err(|e| CallError::of(method, e))
     }
 
     /// Send a notification upstream (best effort).

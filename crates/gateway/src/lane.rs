@@ -56,6 +56,8 @@ pub(crate) struct Limits {
     max_upstreams: usize,
     /// How long one call to the upstream may take.
     pub call_timeout: Option<Duration>,
+    /// The server's metrics, once it is built: upstream restarts and call latency.
+    metrics: OnceLock<mcp_tasks_core::Metrics>,
 }
 
 impl Limits {
@@ -66,7 +68,18 @@ impl Limits {
             upstreams: Arc::new(Semaphore::new(max_upstreams.min(Semaphore::MAX_PERMITS))),
             max_upstreams,
             call_timeout,
+            metrics: OnceLock::new(),
         }
+    }
+
+    /// Count into `metrics` from now on (the first call wins).
+    pub(crate) fn set_metrics(&self, metrics: &mcp_tasks_core::Metrics) {
+        let _ = self.metrics.set(metrics.clone());
+    }
+
+    /// The server's metrics, if set.
+    pub(crate) fn metrics(&self) -> Option<&mcp_tasks_core::Metrics> {
+        self.metrics.get()
     }
 }
 

@@ -87,6 +87,10 @@ impl ExtensionFactory for GatewayFactory {
         }
     }
 
+    fn set_metrics(&self, metrics: &mcp_tasks_core::Metrics) {
+        self.limits.set_metrics(metrics);
+    }
+
     fn resumer(&self) -> Option<Arc<dyn mcp_tasks_core::Resumer>> {
         GatewayFactory::resumer(self).map(|r| Arc::new(r) as Arc<dyn mcp_tasks_core::Resumer>)
     }

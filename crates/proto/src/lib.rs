@@ -16,6 +16,7 @@ pub mod meta;
 pub mod methods;
 pub mod modern;
 pub mod tool_result;
+pub mod trace;
 
 pub use error::{ErrorObject, codes};
 pub use jsonrpc::{

@@ -250,6 +250,9 @@ impl ServerBuilder {
         let metrics = Metrics::new();
         let store: Arc<dyn TaskStore> = Arc::new(Instrumented::new(store, metrics.clone()));
         let engine = TaskEngine::new(store, self.policy, self.clock);
+        if let Some(ext) = &self.extension {
+            ext.set_metrics(&metrics);
+        }
         engine.set_metrics(metrics);
         if let Some(guard) = self.guard {
             engine.set_guard(guard);

@@ -152,4 +152,11 @@ pub trait ExtensionFactory: Send + Sync + 'static {
     fn resumer(&self) -> Option<Arc<dyn Resumer>> {
         None
     }
+
+    /// The server's metrics, for what the extension counts itself (a gateway: upstream
+    /// restarts and call latency). Called once the server has them, before any session;
+    /// ignored by default.
+    fn set_metrics(&self, metrics: &mcp_tasks_core::Metrics) {
+        let _ = metrics;
+    }
 }

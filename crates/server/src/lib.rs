@@ -240,6 +240,9 @@ impl Server {
                 g
             }
         };
+        if let Some(ext) = &extension {
+            ext.set_metrics(&metrics);
+        }
         Self {
             state: Arc::new(ServerState {
                 config,

@@ -3,13 +3,15 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_core::{RequestEra, Requester, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
-use mcp_tasks_proto::modern::Era;
+use mcp_tasks_proto::modern::{self, Era};
+use mcp_tasks_proto::trace::TraceContext;
 use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, codes, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
 use parking_lot::Mutex;
 use serde_json::Value;
+use tracing::Instrument;
 
 use crate::ServerState;
 use crate::extension::{Fallback, SessionParts, ToolSource};
@@ -98,6 +100,41 @@ impl Session {
             .is_some_and(|n| n.protocol_version == LATEST_PROTOCOL_VERSION);
         if on { self.state.engine.as_ref() } else { None }
     }
+}
+
+/// The span of one request: its method, id and era, and the W3C trace context its
+/// `_meta` carries (`traceparent` / `tracestate`; over HTTP also the headers, which the
+/// transport puts into `_meta`) as `trace_id`, `parent_span_id` and `tracestate`, so
+/// that every log line of the request names the caller's trace. A malformed trace context
+/// is ignored.
+///
+/// Spec (2026-07-28, basic, `_meta`): "the keys `traceparent`, `tracestate`, and
+/// `baggage` are reserved for OpenTelemetry trace context propagation."
+fn request_span(
+    id: &RequestId,
+    method: &str,
+    era: RequestEra,
+    params: Option<&Value>,
+) -> tracing::Span {
+    let span = tracing::info_span!(
+        "request",
+        method = %method,
+        id = %id,
+        era = era.label(),
+        trace_id = tracing::field::Empty,
+        parent_span_id = tracing::field::Empty,
+        tracestate = tracing::field::Empty,
+    );
+    if !span.is_disabled()
+        && let Some(t) = TraceContext::from_meta(params)
+    {
+        span.record("trace_id", t.trace_id.as_str());
+        span.record("parent_span_id", t.parent_span_id.as_str());
+        if let Some(state) = &t.tracestate {
+            span.record("tracestate", state.as_str());
+        }
+    }
+    span
 }
 
 /// The connection as a channel to the requestor, tied to no request: status
@@ -196,16 +233,23 @@ impl Session {
 
 #[async_trait]
 impl Handler for Session {
-    /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds`.
-    /// Past the `requests` rate limit of the requester, refused with -32029 (and
+    /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds` by
+    /// method and era, and run in a `request` span ([`request_span`]). Past the
+    /// `requests` rate limit of the requester, refused with -32029 (and
     /// `data.retryAfterMs`) before anything else.
     async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
-        let timer = self.state.metrics.request(&req.method);
+        let era = if modern::is_modern_form(req.params.as_ref()) {
+            RequestEra::Modern
+        } else {
+            RequestEra::Legacy
+        };
+        let span = request_span(&cx.id, &req.method, era, req.params.as_ref());
+        let timer = self.state.metrics.request(&req.method, era);
         if let Err(e) = self.state.guard.admit_request(&self.requester, &req.method) {
             timer.finish(false);
             return Err(e);
         }
-        let answer = self.dispatch(cx, req.method, req.params).await;
+        let answer = self.dispatch(cx, req.method, req.params).instrument(span).await;
         timer.finish(answer.is_ok());
         answer
     }

@@ -165,3 +165,75 @@ fn bench_runs_against_our_server_without_errors() {
     assert_eq!(r["setup"]["tasks"], 250);
     assert!(r["tasks_per_page"].as_f64().unwrap() > 0.0);
 }
+
+/// `bench --compare-metrics` starts its own servers, one with `--no-metrics` and one with
+/// metrics on (scraped meanwhile), and reports both throughputs and their ratio.
+#[test]
+fn compare_metrics_reports_both_throughputs_and_their_ratio() {
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--compare-metrics",
+            "--rounds",
+            "1",
+            "--scenario",
+            "get",
+            "--tasks",
+            "50",
+            "--duration",
+            "1500ms",
+            "--warmup",
+            "200ms",
+            "--concurrency",
+            "2",
+            "--json",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mcp-tasks bench --compare-metrics");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "bench --compare-metrics failed ({}):\n{stdout}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let r: Value =
+        serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"));
+    assert_eq!(r["scenario"], "get", "{r:#}");
+    assert_eq!(r["errors"], 0, "{r:#}");
+    let rounds = r["rounds"].as_array().unwrap();
+    assert_eq!(rounds.len(), 1, "{r:#}");
+    let (off, on) = (
+        rounds[0]["metrics_off"].as_f64().unwrap(),
+        rounds[0]["metrics_on"].as_f64().unwrap(),
+    );
+    assert!(off > 0.0 && on > 0.0, "{r:#}");
+    let ratio = r["median_ratio"].as_f64().unwrap();
+    assert!((ratio - on / off).abs() < 1e-9, "{r:#}");
+    assert!((r["cost_percent"].as_f64().unwrap() - (1.0 - ratio) * 100.0).abs() < 1e-6);
+    // The server with metrics on was scraped while it ran (every second, 1.5 s).
+    assert!(r["scrapes"].as_u64().unwrap() >= 1, "{r:#}");
+}
+
+#[test]
+fn compare_metrics_and_url_are_exclusive() {
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--compare-metrics",
+            "--url",
+            "http://127.0.0.1:1/mcp",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--compare-metrics") && err.contains("--url"),
+        "{err}"
+    );
+    let out = Command::new(BIN).args(["bench"]).output().unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--url"));
+}

@@ -17,7 +17,7 @@ use prometheus_parse::{LineInfo, Scrape, Value as PromValue};
 use serde_json::json;
 
 /// `GET /metrics` on `addr` with `token`: status, content type, body.
-async fn scrape(addr: SocketAddr, token: Option<&str>) -> (u16, String, String) {
+pub(crate) async fn scrape(addr: SocketAddr, token: Option<&str>) -> (u16, String, String) {
     let mut headers = Vec::new();
     if let Some(t) = token {
         headers.push(("Authorization".to_owned(), format!("Bearer {t}")));
@@ -31,7 +31,7 @@ async fn scrape(addr: SocketAddr, token: Option<&str>) -> (u16, String, String) 
 
 /// The whole text through the parser: every line is a HELP, TYPE or sample line (or one
 /// of the OpenMetrics `# UNIT` / `# EOF` lines), and the samples as parsed.
-fn parse(text: &str) -> Scrape {
+pub(crate) fn parse(text: &str) -> Scrape {
     assert!(
         text.ends_with("# EOF\n"),
         "OpenMetrics text ends with # EOF:\n{text}"
@@ -47,7 +47,7 @@ fn parse(text: &str) -> Scrape {
 
 /// The value of sample `metric` whose labels include `labels` (counters and gauges), or
 /// the observation count of such a histogram; 0 when absent.
-fn value(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
+pub(crate) fn value(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
     let found: Vec<_> = s
         .samples
         .iter()
@@ -64,7 +64,12 @@ fn value(s: &Scrape, metric: &str, labels: &[(&str, &str)]) -> f64 {
     })
 }
 
-async fn wait_metric(addr: SocketAddr, metric: &str, labels: &[(&str, &str)], want: f64) -> Scrape {
+pub(crate) async fn wait_metric(
+    addr: SocketAddr,
+    metric: &str,
+    labels: &[(&str, &str)],
+    want: f64,
+) -> Scrape {
     let deadline = Instant::now() + TIMEOUT;
     loop {
         let (status, _, body) = scrape(addr, None).await;
@@ -468,4 +473,69 @@ async fn time_in_input_required_is_observed() {
         .and_then(|v| v.parse().ok())
         .unwrap();
     assert!((0.3..60.0).contains(&sum), "{sum}");
+}
+
+/// Requests are counted and timed by method and era: a 2025-11-25 `tools/list` of an
+/// initialized session and a 2026-07-28 one (per-request `_meta`, no session) land under
+/// their own `era` label.
+#[tokio::test]
+async fn requests_are_counted_by_method_and_era() {
+    let server = Server::start(&[]);
+    let mut legacy = Client::new(&server);
+    legacy.initialize().await;
+    legacy.rpc("tools/list", json!({})).await;
+    let modern = Client::new(&server);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list",
+        "params": {"_meta": mcp_tasks_testkit::wire::modern_meta(json!({}))}});
+    let r = modern
+        .post_with(
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            body.to_string().as_bytes(),
+        )
+        .await;
+    assert_eq!(r.status, 200);
+    let answer = r.json().await;
+    assert!(answer["result"]["tools"].is_array(), "{answer}");
+    let (_, _, text) = scrape(server.addr, None).await;
+    let s = parse(&text);
+    let q = "mcp_tasks_requests_total";
+    for era in ["2025-11-25", "2026-07-28"] {
+        assert_eq!(
+            value(
+                &s,
+                q,
+                &[("method", "tools/list"), ("era", era), ("outcome", "ok")]
+            ),
+            1.0,
+            "{era}:\n{text}"
+        );
+        assert_eq!(
+            value(
+                &s,
+                "mcp_tasks_request_duration_seconds",
+                &[("method", "tools/list"), ("era", era)]
+            ),
+            1.0,
+            "{era}:\n{text}"
+        );
+    }
+    assert_eq!(
+        value(
+            &s,
+            q,
+            &[
+                ("method", "initialize"),
+                ("era", "2025-11-25"),
+                ("outcome", "ok")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        value(&s, q, &[("method", "initialize"), ("era", "2026-07-28")]),
+        0.0
+    );
 }

@@ -44,7 +44,7 @@ impl LaneInner {
     /// is one and the upstream can.
     pub(super) async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
         let session = self.reattach.lock().take()?;
-        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
+        let shared = ConnShared::new(self.me.clone(), &self.limits);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let resume = ResumeSession {
             session_id: session.session_id.clone(),
@@ -95,7 +95,7 @@ impl LaneInner {
         if let Some(reattached) = self.open_reattached().await {
             return Ok(reattached);
         }
-        let shared = ConnShared::new(self.me.clone(), self.limits.call_timeout);
+        let shared = ConnShared::new(self.me.clone(), &self.limits);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
         let connected = self
             .connector
@@ -233,6 +233,9 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
         tokio::select! {
             () = tokio::time::sleep(delay) => {}
             () = lane.shutdown.cancelled() => break,
+        }
+        if let Some(m) = lane.limits.metrics() {
+            m.upstream_restart();
         }
     }
     lane.link.send_replace(Link::Closed);

@@ -52,6 +52,13 @@ pub(super) async fn post(
         }
     };
     let message = match message {
+        Message::Request(mut req) => {
+            adopt_trace_headers(&parts.headers, &mut req);
+            Message::Request(req)
+        }
+        other => other,
+    };
+    let message = match message {
         Message::Request(req) if super::modern::is_modern(&parts.headers, &req) => {
             return super::modern::post(shared, &parts.headers, req, principal, acc).await;
         }
@@ -107,6 +114,20 @@ pub(super) async fn post(
                 }
             }
         }
+    }
+}
+
+/// A W3C `traceparent` (and `tracestate`) header of the POST, into the request's `_meta`
+/// where the session's request span reads it, unless `_meta` carries its own; a malformed
+/// header is ignored (see [`mcp_tasks_proto::trace`]).
+fn adopt_trace_headers(headers: &axum::http::HeaderMap, req: &mut mcp_tasks_proto::Request) {
+    use mcp_tasks_proto::trace;
+    if let Some(parent) = header_str(headers, trace::TRACEPARENT) {
+        trace::adopt(
+            &mut req.params,
+            parent.trim(),
+            header_str(headers, trace::TRACESTATE).map(str::trim),
+        );
     }
 }
 

@@ -74,3 +74,5 @@ mod tasks_result;
 mod term_pty;
 mod term_watch;
 mod ttl;
+mod ui_api;
+mod ui_browser;

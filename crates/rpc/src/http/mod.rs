@@ -33,6 +33,7 @@ mod metrics;
 mod oauth;
 mod session;
 mod stream;
+mod ui;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -51,6 +52,7 @@ pub use metrics::{
     HttpGauges, HttpObserver, METRICS_PATH, MetricsEndpoint, MetricsRender, Refusal, serve_metrics,
 };
 pub use oauth::{ACCEPTED_ALGORITHMS, AuthFailure, OAuth, OAuthConfig};
+pub use ui::{UI_PATH, UiApi, UiAssets, UiEndpoint, UiMethod, UiRequest, UiResponse};
 
 use crate::peer::Handler;
 use session::HttpSession;
@@ -171,6 +173,8 @@ pub struct HttpConfig {
     pub metrics: Option<MetricsEndpoint>,
     /// Told of requests refused before any handler (for metrics).
     pub observer: Option<Arc<dyn HttpObserver>>,
+    /// The task dashboard at `/ui`; `None`: not served (404).
+    pub ui: Option<UiEndpoint>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
@@ -223,6 +227,7 @@ impl Default for HttpConfig {
             readiness_timeout: Duration::from_secs(2),
             metrics: None,
             observer: None,
+            ui: None,
         }
     }
 }

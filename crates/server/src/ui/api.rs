@@ -103,8 +103,8 @@ impl Api {
     }
 
     async fn list(&self, who: &Requester, query: &str, with_owner: bool) -> UiResponse {
+        let mut limit = DEFAULT_LIMIT;
         let mut q = DashboardQuery::default();
-        q.limit = DEFAULT_LIMIT;
         for (k, v) in form_urlencoded::parse(query.as_bytes()) {
             match &*k {
                 "status" if !v.is_empty() => match TaskStatus::parse(&v) {
@@ -115,7 +115,7 @@ impl Api {
                 },
                 "tool" if !v.is_empty() => q.tool = Some(v.into_owned()),
                 "limit" => match v.parse::<usize>() {
-                    Ok(n) if (1..=DASHBOARD_PAGE_MAX).contains(&n) => q.limit = n,
+                    Ok(n) if (1..=DASHBOARD_PAGE_MAX).contains(&n) => limit = n,
                     _ => {
                         return error(
                             400,
@@ -127,6 +127,7 @@ impl Api {
                 _ => {}
             }
         }
+        q.limit = limit;
         let page = match self.engine.dashboard(who, &q).await {
             Ok(p) => p,
             Err(e) => return engine_error(&e),

@@ -9,8 +9,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 echo "== npm packages of the interop tests (pinned by their package-lock.json)"
 # The Rust tests drive the official TypeScript SDK, server-everything and the Inspector
 # too; with the packages in place, a missing one fails those tests instead of skipping them.
+# (playwright-core drives Debian's chromium for the dashboard's browser test.)
 for dir in interop interop/inspector; do
-  if [ ! -d "$dir/node_modules" ]; then
+  if [ ! -d "$dir/node_modules" ] || { [ "$dir" = interop ] && [ ! -d interop/node_modules/playwright-core ]; }; then
     npm ci --prefix "$dir" --no-audit --no-fund
   fi
 done

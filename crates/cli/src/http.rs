@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_server::Server;
-use mcp_tasks_server::http::{BearerTokens, HttpOptions};
+use mcp_tasks_server::http::{BearerTokens, HttpOptions, UiServing};
 
 /// The environment variable holding bearer tokens (`TOKEN PRINCIPAL` entries separated by
 /// `;` or newlines).
@@ -40,6 +40,12 @@ pub(crate) struct HttpArgs {
     oauth: crate::oauth::OAuthArgs,
     #[command(flatten)]
     tls: crate::tls_args::TlsArgs,
+    /// Do not serve the task dashboard at `/ui`.
+    #[arg(long, conflicts_with = "admin_principal")]
+    no_ui: bool,
+    /// The principal that sees every task (with its owner) on the dashboard at `/ui`.
+    #[arg(long, value_name = "NAME")]
+    admin_principal: Option<String>,
     /// End a session without requests or open streams for this long.
     #[arg(long, value_name = "DURATION", default_value = "1h", value_parser = crate::duration::parse)]
     session_idle: Duration,
@@ -210,7 +216,14 @@ pub(crate) async fn run(
         .allowed_origins(&args.allowed_origins)
         .allow_unauthenticated(args.allow_unauthenticated)
         .drain(args.drain)
-        .metrics(args.metrics.serving(args.allow_unauthenticated)?);
+        .metrics(args.metrics.serving(args.allow_unauthenticated)?)
+        .ui(if args.no_ui {
+            UiServing::Off
+        } else {
+            UiServing::On {
+                admin: args.admin_principal.clone(),
+            }
+        });
     if let Some(o) = oauth {
         options = options.oauth(o);
     }

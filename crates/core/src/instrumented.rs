@@ -61,6 +61,12 @@ impl TaskStore for Instrumented {
     async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.timed("get", self.inner.get_summary(task_id)).await
     }
+    async fn history(
+        &self,
+        task_id: &str,
+    ) -> Result<Vec<crate::history::HistoryEntry>, StoreError> {
+        self.timed("history", self.inner.history(task_id)).await
+    }
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
         self.timed("transition", self.inner.transition(t)).await
     }

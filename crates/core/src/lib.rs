@@ -27,6 +27,7 @@ pub mod error;
 pub mod guard;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod history;
 pub mod instrumented;
 pub mod memory;
 pub mod metrics;
@@ -44,6 +45,7 @@ pub use clock::{Clock, SystemClock};
 pub use engine::{Requester, Resumed, Resumer, TaskEngine};
 pub use error::{EngineError, Limit, StoreError};
 pub use guard::Guard;
+pub use history::{HISTORY_MAX, HistoryEntry};
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
 pub use metrics::{Metrics, RequestEra};

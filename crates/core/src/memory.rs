@@ -1,12 +1,13 @@
 //! The in-memory store: fast, and gone with the process.
 
 use parking_lot::Mutex;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 use async_trait::async_trait;
 use tokio::sync::watch;
 
 use crate::error::StoreError;
+use crate::history::{HistoryEntry, push_bounded};
 use crate::record::{NewTask, TaskRecord};
 use crate::status::{TaskStatus, allowed_predecessors};
 use crate::store::{
@@ -30,6 +31,8 @@ struct Inner {
     usage: HashMap<String, Usage>,
     total_bytes: u64,
     next_seq: i64,
+    /// Each task's status history (see [`TaskStore::history`]).
+    history: HashMap<String, VecDeque<HistoryEntry>>,
 }
 
 impl Inner {
@@ -37,8 +40,15 @@ impl Inner {
         self.usage.get(key).copied().unwrap_or_default()
     }
 
-    /// Count `rec` out of its key's usage (deleted).
+    /// Record `rec`'s current status in its history (created, or its status changed).
+    fn record_history(&mut self, rec: &TaskRecord) {
+        let entries = self.history.entry(rec.task_id.clone()).or_default();
+        push_bounded(entries, HistoryEntry::of(rec));
+    }
+
+    /// Count `rec` out of its key's usage, and drop its history (deleted).
     fn forget(&mut self, rec: &TaskRecord) {
+        self.history.remove(&rec.task_id);
         let bytes = rec.stored_bytes();
         self.total_bytes = self.total_bytes.saturating_sub(bytes);
         if let Some(u) = self.usage.get_mut(&rec.quota_key) {
@@ -110,6 +120,7 @@ impl TaskStore for MemoryStore {
             g.total_bytes = g.total_bytes.saturating_add(adding);
             g.by_seq.insert(rec.seq, rec.task_id.clone());
             g.tasks.insert(rec.task_id.clone(), rec.clone());
+            g.record_history(&rec);
             rec
         };
         self.wake.notify(&rec.task_id);
@@ -157,6 +168,7 @@ impl TaskStore for MemoryStore {
                 t
             };
             let was_active = is_active(rec.status);
+            let changed = rec.status != t.to || rec.status_message != t.status_message;
             rec.status = t.to;
             rec.status_message = t.status_message;
             rec.last_updated_at_ms = t.at_ms.max(rec.last_updated_at_ms);
@@ -171,10 +183,24 @@ impl TaskStore for MemoryStore {
             if was_active && !is_active(rec.status) {
                 usage.active = usage.active.saturating_sub(1);
             }
-            rec.clone()
+            let rec = rec.clone();
+            if changed {
+                g.record_history(&rec);
+            }
+            rec
         };
         self.wake.notify(&task_id);
         Ok(TransitionResult::Applied(result))
+    }
+
+    async fn history(&self, task_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        Ok(self
+            .inner
+            .lock()
+            .history
+            .get(task_id)
+            .map(|h| h.iter().cloned().collect())
+            .unwrap_or_default())
     }
 
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {

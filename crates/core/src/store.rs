@@ -6,6 +6,7 @@ use tokio::sync::watch;
 use mcp_tasks_proto::{ErrorObject, codes};
 
 use crate::error::{Limit, StoreError};
+use crate::history::HistoryEntry;
 use crate::record::{NewTask, Outcome, TaskRecord};
 use crate::status::TaskStatus;
 
@@ -316,6 +317,20 @@ pub trait TaskStore: Send + Sync + 'static {
         self.transition(t).await
     }
 
+    /// The status history of `task_id`, oldest first: an entry for its creation and one
+    /// for every status change (or change of status message), written in the same atomic
+    /// step as the change, the latest [`crate::history::HISTORY_MAX`] kept, deleted with
+    /// the task (none for an unknown task). The default keeps no history: the task's
+    /// current status only.
+    async fn history(&self, task_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        Ok(self
+            .get_summary(task_id)
+            .await?
+            .map(|r| vec![HistoryEntry::of(&r)])
+            .unwrap_or_default())
+    }
+
+    /// Up to `limit` tasks in `scope` with `seq > after_seq`, in ascending `seq`.
     /// Up to `q.limit` tasks in `q.scope` with `seq > q.after_seq`, in ascending `seq`.
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError>;
 

@@ -21,6 +21,7 @@ pub use mcp_tasks_rpc::http::{TlsError, TlsFiles};
 
 pub use crate::http_metrics::MetricsServing;
 use crate::http_metrics::{self, METRICS_CONTENT_TYPE};
+pub use crate::ui::UiServing;
 use crate::{SHUTDOWN_MESSAGE, Server};
 
 /// How [`serve_http`] serves: [`HttpOptions::new`], then the setters.
@@ -40,6 +41,9 @@ pub struct HttpOptions {
     pub drain: Duration,
     /// Where `GET /metrics` is served (on the endpoint's port by default).
     pub metrics: MetricsServing,
+    /// Whether the task dashboard is served at `/ui` (by default; never on a non-loopback
+    /// address without authentication), and who sees every task there.
+    pub ui: UiServing,
 }
 
 impl Default for HttpOptions {
@@ -59,6 +63,7 @@ impl HttpOptions {
             allow_unauthenticated: false,
             drain: Duration::ZERO,
             metrics: MetricsServing::default(),
+            ui: UiServing::default(),
         }
     }
 
@@ -118,6 +123,13 @@ impl HttpOptions {
     #[must_use]
     pub fn metrics(mut self, serving: MetricsServing) -> Self {
         self.metrics = serving;
+        self
+    }
+
+    /// See [`Self::ui`](field@Self::ui).
+    #[must_use]
+    pub fn ui(mut self, serving: UiServing) -> Self {
+        self.ui = serving;
         self
     }
 
@@ -219,6 +231,15 @@ pub async fn serve_http(
             Some(tokio::net::TcpListener::bind(at).await?)
         }
     };
+    if let UiServing::On { admin } = &options.ui
+        && let Some(engine) = server.engine()
+    {
+        // Without authentication only on a loopback address: anyone who reaches a public
+        // one would see every task.
+        if authenticated || addr.ip().is_loopback() {
+            transport.ui = Some(crate::ui::endpoint(engine.clone(), admin.clone()));
+        }
+    }
     let http = HttpServer::new(transport, factory);
     tracing::info!(address = %addr, authenticated, "serving Streamable HTTP");
     let stop_metrics = tokio_util::sync::CancellationToken::new();

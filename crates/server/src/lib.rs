@@ -42,6 +42,8 @@ pub mod session;
 pub mod tool;
 #[cfg(feature = "schemars")]
 mod typed;
+#[cfg(feature = "http")]
+pub mod ui;
 mod validate;
 
 use std::sync::Arc;

@@ -60,8 +60,8 @@ use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    AdoptQuery, Limit, Limits, ListQuery, NewTask, OrphanSweep, Outcome, StoreError, TaskRecord,
-    TaskStore, Transition, TransitionResult,
+    AdoptQuery, HistoryEntry, Limit, Limits, ListQuery, NewTask, OrphanSweep, Outcome, StoreError,
+    TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::{ErrorObject, codes};
 use tokio::sync::watch;
@@ -486,6 +486,14 @@ impl TaskStore for PgStore {
             )
             .await?;
         self.settled(applied, &t.task_id).await
+    }
+
+    async fn history(&self, task_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        self.query(ops::HISTORY, &[&task_id])
+            .await?
+            .iter()
+            .map(ops::read_history)
+            .collect()
     }
 
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {

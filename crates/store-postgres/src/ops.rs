@@ -4,7 +4,7 @@
 //! statements are prepared on the connection: the first use of a statement on a pooled
 //! connection costs one more).
 
-use mcp_tasks_core::{Outcome, OutcomeKind, StoreError, TaskRecord};
+use mcp_tasks_core::{HistoryEntry, Outcome, OutcomeKind, StoreError, TaskRecord};
 use mcp_tasks_proto::mcp::TaskStatus;
 use tokio_postgres::Row;
 
@@ -130,6 +130,22 @@ pub(crate) fn adopt() -> String {
         "UPDATE tasks SET executor = $2 WHERE task_id = $3 AND status IN {ACTIVE} AND \
          {NO_LIVE_LEASE} RETURNING {COLS}"
     )
+}
+
+/// The status history of a task (`$1`), oldest first.
+pub(crate) const HISTORY: &str =
+    "SELECT status, status_message, at_ms FROM task_history WHERE task_id = $1 ORDER BY id";
+
+/// A row of [`HISTORY`] as a [`HistoryEntry`].
+pub(crate) fn read_history(row: &Row) -> Result<HistoryEntry, StoreError> {
+    let get = |e: tokio_postgres::Error| corrupt(format!("a stored history cannot be read: {e}"));
+    let status: String = row.try_get(0).map_err(get)?;
+    Ok(HistoryEntry {
+        status: TaskStatus::parse(&status)
+            .ok_or_else(|| corrupt(format!("unknown status {status:?}")))?,
+        status_message: row.try_get(1).map_err(get)?,
+        at_ms: row.try_get(2).map_err(get)?,
+    })
 }
 
 fn corrupt(what: String) -> StoreError {

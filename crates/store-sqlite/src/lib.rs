@@ -44,8 +44,8 @@ use async_trait::async_trait;
 use mcp_tasks_core::status::TaskStatus;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    AdoptQuery, Limits, ListQuery, Metrics, NewTask, OrphanSweep, StoreError, TaskRecord,
-    TaskStore, Transition, TransitionResult,
+    AdoptQuery, HistoryEntry, Limits, ListQuery, Metrics, NewTask, OrphanSweep, StoreError,
+    TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use parking_lot::Mutex;
 use rusqlite::Connection;
@@ -363,6 +363,11 @@ impl TaskStore for SqliteStore {
         let limits = *limits;
         self.write(move |c| ops::transition_within(c, t, &limits))
             .await
+    }
+
+    async fn history(&self, task_id: &str) -> Result<Vec<HistoryEntry>, StoreError> {
+        let id = task_id.to_owned();
+        self.read(move |c| ops::history(c, &id)).await
     }
 
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {

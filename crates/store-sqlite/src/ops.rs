@@ -5,8 +5,8 @@
 use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::{
-    AdoptQuery, Limits, ListQuery, NewTask, OrphanSweep, Outcome, OutcomeKind, StoreError,
-    TaskRecord, Transition, TransitionResult,
+    AdoptQuery, HistoryEntry, Limits, ListQuery, NewTask, OrphanSweep, Outcome, OutcomeKind,
+    StoreError, TaskRecord, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
@@ -394,6 +394,23 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> rusqlite::Result<Vec<Tas
 }
 
 /// How many tasks are stored in each status (one `GROUP BY` over the table).
+/// The status history of `task_id`, oldest first (see `TaskStore::history`).
+pub(crate) fn history(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<HistoryEntry>> {
+    conn.prepare_cached(
+        "SELECT status, status_message, at_ms FROM task_history WHERE task_id = ?1 ORDER BY id",
+    )?
+    .query_map([task_id], |r| {
+        let status: String = r.get(0)?;
+        Ok(HistoryEntry {
+            status: TaskStatus::parse(&status)
+                .ok_or_else(|| conversion(0, Type::Text, format!("unknown status `{status}`")))?,
+            status_message: r.get(1)?,
+            at_ms: r.get(2)?,
+        })
+    })?
+    .collect()
+}
+
 pub(crate) fn count_by_status(conn: &Connection) -> rusqlite::Result<Vec<(TaskStatus, u64)>> {
     let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")?;
     let rows = stmt.query_map([], |row| {

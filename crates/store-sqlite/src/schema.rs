@@ -17,7 +17,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x4D43_5054;
 
 /// The schema version this build writes (`PRAGMA user_version`); a file with a higher
 /// one is refused.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 /// Migrations: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -101,6 +101,38 @@ const MIGRATIONS: &[&str] = &[
             WHERE quota_key IN (OLD.quota_key, '');
         DELETE FROM quota_usage WHERE quota_key = OLD.quota_key AND quota_key <> ''
             AND tasks <= 0;
+    END;
+    ",
+    // 2 -> 3: each task's status history (the dashboard's detail view), written by
+    // triggers in the statement of every insert and status change, so in the same atomic
+    // step; the latest 64 entries per task kept (`mcp_tasks_core::HISTORY_MAX`); deleted
+    // with the task. Tasks stored before get one entry: their current status.
+    "
+    CREATE TABLE task_history (
+        id             INTEGER PRIMARY KEY,
+        task_id        TEXT NOT NULL,
+        status         TEXT NOT NULL,
+        status_message TEXT,
+        at_ms          INTEGER NOT NULL
+    );
+    CREATE INDEX task_history_task ON task_history (task_id, id);
+    INSERT INTO task_history (task_id, status, status_message, at_ms)
+        SELECT task_id, status, status_message, last_updated_ms FROM tasks ORDER BY seq;
+    CREATE TRIGGER task_history_insert AFTER INSERT ON tasks BEGIN
+        INSERT INTO task_history (task_id, status, status_message, at_ms)
+            VALUES (NEW.task_id, NEW.status, NEW.status_message, NEW.last_updated_ms);
+    END;
+    CREATE TRIGGER task_history_update AFTER UPDATE OF status, status_message ON tasks
+    WHEN NEW.status IS NOT OLD.status OR NEW.status_message IS NOT OLD.status_message
+    BEGIN
+        INSERT INTO task_history (task_id, status, status_message, at_ms)
+            VALUES (NEW.task_id, NEW.status, NEW.status_message, NEW.last_updated_ms);
+        DELETE FROM task_history WHERE task_id = NEW.task_id AND id <= (
+            SELECT id FROM task_history WHERE task_id = NEW.task_id
+            ORDER BY id DESC LIMIT 1 OFFSET 64);
+    END;
+    CREATE TRIGGER task_history_delete AFTER DELETE ON tasks BEGIN
+        DELETE FROM task_history WHERE task_id = OLD.task_id;
     END;
     ",
 ];
@@ -373,5 +405,36 @@ mod tests {
                 ("principal:alice".into(), "2".into(), 11),
             ]
         );
+    }
+
+    /// A version-2 file gets the status history: each stored task one entry, its current
+    /// status at its last update; later changes are recorded by the triggers.
+    #[test]
+    fn version_2_tasks_get_their_current_status_as_history() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v2.db");
+        let conn = open_writer(&path, &SqliteOptions::default()).unwrap();
+        conn.execute_batch(MIGRATIONS[0]).unwrap();
+        conn.execute_batch(MIGRATIONS[1]).unwrap();
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 2; PRAGMA application_id = {APPLICATION_ID};
+             INSERT INTO meta (key, value) VALUES ('cursor_key', zeroblob(32));
+             INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
+                 last_updated_ms, method, request, quota_key)
+             VALUES ('a', 'alice', 'input_required', 'asking', 1, 5, 'tools/call', '{{}}',
+                     'principal:alice');"
+        ))
+        .unwrap();
+        prepare(&conn, &path).unwrap();
+        assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
+        let history = crate::ops::history(&conn, "a").unwrap();
+        assert_eq!(history.len(), 1);
+        assert_eq!(history[0].status_message.as_deref(), Some("asking"));
+        assert_eq!(history[0].at_ms, 5);
+        conn.execute("UPDATE tasks SET status = 'working', status_message = NULL, last_updated_ms = 9 WHERE task_id = 'a'", []).unwrap();
+        assert_eq!(crate::ops::history(&conn, "a").unwrap().len(), 2);
+        conn.execute("DELETE FROM tasks WHERE task_id = 'a'", [])
+            .unwrap();
+        assert!(crate::ops::history(&conn, "a").unwrap().is_empty());
     }
 }

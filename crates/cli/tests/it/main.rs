@@ -82,3 +82,5 @@ mod term_pty;
 mod term_watch;
 mod ttl;
 mod two_principals;
+mod ui_api;
+mod ui_browser;

@@ -27,6 +27,7 @@ use crate::record::{Outcome, TaskRecord};
 use crate::status::TaskStatus;
 use crate::store::{ListScope, TaskStore, Transition};
 
+pub mod dashboard;
 mod launch;
 mod lifecycle;
 mod query;

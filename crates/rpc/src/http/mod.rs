@@ -36,6 +36,7 @@ mod session;
 mod stream;
 #[cfg(feature = "http-tls")]
 mod tls;
+mod ui;
 
 use std::collections::{HashMap, HashSet};
 use std::net::{IpAddr, SocketAddr};
@@ -68,6 +69,7 @@ pub fn fuzz_router(bytes: &[u8]) {
 pub fn fuzz_oauth(bytes: &[u8]) {
     oauth::fuzz(bytes);
 }
+pub use ui::{UI_PATH, UiApi, UiAssets, UiEndpoint, UiMethod, UiRequest, UiResponse};
 
 use crate::peer::Handler;
 use session::HttpSession;
@@ -196,6 +198,8 @@ pub struct HttpConfig {
     pub metrics: Option<MetricsEndpoint>,
     /// Told of requests refused before any handler (for metrics).
     pub observer: Option<Arc<dyn HttpObserver>>,
+    /// The task dashboard at `/ui`; `None`: not served (404).
+    pub ui: Option<UiEndpoint>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
@@ -251,6 +255,7 @@ impl Default for HttpConfig {
             readiness_timeout: Duration::from_secs(2),
             metrics: None,
             observer: None,
+            ui: None,
         }
     }
 }

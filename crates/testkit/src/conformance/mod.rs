@@ -27,6 +27,7 @@ use std::sync::Arc;
 use mcp_tasks_core::TaskStore;
 
 mod helpers;
+mod history;
 mod leases;
 mod limits;
 mod listing;
@@ -34,6 +35,7 @@ mod races;
 mod records;
 
 pub use helpers::{new_task, quota_key, unique_id};
+pub use history::status_history;
 pub use leases::{
     cursor_key_stable, durable_reopen, lease_orphans, process_local_leases, wake_ups,
 };
@@ -92,6 +94,7 @@ macro_rules! conformance_tests {
             max_active_per_owner,
             quota_keys_not_owners,
             stored_tasks_limit,
+            status_history,
         );
         $crate::conformance_tests!(@leases $make, $leases;
             stored_bytes_limits,

@@ -24,6 +24,7 @@ use super::{AuthFailure, Shared};
 mod metrics;
 mod modern;
 mod post;
+mod ui;
 
 use post::{post, sse_response};
 
@@ -52,6 +53,12 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     }
     if shared.config.metrics.is_some() && path != super::METRICS_PATH {
         router = router.route(super::METRICS_PATH, routing::get(metrics::metrics));
+    }
+    if shared.config.ui.is_some() && !path.starts_with(super::UI_PATH) {
+        router = router
+            .route(super::UI_PATH, routing::get(ui::index))
+            .route("/ui/", routing::get(ui::index))
+            .route("/ui/{*rest}", routing::get(ui::under).post(ui::under));
     }
     if let Some(oauth) = &shared.config.oauth {
         for p in oauth.metadata_paths(&path) {

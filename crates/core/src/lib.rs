@@ -24,9 +24,9 @@ pub mod clock;
 pub mod cursor;
 pub mod engine;
 pub mod error;
-pub mod guard;
 #[doc(hidden)]
 pub mod fuzz;
+pub mod guard;
 pub mod history;
 pub mod instrumented;
 pub mod memory;

@@ -249,7 +249,10 @@ impl Handler for Session {
             timer.finish(false);
             return Err(e);
         }
-        let answer = self.dispatch(cx, req.method, req.params).instrument(span).await;
+        let answer = self
+            .dispatch(cx, req.method, req.params)
+            .instrument(span)
+            .await;
         timer.finish(answer.is_ok());
         answer
     }

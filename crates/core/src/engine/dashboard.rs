@@ -12,6 +12,7 @@ use crate::error::EngineError;
 use crate::history::HistoryEntry;
 use crate::record::TaskRecord;
 use crate::status::TaskStatus;
+use crate::store::ListQuery;
 
 /// Most tasks of one dashboard page ([`DashboardQuery::limit`] is capped to it).
 pub const DASHBOARD_PAGE_MAX: usize = 500;
@@ -96,7 +97,11 @@ impl TaskEngine {
         // The only `list` of the dashboard: pages in ascending `seq`, the newest `limit`
         // matches kept.
         loop {
-            let batch = self.inner.store.list(&scope, after, SCAN_PAGE).await?;
+            let batch = self
+                .inner
+                .store
+                .list(ListQuery::new(scope.clone(), after, SCAN_PAGE))
+                .await?;
             let full = batch.len() == SCAN_PAGE;
             after = batch.last().map(|r| r.seq);
             for rec in batch {
@@ -151,7 +156,7 @@ impl TaskEngine {
         task_id: &str,
         who: &Requester,
     ) -> Result<(TaskRecord, Vec<HistoryEntry>), EngineError> {
-        let rec = self.visible(task_id, who, Read::Full).await?;
+        let rec = self.visible(task_id, who, Read::Full, "ui/task").await?;
         let history = self.inner.store.history(task_id).await?;
         Ok((rec, history))
     }

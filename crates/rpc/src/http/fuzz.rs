@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use http_body_util::BodyExt;
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::{ErrorObject, Request};
 use serde_json::{Value, json};
 use tower::ServiceExt;
 
@@ -23,10 +23,9 @@ impl Handler for Answer {
     async fn handle_request(
         &self,
         _cx: RequestContext,
-        method: String,
-        _params: Option<Value>,
+        req: Request,
     ) -> Result<Value, ErrorObject> {
-        Ok(if method == "initialize" {
+        Ok(if req.method == "initialize" {
             json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "fuzz", "version": "0"}})
         } else {
             json!({})

@@ -36,6 +36,14 @@ pub struct HttpClientConfig {
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR` replace): e.g. a private CA, or a self-signed
     /// server certificate.
     pub extra_root_certs: Vec<Vec<u8>>,
+    /// Speak MCP 2026-07-28 ("modern"): no session (nothing is captured from an
+    /// `initialize`, no `Mcp-Session-Id`, no standalone stream, no DELETE); every request
+    /// carries `MCP-Protocol-Version` (from its `_meta`), `Mcp-Method` and, where the
+    /// transport page asks for it, `Mcp-Name` (Base64 sentinel form when the value is not
+    /// header-safe); and an error status whose body is the request's JSON-RPC error
+    /// delivers that error to the peer (modern servers answer `-32020`, `-32021`,
+    /// `-32022` with 400 and `-32601` with 404). Default off.
+    pub modern: bool,
 }
 
 impl HttpClientConfig {
@@ -52,6 +60,7 @@ impl HttpClientConfig {
             max_resume_attempts: 5,
             max_message_bytes: 16 * 1024 * 1024,
             extra_root_certs: Vec::new(),
+            modern: false,
         }
     }
 }
@@ -131,9 +140,11 @@ pub struct ResumeSession {
 }
 
 /// Headers the transport sets itself; configuring them is an error.
-const MANAGED_HEADERS: [&str; 7] = [
+const MANAGED_HEADERS: [&str; 9] = [
     MCP_SESSION_ID,
     MCP_PROTOCOL_VERSION,
+    super::modern::MCP_METHOD,
+    super::modern::MCP_NAME,
     LAST_EVENT_ID,
     "accept",
     "content-type",

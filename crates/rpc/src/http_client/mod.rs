@@ -27,12 +27,16 @@
 //!   new `initialize` ([`ResumeSession`]); should the server have ended it, the 404 starts
 //!   a new one as above.
 //!
+//! With [`HttpClientConfig::modern`] it speaks MCP 2026-07-28 instead: no session, and
+//! each request's own `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers.
+//!
 //! A request the transport could not get answered fails with a
 //! [`crate::PeerError::Transport`] ([`Peer::fail`]), so that the requester can tell a
 //! broken connection from the server's own error and retry idempotent requests. Like the
 //! rest of this crate it knows nothing about tasks.
 
 mod config;
+mod modern;
 mod state;
 mod streams;
 #[cfg(test)]

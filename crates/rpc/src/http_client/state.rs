@@ -53,14 +53,17 @@ impl State {
         (h, s.id.clone())
     }
 
+    /// POST `body` with the session headers and `extra` (a modern request's own).
     pub(super) async fn post(
         &self,
         body: String,
+        extra: HeaderMap,
     ) -> Result<(Response, Option<String>), reqwest::Error> {
         let (headers, session) = self.session_headers();
         let r = self
             .request(reqwest::Method::POST)
             .headers(headers)
+            .headers(extra)
             .header(header::ACCEPT, ACCEPT_BOTH)
             .header(header::CONTENT_TYPE, "application/json")
             .body(body)
@@ -131,13 +134,16 @@ impl State {
         let n = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("mcp-tasks-reinitialize-{n}"));
         let msg = Message::request(id.clone(), methods::INITIALIZE, Some(params));
-        let (resp, _) = self.post(msg.to_json()).await.map_err(|e| {
-            transport_error(
-                TransportErrorKind::Session,
-                format!("re-initialize failed: {e}"),
-                None,
-            )
-        })?;
+        let (resp, _) = self
+            .post(msg.to_json(), HeaderMap::new())
+            .await
+            .map_err(|e| {
+                transport_error(
+                    TransportErrorKind::Session,
+                    format!("re-initialize failed: {e}"),
+                    None,
+                )
+            })?;
         let status = resp.status();
         if !status.is_success() {
             return Err(transport_error(
@@ -160,13 +166,16 @@ impl State {
             _ => {}
         }
         let note = Message::notification(methods::INITIALIZED, None);
-        let (resp, _) = self.post(note.to_json()).await.map_err(|e| {
-            transport_error(
-                TransportErrorKind::Session,
-                format!("re-initialize failed: {e}"),
-                None,
-            )
-        })?;
+        let (resp, _) = self
+            .post(note.to_json(), HeaderMap::new())
+            .await
+            .map_err(|e| {
+                transport_error(
+                    TransportErrorKind::Session,
+                    format!("re-initialize failed: {e}"),
+                    None,
+                )
+            })?;
         if !resp.status().is_success() {
             return Err(transport_error(
                 TransportErrorKind::Session,

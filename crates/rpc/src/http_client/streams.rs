@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use mcp_tasks_proto::{Message, Request, RequestId, methods};
-use reqwest::header;
+use reqwest::header::{self, HeaderMap};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
@@ -26,10 +26,12 @@ impl State {
             let mut s = self.session.lock();
             s.init_params = req.params.clone();
         }
+        let modern = self.config.modern.then(|| super::modern::headers(&req));
         let body = Message::Request(req).to_json();
         let mut retried = false;
         loop {
-            let (resp, sent_session) = match self.post(body.clone()).await {
+            let extra = modern.clone().unwrap_or_default();
+            let (resp, sent_session) = match self.post(body.clone(), extra).await {
                 Ok(r) => r,
                 Err(e) => {
                     self.fail_as(id, TransportErrorKind::Connect, format!("POST failed: {e}"));
@@ -50,6 +52,10 @@ impl State {
                 continue;
             }
             if !status.is_success() {
+                if modern.is_some() {
+                    self.modern_failure(id, resp).await;
+                    return;
+                }
                 let err = self.http_failure(resp).await;
                 self.fail(id, err);
                 return;
@@ -193,7 +199,7 @@ impl State {
         let body = message.to_json();
         let mut retried = false;
         loop {
-            match self.post(body.clone()).await {
+            match self.post(body.clone(), HeaderMap::new()).await {
                 Ok((resp, sent)) => {
                     let status = resp.status();
                     if status == StatusCode::NOT_FOUND
@@ -219,31 +225,61 @@ impl State {
     /// one, else the status line.
     pub(super) async fn http_failure(&self, resp: Response) -> TransportError {
         let status = resp.status();
-        let www = resp
-            .headers()
-            .get(header::WWW_AUTHENTICATE)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned);
+        let www = www_authenticate(&resp);
         let body = self.read_body(resp).await.unwrap_or_default();
-        let detail = serde_json::from_slice::<Value>(&body)
-            .ok()
-            .and_then(|v| v.get("error").and_then(|e| e.get("message")).cloned())
-            .and_then(|m| m.as_str().map(str::to_owned))
-            .or_else(|| {
-                let t = String::from_utf8_lossy(&body).trim().to_owned();
-                (!t.is_empty() && t.len() < 300).then_some(t)
-            });
-        let mut message = format!("HTTP {status}");
-        if let Some(d) = detail {
-            message.push_str(": ");
-            message.push_str(&d);
-        }
-        if let Some(w) = www {
-            message.push_str(&format!(" (WWW-Authenticate: {w})"));
-        }
-        transport_error(TransportErrorKind::Http, message, Some(status.as_u16()))
+        failure_of(status, www, &body)
     }
 
+    /// A modern request answered with an error status: its JSON-RPC error when the body is
+    /// one (for this request, or with a null id), else a transport error with the status.
+    ///
+    /// Spec (streamable HTTP, backward compatibility): "On `400 Bad Request`, the client
+    /// SHOULD inspect the response body before falling back".
+    async fn modern_failure(&self, id: RequestId, resp: Response) {
+        let status = resp.status();
+        let www = www_authenticate(&resp);
+        let body = self.read_body(resp).await.unwrap_or_default();
+        if let Ok(Message::Error(mut e)) = Message::parse(&body)
+            && e.id.as_ref().is_none_or(|i| *i == id)
+        {
+            e.id = Some(id);
+            self.deliver(Message::Error(e)).await;
+            return;
+        }
+        self.fail(id, failure_of(status, www, &body));
+    }
+}
+
+fn www_authenticate(resp: &Response) -> Option<String> {
+    resp.headers()
+        .get(header::WWW_AUTHENTICATE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned)
+}
+
+/// The transport error of an error status: the JSON-RPC error message of the body if it
+/// holds one, else the body when short, and `WWW-Authenticate`.
+fn failure_of(status: StatusCode, www: Option<String>, body: &[u8]) -> TransportError {
+    let detail = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.get("message")).cloned())
+        .and_then(|m| m.as_str().map(str::to_owned))
+        .or_else(|| {
+            let t = String::from_utf8_lossy(body).trim().to_owned();
+            (!t.is_empty() && t.len() < 300).then_some(t)
+        });
+    let mut message = format!("HTTP {status}");
+    if let Some(d) = detail {
+        message.push_str(": ");
+        message.push_str(&d);
+    }
+    if let Some(w) = www {
+        message.push_str(&format!(" (WWW-Authenticate: {w})"));
+    }
+    transport_error(TransportErrorKind::Http, message, Some(status.as_u16()))
+}
+
+impl State {
     pub(super) fn start_standalone(self: &Arc<Self>) {
         if !self.config.standalone_stream || self.stop.is_cancelled() {
             return;

@@ -1,11 +1,13 @@
 //! `mcp-tasks tasks list|get|result|cancel|watch`: the tasks of any MCP 2025-11-25
-//! server.
+//! server. Against a 2026-07-28 server (the tasks extension, SEP-2663) `get` (with the
+//! result or error inline), `cancel` and `watch ID...` work; `list` and `result` exit 4
+//! saying that the extension has no such method.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Args, Subcommand};
-use mcp_tasks_client::{Client, ClientError, Task, parse_task};
+use mcp_tasks_client::{Client, ClientError, Task, TaskDetail, parse_task};
 use mcp_tasks_proto::methods;
 use serde_json::json;
 
@@ -96,7 +98,14 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
     };
     let code = match &args.action {
         Action::List { .. } => list(&client, &out).await,
+        Action::Get { id, .. } if client.is_modern() => {
+            show_detail(client.get_task_detail(id), &out).await
+        }
         Action::Get { id, .. } => show(client.get_task(id), &out).await,
+        Action::Result { .. } if client.is_modern() => out.error(
+            None,
+            &ClientError::not_in_modern(mcp_tasks_proto::methods::TASKS_RESULT),
+        ),
         Action::Cancel { id, .. } => show(client.cancel_task(id), &out).await,
         Action::Result { id, .. } => {
             let mut interrupts = Interrupts::new();
@@ -158,12 +167,26 @@ fn task_line(t: &Task) -> String {
 }
 
 async fn show(fut: impl Future<Output = Result<Task, ClientError>>, out: &Out) -> u8 {
+    show_detail(async { fut.await.map(TaskDetail::bare) }, out).await
+}
+
+/// A task, and what 2026-07-28 inlines: its result or error (`--json`: `result`, `error`
+/// beside `task`).
+async fn show_detail(fut: impl Future<Output = Result<TaskDetail, ClientError>>, out: &Out) -> u8 {
     match or_interrupt(fut).await {
         None => out.interrupted(None),
         Some(Err(e)) => out.error(None, &e),
-        Some(Ok(t)) => {
+        Some(Ok(d)) => {
+            let t = &d.task;
             if out.json() {
-                println!("{}", json!({ "task": task_json(&t) }));
+                let mut obj = json!({ "task": task_json(t) });
+                if let Some(r) = &d.result {
+                    obj["result"] = r.clone();
+                }
+                if let Some(e) = &d.error {
+                    obj["error"] = serde_json::to_value(e).unwrap_or_default();
+                }
+                println!("{obj}");
             } else {
                 println!("task:         {}", t.task_id);
                 println!("status:       {}", t.status);
@@ -178,6 +201,12 @@ async fn show(fut: impl Future<Output = Result<Task, ClientError>>, out: &Out) -
                 }
                 if let Some(ms) = t.poll_interval {
                     println!("pollInterval: {ms} ms");
+                }
+                if let Some(r) = &d.result {
+                    println!("result:       {r}");
+                }
+                if let Some(e) = &d.error {
+                    println!("error:        {e}");
                 }
             }
             exit::OK
@@ -223,6 +252,12 @@ async fn watch(
     target: &str,
 ) -> u8 {
     let listing = client.server_tasks().list;
+    if client.is_modern() && ids.is_empty() {
+        return out.error(
+            None,
+            &ClientError::not_in_modern(mcp_tasks_proto::methods::TASKS_LIST),
+        );
+    }
     if !listing && ids.is_empty() {
         return out.error(
             None,

@@ -11,6 +11,7 @@ use mcp_tasks_proto::mcp::{
     LATEST_PROTOCOL_VERSION, MODEL_IMMEDIATE_RESPONSE_META, SUPPORTED_PROTOCOL_VERSIONS, Task,
     TaskSupport, Tool,
 };
+use mcp_tasks_proto::modern::{self as wire, ResultType};
 use mcp_tasks_proto::{Notification, meta, methods};
 use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
 use mcp_tasks_rpc::{Peer, stdio};
@@ -19,7 +20,8 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::broadcast;
 
 use crate::ClientError;
-use crate::config::ClientConfig;
+use crate::config::{ClientConfig, Era, Protocol};
+use crate::modern::{self, Probe, TaskDetail};
 use crate::process::ChildGuard;
 use crate::receiver::{Receiving, TaskReceiver};
 use crate::rpc::{ClientHandler, Rpc, Shared};
@@ -41,6 +43,43 @@ enum Transport {
     },
     Http(HttpClientTransport),
     Io(tokio::task::JoinHandle<std::io::Result<()>>),
+}
+
+/// How the client reaches the server: a transport made once (stdio, an I/O pair), or an
+/// HTTP endpoint, whose transport differs by era (a fallback starts a new one).
+enum Wire {
+    Once(Box<dyn FnOnce(Peer, Outbound) -> Result<Transport, ClientError> + Send>),
+    Http(Box<HttpClientConfig>),
+}
+
+/// The queue a transport drains.
+type Outbound = tokio::sync::mpsc::Receiver<mcp_tasks_rpc::Outbound>;
+
+/// The HTTP transport for `era`: a 2026-07-28 one has no session and no standalone stream.
+fn http_transport(
+    peer: Peer,
+    rx: Outbound,
+    http: &HttpClientConfig,
+    era: Era,
+) -> Result<Transport, ClientError> {
+    let mut config = http.clone();
+    if era == Era::Modern {
+        config.modern = true;
+        config.standalone_stream = false;
+        config.resume = None;
+    }
+    HttpClientTransport::start(peer, rx, config)
+        .map(Transport::Http)
+        .map_err(|e| ClientError::Connect(e.to_string()))
+}
+
+/// What a call started with [`Client::start_call`] gave.
+#[derive(Debug)]
+pub enum Started {
+    /// The result, at once (or after the questions of a multi round-trip call).
+    Result(CallToolResult),
+    /// A task: follow it with its handle.
+    Task(TaskHandle),
 }
 
 /// The HTTP session as the transport sees it.
@@ -87,6 +126,10 @@ impl CallOptions {
 
 struct Inner {
     rpc: Rpc,
+    era: Era,
+    /// 2026-07-28: the `_meta` every request carries.
+    meta: Option<Value>,
+    max_input_rounds: u32,
     init: InitializeResult,
     client_capabilities: Value,
     request_timeout: Option<Duration>,
@@ -104,7 +147,8 @@ impl Drop for Inner {
     }
 }
 
-/// An MCP client speaking protocol revision 2025-11-25, on the requestor side of tasks.
+/// An MCP client on the requestor side of tasks, speaking 2025-11-25 or 2026-07-28 with
+/// the tasks extension, as the server does (see [`Protocol`]).
 /// Cheap to clone; the connection ends when the last clone (and every [`TaskHandle`])
 /// is dropped, or at [`Client::close`].
 #[derive(Clone)]
@@ -113,6 +157,7 @@ pub struct Client {
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(Client, |s| {
+    era: s.inner.era,
     protocol_version: s.inner.init.protocol_version,
     server_info: s.inner.init.server_info,
 });
@@ -129,12 +174,12 @@ impl Client {
         config: ClientConfig,
     ) -> Result<Self, ClientError> {
         let (child, stdin, stdout) = ChildGuard::spawn(&mut command)?;
-        Self::start(config, move |peer, rx| {
+        let wire = Wire::Once(Box::new(move |peer, rx| {
             let lines = stdio::LineIo::new(tokio::io::BufReader::new(stdout), stdin);
             let io = tokio::spawn(stdio::serve(peer, rx, lines));
             Ok(Transport::Stdio { child, io })
-        })
-        .await
+        }));
+        Self::start(config, wire).await
     }
 
     /// Connect to a Streamable HTTP endpoint and initialize; the standalone GET stream is
@@ -148,12 +193,7 @@ impl Client {
         http: HttpClientConfig,
         config: ClientConfig,
     ) -> Result<Self, ClientError> {
-        let client = Self::start(config, move |peer, rx| {
-            HttpClientTransport::start(peer, rx, http)
-                .map(Transport::Http)
-                .map_err(|e| ClientError::Connect(e.to_string()))
-        })
-        .await?;
+        let client = Self::start(config, Wire::Http(Box::new(http))).await?;
         let settled = {
             let t = client.inner.transport.lock();
             match &*t {
@@ -185,20 +225,16 @@ impl Client {
         R: AsyncBufRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        Self::start(config, move |peer, rx| {
+        let wire = Wire::Once(Box::new(move |peer, rx| {
             let lines = stdio::LineIo::new(reader, writer);
             Ok(Transport::Io(tokio::spawn(stdio::serve(peer, rx, lines))))
-        })
-        .await
+        }));
+        Self::start(config, wire).await
     }
 
-    async fn start(
-        config: ClientConfig,
-        transport: impl FnOnce(
-            Peer,
-            tokio::sync::mpsc::Receiver<mcp_tasks_rpc::Outbound>,
-        ) -> Result<Transport, ClientError>,
-    ) -> Result<Self, ClientError> {
+    /// Open the transport, find the server's era (unless [`ClientConfig::protocol`] fixes
+    /// it) and start: `initialize` for 2025-11-25, `server/discover` for 2026-07-28.
+    async fn start(config: ClientConfig, wire: Wire) -> Result<Self, ClientError> {
         let receiving = match &config.task_receiver {
             Some(r) => {
                 r.ensure_started().await?;
@@ -211,9 +247,48 @@ impl Client {
             config.sampling.clone(),
             receiving,
         );
-        let (peer, rx) = Peer::new(Arc::new(ClientHandler(Arc::clone(&shared))));
-        let transport = transport(peer.clone(), rx)?;
-        let rpc = Rpc::new(peer, shared);
+        let handler = Arc::new(ClientHandler(Arc::clone(&shared)));
+        let first = if config.protocol == Protocol::Legacy {
+            Era::Legacy
+        } else {
+            Era::Modern
+        };
+        let (peer, rx) = Peer::new(handler.clone());
+        let (mut transport, http) = match wire {
+            Wire::Once(open) => (open(peer.clone(), rx)?, None),
+            Wire::Http(http) => (http_transport(peer.clone(), rx, &http, first)?, Some(http)),
+        };
+        let mut rpc = Rpc::new(peer, Arc::clone(&shared));
+        if config.protocol != Protocol::Legacy {
+            let found = modern::probe(&rpc, &config).await;
+            match found {
+                Ok(Probe::Modern(discover)) => {
+                    return Ok(Self::modern(&config, rpc, transport, &discover));
+                }
+                Ok(Probe::Legacy(why)) if config.protocol == Protocol::Modern => {
+                    rpc.peer.close();
+                    return Err(ClientError::Protocol(format!(
+                        "the server does not speak {} (asked for it only): {why}",
+                        wire::PROTOCOL_VERSION
+                    )));
+                }
+                Ok(Probe::Legacy(why)) => {
+                    tracing::debug!(%why, "a 2025-11-25 server: initialize");
+                    if let Some(http) = &http {
+                        // The modern attempt's transport has no session: start afresh.
+                        rpc.peer.close();
+                        drop(transport);
+                        let (peer, rx) = Peer::new(handler);
+                        transport = http_transport(peer.clone(), rx, http, Era::Legacy)?;
+                        rpc = Rpc::new(peer, Arc::clone(&shared));
+                    }
+                }
+                Err(e) => {
+                    rpc.peer.close();
+                    return Err(e);
+                }
+            }
+        }
         let client_capabilities = config.capabilities();
         let params = json!({
             "protocolVersion": LATEST_PROTOCOL_VERSION,
@@ -232,9 +307,55 @@ impl Client {
         };
         rpc.notify(methods::INITIALIZED, None).await;
         tracing::debug!(version = %init.protocol_version, server = %init.server_info, "initialized");
-        Ok(Self {
+        Ok(Self::with(
+            config,
+            rpc,
+            transport,
+            Era::Legacy,
+            init,
+            client_capabilities,
+        ))
+    }
+
+    /// A client of a 2026-07-28 server that answered `discover`.
+    fn modern(config: &ClientConfig, rpc: Rpc, transport: Transport, discover: &Value) -> Self {
+        let init = InitializeResult {
+            protocol_version: wire::PROTOCOL_VERSION.to_owned(),
+            capabilities: discover
+                .get("capabilities")
+                .cloned()
+                .unwrap_or_else(|| json!({})),
+            server_info: discover
+                .get("_meta")
+                .and_then(|m| m.get(wire::SERVER_INFO_META))
+                .cloned()
+                .unwrap_or(Value::Null),
+            instructions: discover
+                .get("instructions")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            raw: discover.clone(),
+        };
+        tracing::debug!(server = %init.server_info, "2026-07-28 server");
+        let caps = config.modern_capabilities();
+        Self::with(config.clone(), rpc, transport, Era::Modern, init, caps)
+    }
+
+    fn with(
+        config: ClientConfig,
+        rpc: Rpc,
+        transport: Transport,
+        era: Era,
+        init: InitializeResult,
+        client_capabilities: Value,
+    ) -> Self {
+        let meta = (era == Era::Modern).then(|| modern::request_meta(&config));
+        Self {
             inner: Arc::new(Inner {
                 rpc,
+                era,
+                meta,
+                max_input_rounds: config.max_input_rounds,
                 init,
                 client_capabilities,
                 request_timeout: config.request_timeout,
@@ -243,7 +364,31 @@ impl Client {
                 transport: Mutex::new(Some(transport)),
                 next_token: AtomicU64::new(1),
             }),
-        })
+        }
+    }
+
+    /// The era this client speaks with its server (found once, when connecting).
+    pub fn era(&self) -> Era {
+        self.inner.era
+    }
+
+    /// Whether this client speaks 2026-07-28.
+    pub fn is_modern(&self) -> bool {
+        self.inner.era == Era::Modern
+    }
+
+    /// Send `method` (with the modern `_meta` in 2026-07-28), at most `timeout`.
+    async fn send(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<Duration>,
+    ) -> Result<Value, ClientError> {
+        let params = match &self.inner.meta {
+            Some(m) => Some(modern::stamp(m, params)),
+            None => params,
+        };
+        self.inner.rpc.request(method, params, timeout).await
     }
 
     /// End the connection: DELETE the HTTP session, or close the stdio server's input and
@@ -272,7 +417,7 @@ impl Client {
         self.inner.rpc.peer.is_closed()
     }
 
-    /// What `initialize` returned.
+    /// What `initialize` returned (2026-07-28: `server/discover`, in the same shape).
     pub fn initialize_result(&self) -> &InitializeResult {
         &self.inner.init
     }
@@ -318,8 +463,26 @@ impl Client {
         }
     }
 
-    /// The server's `tasks` capability.
+    /// The server's `tasks` capability. In 2026-07-28, what the tasks extension gives
+    /// when the server declares it: tasks of `tools/call` and `tasks/cancel`, no
+    /// `tasks/list`.
     pub fn server_tasks(&self) -> TaskCapabilities {
+        if self.is_modern() {
+            let ext = self
+                .inner
+                .init
+                .capabilities
+                .get("extensions")
+                .and_then(|e| e.get(wire::TASKS_EXTENSION))
+                .is_some();
+            return TaskCapabilities {
+                declared: ext,
+                list: false,
+                cancel: ext,
+                tools_call: ext,
+                ..TaskCapabilities::default()
+            };
+        }
         TaskCapabilities::from_capabilities(&self.inner.init.capabilities)
     }
 
@@ -352,10 +515,7 @@ impl Client {
     /// # Errors
     /// The server's error ([`ClientError::Rpc`]), a timeout, a transport failure.
     pub async fn request(&self, method: &str, params: Option<Value>) -> Result<Value, ClientError> {
-        self.inner
-            .rpc
-            .request(method, params, self.inner.request_timeout)
-            .await
+        self.send(method, params, self.inner.request_timeout).await
     }
 
     /// Send a request and wait for its answer however long it takes (`tasks/result`
@@ -368,7 +528,7 @@ impl Client {
         method: &str,
         params: Option<Value>,
     ) -> Result<Value, ClientError> {
-        self.inner.rpc.request(method, params, None).await
+        self.send(method, params, None).await
     }
 
     /// Send a notification.
@@ -450,6 +610,12 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<CallToolResult, ClientError> {
+        if self.is_modern() {
+            return match self.modern_call(name, arguments, options).await? {
+                Started::Result(r) => Ok(r),
+                Started::Task(task) => task.result().await,
+            };
+        }
         let required = self.server_tasks().tools_call
             && self
                 .tool(name)
@@ -462,16 +628,164 @@ impl Client {
                 Err(e) => Err(e),
             };
         }
+        self.plain_call(name, arguments, options).await
+    }
+
+    /// A `tools/call` without a task.
+    async fn plain_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
         let mut params = json!({ "name": name, "arguments": arguments });
         if let Some(token) = &options.progress_token {
             meta::set_progress_token(&mut params, token.clone());
         }
         let v = self
-            .inner
-            .rpc
-            .request(methods::TOOLS_CALL, Some(params), self.inner.call_timeout)
+            .send(methods::TOOLS_CALL, Some(params), self.inner.call_timeout)
             .await?;
         Ok(CallToolResult(v))
+    }
+
+    /// 2026-07-28: call a tool; the server decides whether the call becomes a task.
+    ///
+    /// * `resultType: "complete"` (or none): the result;
+    /// * `resultType: "task"` (the server made it a task; only with the tasks extension
+    ///   declared): its handle, to follow with [`TaskHandle::result`], which polls
+    ///   `tasks/get` and answers the task's `inputRequests` with `tasks/update`;
+    /// * `resultType: "input_required"` (multi round-trip): every `inputRequests` entry is
+    ///   answered by the client's handlers and the call is sent again with
+    ///   `inputResponses` and the `requestState` echoed, at most
+    ///   [`ClientConfig::max_input_rounds`] times.
+    ///
+    /// In 2025-11-25 it is [`Self::call_tool_with`] (a `required` tool as a task).
+    ///
+    /// Spec (SEP-2663): "A client that has negotiated this extension MUST be prepared to
+    /// handle either `CallToolResult` or `CreateTaskResult` in response to any supported
+    /// request it issues." Spec (MRTR): "If an `InputRequiredResult` contains the
+    /// `requestState` field, the client MUST echo back the exact value of that field when
+    /// retrying the original request. ... If the `InputRequiredResult` does not contain a
+    /// `requestState` field, the client MUST NOT include one in the retry." Spec (basic):
+    /// "A `resultType` of any value unrecognized by the client MUST be considered
+    /// invalid."
+    ///
+    /// # Errors
+    /// The server's error; [`ClientError::Unanswered`] when a question cannot be
+    /// answered; [`ClientError::Protocol`] for an unknown `resultType` or too many rounds.
+    pub async fn start_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<Started, ClientError> {
+        if !self.is_modern() {
+            let required = self.server_tasks().tools_call
+                && self
+                    .tool(name)
+                    .await?
+                    .is_some_and(|t| task_support(&t) == TaskSupport::Required);
+            if required {
+                return match self.call_tool_as_task(name, arguments, options).await {
+                    Ok(task) => Ok(Started::Task(task)),
+                    Err(ClientError::NotStarted(r)) => Ok(Started::Result(*r)),
+                    Err(e) => Err(e),
+                };
+            }
+            return self
+                .plain_call(name, arguments, options)
+                .await
+                .map(Started::Result);
+        }
+        self.modern_call(name, arguments, options).await
+    }
+
+    /// [`Self::start_call`] in 2026-07-28.
+    async fn modern_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<Started, ClientError> {
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(token) = &options.progress_token {
+            meta::set_progress_token(&mut params, token.clone());
+        }
+        let mut rounds = 0;
+        loop {
+            let v = self
+                .send(
+                    methods::TOOLS_CALL,
+                    Some(params.clone()),
+                    self.inner.call_timeout,
+                )
+                .await?;
+            match ResultType::of(&v) {
+                ResultType::Complete => return Ok(Started::Result(CallToolResult(v))),
+                ResultType::Task => {
+                    let task = parse_task(&v)?;
+                    let handle =
+                        TaskHandle::new(self.clone(), self.register(task), Some(name.into()), None);
+                    return Ok(Started::Task(handle));
+                }
+                ResultType::InputRequired => {
+                    rounds += 1;
+                    if rounds > self.inner.max_input_rounds {
+                        return Err(ClientError::Protocol(format!(
+                            "tools/call of `{name}` still asks for input after {} rounds (the client's bound)",
+                            self.inner.max_input_rounds
+                        )));
+                    }
+                    let requests = v
+                        .get("inputRequests")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    let responses = self.answer_inputs(requests, None).await?;
+                    let Some(obj) = params.as_object_mut() else {
+                        unreachable!("the params are an object")
+                    };
+                    obj.remove("inputResponses");
+                    obj.remove("requestState");
+                    if !responses.is_empty() {
+                        obj.insert("inputResponses".into(), Value::Object(responses));
+                    }
+                    if let Some(state) = v.get("requestState") {
+                        obj.insert("requestState".into(), state.clone());
+                    }
+                }
+                ResultType::Other(t) => {
+                    return Err(ClientError::Protocol(format!(
+                        "tools/call of `{name}` was answered with the unknown resultType `{t}`"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Answer `requests` (an `inputRequests` map) one after the other with the client's
+    /// handlers; the `inputResponses` map.
+    pub(crate) async fn answer_inputs(
+        &self,
+        requests: Map<String, Value>,
+        task: Option<&str>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        let mut responses = Map::new();
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            match self.inner.rpc.shared.answer(&method, params, task).await {
+                Ok(v) => {
+                    responses.insert(key, v);
+                }
+                Err(error) => return Err(ClientError::Unanswered { method, error }),
+            }
+        }
+        Ok(responses)
     }
 
     /// Call a tool as a task and return its handle at once.
@@ -493,6 +807,13 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<TaskHandle, ClientError> {
+        if self.is_modern() {
+            // The server decides; a call it answers at once created no task.
+            return match self.modern_call(name, arguments, options).await? {
+                Started::Task(t) => Ok(t),
+                Started::Result(r) => Err(ClientError::NotStarted(Box::new(r))),
+            };
+        }
         if !self.server_tasks().tools_call {
             return Err(ClientError::unsupported(
                 format!("tool `{name}` as a task"),
@@ -559,10 +880,20 @@ impl Client {
     /// # Errors
     /// The server's error (-32602 for an unknown or expired task).
     pub async fn get_task(&self, task_id: &str) -> Result<Task, ClientError> {
+        Ok(self.get_task_detail(task_id).await?.task)
+    }
+
+    /// `tasks/get` with what 2026-07-28 inlines: the result, the error or the questions
+    /// (2025-11-25 carries none of them: only the task).
+    ///
+    /// # Errors
+    /// The server's error (an unknown or expired task).
+    pub async fn get_task_detail(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
         let v = self
             .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
             .await?;
-        let task = parse_task(&v)?;
+        let detail = TaskDetail::parse(&v)?;
+        let task = detail.task.clone();
         if let Some(s) = self
             .inner
             .rpc
@@ -572,9 +903,27 @@ impl Client {
             .get(task_id)
             .and_then(std::sync::Weak::upgrade)
         {
-            s.observe(task.clone());
+            s.observe(task);
         }
-        Ok(task)
+        Ok(detail)
+    }
+
+    /// 2026-07-28: `tasks/update` with `responses` (answers to the task's
+    /// `inputRequests`, by key).
+    ///
+    /// # Errors
+    /// The server's error (an unknown task).
+    pub async fn update_task(
+        &self,
+        task_id: &str,
+        responses: Map<String, Value>,
+    ) -> Result<(), ClientError> {
+        self.request(
+            wire::methods::TASKS_UPDATE,
+            Some(modern::update_params(task_id, responses)),
+        )
+        .await
+        .map(drop)
     }
 
     /// `tasks/cancel`.
@@ -583,7 +932,12 @@ impl Client {
     /// [`ClientError::Unsupported`] when the server does not declare `tasks.cancel`; the
     /// server's error (-32602 for a terminal or unknown task).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, ClientError> {
-        parse_task(&self.cancel_task_raw(task_id).await?)
+        let v = self.cancel_task_raw(task_id).await?;
+        if self.is_modern() {
+            // The extension acknowledges with an empty result: read the task.
+            return self.get_task(task_id).await;
+        }
+        parse_task(&v)
     }
 
     pub(crate) async fn cancel_task_raw(&self, task_id: &str) -> Result<Value, ClientError> {
@@ -606,6 +960,9 @@ impl Client {
         &self,
         cursor: Option<&str>,
     ) -> Result<(Vec<Task>, Option<String>), ClientError> {
+        if self.is_modern() {
+            return Err(ClientError::not_in_modern(methods::TASKS_LIST));
+        }
         if !self.server_tasks().list {
             return Err(ClientError::unsupported(
                 "tasks/list",

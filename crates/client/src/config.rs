@@ -8,6 +8,44 @@ use serde_json::{Map, Value, json};
 use crate::input::{ElicitationHandler, SamplingHandler};
 use crate::receiver::TaskReceiver;
 
+/// Which protocol generation a client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Protocol {
+    /// Detect the server's era: probe with a 2026-07-28 `server/discover`, fall back to
+    /// the 2025-11-25 `initialize` when the answer is not a recognized modern one (see
+    /// [`crate::Client::connect_stdio`], [`crate::Client::connect_http`]).
+    #[default]
+    Auto,
+    /// 2025-11-25 only: `initialize`, no probe.
+    Legacy,
+    /// 2026-07-28 only: a server that does not speak it is an error.
+    Modern,
+}
+
+/// The protocol generation a connected client speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Era {
+    /// MCP 2025-11-25: a session opened by `initialize`; tasks as in that revision.
+    Legacy,
+    /// MCP 2026-07-28: no handshake, `_meta` on every request; tasks through the
+    /// extension `io.modelcontextprotocol/tasks` (SEP-2663).
+    Modern,
+}
+
+impl std::fmt::Display for Era {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Legacy => "2025-11-25",
+            Self::Modern => "2026-07-28",
+        })
+    }
+}
+
+/// Default of [`ClientConfig::probe_timeout`].
+pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Default of [`ClientConfig::max_input_rounds`].
+pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 16;
+
 /// Configuration of a [`crate::Client`].
 #[non_exhaustive]
 #[derive(Clone)]
@@ -31,6 +69,22 @@ pub struct ClientConfig {
     pub task_receiver: Option<TaskReceiver>,
     /// More client capabilities, merged over the ones above.
     pub extra_capabilities: Map<String, Value>,
+    /// Which era to speak (default [`Protocol::Auto`]: detect it).
+    pub protocol: Protocol,
+    /// How long the `server/discover` probe waits before the server is taken for a
+    /// legacy one that does not answer unknown requests. Default 5 s.
+    ///
+    /// Spec (stdio): "The server returns any other error, or does not respond within a
+    /// reasonable timeout: the server is legacy. Fall back to the `initialize` handshake."
+    pub probe_timeout: Duration,
+    /// 2026-07-28: declare the tasks extension `io.modelcontextprotocol/tasks` on every
+    /// request (default on). Off, the server never answers with a task (a tool that
+    /// always runs as one is refused with -32021) and questions of a plain call come as
+    /// multi round-trip results.
+    pub tasks_extension: bool,
+    /// 2026-07-28: most `input_required` answers one plain `tools/call` goes through
+    /// (each retried with the answers) before the client gives up. Default 16.
+    pub max_input_rounds: u32,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ClientConfig, |s| {
@@ -41,6 +95,7 @@ mcp_tasks_proto::debug_non_exhaustive!(ClientConfig, |s| {
     elicitation: s.elicitation.is_some(),
     sampling: s.sampling.is_some(),
     task_receiver: s.task_receiver.is_some(),
+    protocol: s.protocol,
 });
 
 impl Default for ClientConfig {
@@ -54,6 +109,10 @@ impl Default for ClientConfig {
             sampling: None,
             task_receiver: None,
             extra_capabilities: Map::new(),
+            protocol: Protocol::Auto,
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
+            tasks_extension: true,
+            max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
         }
     }
 }
@@ -86,6 +145,39 @@ impl ClientConfig {
     pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
         self.request_timeout = timeout;
         self
+    }
+
+    /// Speak `protocol` (see [`Protocol`]).
+    #[must_use]
+    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// The `io.modelcontextprotocol/clientCapabilities` sent on every 2026-07-28 request:
+    /// elicitation (form) and sampling when the client has handlers, the tasks extension
+    /// ([`Self::tasks_extension`]), then [`Self::extra_capabilities`]. No `tasks`
+    /// capability: the extension has no client-hosted tasks.
+    ///
+    /// Spec (SEP-2663): the client signals support "by including the extension in its
+    /// per-request capabilities" as `"extensions": {"io.modelcontextprotocol/tasks": {}}`.
+    pub fn modern_capabilities(&self) -> Value {
+        let mut caps = Map::new();
+        if self.elicitation.is_some() {
+            caps.insert("elicitation".into(), json!({ "form": {} }));
+        }
+        if self.sampling.is_some() {
+            caps.insert("sampling".into(), json!({}));
+        }
+        if self.tasks_extension {
+            let mut extensions = Map::new();
+            extensions.insert(mcp_tasks_proto::modern::TASKS_EXTENSION.into(), json!({}));
+            caps.insert("extensions".into(), Value::Object(extensions));
+        }
+        for (k, v) in &self.extra_capabilities {
+            caps.insert(k.clone(), v.clone());
+        }
+        Value::Object(caps)
     }
 
     /// The `capabilities` sent in `initialize`.

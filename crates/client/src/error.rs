@@ -86,6 +86,17 @@ pub enum ClientError {
     /// as its `Ok`.
     #[error("no task was created: the server answered the call with a result{}", if .0.is_error() { " (isError)" } else { "" })]
     NotStarted(Box<CallToolResult>),
+    /// 2026-07-28: the client could not answer a question of the server (an entry of
+    /// `inputRequests`): its handler refused (sampling declined) or it has none. The
+    /// extension carries only results in `inputResponses`, so the call cannot go on: a
+    /// plain call ends with this error, a task is cancelled.
+    #[error("cannot answer the server's {method}: {error}")]
+    Unanswered {
+        /// The question's method (`sampling/createMessage`, ...).
+        method: String,
+        /// Why, as the handler said.
+        error: ErrorObject,
+    },
 }
 
 impl ClientError {
@@ -107,6 +118,21 @@ impl ClientError {
             what: what.into(),
             why: why.into(),
         }
+    }
+
+    /// The refusal of a 2025-11-25 tasks method that the 2026-07-28 tasks extension does
+    /// not have (`tasks/list`, `tasks/result`) ([`Self::Unsupported`]).
+    ///
+    /// Spec (SEP-2663): the redesign "consolidates the polling lifecycle into `tasks/get`
+    /// and a new `tasks/update` to remove the blocking `tasks/result` method"; of
+    /// `tasks/list`: "it is unsafe for a server to support `tasks/list` at all".
+    pub fn not_in_modern(method: &str) -> Self {
+        Self::unsupported(
+            method,
+            format!(
+                "it speaks 2026-07-28, whose tasks extension (io.modelcontextprotocol/tasks, SEP-2663) has no {method}; `tasks get ID` shows a task with its result inline"
+            ),
+        )
     }
 
     /// The refusal of a tool the server does not list ([`Self::Unsupported`]).

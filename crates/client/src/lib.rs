@@ -1,4 +1,17 @@
-//! The requestor side of MCP Tasks (protocol revision 2025-11-25).
+//! The requestor side of MCP Tasks, in both protocol generations: 2025-11-25 (tasks of
+//! the core protocol) and 2026-07-28 with the tasks extension `io.modelcontextprotocol/tasks`
+//! (SEP-2663).
+//!
+//! The client finds the server's era when it connects ([`Protocol::Auto`], the default):
+//! it probes with a 2026-07-28 `server/discover` and falls back to `initialize` when the
+//! answer is not a recognized modern one; [`ClientConfig::protocol`] can fix the era. In
+//! 2026-07-28 every request carries `_meta` (protocol version, client info, capabilities
+//! declaring the tasks extension), over HTTP with the `MCP-Protocol-Version`, `Mcp-Method`
+//! and `Mcp-Name` headers and no session; [`Client::start_call`] gives a result or a task
+//! as the server decides, answering multi round-trip questions; a task is followed by
+//! polling `tasks/get` and answering its `inputRequests` with `tasks/update`. What follows
+//! describes 2025-11-25; the same calls work in 2026-07-28 except `tasks/list` (and
+//! `tasks/result`, which the handle replaces by polling), which the extension has not.
 //!
 //! A [`Client`] connects to a server over stdio ([`Client::connect_stdio`], spawning it
 //! in its own process group) or Streamable HTTP ([`Client::connect_http`]), initializes,
@@ -42,14 +55,15 @@ mod client;
 mod config;
 mod error;
 mod input;
+mod modern;
 mod process;
 pub mod receiver;
 mod rpc;
 mod task;
 mod types;
 
-pub use client::{CallOptions, Client, HttpSessionInfo};
-pub use config::ClientConfig;
+pub use client::{CallOptions, Client, HttpSessionInfo, Started};
+pub use config::{ClientConfig, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_PROBE_TIMEOUT, Era, Protocol};
 pub use error::ClientError;
 pub use input::{
     ElicitationHandler, FixedElicitation, FixedSampling, SamplingHandler, ServerRequest, elicit,
@@ -58,6 +72,7 @@ pub use input::{
 pub use mcp_tasks_core::Policy;
 pub use mcp_tasks_proto::mcp::{Task, TaskStatus, TaskSupport, Tool};
 pub use mcp_tasks_rpc::http_client::HttpClientConfig;
+pub use modern::TaskDetail;
 pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};
 pub use task::{
     DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, poll_interval,

@@ -53,6 +53,33 @@ impl Shared {
     fn task(&self, id: &str) -> Option<Arc<TaskShared>> {
         self.tasks.lock().get(id).and_then(Weak::upgrade)
     }
+
+    /// Answer one question of the server with the client's handlers: a 2026-07-28
+    /// `inputRequests` entry, answered as the request it stands for (`related_task` names
+    /// the task it came from, if any).
+    ///
+    /// Spec (SEP-2663): "Clients MUST treat each entry in `inputRequests` as they would the
+    /// equivalent standalone server-to-client request".
+    pub(crate) async fn answer(
+        &self,
+        method: &str,
+        params: Value,
+        related_task: Option<&str>,
+    ) -> Result<Value, ErrorObject> {
+        let answerer = match method {
+            methods::ELICITATION_CREATE => self.elicitation.clone().map(Answerer::Elicit),
+            methods::SAMPLING_CREATE_MESSAGE => self.sampling.clone().map(Answerer::Sample),
+            _ => None,
+        }
+        .ok_or_else(|| {
+            ErrorObject::method_not_found(format!("this client does not answer `{method}`"))
+        })?;
+        let mut request = ServerRequest::new(params, tokio_util::sync::CancellationToken::new());
+        if let Some(t) = related_task {
+            request.related_task = Some(t.to_owned());
+        }
+        answerer.answer(request).await
+    }
 }
 
 /// Serves the server's requests and notifications.

@@ -215,6 +215,10 @@ impl TaskHandle {
     /// server's error (cancelling a terminal task is -32602).
     pub async fn cancel(&self) -> Result<Task, ClientError> {
         let v = self.client.cancel_task_raw(self.id()).await?;
+        if self.client.is_modern() {
+            // An empty acknowledgement: "Cancellation processing is eventually consistent".
+            return self.refresh().await;
+        }
         let task = parse_task(&v)?;
         self.shared.observe(task);
         Ok(self.task())
@@ -321,7 +325,8 @@ impl TaskHandle {
             let task = self.task();
             tokio::select! {
                 r = result.changed() => { if r.is_err() { return Err(ClientError::Closed); } }
-                () = tokio::time::sleep(poll_interval(&task)), if !task.status.is_terminal() => {
+                // 2026-07-28: the background driver polls already.
+                () = tokio::time::sleep(poll_interval(&task)), if !task.status.is_terminal() && !self.client.is_modern() => {
                     // Keep the status fresh for watchers; tasks/result decides the outcome.
                     if let Err(e) = self.refresh().await {
                         tracing::debug!(error = %e, "tasks/get failed while waiting for the result");
@@ -356,7 +361,11 @@ impl TaskHandle {
         let client = self.client.clone();
         let weak = Arc::downgrade(&self.shared);
         let h = tokio::spawn(async move {
-            let outcome = fetch_result(&client, &weak).await;
+            let outcome = if client.is_modern() {
+                drive_modern(&client, &weak).await
+            } else {
+                fetch_result(&client, &weak).await
+            };
             if let Some(s) = weak.upgrade() {
                 s.result.send_replace(outcome);
             }
@@ -396,6 +405,74 @@ impl TaskHandle {
         t.status_message = message.or(t.status_message);
         // Not a server observation: written directly.
         self.shared.state.send_replace(t);
+    }
+}
+
+/// 2026-07-28: follow the task of `shared` to its end with `tasks/get` at its
+/// `pollIntervalMs` (clamped, see [`poll_interval`]); answer each new `inputRequests`
+/// entry with the client's handlers and send the answers with `tasks/update`; the outcome
+/// is the inline `result` or `error`. A question the client cannot answer cancels the
+/// task (the extension has no way to send a refusal) and is the outcome's error.
+///
+/// Spec (SEP-2663): "Clients SHOULD respect the `pollIntervalMs` provided in responses";
+/// "the client SHOULD fulfill the outstanding requests in `inputRequests` by sending one
+/// or more `tasks/update` requests with corresponding `inputResponses`. After sending a
+/// `tasks/update`, the client SHOULD continue observing the task's status via polling";
+/// "Clients SHOULD deduplicate `inputRequests` keys across consecutive polls"; "Clients
+/// SHOULD track `inputRequests` keys to avoid responding to requests more than once."
+async fn drive_modern(client: &Client, shared: &std::sync::Weak<TaskShared>) -> ResultCall {
+    let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
+        return ResultCall::Failed(ClientError::Closed);
+    };
+    let mut answered = std::collections::HashSet::new();
+    let mut failures = 0;
+    loop {
+        let detail = match client.get_task_detail(&task_id).await {
+            Ok(d) => {
+                failures = 0;
+                d
+            }
+            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
+                failures += 1;
+                let wait = shared
+                    .upgrade()
+                    .map_or(DEFAULT_POLL_INTERVAL, |s| poll_interval(&s.current()));
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            Err(e) => return ResultCall::Failed(e),
+        };
+        match detail.outcome() {
+            Some(Ok(outcome)) => return ResultCall::Done(outcome),
+            Some(Err(e)) => return ResultCall::Failed(e),
+            None => {}
+        }
+        let fresh: serde_json::Map<String, Value> = detail
+            .input_requests
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| !answered.contains(k))
+            .collect();
+        if !fresh.is_empty() {
+            let keys: Vec<String> = fresh.keys().cloned().collect();
+            match client.answer_inputs(fresh, Some(&task_id)).await {
+                Ok(responses) => {
+                    if let Err(e) = client.update_task(&task_id, responses).await {
+                        return ResultCall::Failed(e);
+                    }
+                    answered.extend(keys);
+                    continue;
+                }
+                Err(e) => {
+                    if let Err(c) = client.cancel_task_raw(&task_id).await {
+                        tracing::debug!(task_id = %task_id, error = %c, "cancelling the unanswerable task failed");
+                    }
+                    return ResultCall::Failed(e);
+                }
+            }
+        }
+        tokio::time::sleep(poll_interval(&detail.task)).await;
     }
 }
 

@@ -142,7 +142,8 @@ pub fn task_support(tool: &Tool) -> TaskSupport {
 }
 
 /// Parse a `Task` leniently: `taskId` and `status` are needed; a missing `ttl` reads as
-/// unlimited, missing timestamps as empty strings; unknown fields are ignored.
+/// unlimited, missing timestamps as empty strings; unknown fields are ignored. The
+/// 2026-07-28 names (`ttlMs`, `pollIntervalMs`) are read as `ttl` and `pollInterval`.
 ///
 /// # Errors
 /// [`ClientError::Protocol`] without a usable `taskId` or `status`.
@@ -163,8 +164,14 @@ pub fn parse_task(v: &Value) -> Result<Task, ClientError> {
         status_message: text("statusMessage"),
         created_at: text("createdAt").unwrap_or_default(),
         last_updated_at: text("lastUpdatedAt").unwrap_or_default(),
-        ttl: v.get("ttl").and_then(Value::as_u64),
-        poll_interval: v.get("pollInterval").and_then(Value::as_u64),
+        ttl: v
+            .get("ttl")
+            .or_else(|| v.get("ttlMs"))
+            .and_then(Value::as_u64),
+        poll_interval: v
+            .get("pollInterval")
+            .or_else(|| v.get("pollIntervalMs"))
+            .and_then(Value::as_u64),
     })
 }
 
@@ -200,6 +207,11 @@ mod tests {
         assert_eq!(t.poll_interval, None);
         assert!(parse_task(&json!({"taskId": "a", "status": "odd"})).is_err());
         assert!(parse_task(&json!({"status": "working"})).is_err());
+        let t = parse_task(
+            &json!({"taskId": "a", "status": "working", "ttlMs": 5, "pollIntervalMs": 7}),
+        )
+        .unwrap();
+        assert_eq!((t.ttl, t.poll_interval), (Some(5), Some(7)));
     }
 
     #[test]

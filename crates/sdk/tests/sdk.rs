@@ -10,7 +10,7 @@ mod forecast;
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks_client::{CallOptions, Client, ClientConfig, HttpClientConfig, TaskStatus};
+use mcp_tasks_client::{CallOptions, Client, ClientConfig, HttpClientConfig, Protocol, TaskStatus};
 use mcp_tasks_sdk::serde_json::json;
 use mcp_tasks_sdk::{HttpOptions, Server, tokio};
 
@@ -23,7 +23,9 @@ async fn over_stdio(server: &Server) -> Client {
     let server = server.clone();
     tokio::spawn(async move { server.serve_stdio(reader, writer).await });
     let (cr, cw) = tokio::io::split(client_io);
-    Client::connect_io(tokio::io::BufReader::new(cr), cw, ClientConfig::default())
+    // These tests use 2025-11-25 task augmentation and `tasks/list`: no probe.
+    let config = ClientConfig::default().with_protocol(Protocol::Legacy);
+    Client::connect_io(tokio::io::BufReader::new(cr), cw, config)
         .await
         .expect("connect over stdio")
 }
@@ -41,7 +43,8 @@ async fn over_http(server: &Server) -> (Client, tokio::sync::oneshot::Sender<()>
         })
         .await
     });
-    let client = Client::connect_http(HttpClientConfig::new(url), ClientConfig::default())
+    let config = ClientConfig::default().with_protocol(Protocol::Legacy);
+    let client = Client::connect_http(HttpClientConfig::new(url), config)
         .await
         .expect("connect over HTTP");
     (client, stop)

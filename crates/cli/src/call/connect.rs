@@ -8,8 +8,8 @@ use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Args;
 use mcp_tasks_client::{
-    Client, ClientConfig, ClientError, ElicitationHandler, HttpClientConfig, SamplingHandler,
-    ServerRequest, TaskReceiver, elicit, sampling, sampling_refused,
+    Client, ClientConfig, ClientError, ElicitationHandler, HttpClientConfig, Protocol,
+    SamplingHandler, ServerRequest, TaskReceiver, elicit, sampling, sampling_refused,
 };
 use mcp_tasks_proto::ErrorObject;
 use serde_json::Value;
@@ -43,6 +43,18 @@ pub(crate) struct ConnectArgs {
     /// Print one JSON object on stdout: `{task?, result | error}`.
     #[arg(long)]
     pub(super) json: bool,
+    /// The protocol generation to speak: `auto` finds the server's (a 2026-07-28
+    /// `server/discover` probe, 2025-11-25 `initialize` when the server does not answer it
+    /// as a modern one), `legacy` speaks 2025-11-25, `modern` 2026-07-28 with the tasks
+    /// extension.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "ERA",
+        default_value_t = ProtocolArg::Auto,
+        env = "MCP_TASKS_PROTOCOL"
+    )]
+    protocol: ProtocolArg,
     /// The server to spawn and speak to on stdio, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -54,6 +66,27 @@ impl ConnectArgs {
         match &self.url {
             Some(u) => u.clone(),
             None => self.command.join(" "),
+        }
+    }
+}
+
+/// `--protocol`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ProtocolArg {
+    /// Detect the server's era.
+    Auto,
+    /// MCP 2025-11-25.
+    Legacy,
+    /// MCP 2026-07-28 with the tasks extension.
+    Modern,
+}
+
+impl From<ProtocolArg> for Protocol {
+    fn from(p: ProtocolArg) -> Self {
+        match p {
+            ProtocolArg::Auto => Self::Auto,
+            ProtocolArg::Legacy => Self::Legacy,
+            ProtocolArg::Modern => Self::Modern,
         }
     }
 }
@@ -170,6 +203,7 @@ pub(crate) fn client_config(
         // A server may task-augment what it asks: the answers then run as tasks of the CLI.
         .with_task_receiver(TaskReceiver::new());
     config.call_timeout = None;
+    config.protocol = conn.protocol.into();
     Ok(config)
 }
 

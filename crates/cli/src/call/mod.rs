@@ -9,6 +9,10 @@
 //! Ctrl-C while a task runs cancels it (`tasks/cancel`), waits for `cancelled` and exits
 //! 130; a second Ctrl-C leaves at once, the task left running (its id printed to resume).
 //!
+//! Against a 2026-07-28 server (`--protocol`, found by default) the server decides whether
+//! a call becomes a task (`--task` and `--ttl` are not sent); a task is followed the same
+//! way, its questions (`inputRequests`) answered like 2025-11-25 requests.
+//!
 //! * `arguments`: the tool's arguments from `--args` and `--arg`;
 //! * `connect`: the connection flags, the client and its answers to the server;
 //! * `follow`: status, progress and the live line; a task followed to its result;
@@ -22,7 +26,7 @@ mod out;
 use std::sync::Arc;
 
 use clap::Args;
-use mcp_tasks_client::{CallOptions, Client, ClientError, TaskSupport, task_support};
+use mcp_tasks_client::{CallOptions, Client, ClientError, Started, TaskSupport, task_support};
 
 use arguments::build_arguments;
 pub(crate) use connect::{AnswerArgs, ConnectArgs, client_config, connect, nonzero, or_interrupt};
@@ -98,7 +102,32 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let report = Arc::new(Report::new(&args.tool));
     let progress = show_progress(client, Some(token), Arc::clone(&report));
     let mut interrupts = Interrupts::new();
-    let code = if as_task {
+    let code = if client.is_modern() {
+        if args.task || args.ttl.is_some() {
+            report.line(
+                "mcp-tasks: the server speaks 2026-07-28: it decides whether the call runs as a task (--task and --ttl are not sent)",
+            );
+        }
+        let started = tokio::select! {
+            r = client.start_call(&args.tool, arguments, &options) => Some(r),
+            () = interrupts.next() => None,
+        };
+        match started {
+            Some(Ok(Started::Task(task))) => follow(&task, out, &report, &mut interrupts).await,
+            None => {
+                report.finish();
+                out.interrupted(None)
+            }
+            Some(Ok(Started::Result(r))) => {
+                report.finish();
+                out.result(None, &r)
+            }
+            Some(Err(e)) => {
+                report.finish();
+                out.error(None, &e)
+            }
+        }
+    } else if as_task {
         let created = tokio::select! {
             r = client.call_tool_as_task(&args.tool, arguments, &options) => Some(r),
             () = interrupts.next() => None,

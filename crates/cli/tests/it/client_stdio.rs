@@ -118,7 +118,7 @@ async fn status_notifications_end_a_wait_early_but_are_not_needed() {
     // The server asks for 30 s between polls; its status notifications end the wait
     // long before the first poll would.
     let cmd = support::stdio_command("memory", &["--poll-interval", "30000"]);
-    let c = mcp_tasks_client::Client::connect_stdio(cmd, ClientConfig::default())
+    let c = mcp_tasks_client::Client::connect_stdio(cmd, support::legacy())
         .await
         .unwrap();
     let task = c
@@ -153,7 +153,7 @@ async fn dropping_the_client_kills_the_process_group() {
     );
     let mut cmd = tokio::process::Command::new("sh");
     cmd.args(["-c", &script]).env("RUST_LOG", "warn");
-    let c = mcp_tasks_client::Client::connect_stdio(cmd, ClientConfig::default())
+    let c = mcp_tasks_client::Client::connect_stdio(cmd, support::legacy())
         .await
         .unwrap();
     let pid: u32 = std::fs::read_to_string(&pidfile.0)

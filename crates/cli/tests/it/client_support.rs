@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::{
-    Client, ClientConfig, FixedElicitation, FixedSampling, HttpClientConfig, elicit,
+    Client, ClientConfig, FixedElicitation, FixedSampling, HttpClientConfig, Protocol, elicit,
 };
 use serde_json::json;
 
@@ -148,25 +148,46 @@ pub fn early_result_server() -> Vec<String> {
     ]
 }
 
-pub async fn connect_stdio(store: &str, config: ClientConfig) -> Client {
-    Client::connect_stdio(stdio_command(store, &[]), config)
-        .await
-        .expect("connect over stdio")
+/// The default configuration, speaking 2025-11-25 only: the tests of that era's
+/// behaviour say so, as `auto` finds our dual-era server modern (`client_modern.rs`,
+/// `cli_modern.rs` test that).
+pub fn legacy() -> ClientConfig {
+    ClientConfig::default().with_protocol(Protocol::Legacy)
 }
 
+/// Our server over stdio, spoken to in 2025-11-25 (see [`legacy`]).
+pub async fn connect_stdio(store: &str, config: ClientConfig) -> Client {
+    Client::connect_stdio(
+        stdio_command(store, &[]),
+        config.with_protocol(Protocol::Legacy),
+    )
+    .await
+    .expect("connect over stdio")
+}
+
+/// Our server over HTTP, spoken to in 2025-11-25 (see [`legacy`]).
 pub async fn connect_http(url: &str, token: Option<&str>, config: ClientConfig) -> Client {
     let mut http = HttpClientConfig::new(url);
     http.bearer_token = token.map(str::to_owned);
-    Client::connect_http(http, config)
+    Client::connect_http(http, config.with_protocol(Protocol::Legacy))
         .await
         .expect("connect over HTTP")
 }
 
-/// The CLI as a process.
+/// The CLI as a process, speaking 2025-11-25 unless `--protocol` says otherwise (see
+/// [`legacy`]; [`cli_auto`] leaves the choice to the CLI).
 pub fn cli(args: &[&str]) -> Command {
+    let mut cmd = cli_auto(args);
+    cmd.env("MCP_TASKS_PROTOCOL", "legacy");
+    cmd
+}
+
+/// The CLI as a process, finding the server's era itself.
+pub fn cli_auto(args: &[&str]) -> Command {
     let mut cmd = Command::new(bin());
     cmd.args(args)
         .env("RUST_LOG", "warn")
+        .env_remove("MCP_TASKS_PROTOCOL")
         .env_remove("MCP_TASKS_TOKEN")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())

@@ -127,6 +127,8 @@ pub fn pty(argv: &[&str], steps: &[Step]) -> PtyRun {
         .arg("sh")
         .args(argv)
         .env("RUST_LOG", "warn")
+        // The terminal tests show 2025-11-25 tasks (`auto` finds our server modern).
+        .env("MCP_TASKS_PROTOCOL", "legacy")
         .env_remove("MCP_TASKS_TOKEN");
     let mut process = PtyProcess::new(cmd).expect("start the program in a pseudo-terminal");
     process.set_kill_timeout(Some(2000));

@@ -137,6 +137,8 @@ pub fn everything() -> Option<String> {
 pub fn cli_json(args: &[&str]) -> Value {
     let out = std::process::Command::new(crate::common::bin())
         .args(args)
+        // These tests read 2025-11-25 shapes (`tasks list`, task-augmented calls).
+        .env("MCP_TASKS_PROTOCOL", "legacy")
         .output()
         .unwrap();
     assert!(

@@ -1,0 +1,317 @@
+//! `mcp-tasks call` and `mcp-tasks tasks` against 2026-07-28: the era found on stdio and
+//! HTTP (modern for our server, legacy for a gateway that refuses modern requests),
+//! `--protocol` / `MCP_TASKS_PROTOCOL` forcing it both ways, a task to `completed`, one
+//! through `input_required` answered with `--elicit-reply` (and sampling with
+//! `--sample-reply`), one cancelled with Ctrl-C, one failed, `tasks get|cancel` in both
+//! eras and `tasks list|result` refused in the modern one.
+#![allow(missing_docs)]
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::client_support::{
+    HttpServer, bin, cli, cli_auto, json_out, run, stderr, stdout, wait_output,
+};
+
+/// `-- mcp-tasks serve --stdio --store memory --task-after 100ms`.
+fn stdio_server() -> Vec<&'static str> {
+    vec![
+        "--",
+        bin(),
+        "serve",
+        "--stdio",
+        "--store",
+        "memory",
+        "--task-after",
+        "100ms",
+    ]
+}
+
+/// `mcp-tasks call ARGS -- server`, the era left to the CLI.
+fn call(args: &[&str]) -> std::process::Output {
+    let mut all = vec!["call"];
+    all.extend_from_slice(args);
+    all.extend(stdio_server());
+    run(&mut cli_auto(&all))
+}
+
+/// What `--task` gives: a task in 2025-11-25, a note and a direct result in 2026-07-28.
+fn assert_modern(o: &std::process::Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    let v = json_out(o);
+    assert!(v.get("task").is_none(), "no task in 2026-07-28: {v}");
+    assert_eq!(v["result"]["content"][0]["text"], "slept 50");
+    assert!(stderr(o).contains("2026-07-28"), "{}", stderr(o));
+}
+
+fn assert_legacy(o: &std::process::Output) {
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(o));
+    let v = json_out(o);
+    assert_eq!(v["task"]["status"], "completed", "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "slept 50");
+}
+
+const SLEEP_TASK: [&str; 6] = ["call", "sleep", "--arg", "ms=50", "--task", "--json"];
+
+#[test]
+fn the_era_is_found_on_both_transports_and_forced_both_ways() {
+    // stdio: found modern, forced legacy by flag, forced modern by the environment.
+    let o = call(&["sleep", "--arg", "ms=50", "--task", "--json"]);
+    assert_modern(&o);
+    let o = call(&[
+        "sleep",
+        "--arg",
+        "ms=50",
+        "--task",
+        "--json",
+        "--protocol",
+        "legacy",
+    ]);
+    assert_legacy(&o);
+    let mut args = SLEEP_TASK.to_vec();
+    args.extend(stdio_server());
+    let o = run(cli(&args).env("MCP_TASKS_PROTOCOL", "modern"));
+    assert_modern(&o);
+
+    // HTTP: the same.
+    let srv = HttpServer::start(&[]);
+    let mut args = SLEEP_TASK.to_vec();
+    args.extend(["--url", &srv.url]);
+    assert_modern(&run(&mut cli_auto(&args)));
+    assert_legacy(&run(&mut cli(&args)));
+    args.extend(["--protocol", "modern"]);
+    assert_modern(&run(&mut cli(&args)));
+}
+
+/// A gateway (whose upstream speaks 2025-11-25) refuses modern requests with -32022
+/// listing only `initialize` revisions: the CLI speaks 2025-11-25 to it, on both
+/// transports; forced modern, it fails saying why.
+#[test]
+fn a_server_refusing_modern_requests_is_spoken_to_in_legacy() {
+    let upstream = format!("{} serve --stdio --store memory", bin());
+    let srv = HttpServer::start(&["--upstream-cmd", &upstream]);
+    let mut args = SLEEP_TASK.to_vec();
+    args.extend(["--url", &srv.url]);
+    assert_legacy(&run(&mut cli_auto(&args)));
+
+    let server = [
+        "--",
+        bin(),
+        "serve",
+        "--stdio",
+        "--store",
+        "memory",
+        "--upstream-cmd",
+        &upstream,
+    ];
+    let mut args = SLEEP_TASK.to_vec();
+    args.extend(server);
+    assert_legacy(&run(&mut cli_auto(&args)));
+    let mut args = SLEEP_TASK.to_vec();
+    args.extend(["--protocol", "modern"]);
+    args.extend(server);
+    let o = run(&mut cli_auto(&args));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("does not speak 2026-07-28")),
+        "{v}"
+    );
+}
+
+#[test]
+fn tasks_run_to_completed_failed_and_through_input_required() {
+    // `sleep` outlives --task-after: a task, followed to completed.
+    let o = call(&["sleep", "--arg", "ms=400"]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "slept 400\n");
+    let err = stderr(&o);
+    assert!(
+        err.contains(": working") && err.contains(": completed"),
+        "{err}"
+    );
+
+    let o = call(&["sleep", "--arg", "ms=400", "--json"]);
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "completed", "{v}");
+    assert!(
+        v["task"]["ttl"].is_number() || v["task"]["ttl"].is_null(),
+        "{v}"
+    );
+    assert_eq!(v["result"]["content"][0]["text"], "slept 400");
+
+    // `ask` always runs as a task: its question answered from --elicit-reply.
+    let o = call(&[
+        "ask",
+        "--arg",
+        "question=Your name?",
+        "--elicit-reply",
+        r#"{"answer": "Ada"}"#,
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "completed", "{v}");
+    assert_eq!(v["result"]["content"][0]["text"], "Ada");
+    let err = stderr(&o);
+    assert!(
+        err.contains("Your name? -> answered from --elicit-reply"),
+        "{err}"
+    );
+    assert!(err.contains(": input_required"), "{err}");
+
+    // Sampling during a task, from --sample-reply.
+    let o = call(&[
+        "summarize",
+        "--arg",
+        "text=a long text",
+        "--sample-reply",
+        "short",
+    ]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(stdout(&o), "short\n");
+
+    // A JSON-RPC error ends the task failed (exit 1) with that error.
+    let o = call(&[
+        "error",
+        "--arg",
+        "message=boom",
+        "--arg",
+        "ms=300",
+        "--json",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "failed", "{v}");
+    assert_eq!(v["error"]["message"], "boom");
+
+    // An isError result ends the task completed; the exit code says the tool failed.
+    let o = call(&["fail", "--arg", "message=bad", "--arg", "ms=300", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "completed", "{v}");
+    assert_eq!(v["result"]["isError"], true);
+}
+
+#[test]
+fn ctrl_c_cancels_a_modern_task() {
+    let mut args = vec!["call", "sleep", "--arg", "ms=60000", "--json"];
+    args.extend(stdio_server());
+    let mut child = cli_auto(&args).spawn().unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
+            let Ok(line) = line else { break };
+            if line.contains(": working") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("the task did not start");
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = wait_output(child, Duration::from_secs(20));
+    let err = reader.join().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("cancelled"), "{err}");
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "cancelled", "{v}");
+}
+
+/// Start `sleep 60000` as a task over HTTP in `era`; its id.
+fn running_task(url: &str, era: &str) -> String {
+    // --task makes it one in 2025-11-25; in 2026-07-28 it outlives --task-after.
+    let mut child = cli(&[
+        "call",
+        "sleep",
+        "--arg",
+        "ms=60000",
+        "--task",
+        "--url",
+        url,
+        "--protocol",
+        era,
+    ])
+    .spawn()
+    .unwrap();
+    let err = child.stderr.take().unwrap();
+    let mut id = None;
+    for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
+        let Ok(line) = line else { break };
+        if let Some(rest) = line.strip_prefix("task ")
+            && let Some((task, _)) = rest.split_once(": working")
+        {
+            id = Some(task.to_owned());
+            break;
+        }
+    }
+    // The task lives on in the server; the caller goes.
+    let _ = child.kill();
+    let _ = child.wait();
+    id.expect("the call printed its task")
+}
+
+fn tasks(url: &str, era: &str, args: &[&str]) -> std::process::Output {
+    let mut all = vec!["tasks"];
+    all.extend_from_slice(args);
+    all.extend(["--url", url, "--json", "--protocol", era]);
+    run(&mut cli(&all))
+}
+
+#[test]
+fn tasks_get_and_cancel_work_in_both_eras_and_list_result_are_refused_in_modern() {
+    let srv = HttpServer::start(&["--task-after", "100ms"]);
+    for (made, read) in [
+        ("legacy", "legacy"),
+        ("modern", "modern"),
+        ("legacy", "modern"),
+        ("modern", "legacy"),
+    ] {
+        let id = running_task(&srv.url, made);
+        let o = tasks(&srv.url, read, &["get", &id]);
+        assert_eq!(o.status.code(), Some(0), "{made}/{read}: {}", stderr(&o));
+        let v = json_out(&o);
+        assert_eq!(v["task"]["taskId"], json!(id));
+        assert_eq!(v["task"]["status"], "working", "{v}");
+        let o = tasks(&srv.url, read, &["cancel", &id]);
+        assert_eq!(o.status.code(), Some(0), "{made}/{read}: {}", stderr(&o));
+        assert_eq!(json_out(&o)["task"]["status"], "cancelled");
+    }
+
+    // A completed modern task shows its result inline.
+    let o = run(&mut cli_auto(&[
+        "call", "sleep", "--arg", "ms=300", "--json", "--url", &srv.url,
+    ]));
+    let id = json_out(&o)["task"]["taskId"]
+        .as_str()
+        .expect("a task")
+        .to_owned();
+    let v: Value = json_out(&tasks(&srv.url, "modern", &["get", &id]));
+    assert_eq!(v["result"]["content"][0]["text"], "slept 300", "{v}");
+
+    for args in [vec!["list"], vec!["result", id.as_str()]] {
+        let o = tasks(&srv.url, "modern", &args);
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {}", stderr(&o));
+        let message = json_out(&o)["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("2026-07-28")
+                && message.contains(&format!("has no tasks/{}", args[0])),
+            "{message}"
+        );
+    }
+}

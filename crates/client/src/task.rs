@@ -143,6 +143,11 @@ impl TaskHandle {
         }
     }
 
+    /// The era of the client this task is followed on.
+    pub fn era(&self) -> crate::Era {
+        self.client.era()
+    }
+
     /// The task id.
     pub fn id(&self) -> &str {
         &self.shared.task_id

@@ -146,6 +146,11 @@ async fn cancel_interrupted(
     interrupts: &mut Interrupts,
 ) -> u8 {
     let id = task.id().to_owned();
+    // How to pick the task up again: 2026-07-28 has no tasks/result.
+    let resume = match task.era() {
+        mcp_tasks_client::Era::Legacy => format!("`mcp-tasks tasks result {id}`"),
+        mcp_tasks_client::Era::Modern => format!("`mcp-tasks tasks get {id}`"),
+    };
     if task.status().is_terminal() {
         report.finish();
         return out.interrupted(Some(&task.task()));
@@ -170,7 +175,7 @@ async fn cancel_interrupted(
     match outcome {
         None => {
             report.line(&format!(
-                "mcp-tasks: left task {id} running; `mcp-tasks tasks result {id}` picks it up again"
+                "mcp-tasks: left task {id} running; {resume} picks it up again"
             ));
         }
         Some(Ok(t)) if t.status == TaskStatus::Cancelled => {
@@ -184,7 +189,7 @@ async fn cancel_interrupted(
         }
         Some(Err(e @ ClientError::Unsupported { .. })) => {
             report.line(&format!(
-                "mcp-tasks: cannot cancel task {id} ({e}); it was left running: `mcp-tasks tasks result {id}` picks it up again"
+                "mcp-tasks: cannot cancel task {id} ({e}); it was left running: {resume} picks it up again"
             ));
         }
         Some(Err(e)) => {

@@ -51,6 +51,7 @@
 //! # Ok(()) }
 //! ```
 
+mod call;
 mod client;
 mod config;
 mod error;
@@ -62,7 +63,8 @@ mod rpc;
 mod task;
 mod types;
 
-pub use client::{CallOptions, Client, HttpSessionInfo, Started};
+pub use call::{CallOptions, Started};
+pub use client::{Client, HttpSessionInfo};
 pub use config::{ClientConfig, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_PROBE_TIMEOUT, Era, Protocol};
 pub use error::ClientError;
 pub use input::{

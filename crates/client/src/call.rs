@@ -1,0 +1,331 @@
+//! Calling tools: plainly, as a 2025-11-25 task, or as a 2026-07-28 server decides
+//! (a result, a task, or multi round-trip questions first).
+
+use mcp_tasks_proto::mcp::{MODEL_IMMEDIATE_RESPONSE_META, TaskSupport};
+use mcp_tasks_proto::modern::ResultType;
+use mcp_tasks_proto::{meta, methods};
+use serde_json::{Map, Value, json};
+
+use crate::ClientError;
+use crate::client::Client;
+use crate::task::TaskHandle;
+use crate::types::{CallToolResult, parse_task, task_support};
+
+/// What a call started with [`Client::start_call`] gave.
+#[derive(Debug)]
+pub enum Started {
+    /// The result, at once (or after the questions of a multi round-trip call).
+    Result(CallToolResult),
+    /// A task: follow it with its handle.
+    Task(TaskHandle),
+}
+
+/// Options of one tool call.
+#[non_exhaustive]
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Requested task lifetime in milliseconds (task-augmented calls only).
+    ///
+    /// Spec: "Requestors MAY include a `ttl` value indicating the desired task duration
+    /// (in milliseconds) since its creation."
+    pub ttl: Option<u64>,
+    /// `_meta.progressToken`, to receive `notifications/progress` (for a task, "The
+    /// `progressToken` provided in the initial request remains valid throughout the
+    /// task's lifetime").
+    pub progress_token: Option<Value>,
+}
+
+impl CallOptions {
+    /// Ask for a task lifetime of `ttl_ms` milliseconds.
+    pub fn with_ttl(mut self, ttl_ms: u64) -> Self {
+        self.ttl = Some(ttl_ms);
+        self
+    }
+
+    /// Send `token` as `_meta.progressToken`.
+    pub fn with_progress_token(mut self, token: Value) -> Self {
+        self.progress_token = Some(token);
+        self
+    }
+}
+
+impl Client {
+    /// Call a tool and return its result. A tool whose `taskSupport` is `required` (on a
+    /// server declaring `tasks.requests.tools.call`) is run as a task and waited for;
+    /// anything else is a plain call.
+    ///
+    /// Spec: "If `execution.taskSupport` is `"required"`, clients MUST invoke the tool as
+    /// a task."
+    ///
+    /// # Errors
+    /// The server's error for the call; for a task, [`ClientError::Task`] with the error
+    /// the task ended with.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ClientError> {
+        self.call_tool_with(name, arguments, &CallOptions::default())
+            .await
+    }
+
+    /// [`Self::call_tool`] with options.
+    ///
+    /// # Errors
+    /// As [`Self::call_tool`].
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        if self.is_modern() {
+            return match self.modern_call(name, arguments, options).await? {
+                Started::Result(r) => Ok(r),
+                Started::Task(task) => task.result().await,
+            };
+        }
+        let required = self.server_tasks().tools_call
+            && self
+                .tool(name)
+                .await?
+                .is_some_and(|t| task_support(&t) == TaskSupport::Required);
+        if required {
+            return match self.call_tool_as_task(name, arguments, options).await {
+                Ok(task) => task.result().await,
+                Err(ClientError::NotStarted(r)) => Ok(*r),
+                Err(e) => Err(e),
+            };
+        }
+        self.plain_call(name, arguments, options).await
+    }
+
+    /// A `tools/call` without a task.
+    async fn plain_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<CallToolResult, ClientError> {
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(token) = &options.progress_token {
+            meta::set_progress_token(&mut params, token.clone());
+        }
+        let v = self
+            .send(methods::TOOLS_CALL, Some(params), self.inner.call_timeout)
+            .await?;
+        Ok(CallToolResult(v))
+    }
+
+    /// 2026-07-28: call a tool; the server decides whether the call becomes a task.
+    ///
+    /// * `resultType: "complete"` (or none): the result;
+    /// * `resultType: "task"` (the server made it a task; only with the tasks extension
+    ///   declared): its handle, to follow with [`TaskHandle::result`], which polls
+    ///   `tasks/get` and answers the task's `inputRequests` with `tasks/update`;
+    /// * `resultType: "input_required"` (multi round-trip): every `inputRequests` entry is
+    ///   answered by the client's handlers and the call is sent again with
+    ///   `inputResponses` and the `requestState` echoed, at most
+    ///   [`ClientConfig::max_input_rounds`] times.
+    ///
+    /// In 2025-11-25 it is [`Self::call_tool_with`] (a `required` tool as a task).
+    ///
+    /// Spec (SEP-2663): "A client that has negotiated this extension MUST be prepared to
+    /// handle either `CallToolResult` or `CreateTaskResult` in response to any supported
+    /// request it issues." Spec (MRTR): "If an `InputRequiredResult` contains the
+    /// `requestState` field, the client MUST echo back the exact value of that field when
+    /// retrying the original request. ... If the `InputRequiredResult` does not contain a
+    /// `requestState` field, the client MUST NOT include one in the retry." Spec (basic):
+    /// "A `resultType` of any value unrecognized by the client MUST be considered
+    /// invalid."
+    ///
+    /// # Errors
+    /// The server's error; [`ClientError::Unanswered`] when a question cannot be
+    /// answered; [`ClientError::Protocol`] for an unknown `resultType` or too many rounds.
+    pub async fn start_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<Started, ClientError> {
+        if !self.is_modern() {
+            let required = self.server_tasks().tools_call
+                && self
+                    .tool(name)
+                    .await?
+                    .is_some_and(|t| task_support(&t) == TaskSupport::Required);
+            if required {
+                return match self.call_tool_as_task(name, arguments, options).await {
+                    Ok(task) => Ok(Started::Task(task)),
+                    Err(ClientError::NotStarted(r)) => Ok(Started::Result(*r)),
+                    Err(e) => Err(e),
+                };
+            }
+            return self
+                .plain_call(name, arguments, options)
+                .await
+                .map(Started::Result);
+        }
+        self.modern_call(name, arguments, options).await
+    }
+
+    /// [`Self::start_call`] in 2026-07-28.
+    async fn modern_call(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<Started, ClientError> {
+        let mut params = json!({ "name": name, "arguments": arguments });
+        if let Some(token) = &options.progress_token {
+            meta::set_progress_token(&mut params, token.clone());
+        }
+        let mut rounds = 0;
+        loop {
+            let v = self
+                .send(
+                    methods::TOOLS_CALL,
+                    Some(params.clone()),
+                    self.inner.call_timeout,
+                )
+                .await?;
+            match ResultType::of(&v) {
+                ResultType::Complete => return Ok(Started::Result(CallToolResult(v))),
+                ResultType::Task => {
+                    let task = parse_task(&v)?;
+                    let handle =
+                        TaskHandle::new(self.clone(), self.register(task), Some(name.into()), None);
+                    return Ok(Started::Task(handle));
+                }
+                ResultType::InputRequired => {
+                    rounds += 1;
+                    if rounds > self.inner.max_input_rounds {
+                        return Err(ClientError::Protocol(format!(
+                            "tools/call of `{name}` still asks for input after {} rounds (the client's bound)",
+                            self.inner.max_input_rounds
+                        )));
+                    }
+                    let requests = v
+                        .get("inputRequests")
+                        .and_then(Value::as_object)
+                        .cloned()
+                        .unwrap_or_default();
+                    let responses = self.answer_inputs(requests, None).await?;
+                    let Some(obj) = params.as_object_mut() else {
+                        unreachable!("the params are an object")
+                    };
+                    obj.remove("inputResponses");
+                    obj.remove("requestState");
+                    if !responses.is_empty() {
+                        obj.insert("inputResponses".into(), Value::Object(responses));
+                    }
+                    if let Some(state) = v.get("requestState") {
+                        obj.insert("requestState".into(), state.clone());
+                    }
+                }
+                ResultType::Other(t) => {
+                    return Err(ClientError::Protocol(format!(
+                        "tools/call of `{name}` was answered with the unknown resultType `{t}`"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Answer `requests` (an `inputRequests` map) one after the other with the client's
+    /// handlers; the `inputResponses` map.
+    pub(crate) async fn answer_inputs(
+        &self,
+        requests: Map<String, Value>,
+        task: Option<&str>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        let mut responses = Map::new();
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+            match self.inner.rpc.shared.answer(&method, params, task).await {
+                Ok(v) => {
+                    responses.insert(key, v);
+                }
+                Err(error) => return Err(ClientError::Unanswered { method, error }),
+            }
+        }
+        Ok(responses)
+    }
+
+    /// Call a tool as a task and return its handle at once.
+    ///
+    /// Allowed only when the server declares `tasks.requests.tools.call` and the tool's
+    /// `taskSupport` is `optional` or `required`. Spec: "If a server's capabilities do
+    /// not include `tasks.requests.tools.call`, then clients MUST NOT attempt to use task
+    /// augmentation on that server's tools, regardless of the `execution.taskSupport`
+    /// value set on their tool definitions."
+    ///
+    /// # Errors
+    /// [`ClientError::Unsupported`] before anything is sent (no such capability, no such
+    /// tool, or its `taskSupport` forbids a task); the server's error for the call;
+    /// [`ClientError::NotStarted`] with the result when the server answered with a
+    /// `CallToolResult` and created no task (bad arguments).
+    pub async fn call_tool_as_task(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: &CallOptions,
+    ) -> Result<TaskHandle, ClientError> {
+        if self.is_modern() {
+            // The server decides; a call it answers at once created no task.
+            return match self.modern_call(name, arguments, options).await? {
+                Started::Task(t) => Ok(t),
+                Started::Result(r) => Err(ClientError::NotStarted(Box::new(r))),
+            };
+        }
+        if !self.server_tasks().tools_call {
+            return Err(ClientError::unsupported(
+                format!("tool `{name}` as a task"),
+                "its capabilities do not declare tasks.requests.tools.call",
+            ));
+        }
+        let Some(tool) = self.tool(name).await? else {
+            return Err(ClientError::unknown_tool(name));
+        };
+        if task_support(&tool) == TaskSupport::Forbidden {
+            return Err(ClientError::unsupported(
+                format!("tool `{name}` as a task"),
+                "the tool's execution.taskSupport is absent or forbidden",
+            ));
+        }
+        let mut task = Map::new();
+        if let Some(ttl) = options.ttl {
+            task.insert("ttl".into(), json!(ttl));
+        }
+        let mut params = json!({ "name": name, "arguments": arguments, "task": task });
+        if let Some(token) = &options.progress_token {
+            meta::set_progress_token(&mut params, token.clone());
+        }
+        let v = self.request(methods::TOOLS_CALL, Some(params)).await?;
+        let Some(task) = v.get("task") else {
+            if v.get("content").is_some_and(Value::is_array) {
+                return Err(ClientError::NotStarted(Box::new(CallToolResult(v))));
+            }
+            return Err(ClientError::Protocol(format!(
+                "a task-augmented tools/call was answered without `task`: {v}"
+            )));
+        };
+        let task = parse_task(task)?;
+        let immediate = v
+            .get("_meta")
+            .and_then(|m| m.get(MODEL_IMMEDIATE_RESPONSE_META))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Ok(TaskHandle::new(
+            self.clone(),
+            self.register(task),
+            Some(name.to_owned()),
+            immediate,
+        ))
+    }
+}

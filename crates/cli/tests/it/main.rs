@@ -67,6 +67,7 @@ mod log_format;
 mod log_trace;
 mod metrics;
 mod metrics_gateway;
+mod modern_bad_input;
 mod modern_era;
 mod postgres_store;
 mod process;

@@ -151,9 +151,7 @@ pub(super) async fn handle(
             }
         }
         _ => {
-            let update = UpdateTaskParams::deserialize(params.unwrap_or(&Value::Null))
-                .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
-            update.check().map_err(ErrorObject::invalid_params)?;
+            let update = update_params(params)?;
             // Spec: "Servers SHOULD return a JSON-RPC error if the `taskId` does not
             // correspond to a known task."
             engine
@@ -165,6 +163,41 @@ pub(super) async fn handle(
         }
     };
     Ok(result)
+}
+
+/// The params of `tasks/update`, or -32602 naming the field at fault.
+///
+/// Spec (SEP-2663, "Error Handling"): "Servers SHOULD provide informative error messages
+/// to describe the cause of errors". `inputResponses` is required and is a map of
+/// `inputRequests` keys to responses, each an object (the client's result for that
+/// request).
+fn update_params(params: Option<&Value>) -> Result<UpdateTaskParams, ErrorObject> {
+    let p = params.unwrap_or(&Value::Null);
+    match p.get("inputResponses") {
+        None | Some(Value::Object(_)) => {}
+        Some(other) => {
+            return Err(ErrorObject::invalid_params(format!(
+                "`inputResponses` must be an object mapping inputRequests keys to responses, not {}",
+                json_kind(other)
+            )));
+        }
+    }
+    let update = UpdateTaskParams::deserialize(p)
+        .map_err(|e| ErrorObject::invalid_params(format!("tasks/update: {e}")))?;
+    update.check().map_err(ErrorObject::invalid_params)?;
+    Ok(update)
+}
+
+/// What kind of JSON value `v` is, for error messages (never the value itself).
+fn json_kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
 }
 
 /// The `DetailedTask` of `task_id`.
@@ -199,6 +232,7 @@ pub(super) async fn get(
             match engine.terminal_outcome(task_id, who).await {
                 Ok(Ok(mut v)) => {
                     strip_related_task(&mut v);
+                    stamp_complete(&mut v);
                     detailed.task.status = TaskStatus::Completed;
                     detailed.result = Some(v);
                 }
@@ -215,6 +249,23 @@ pub(super) async fn get(
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
     Ok(GetTaskResult::new(detailed))
+}
+
+/// Give the inline `result` of a completed task the `resultType` every 2026-07-28 result
+/// carries, unless it has one.
+///
+/// Spec (SEP-2663, `CompletedTask.result`): "The structure matches the result type of the
+/// original request. For example, a CallToolRequest task would return the CallToolResult
+/// structure", and the 2026-07-28 `CallToolResult` requires `resultType` (schema:
+/// `"required": ["content", "resultType"]`). The stored outcome is era-neutral (a
+/// 2025-11-25 task stores the same result), so the field is added when it is read here.
+/// The extension's reference requester (`@modelcontextprotocol/ext-tasks` 0.2.2) refuses
+/// an inline result without it ("Protocol value failed schema validation").
+fn stamp_complete(result: &mut Value) {
+    if let Some(map) = result.as_object_mut() {
+        map.entry("resultType")
+            .or_insert_with(|| Value::String("complete".to_owned()));
+    }
 }
 
 /// The `inputRequests` of a running task: every request it waits on, keyed by the relay's

@@ -121,6 +121,21 @@ fn name_field(method: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether a request of `method` without `Mcp-Name` is served: the tasks methods.
+///
+/// The transport's table of standard headers requires `Mcp-Name` only for `tools/call`,
+/// `resources/read` and `prompts/get`; SEP-2663 puts the `params.taskId` mirror on the
+/// client ("the client MUST set the `Mcp-Name` header"), and FastMCP 4.1.4 sends
+/// `tasks/get|update|cancel` without it. We accept its absence there (a value that is
+/// sent must still match: "Servers that process the request body MUST reject requests
+/// where the values specified in the headers do not match").
+fn name_may_be_missing(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE
+    )
+}
+
 /// Check the request metadata headers against the body.
 ///
 /// Spec (streamable HTTP, "Server Validation"): "Servers that process the request body
@@ -159,6 +174,9 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
         )));
     }
     if let Some(field) = name_field(&req.method) {
+        if headers.get(MCP_NAME).is_none() && name_may_be_missing(&req.method) {
+            return Ok(());
+        }
         let header = decode(required(headers, MCP_NAME, "Mcp-Name")?)?;
         let body = req
             .params
@@ -247,6 +265,47 @@ mod tests {
         for header in ["=?base64?!!!?=", "=?base64?/w==?="] {
             assert_eq!(decode(header).unwrap_err().code, -32020, "{header}");
         }
+    }
+
+    fn request(method: &str, mut params: Value) -> Request {
+        params["_meta"] = serde_json::json!({PROTOCOL_VERSION_META: "2026-07-28"});
+        Request {
+            id: mcp_tasks_proto::RequestId::Number(1),
+            method: method.to_owned(),
+            params: Some(params),
+        }
+    }
+
+    fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.insert(*k, v.parse().unwrap());
+        }
+        h
+    }
+
+    /// FastMCP 4.1.4 sends the tasks methods without `Mcp-Name`: accepted there; a value
+    /// that is sent must match, and `tools/call` still needs it.
+    #[test]
+    fn a_missing_mcp_name_is_accepted_only_on_the_tasks_methods() {
+        let base = [(MCP_PROTOCOL_VERSION, "2026-07-28")];
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            let req = request(method, serde_json::json!({"taskId": "t-1"}));
+            let mut h = headers(&base);
+            h.insert(MCP_METHOD, method.parse().unwrap());
+            assert!(check_headers(&h, &req).is_ok(), "{method} without Mcp-Name");
+            h.insert(MCP_NAME, "t-2".parse().unwrap());
+            let e = check_headers(&h, &req).unwrap_err();
+            assert_eq!(e.code, -32020, "{method} with a foreign Mcp-Name");
+            h.insert(MCP_NAME, "t-1".parse().unwrap());
+            assert!(check_headers(&h, &req).is_ok(), "{method} with Mcp-Name");
+        }
+        let req = request("tools/call", serde_json::json!({"name": "echo"}));
+        let mut h = headers(&base);
+        h.insert(MCP_METHOD, "tools/call".parse().unwrap());
+        let e = check_headers(&h, &req).unwrap_err();
+        assert_eq!(e.code, -32020);
+        assert!(e.message.contains("Mcp-Name"), "{}", e.message);
     }
 
     #[test]

@@ -114,4 +114,7 @@ impl TaskStore for Instrumented {
     async fn adopt(&self, q: AdoptQuery) -> Result<Option<TaskRecord>, StoreError> {
         self.timed("adopt", self.inner.adopt(q)).await
     }
+    fn notes(&self) -> Option<Arc<dyn crate::store::TaskNotes>> {
+        self.inner.notes()
+    }
 }

@@ -52,5 +52,6 @@ pub use metrics::{Metrics, RequestEra};
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
 pub use store::{
-    AdoptQuery, Limits, ListQuery, ListScope, OrphanSweep, TaskStore, Transition, TransitionResult,
+    AdoptQuery, Limits, ListQuery, ListScope, OrphanSweep, TaskNotes, TaskStore, Transition,
+    TransitionResult,
 };

@@ -368,4 +368,29 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = q;
         Ok(None)
     }
+
+    /// Where an extension may keep a note beside each task in this store, readable by
+    /// every process sharing it (see [`TaskNotes`]); `None` (the default) when the store
+    /// keeps none, and the extension keeps its notes its own way (a gateway: in files
+    /// beside a SQLite database).
+    fn notes(&self) -> Option<std::sync::Arc<dyn TaskNotes>> {
+        None
+    }
+}
+
+/// A small note per task, kept in the task store beside the task and deleted with it: what
+/// an extension needs to take the task up again in another process after the one running
+/// it died (a gateway: which upstream task backs it, and in which upstream session). The
+/// note is opaque bytes to the store.
+#[async_trait]
+pub trait TaskNotes: Send + Sync + 'static {
+    /// Write (or replace) the note of `task_id`. A task that no longer exists takes no
+    /// note, and that is not an error.
+    async fn put_note(&self, task_id: &str, note: &[u8]) -> Result<(), StoreError>;
+
+    /// The note of `task_id`, if any.
+    async fn note(&self, task_id: &str) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Forget the note of `task_id` (none is fine).
+    async fn remove_note(&self, task_id: &str) -> Result<(), StoreError>;
 }

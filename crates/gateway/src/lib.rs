@@ -49,8 +49,9 @@ pub use session::GatewayFactory;
 
 /// The extension that makes every session of a receiver a gateway session in front of
 /// `config.upstream`: give it to [`mcp_tasks_server::ServerBuilder::extension`], which
-/// installs its resumer (when `tasks` is on and `config.notes_dir` is set: upstream tasks
-/// noted there are followed again after a restart) before the engine starts.
+/// installs its resumer (when `tasks` is on and `config.notes_dir` is set, or the task
+/// store keeps notes itself, as PostgreSQL does: upstream tasks noted there are followed
+/// again after a restart, or by another replica after one dies) before the engine starts.
 /// `max_line_bytes` bounds one message from the upstream.
 ///
 /// # Errors

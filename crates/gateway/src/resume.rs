@@ -1,20 +1,24 @@
-//! Upstream tasks survive a gateway restart.
+//! Upstream tasks survive a gateway restart, and the death of a gateway replica.
 //!
 //! When the upstream runs a call as a task of its own, the gateway writes down which
-//! upstream task backs which of its tasks, and how it spoke to the upstream (one small
-//! JSON file per task in a directory next to the task store, written atomically, removed
-//! when the task ends). After a restart the engine offers each orphaned task to the
-//! [`GatewayResumer`] before failing it: a task with such a note is adopted, and the
-//! gateway opens a connection to the upstream and follows the upstream task again. If
-//! the upstream no longer knows it (a restarted stdio server forgets its tasks), the task
-//! fails with a message that says so.
+//! upstream task backs which of its tasks, and how it spoke to the upstream (removed when
+//! the task ends). The note is kept in the task store when the store offers a place for
+//! it ([`mcp_tasks_core::TaskStore::notes`]: PostgreSQL, so that every replica on the
+//! database reads it), else as one small JSON file per task in a directory next to the
+//! SQLite database (written atomically). When a task's executor has stopped (a restart,
+//! or a replica that died and whose lease ran out), the engine offers the orphaned task to
+//! the [`GatewayResumer`] before failing it: a task with such a note is adopted (by one
+//! replica only: adoption is a compare-and-swap in the store), and the gateway opens a
+//! connection to the upstream and follows the upstream task again. If the upstream no
+//! longer knows it (a restarted stdio server forgets its tasks), the task fails with a
+//! message that says so.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use mcp_tasks_core::engine::TaskRun;
-use mcp_tasks_core::{RequestorChannel, Resumed, Resumer, TaskRecord};
+use mcp_tasks_core::{RequestorChannel, Resumed, Resumer, TaskNotes, TaskRecord};
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{TaskSupport, progress_token};
 use mcp_tasks_server::ToolContext;
@@ -42,10 +46,21 @@ pub(crate) struct Note {
     pub upstream_session: Option<UpstreamSession>,
 }
 
-/// The directory of notes.
-#[derive(Debug)]
-pub(crate) struct Notes {
-    dir: PathBuf,
+/// Where the notes are kept.
+pub(crate) enum Notes {
+    /// One file per task in a directory (beside a SQLite database).
+    Dir(PathBuf),
+    /// In the task store, beside the tasks (PostgreSQL).
+    Store(Arc<dyn TaskNotes>),
+}
+
+impl std::fmt::Debug for Notes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Dir(d) => write!(f, "Notes({})", d.display()),
+            Self::Store(_) => f.write_str("Notes(in the task store)"),
+        }
+    }
 }
 
 fn valid_id(id: &str) -> bool {
@@ -60,38 +75,67 @@ impl Notes {
     pub(crate) fn open(dir: impl Into<PathBuf>) -> std::io::Result<Self> {
         let dir = dir.into();
         std::fs::create_dir_all(&dir)?;
-        Ok(Self { dir })
+        Ok(Self::Dir(dir))
     }
 
-    fn path(&self, task_id: &str) -> Option<PathBuf> {
-        valid_id(task_id).then(|| self.dir.join(format!("{task_id}.json")))
+    fn path(dir: &Path, task_id: &str) -> Option<PathBuf> {
+        valid_id(task_id).then(|| dir.join(format!("{task_id}.json")))
     }
 
-    /// Write the note of `task_id` (atomically: a temporary file renamed over it).
-    pub(crate) fn put(&self, task_id: &str, note: &Note) {
-        let Some(path) = self.path(task_id) else {
-            return;
+    /// Write the note of `task_id` (a file: atomically, a temporary file renamed over it).
+    pub(crate) async fn put(&self, task_id: &str, note: &Note) {
+        let r = match self {
+            Self::Dir(dir) => {
+                let Some(path) = Self::path(dir, task_id) else {
+                    return;
+                };
+                let tmp = path.with_extension("json.tmp");
+                serde_json::to_vec(note)
+                    .map_err(|e| e.to_string())
+                    .and_then(|bytes| std::fs::write(&tmp, bytes).map_err(|e| e.to_string()))
+                    .and_then(|()| std::fs::rename(&tmp, &path).map_err(|e| e.to_string()))
+            }
+            Self::Store(store) => match serde_json::to_vec(note) {
+                Ok(bytes) => store
+                    .put_note(task_id, &bytes)
+                    .await
+                    .map_err(|e| e.to_string()),
+                Err(e) => Err(e.to_string()),
+            },
         };
-        let tmp = path.with_extension("json.tmp");
-        let r = serde_json::to_vec(note)
-            .map_err(std::io::Error::other)
-            .and_then(|bytes| std::fs::write(&tmp, bytes))
-            .and_then(|()| std::fs::rename(&tmp, &path));
         if let Err(e) = r {
             tracing::warn!(task_id, error = %e, "could not note the upstream task; it will not survive a restart");
         }
     }
 
-    /// The note of `task_id`, if any.
-    pub(crate) fn get(&self, task_id: &str) -> Option<Note> {
-        let bytes = std::fs::read(self.path(task_id)?).ok()?;
+    /// The note of `task_id`, if any (and readable).
+    pub(crate) async fn get(&self, task_id: &str) -> Option<Note> {
+        let bytes = match self {
+            Self::Dir(dir) => std::fs::read(Self::path(dir, task_id)?).ok()?,
+            Self::Store(store) => match store.note(task_id).await {
+                Ok(n) => n?,
+                Err(e) => {
+                    tracing::warn!(task_id, error = %e, "could not read the note of a task");
+                    return None;
+                }
+            },
+        };
         serde_json::from_slice(&bytes).ok()
     }
 
     /// Forget `task_id`.
-    pub(crate) fn remove(&self, task_id: &str) {
-        if let Some(path) = self.path(task_id) {
-            let _ = std::fs::remove_file(path);
+    pub(crate) async fn remove(&self, task_id: &str) {
+        match self {
+            Self::Dir(dir) => {
+                if let Some(path) = Self::path(dir, task_id) {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            Self::Store(store) => {
+                if let Err(e) = store.remove_note(task_id).await {
+                    tracing::warn!(task_id, error = %e, "could not forget the note of a task");
+                }
+            }
         }
     }
 }
@@ -115,7 +159,7 @@ pub(crate) struct GatewayResumer {
     limits: Arc<Limits>,
 }
 
-mcp_tasks_proto::debug_non_exhaustive!(GatewayResumer, |s| { notes: s.notes.dir });
+mcp_tasks_proto::debug_non_exhaustive!(GatewayResumer, |s| { notes: s.notes });
 
 impl GatewayResumer {
     /// A resumer of the notes in `notes`, for the upstream of `connector` (whose
@@ -135,9 +179,10 @@ impl GatewayResumer {
     }
 }
 
+#[async_trait::async_trait]
 impl Resumer for GatewayResumer {
-    fn resume(&self, rec: &TaskRecord) -> Option<Resumed> {
-        let note = self.notes.get(&rec.task_id)?;
+    async fn resume(&self, rec: &TaskRecord) -> Option<Resumed> {
+        let note = self.notes.get(&rec.task_id).await?;
         if note.upstream != self.connector.describe() {
             return None;
         }
@@ -150,7 +195,7 @@ impl Resumer for GatewayResumer {
             Box::pin(async move {
                 let task_id = run.task_id.clone();
                 let out = follow_again(run, note, request, connector, overrides, limits).await;
-                notes.remove(&task_id);
+                notes.remove(&task_id).await;
                 out
             }) as futures::future::BoxFuture<'static, _>
         });
@@ -201,8 +246,8 @@ async fn follow_again(
 mod tests {
     use super::*;
 
-    #[test]
-    fn notes_round_trip_and_refuse_odd_ids() {
+    #[tokio::test]
+    async fn notes_round_trip_and_refuse_odd_ids() {
         let dir = std::env::temp_dir().join(format!("gw-notes-{}", std::process::id()));
         let notes = Notes::open(&dir).unwrap();
         let n = Note {
@@ -215,11 +260,11 @@ mod tests {
                 init_result: json!({"capabilities": {"tasks": {}}}),
             }),
         };
-        notes.put("0f2c-ab", &n);
-        assert_eq!(notes.get("0f2c-ab"), Some(n.clone()));
-        notes.remove("0f2c-ab");
-        assert_eq!(notes.get("0f2c-ab"), None);
-        notes.put("../escape", &n);
+        notes.put("0f2c-ab", &n).await;
+        assert_eq!(notes.get("0f2c-ab").await, Some(n.clone()));
+        notes.remove("0f2c-ab").await;
+        assert_eq!(notes.get("0f2c-ab").await, None);
+        notes.put("../escape", &n).await;
         assert!(!dir.join("../escape.json").exists());
         let _ = std::fs::remove_dir_all(dir);
     }

@@ -23,7 +23,9 @@ use crate::resume::{GatewayResumer, Notes};
 pub struct GatewayFactory {
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
-    notes: Option<Arc<Notes>>,
+    /// Where upstream tasks are noted: a directory given at construction, replaced by the
+    /// task store's notes when the store offers them ([`ExtensionFactory::attach_store`]).
+    notes: Mutex<Option<Arc<Notes>>>,
     limits: Arc<Limits>,
 }
 
@@ -36,7 +38,7 @@ impl GatewayFactory {
         Self {
             connector,
             overrides: Arc::new(overrides),
-            notes: None,
+            notes: Mutex::new(None),
             limits: Arc::new(Limits::default()),
         }
     }
@@ -51,14 +53,14 @@ impl GatewayFactory {
     /// Note upstream tasks in `notes`, so that they survive a restart (see
     /// [`crate::resume`]).
     #[must_use]
-    pub(crate) fn with_notes(mut self, notes: Arc<Notes>) -> Self {
-        self.notes = Some(notes);
+    pub(crate) fn with_notes(self, notes: Arc<Notes>) -> Self {
+        *self.notes.lock() = Some(notes);
         self
     }
 
     /// The resumer of the noted tasks, if notes are kept.
     pub(crate) fn resumer(&self) -> Option<GatewayResumer> {
-        self.notes.as_ref().map(|n| {
+        self.notes.lock().as_ref().map(|n| {
             GatewayResumer::new(
                 Arc::clone(n),
                 Arc::clone(&self.connector),
@@ -74,7 +76,7 @@ impl ExtensionFactory for GatewayFactory {
         let lease = LaneInner::open_lane(
             Arc::clone(&self.connector),
             Arc::clone(&self.overrides),
-            self.notes.clone(),
+            self.notes.lock().clone(),
             Arc::clone(&self.limits),
         );
         let session = Arc::new(GatewaySession {
@@ -84,6 +86,14 @@ impl ExtensionFactory for GatewayFactory {
         SessionParts {
             tools: Arc::clone(&session) as Arc<dyn ToolSource>,
             fallback: session,
+        }
+    }
+
+    /// Upstream tasks are noted in the store when it keeps notes (PostgreSQL: any replica
+    /// on the database follows them on after this one dies).
+    fn attach_store(&self, store: &Arc<dyn mcp_tasks_core::TaskStore>) {
+        if let Some(notes) = store.notes() {
+            *self.notes.lock() = Some(Arc::new(Notes::Store(notes)));
         }
     }
 

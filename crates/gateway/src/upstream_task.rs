@@ -63,7 +63,7 @@ impl Drop for CancelUpstream {
             return;
         }
         if let Some(ours) = &self.ours {
-            self.lane.forget_task(ours);
+            self.lane.forget_task_later(ours);
         }
         if self.conn.peer.is_closed() {
             return;
@@ -140,13 +140,13 @@ pub(crate) async fn run(
     tracing::info!(task = ?cx.task_id(), upstream_task = %upstream_id, "upstream task created");
     lane.register_task(&routes, &upstream_id, cx);
     if let Some(ours) = cx.task_id() {
-        lane.note_task(ours, &upstream_id, &conn);
+        lane.note_task(ours, &upstream_id, &conn).await;
     }
     let mut guard = CancelUpstream::new(lane, &conn, &upstream_id, cx);
     let out = follow(lane, conn, &upstream_id, &mut guard).await;
     guard.armed = false;
     if let Some(ours) = cx.task_id() {
-        lane.forget_task(ours);
+        lane.forget_task(ours).await;
     }
     routes.linger();
     out

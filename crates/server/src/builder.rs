@@ -249,6 +249,9 @@ impl ServerBuilder {
         // timed and its failures counted.
         let metrics = Metrics::new();
         let store: Arc<dyn TaskStore> = Arc::new(Instrumented::new(store, metrics.clone()));
+        if let Some(ext) = &self.extension {
+            ext.attach_store(&store);
+        }
         let engine = TaskEngine::new(store, self.policy, self.clock);
         if let Some(ext) = &self.extension {
             ext.set_metrics(&metrics);

@@ -153,6 +153,14 @@ pub trait ExtensionFactory: Send + Sync + 'static {
         None
     }
 
+    /// The server's task store, given once it is open and before [`Self::resumer`] is
+    /// asked: an extension that keeps notes beside its tasks keeps them in the store when
+    /// it offers a place for them ([`mcp_tasks_core::TaskStore::notes`]: on PostgreSQL,
+    /// so that another replica reads them). Ignored by default.
+    fn attach_store(&self, store: &Arc<dyn mcp_tasks_core::TaskStore>) {
+        let _ = store;
+    }
+
     /// The server's metrics, for what the extension counts itself (a gateway: upstream
     /// restarts and call latency). Called once the server has them, before any session;
     /// ignored by default.

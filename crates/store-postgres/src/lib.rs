@@ -36,8 +36,8 @@
 //! # Statements
 //!
 //! Round trips per operation, once its statements are prepared on a pooled connection:
-//! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`: one
-//! statement each. `transition` and `transition_within`: one (the compare-and-swap; with
+//! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`,
+//! and each call of the task notes (`notes` module): one statement each. `transition` and `transition_within`: one (the compare-and-swap; with
 //! byte limits, a PL/pgSQL call that locks, reads the counters and swaps), plus one read
 //! when it is rejected. `create`: one (with limits, a call of a PL/pgSQL function that locks, counts and
 //! inserts). `fail_orphans`: three (the
@@ -69,6 +69,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 mod listen;
+mod notes;
 mod ops;
 mod options;
 mod schema;
@@ -560,5 +561,12 @@ impl TaskStore for PgStore {
             self.woke([&r.task_id]);
         }
         Ok(rec)
+    }
+
+    fn notes(&self) -> Option<Arc<dyn mcp_tasks_core::TaskNotes>> {
+        Some(Arc::new(notes::PgNotes {
+            pool: self.pool.clone(),
+            target: self.target.clone(),
+        }))
     }
 }

@@ -26,7 +26,7 @@ impl TaskEngine {
             }
         };
         for rec in orphans {
-            let Some(resumed) = resumer.resume(&rec) else {
+            let Some(resumed) = resumer.resume(&rec).await else {
                 continue;
             };
             match self
@@ -92,13 +92,23 @@ impl TaskEngine {
 
     /// Start the background work: one sweeper for expired tasks, lease renewal, and the
     /// failing of tasks whose executor died. Stops on [`Self::shutdown`].
+    ///
+    /// The lease is renewed every third of it, however long the expiry sweep's interval:
+    /// the loop wakes at the shorter of the two ([`wake_every`]), so that a lease shorter
+    /// than the sweep interval (`--executor-lease 1s` beside the 1 s sweep) never lapses
+    /// between renewals, which would let another process fail this one's live tasks. Each
+    /// renewal is followed by the orphan sweep: tasks of other processes (replicas on one
+    /// database) whose lease has run out are resumed or failed, while this process runs.
     pub fn start_background(&self) -> tokio::task::JoinHandle<()> {
         let weak = Arc::downgrade(&self.inner);
         let shutdown = self.inner.shutdown.clone();
-        let sweep = Duration::from_millis(self.inner.policy.sweep_interval_ms.max(10));
+        let sweep_ms = self.inner.policy.sweep_interval_ms.max(10);
         let lease = self.inner.policy.lease_ms;
+        let tick = wake_every(sweep_ms, lease);
         tokio::spawn(async move {
             let mut last_beat = i64::MIN;
+            let sweep_every = Duration::from_millis(sweep_ms);
+            let mut last_sweep: Option<tokio::time::Instant> = None;
             loop {
                 let Some(engine) = Weak::upgrade(&weak).map(|inner| TaskEngine { inner }) else {
                     return;
@@ -132,10 +142,13 @@ impl TaskEngine {
                         Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),
                     }
                 }
-                engine.sweep_expired().await;
+                if last_sweep.is_none_or(|t| t.elapsed() >= sweep_every) {
+                    last_sweep = Some(tokio::time::Instant::now());
+                    engine.sweep_expired().await;
+                }
                 drop(engine);
                 tokio::select! {
-                    () = tokio::time::sleep(sweep) => {}
+                    () = tokio::time::sleep(tick) => {}
                     () = shutdown.cancelled() => return,
                 }
             }
@@ -205,5 +218,28 @@ impl TaskEngine {
             }
             self.stop_local(&id);
         }
+    }
+}
+
+/// How often the background loop wakes: at the shorter of the sweep interval and a third
+/// of the lease (the renewal period), at least every 10 ms.
+fn wake_every(sweep_ms: u64, lease_ms: u64) -> Duration {
+    Duration::from_millis(sweep_ms.min(lease_ms / 3).max(10))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wake_every;
+    use std::time::Duration;
+
+    #[test]
+    fn the_loop_wakes_in_time_to_renew_a_lease_shorter_than_the_sweep_interval() {
+        // The defaults: a 1 s sweep, a 15 s lease renewed every 5 s.
+        assert_eq!(wake_every(1000, 15_000), Duration::from_secs(1));
+        // A 1 s lease beside the 1 s sweep: renewed every third of a second.
+        assert_eq!(wake_every(1000, 1000), Duration::from_millis(333));
+        // The smallest lease the CLI takes (100 ms), and a floor for nonsense.
+        assert_eq!(wake_every(1000, 100), Duration::from_millis(33));
+        assert_eq!(wake_every(1000, 0), Duration::from_millis(10));
     }
 }

@@ -146,9 +146,12 @@ pub struct Resumed {
 /// Picks up the work of tasks whose executor stopped, when that work can go on without
 /// being re-run (a gateway following a task that runs on its upstream). Every other
 /// orphaned task is failed, as before.
+#[async_trait::async_trait]
 pub trait Resumer: Send + Sync + 'static {
-    /// The work that resumes `rec`, or `None` to let it be failed as an orphan.
-    fn resume(&self, rec: &TaskRecord) -> Option<Resumed>;
+    /// The work that resumes `rec`, or `None` to let it be failed as an orphan. Async: what
+    /// it needs to decide may be in the store shared with other processes (a gateway's
+    /// notes on PostgreSQL).
+    async fn resume(&self, rec: &TaskRecord) -> Option<Resumed>;
 }
 
 struct Inner {

@@ -180,24 +180,33 @@ impl LaneInner {
 
     /// Note durably that our task `task_id` is backed by `upstream_task_id`, created on
     /// `conn` (whose session is noted too), so that a restarted gateway follows it again.
-    pub(crate) fn note_task(&self, task_id: &str, upstream_task_id: &str, conn: &Conn) {
+    pub(crate) async fn note_task(&self, task_id: &str, upstream_task_id: &str, conn: &Conn) {
         if let Some(notes) = &self.notes {
-            notes.put(
-                task_id,
-                &Note {
-                    upstream_task_id: upstream_task_id.to_owned(),
-                    upstream: self.describe(),
-                    init_params: self.init_params.lock().clone(),
-                    upstream_session: conn.upstream_session(),
-                },
-            );
+            let note = Note {
+                upstream_task_id: upstream_task_id.to_owned(),
+                upstream: self.describe(),
+                init_params: self.init_params.lock().clone(),
+                upstream_session: conn.upstream_session(),
+            };
+            notes.put(task_id, &note).await;
         }
     }
 
     /// Forget the note of `task_id` (its upstream task has ended or was cancelled).
-    pub(crate) fn forget_task(&self, task_id: &str) {
+    pub(crate) async fn forget_task(&self, task_id: &str) {
         if let Some(notes) = &self.notes {
-            notes.remove(task_id);
+            notes.remove(task_id).await;
+        }
+    }
+
+    /// [`Self::forget_task`] from where nothing can wait (a drop): on the runtime.
+    pub(crate) fn forget_task_later(self: &Arc<Self>, task_id: &str) {
+        if self.notes.is_none() {
+            return;
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (lane, id) = (Arc::clone(self), task_id.to_owned());
+            rt.spawn(async move { lane.forget_task(&id).await });
         }
     }
 

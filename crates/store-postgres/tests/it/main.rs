@@ -5,6 +5,7 @@
 mod common;
 mod conformance;
 mod listing;
+mod notes;
 mod open;
 mod usage;
 mod wake;

@@ -1,0 +1,75 @@
+//! Notes kept beside tasks ([`TaskNotes`]): a small blob per task that an extension writes
+//! while the task runs (a gateway: which upstream task backs it, and in which upstream
+//! session), so that another replica on the same database reads it once this one has
+//! died. One row per task in `task_notes`, deleted with the task (the foreign key
+//! cascades: a TTL sweep takes the note too). Each call is one statement, one round trip.
+
+use async_trait::async_trait;
+use deadpool_postgres::Pool;
+use mcp_tasks_core::{StoreError, TaskNotes};
+use tokio_postgres::error::SqlState;
+use tokio_postgres::types::ToSql;
+
+use crate::schema::{map_err, map_pool_err};
+
+/// The migration that adds the notes (schema version 2 -> 3).
+pub(crate) const MIGRATION: &str = "
+    CREATE TABLE task_notes (
+        task_id text PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
+        note    bytea NOT NULL
+    );
+";
+
+const PUT: &str = "INSERT INTO task_notes (task_id, note) VALUES ($1, $2) \
+     ON CONFLICT (task_id) DO UPDATE SET note = excluded.note";
+const GET: &str = "SELECT note FROM task_notes WHERE task_id = $1";
+const REMOVE: &str = "DELETE FROM task_notes WHERE task_id = $1";
+
+/// The notes of a [`crate::PgStore`], on its pool.
+pub(crate) struct PgNotes {
+    pub(crate) pool: Pool,
+    pub(crate) target: String,
+}
+
+impl PgNotes {
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let c = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| map_pool_err(&self.target, &e))?;
+        let st = c
+            .prepare_cached(sql)
+            .await
+            .map_err(|e| map_err(&self.target, &e))?;
+        match c.query(&st, params).await {
+            Ok(rows) => Ok(rows),
+            // The task is gone (its TTL ran out): nothing to note.
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => Ok(Vec::new()),
+            Err(e) => Err(map_err(&self.target, &e)),
+        }
+    }
+}
+
+#[async_trait]
+impl TaskNotes for PgNotes {
+    async fn put_note(&self, task_id: &str, note: &[u8]) -> Result<(), StoreError> {
+        self.query(PUT, &[&task_id, &note]).await.map(|_| ())
+    }
+
+    async fn note(&self, task_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self
+            .query(GET, &[&task_id])
+            .await?
+            .first()
+            .map(|r| r.get::<_, Vec<u8>>(0)))
+    }
+
+    async fn remove_note(&self, task_id: &str) -> Result<(), StoreError> {
+        self.query(REMOVE, &[&task_id]).await.map(|_| ())
+    }
+}

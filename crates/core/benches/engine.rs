@@ -4,7 +4,12 @@
 //! * `get`: `tasks/get` of a random id among 10,000 stored tasks;
 //! * `transition`: `tasks/cancel` of a working task (one compare-and-swap, the status
 //!   notification, the work stopped);
-//! * `result_wakeup`: from the work finishing to a blocked `tasks/result` returning.
+//! * `result_wakeup`: from the work finishing to a blocked `tasks/result` returning;
+//! * `metrics_per_task`: what the metrics record for one task-augmented call (the
+//!   `tools/call` request timed and counted, the creation, the completion with its
+//!   duration, three store operations timed), to be read beside `create`: the engine
+//!   always counts, so this is the share of `create` that the counters cost (the HTTP
+//!   cost of serving and scraping `/metrics` is `mcp-tasks bench --compare-metrics`).
 //!
 //! Each runs on a current-thread runtime, so the engine's background work is counted in
 //! the iteration that caused it. Fresh engines are made every 10,000 iterations (outside
@@ -20,7 +25,9 @@ use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use mcp_tasks_core::engine::{Runner, TaskRun, TaskSpec};
 use mcp_tasks_core::status::TaskStatus;
-use mcp_tasks_core::{MemoryStore, Policy, Requester, RequestorChannel, SystemClock, TaskEngine};
+use mcp_tasks_core::{
+    MemoryStore, Policy, RequestEra, Requester, RequestorChannel, SystemClock, TaskEngine,
+};
 use mcp_tasks_proto::ErrorObject;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
@@ -202,12 +209,35 @@ fn result_wakeup(c: &mut Criterion, rt: &Runtime) {
     });
 }
 
+fn metrics_per_task(c: &mut Criterion, rt: &Runtime) {
+    let e = engine();
+    e.metrics().set_tools(["sleep"]);
+    let working = rt
+        .block_on(e.create(spec(), done_at_once()))
+        .expect("created");
+    let mut done = working.clone();
+    done.status = TaskStatus::Completed;
+    let metrics = e.metrics().clone();
+    c.bench_function("engine/metrics_per_task", |b| {
+        b.iter(|| {
+            let timer = metrics.request("tools/call", RequestEra::Legacy);
+            metrics.task_created(&working, Some("sleep"));
+            metrics.store_operation("create", Duration::from_micros(3));
+            metrics.task_changed(&done);
+            metrics.store_operation("transition", Duration::from_micros(3));
+            metrics.store_operation("get", Duration::from_micros(1));
+            timer.finish(true);
+        });
+    });
+}
+
 fn benches(c: &mut Criterion) {
     let rt = runtime();
     create(c, &rt);
     get(c, &rt);
     transition(c, &rt);
     result_wakeup(c, &rt);
+    metrics_per_task(c, &rt);
 }
 
 criterion_group! {

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -317,6 +317,8 @@ const MIGRATIONS: &[&str] = &[
         REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
         FOR EACH STATEMENT EXECUTE FUNCTION history_update();
     ",
+    // 2 -> 3: the sessions shared between replicas.
+    crate::sessions::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -6,5 +6,6 @@ mod common;
 mod conformance;
 mod listing;
 mod open;
+mod sessions;
 mod usage;
 mod wake;

@@ -71,6 +71,7 @@ mod modern_era;
 mod postgres_store;
 mod process;
 mod rate_limits;
+mod replicas;
 mod status_notifications;
 mod task_progress;
 mod task_support;

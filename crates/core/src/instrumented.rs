@@ -76,6 +76,9 @@ impl TaskStore for Instrumented {
     fn attach_metrics(&self, metrics: &Metrics) {
         self.inner.attach_metrics(metrics);
     }
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
     async fn count_by_status(&self) -> Result<Vec<(TaskStatus, u64)>, StoreError> {
         self.timed("count", self.inner.count_by_status()).await
     }

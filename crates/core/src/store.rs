@@ -281,6 +281,14 @@ pub trait TaskStore: Send + Sync + 'static {
         let _ = metrics;
     }
 
+    /// Whether other processes change this store's tasks too (several replicas on one
+    /// database), so that [`Self::subscribe`] also wakes on their changes and a running
+    /// task may end elsewhere (`tasks/cancel` received by another replica). The default:
+    /// no, this process is the only writer.
+    fn is_shared(&self) -> bool {
+        false
+    }
+
     /// How many tasks are stored in each status (statuses with none may be left out), for
     /// the `mcp_tasks_tasks` gauge. The default pages through [`Self::list`]; a database
     /// overrides it with one `GROUP BY` query.

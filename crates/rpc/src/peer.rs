@@ -76,6 +76,14 @@ pub trait Handler: Send + Sync + 'static {
         let _ = outcome;
         tracing::warn!(id = %id, "response to an unknown request ignored");
     }
+
+    /// What another process needs to serve this session as this handler does (for a
+    /// 2025-11-25 server: the negotiated version, the client's capabilities and the
+    /// requester), once initialization settled it; `None` when the session cannot be
+    /// served elsewhere. See `http::SessionDirectory`.
+    fn shared_state(&self) -> Option<Value> {
+        None
+    }
 }
 
 struct Inner {
@@ -126,6 +134,11 @@ impl Peer {
             },
             rx,
         )
+    }
+
+    /// The handler this peer serves.
+    pub fn handler(&self) -> &Arc<dyn Handler> {
+        &self.inner.handler
     }
 
     /// Fires when the connection is closed.

@@ -235,7 +235,7 @@ impl ServerBuilder {
     /// start-up.
     pub async fn build(self) -> Result<Server, BuildError> {
         let opened = open_store(self.store).await?;
-        let Some((store, description)) = opened else {
+        let Some((store, description, sessions)) = opened else {
             return Ok(Server::assemble(
                 self.config,
                 self.tools,
@@ -274,13 +274,25 @@ impl ServerBuilder {
             description,
             None,
         );
+        #[cfg(feature = "http")]
+        if let Some(sessions) = sessions {
+            let _ = server.state().shared_sessions.set(sessions);
+        }
+        #[cfg(not(feature = "http"))]
+        let _ = sessions;
         server.start_background();
         Ok(server)
     }
 }
 
-/// An opened store and its description for logs.
-type Opened = (Arc<dyn TaskStore>, String);
+/// Where the sessions of a server's replicas are shared (the PostgreSQL store's table).
+#[cfg(feature = "http")]
+type SharedSessions = Option<crate::replicas::Directory>;
+#[cfg(not(feature = "http"))]
+type SharedSessions = Option<std::convert::Infallible>;
+
+/// An opened store, its description for logs, and where sessions are shared.
+type Opened = (Arc<dyn TaskStore>, String, SharedSessions);
 
 /// `url` without the password it may hold (`postgres://USER:PASSWORD@...`).
 fn redact(url: &str) -> String {
@@ -301,16 +313,16 @@ fn redact(url: &str) -> String {
 async fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
     match choice {
         StoreChoice::None => Ok(None),
-        StoreChoice::Given(store) => Ok(Some((store, "custom".into()))),
+        StoreChoice::Given(store) => Ok(Some((store, "custom".into(), None))),
         StoreChoice::Url(url) if url == "memory" => {
-            Ok(Some((Arc::new(MemoryStore::new()), "memory".into())))
+            Ok(Some((Arc::new(MemoryStore::new()), "memory".into(), None)))
         }
         #[cfg(feature = "sqlite")]
         StoreChoice::Url(url) if url.starts_with("sqlite:") => {
             let store = mcp_tasks_store_sqlite::SqliteStore::from_spec(&url)
                 .map_err(|source| BuildError::OpenStore { store: url, source })?;
             let description = format!("sqlite:{}", store.path().display());
-            Ok(Some((Arc::new(store), description)))
+            Ok(Some((Arc::new(store), description, None)))
         }
         #[cfg(feature = "postgres")]
         StoreChoice::Url(url) if mcp_tasks_store_postgres::is_postgres_url(&url) => {
@@ -321,7 +333,11 @@ async fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
                     source,
                 })?;
             let description = store.description();
-            Ok(Some((Arc::new(store), description)))
+            #[cfg(feature = "http")]
+            let sessions = Some(crate::replicas::directory(&store));
+            #[cfg(not(feature = "http"))]
+            let sessions = None;
+            Ok(Some((Arc::new(store), description, sessions)))
         }
         StoreChoice::Url(url) => Err(BuildError::UnknownStore(url)),
         #[cfg(feature = "sqlite")]
@@ -336,6 +352,7 @@ async fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
             Ok(Some((
                 Arc::new(store),
                 format!("sqlite:{}", path.display()),
+                None,
             )))
         }
     }

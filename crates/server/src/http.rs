@@ -10,7 +10,7 @@ use std::time::Duration;
 use mcp_tasks_core::{Requester, TaskEngine, TaskStore};
 use mcp_tasks_proto::{Request, methods};
 use mcp_tasks_rpc::Handler;
-use mcp_tasks_rpc::http::HttpServer;
+use mcp_tasks_rpc::http::{HttpServer, SessionFactory};
 
 pub use mcp_tasks_rpc::http::{
     BearerTokens, HttpConfig, MetricsEndpoint, OAuth, OAuthConfig, OriginPolicy, Readiness,
@@ -198,16 +198,11 @@ pub async fn serve_http(
             ),
         ));
     }
-    let sessions = server.clone();
-    let factory = move |principal: Option<&str>| -> Arc<dyn Handler> {
-        let requester = Requester {
-            principal: principal.map(str::to_owned),
-            sees_all: false,
-            session: None,
-        };
-        sessions.session(requester, principal.is_some())
-    };
+    let factory = Sessions(server.clone());
     let mut transport = options.transport;
+    if transport.sessions.is_none() {
+        transport.sessions = server.state().shared_sessions.get().cloned();
+    }
     if transport.readiness.is_none()
         && let Some(engine) = server.engine()
     {
@@ -283,6 +278,29 @@ pub async fn serve_http(
     }
     graceful_shutdown(&http, server, serving, server.state().config.shutdown_grace).await;
     Ok(())
+}
+
+/// Makes the session of each principal; with shared sessions, also rebuilds a session
+/// another replica started from the state its [`Session`](crate::Session) shared.
+struct Sessions(Server);
+
+impl SessionFactory for Sessions {
+    fn create(&self, principal: Option<&str>) -> Arc<dyn Handler> {
+        let requester = Requester {
+            principal: principal.map(str::to_owned),
+            sees_all: false,
+            session: None,
+        };
+        self.0.session(requester, principal.is_some())
+    }
+
+    fn restore(
+        &self,
+        principal: Option<&str>,
+        state: &serde_json::Value,
+    ) -> Option<Arc<dyn Handler>> {
+        crate::replicas::restore(&self.0, principal, state)
+    }
 }
 
 /// `/readyz` asks the task store for a trivial query ([`TaskStore::ready`]).

@@ -37,6 +37,8 @@ pub mod http;
 #[cfg(feature = "http")]
 pub mod http_metrics;
 mod modern;
+#[cfg(feature = "http")]
+mod replicas;
 mod serve;
 pub mod session;
 pub mod tool;
@@ -178,6 +180,9 @@ pub struct ServerState {
     background: Background,
     /// 2026-07-28 direct calls waiting for the client's answers (multi round-trip).
     pub(crate) parked: modern::mrtr::Parked,
+    /// Sessions shared with the other replicas on the store's database (PostgreSQL).
+    #[cfg(feature = "http")]
+    pub(crate) shared_sessions: std::sync::OnceLock<replicas::Directory>,
 }
 
 impl Drop for ServerState {
@@ -256,6 +261,8 @@ impl Server {
                 store_description,
                 background: Background::default(),
                 parked: modern::mrtr::Parked::default(),
+                #[cfg(feature = "http")]
+                shared_sessions: std::sync::OnceLock::new(),
             }),
         }
     }

@@ -275,6 +275,23 @@ impl Handler for Session {
         }
     }
 
+    /// The negotiated version, the client's capabilities and info, and the requester's
+    /// session key (its task quota without authentication): what another replica needs to
+    /// serve this session ([`crate::http`] shares it through the store). `None` before
+    /// `initialize`, and for a gateway's sessions (their upstream connection lives here).
+    fn shared_state(&self) -> Option<Value> {
+        if self.state.extension.is_some() {
+            return None;
+        }
+        let n = self.negotiated()?;
+        Some(serde_json::json!({
+            "protocolVersion": n.protocol_version,
+            "clientCapabilities": *n.client_capabilities,
+            "clientInfo": n.client_info,
+            "session": self.requester.session,
+        }))
+    }
+
     fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
         // Answers to requests a task relayed through tasks/result: routed by id, accepted
         // only from the requester the task belongs to.

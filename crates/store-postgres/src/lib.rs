@@ -73,9 +73,11 @@ mod notes;
 mod ops;
 mod options;
 mod schema;
+mod sessions;
 
 pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
 pub use schema::SCHEMA_VERSION;
+pub use sessions::{PgSessions, SessionEnded, SessionRow};
 
 use listen::Listener;
 use schema::{map_err, map_pool_err};
@@ -546,6 +548,10 @@ impl TaskStore for PgStore {
 
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {
         self.listener.wake.subscribe(task_id)
+    }
+
+    fn is_shared(&self) -> bool {
+        true
     }
 
     async fn orphans(&self, now_ms: i64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -320,6 +320,8 @@ const MIGRATIONS: &[&str] = &[
     // 2 -> 3: the notes an extension keeps beside its tasks (a gateway's upstream tasks),
     // deleted with the task.
     crate::notes::MIGRATION,
+    // 3 -> 4: the sessions shared between replicas.
+    crate::sessions::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -2,6 +2,8 @@
 //!
 //! * `conformance`: the suite every [`mcp_tasks_core::TaskStore`] must pass;
 //! * `oauth`: a test authorization server (metadata, JWKS) and signed access tokens;
+//! * `proxy`: a round-robin HTTP proxy with no stickiness (each request to the next
+//!   replica), for tests of several replicas behind a load balancer;
 //! * `schema`: validation of wire messages against the official schemas (2025-11-25 and
 //!   2026-07-28);
 //! * `wire`: the requestor's side of an in-process server or gateway, over
@@ -10,6 +12,7 @@
 
 pub mod conformance;
 pub mod oauth;
+pub mod proxy;
 pub mod schema;
 pub mod wire;
 

@@ -79,6 +79,7 @@ mod pg_restart;
 mod postgres_store;
 mod process;
 mod rate_limits;
+mod replicas;
 mod replicas_failover;
 mod replicas_wake;
 mod status_notifications;

@@ -156,10 +156,20 @@ impl TaskEngine {
         };
         let fut = runner(run);
         let engine = self.clone();
+        let ended_elsewhere = self.ended_elsewhere(&task_id);
         tokio::spawn(async move {
             let outcome = tokio::select! {
                 biased;
                 () = task.cancel.cancelled() => None,
+                rec = ended_elsewhere => {
+                    // Tell the requestor on its connection here, as the replica that
+                    // cancelled it could not.
+                    if let Some(rec) = rec {
+                        let params = serde_json::to_value(rec.to_wire()).unwrap_or(Value::Null);
+                        task.notify_requestor(mcp_tasks_proto::methods::TASK_STATUS, params).await;
+                    }
+                    None
+                }
                 r = fut => Some(r),
             };
             if let Some(outcome) = outcome {
@@ -167,6 +177,43 @@ impl TaskEngine {
             }
             engine.stop_local(&task.task_id);
         });
+    }
+
+    /// Resolves when task `task_id`, running here, ends through another process sharing
+    /// the store (cancelled by a `tasks/cancel` another replica received, failed by its
+    /// orphan sweep, deleted by its TTL sweep): with the record when there is one. Never
+    /// for a store no other process writes ([`TaskStore::is_shared`]).
+    ///
+    /// Spec: "Upon receiving a valid cancellation request, receivers SHOULD attempt to stop
+    /// the task's execution". The store's change signal wakes it (LISTEN/NOTIFY across
+    /// processes); each wake-up costs one summary read.
+    ///
+    /// [`TaskStore::is_shared`]: crate::TaskStore::is_shared
+    fn ended_elsewhere(
+        &self,
+        task_id: &str,
+    ) -> impl std::future::Future<Output = Option<TaskRecord>> + Send + 'static {
+        let store = Arc::clone(&self.inner.store);
+        // Subscribed now, before the task can change.
+        let changes = store.is_shared().then(|| store.subscribe(task_id));
+        let task_id = task_id.to_owned();
+        async move {
+            let Some(mut changes) = changes else {
+                return std::future::pending().await;
+            };
+            loop {
+                if changes.changed().await.is_err() {
+                    return std::future::pending().await;
+                }
+                match store.get_summary(&task_id).await {
+                    Ok(Some(rec)) if !rec.status.is_terminal() => {}
+                    Ok(rec) => return rec,
+                    Err(e) => {
+                        tracing::debug!(task_id = %task_id, error = %e, "could not read a running task's status");
+                    }
+                }
+            }
+        }
     }
 
     pub(super) async fn finish(

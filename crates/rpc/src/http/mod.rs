@@ -69,6 +69,8 @@ pub fn fuzz_router(bytes: &[u8]) {
 pub fn fuzz_oauth(bytes: &[u8]) {
     oauth::fuzz(bytes);
 }
+use session::shared::LoadError;
+pub use session::shared::{Ended, EndedCallback, SessionDirectory, SharedSession};
 pub use ui::{UI_PATH, UiApi, UiAssets, UiEndpoint, UiMethod, UiRequest, UiResponse};
 
 use crate::peer::Handler;
@@ -79,6 +81,18 @@ use session::HttpSession;
 pub trait SessionFactory: Send + Sync + 'static {
     /// The handler of a new session of `principal`.
     fn create(&self, principal: Option<&str>) -> Arc<dyn Handler>;
+
+    /// The handler of a session of `principal` that another replica started, rebuilt from
+    /// the state its handler shared ([`Handler::shared_state`]); `None` when it cannot be
+    /// (the session is then unknown here: 404).
+    fn restore(
+        &self,
+        principal: Option<&str>,
+        state: &serde_json::Value,
+    ) -> Option<Arc<dyn Handler>> {
+        let _ = (principal, state);
+        None
+    }
 }
 
 impl<F> SessionFactory for F
@@ -200,6 +214,10 @@ pub struct HttpConfig {
     pub observer: Option<Arc<dyn HttpObserver>>,
     /// The task dashboard at `/ui`; `None`: not served (404).
     pub ui: Option<UiEndpoint>,
+    /// Sessions shared with the other replicas of this server (several processes on one
+    /// database behind a load balancer): a request naming a session this process does not
+    /// hold is looked up there. `None`: sessions live in this process only.
+    pub sessions: Option<Arc<dyn SessionDirectory>>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
@@ -256,6 +274,7 @@ impl Default for HttpConfig {
             metrics: None,
             observer: None,
             ui: None,
+            sessions: None,
         }
     }
 }
@@ -381,7 +400,14 @@ impl Shared {
             result
         };
         for (v, why) in evicted {
-            tracing::info!(session = %v.id, principal = ?v.principal, initialized = v.is_initialized(), "session ended to make room for a new one ({why})");
+            if self.config.sessions.is_some() {
+                // Shared: only this process's copy goes (it is reloaded if the client comes
+                // back here); the bound of the principal's sessions everywhere is kept by
+                // the directory at `initialize`.
+                tracing::debug!(session = %v.id, "local copy of a shared session dropped to make room ({why})");
+            } else {
+                tracing::info!(session = %v.id, principal = ?v.principal, initialized = v.is_initialized(), "session ended to make room for a new one ({why})");
+            }
             v.end();
         }
         result
@@ -420,7 +446,12 @@ impl Shared {
                 self.config.session_init_idle.min(self.config.session_idle)
             };
             if s.is_idle(idle, now) {
-                tracing::info!(session = %s.id, initialized = s.is_initialized(), "session expired after being idle");
+                if self.config.sessions.is_some() {
+                    // Its row expires by itself unless another replica uses it.
+                    tracing::debug!(session = %s.id, "idle local copy of a shared session dropped");
+                } else {
+                    tracing::info!(session = %s.id, initialized = s.is_initialized(), "session expired after being idle");
+                }
                 self.remove(&s.id);
                 s.end();
             } else {
@@ -441,16 +472,29 @@ mcp_tasks_proto::debug_non_exhaustive!(HttpServer, |s| { config: s.shared.config
 impl HttpServer {
     /// A server whose sessions get their handler from `factory`.
     pub fn new(config: HttpConfig, factory: impl SessionFactory) -> Self {
-        Self {
-            shared: Arc::new(Shared {
-                config,
-                factory: Box::new(factory),
-                sessions: Mutex::new(Sessions::default()),
-                replay_bytes: Arc::default(),
-                shutdown: CancellationToken::new(),
-                draining: std::sync::atomic::AtomicBool::new(false),
-            }),
+        let shared = Arc::new(Shared {
+            config,
+            factory: Box::new(factory),
+            sessions: Mutex::new(Sessions::default()),
+            replay_bytes: Arc::default(),
+            shutdown: CancellationToken::new(),
+            draining: std::sync::atomic::AtomicBool::new(false),
+        });
+        if let Some(dir) = &shared.config.sessions {
+            let weak = Arc::downgrade(&shared);
+            dir.on_ended(Arc::new(move |ended| {
+                let Some(shared) = weak.upgrade() else { return };
+                match ended {
+                    Ended::Session(id) => shared.ended_elsewhere(&id),
+                    Ended::Unknown => {
+                        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                            rt.spawn(shared.resync());
+                        }
+                    }
+                }
+            }));
         }
+        Self { shared }
     }
 
     /// The axum router serving the endpoint (and 404 elsewhere).
@@ -526,6 +570,7 @@ impl HttpServer {
                     }
                     let Some(shared) = weak.upgrade() else { return };
                     shared.sweep();
+                    shared.sweep_shared().await;
                 }
             })
         };

@@ -7,5 +7,6 @@ mod conformance;
 mod listing;
 mod notes;
 mod open;
+mod sessions;
 mod usage;
 mod wake;

@@ -372,8 +372,12 @@ fn legacy_version_check(shared: &Shared, headers: &HeaderMap) -> Result<(), Box<
 /// `MCP-Session-Id` header (other than initialization) with HTTP 400 Bad Request." and
 /// after a session ends, "it MUST respond to requests containing that session ID with
 /// HTTP 404 Not Found." Another principal's session looks exactly like an unknown one.
-fn find_session(
-    shared: &Shared,
+///
+/// With shared sessions ([`super::HttpConfig::sessions`]) a session this process does not
+/// hold is looked up in the directory (one round trip, once per session and process): a
+/// session another replica started is served here alike. The directory failing is 503.
+async fn find_session(
+    shared: &Arc<Shared>,
     headers: &HeaderMap,
     principal: Option<&String>,
 ) -> Result<Arc<HttpSession>, Box<Response>> {
@@ -382,12 +386,35 @@ fn find_session(
             "Bad Request: the Mcp-Session-Id header is required (send initialize first)",
         )));
     };
-    match shared.session(id.trim()) {
+    let id = id.trim();
+    let found = match shared.session(id) {
+        Some(s) => Some(s),
+        None => match shared.load_shared(id, principal).await {
+            Ok(s) => s,
+            Err(super::LoadError::Directory(e)) => {
+                tracing::warn!(error = %e, "the shared sessions could not be read");
+                let mut r = http_error(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    codes::INTERNAL_ERROR,
+                    "Service Unavailable: the session store does not answer; try again",
+                );
+                r.headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+                return Err(Box::new(r));
+            }
+            Err(super::LoadError::Refused(why)) => {
+                shared.refused(super::Refusal::Limit);
+                return Err(Box::new(post::session_refused(None, &why)));
+            }
+        },
+    };
+    match found {
         Some(s) if s.principal.as_ref() == principal => {
             s.touch();
             // Any request naming the session shows the client has its id: initialization
             // completed (see `HttpConfig::session_init_idle`).
             s.set_initialized();
+            shared.touch_shared(&s);
             Ok(s)
         }
         _ => Err(Box::new(http_error(
@@ -511,7 +538,7 @@ async fn get(
     if !accept(&headers).sse {
         return not_acceptable(EVENT_STREAM);
     }
-    let session = match find_session(&shared, &headers, principal) {
+    let session = match find_session(&shared, &headers, principal).await {
         Ok(s) => s,
         Err(r) => return *r,
     };
@@ -548,16 +575,27 @@ async fn get(
     }
 }
 
-/// DELETE: end the session. What it started (tasks) goes on.
+/// DELETE: end the session. What it started (tasks) goes on. With shared sessions, it
+/// ends on every replica (the directory tells the others).
 async fn delete(
     State(shared): State<Arc<Shared>>,
     Extension(Principal(principal)): Extension<Principal>,
     headers: HeaderMap,
 ) -> Response {
-    let session = match find_session(&shared, &headers, principal.as_ref()) {
+    let session = match find_session(&shared, &headers, principal.as_ref()).await {
         Ok(s) => s,
         Err(r) => return *r,
     };
+    if let Some(dir) = &shared.config.sessions
+        && let Err(e) = dir.remove(&session.id).await
+    {
+        tracing::warn!(session = %session.id, error = %e, "could not end a shared session");
+        return http_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            codes::INTERNAL_ERROR,
+            "Service Unavailable: the session store does not answer; the session was not ended",
+        );
+    }
     shared.remove(&session.id);
     session.end();
     tracing::info!(session = %session.id, "session ended by the client");

@@ -85,7 +85,7 @@ pub(super) async fn post(
             }
         }
         other => {
-            let session = match find_session(shared, &parts.headers, principal.as_ref()) {
+            let session = match find_session(shared, &parts.headers, principal.as_ref()).await {
                 Ok(s) => s,
                 Err(r) => return *r,
             };
@@ -199,7 +199,14 @@ async fn initialize(
         && let Err(why) = shared.admit(&session, &owner)
     {
         shared.refused(crate::http::Refusal::Limit);
-        return session_refused(&id, &why);
+        return session_refused(Some(&id), &why);
+    }
+    if keep
+        && ok
+        && let Err(r) = share(shared, &session, &owner).await
+    {
+        shared.remove(&session.id);
+        return *r;
     }
     if keep && ok {
         guard.0 = None;
@@ -227,8 +234,64 @@ async fn initialize(
     }
 }
 
-/// 503 for an `initialize` beyond the session bounds, every session being in use.
-fn session_refused(id: &RequestId, why: &Refused) -> Response {
+/// With shared sessions, record the new session `session` of `owner` in the directory so
+/// that every replica serves it; beyond the principal's bound there, its sessions closest
+/// to expiry end (everywhere). The directory failing is 503: a session the other replicas
+/// would not know is not handed out.
+async fn share(
+    shared: &Arc<Shared>,
+    session: &Arc<HttpSession>,
+    owner: &str,
+) -> Result<(), Box<Response>> {
+    let Some(dir) = &shared.config.sessions else {
+        return Ok(());
+    };
+    let Some(state) = session.peer.handler().shared_state() else {
+        // This handler cannot be served elsewhere: a session of this process only.
+        return Ok(());
+    };
+    let idle = shared
+        .config
+        .session_init_idle
+        .min(shared.config.session_idle);
+    let until = crate::http::session::shared::now_ms()
+        .saturating_add(i64::try_from(idle.as_millis()).unwrap_or(i64::MAX));
+    let rec = crate::http::SharedSession::new(
+        session.id.clone(),
+        session.principal.clone(),
+        owner.to_owned(),
+        state,
+        until,
+    );
+    match dir
+        .insert(&rec, shared.config.max_sessions_per_principal.max(1))
+        .await
+    {
+        Ok(replaced) => {
+            session.set_stored_until(until);
+            for id in replaced {
+                tracing::info!(session = %id, "session ended to make room for a new one (the principal's session bound, every replica)");
+                shared.ended_elsewhere(&id);
+            }
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!(session = %session.id, error = %e, "could not record a shared session");
+            let mut r = http_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                codes::INTERNAL_ERROR,
+                "Service Unavailable: the session store does not answer; try again",
+            );
+            r.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+            Err(Box::new(r))
+        }
+    }
+}
+
+/// 503 for an `initialize` beyond the session bounds, every session being in use (or a
+/// copy of another replica's session that this process has no room for).
+pub(super) fn session_refused(id: Option<&RequestId>, why: &Refused) -> Response {
     let message = match why {
         Refused::Total(n) => format!(
             "Service Unavailable: the server holds its maximum of {n} sessions (--max-sessions), all in use; try again later"
@@ -238,7 +301,7 @@ fn session_refused(id: &RequestId, why: &Refused) -> Response {
         ),
     };
     let err = ErrorObject::new(codes::INTERNAL_ERROR, message);
-    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, error_body(Some(id), &err));
+    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, error_body(id, &err));
     r.headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
     r

@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::{Message, RequestId};
@@ -15,6 +15,7 @@ use super::stream::{BufferLimits, Meter, STANDALONE, StreamBuf};
 use crate::peer::{Outbound, Peer, Route};
 
 mod reader;
+pub(crate) mod shared;
 
 pub(crate) use reader::{Connect, Reader};
 
@@ -101,6 +102,9 @@ pub(crate) struct HttpSession {
     pub(crate) connections: AtomicUsize,
     /// Fires when the session ends (DELETE, idle expiry, server exit).
     pub(crate) ended: CancellationToken,
+    /// With shared sessions: when the directory's row expires as far as this process
+    /// knows (milliseconds since the epoch; `i64::MIN`: unknown).
+    stored_until: AtomicI64,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpSession, |s| { principal: s.principal });
@@ -156,9 +160,32 @@ impl HttpSession {
             initialized: AtomicBool::new(false),
             connections: AtomicUsize::new(0),
             ended: CancellationToken::new(),
+            stored_until: AtomicI64::new(i64::MIN),
         });
         tokio::spawn(Arc::clone(&session).route_all(outbound));
         session
+    }
+
+    /// The directory's row of this session expires at `ms` (as far as this process knows).
+    pub(crate) fn set_stored_until(&self, ms: i64) {
+        self.stored_until.store(ms, Ordering::Relaxed);
+    }
+
+    /// Whether the directory's row should be pushed forward now, `idle_ms` after `now_ms`:
+    /// when less than three quarters of the idle period are left on it, so that each
+    /// process renews a session at most once per quarter of the idle period however much
+    /// it is used. The new expiry, recorded as written (a failed write resets it).
+    pub(crate) fn touch_due(&self, now_ms: i64, idle_ms: i64) -> Option<i64> {
+        let until = now_ms.saturating_add(idle_ms);
+        let left = self
+            .stored_until
+            .load(Ordering::Relaxed)
+            .saturating_sub(now_ms);
+        if left >= idle_ms / 4 * 3 {
+            return None;
+        }
+        let prev = self.stored_until.swap(until, Ordering::Relaxed);
+        (prev.saturating_sub(now_ms) < idle_ms / 4 * 3).then_some(until)
     }
 
     /// Note activity (any request naming this session).

@@ -1,0 +1,358 @@
+//! Sessions shared between replicas (issue 17): the `sessions` table, and a listener that
+//! tells this process when a session ends on any replica.
+//!
+//! A row is written once at `initialize`, read once by each other replica that meets the
+//! session, pushed forward (`expires_ms`) at most every quarter of the idle period per
+//! replica, and deleted when the session ends (`DELETE`, idle expiry, replacement beyond
+//! the per-principal bound). A row trigger notifies every deletion on the channel
+//! `<schema>_sessions` with the session id; one listener connection per
+//! [`PgSessions`] receives them.
+
+use std::sync::Arc;
+
+use futures::StreamExt;
+use mcp_tasks_core::StoreError;
+use parking_lot::Mutex;
+use tokio_postgres::NoTls;
+use tokio_postgres::types::ToSql;
+
+use crate::PgStore;
+use crate::options::PgConfig;
+use crate::schema::{map_err, map_pool_err};
+
+/// Schema version 2 -> 3: the shared sessions.
+pub(crate) const MIGRATION: &str = "
+    CREATE TABLE sessions (
+        id         text PRIMARY KEY,
+        principal  text,
+        -- Whose sessions it counts with against the per-principal bound.
+        owner      text NOT NULL,
+        -- The handler's state (negotiated version, client capabilities, ...) as JSON.
+        state      bytea NOT NULL,
+        -- Milliseconds since the epoch; the session ends after it unless used.
+        expires_ms bigint NOT NULL
+    );
+    CREATE INDEX sessions_owner ON sessions (owner, expires_ms);
+    CREATE INDEX sessions_expires ON sessions (expires_ms);
+    CREATE FUNCTION sessions_notify() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+        PERFORM pg_notify(TG_TABLE_SCHEMA || '_sessions', OLD.id);
+        RETURN NULL;
+    END $$;
+    CREATE TRIGGER sessions_ended AFTER DELETE ON sessions
+        FOR EACH ROW EXECUTE FUNCTION sessions_notify();
+    -- Insert a session; beyond $6 sessions of its owner, end the owner's sessions closest
+    -- to expiry first (under the owner's advisory lock, so concurrent inserts on any
+    -- replicas never exceed the bound). Returns the ids it ended.
+    CREATE FUNCTION session_insert(p_id text, p_principal text, p_owner text, p_state bytea,
+                                   p_expires bigint, p_per_owner bigint)
+        RETURNS SETOF text LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        victim text;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(hashtextextended('mcp-tasks session ' || p_owner, 0));
+        FOR victim IN DELETE FROM sessions WHERE id IN (
+            SELECT id FROM sessions WHERE owner = p_owner
+            ORDER BY expires_ms DESC OFFSET greatest(p_per_owner - 1, 0)
+        ) RETURNING id LOOP
+            RETURN NEXT victim;
+        END LOOP;
+        INSERT INTO sessions (id, principal, owner, state, expires_ms)
+            VALUES (p_id, p_principal, p_owner, p_state, p_expires);
+    END $$;
+";
+
+const INSERT: &str = "SELECT session_insert($1, $2, $3, $4, $5, $6)";
+const FIND: &str =
+    "SELECT principal, owner, state, expires_ms FROM sessions WHERE id = $1 AND expires_ms > $2";
+const TOUCH: &str = "UPDATE sessions SET expires_ms = greatest(expires_ms, $2) WHERE id = $1";
+const REMOVE: &str = "DELETE FROM sessions WHERE id = $1";
+const SWEEP: &str = "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
+     WHERE expires_ms <= $1 ORDER BY expires_ms LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING id";
+const EXISTING: &str = "SELECT id FROM sessions WHERE id = ANY($1)";
+
+/// A shared session as stored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SessionRow {
+    /// The session id.
+    pub id: String,
+    /// Its principal.
+    pub principal: Option<String>,
+    /// Whose sessions it counts with.
+    pub owner: String,
+    /// The handler's state, JSON.
+    pub state: Vec<u8>,
+    /// When it expires unless used (ms since the epoch).
+    pub expires_ms: i64,
+}
+
+impl SessionRow {
+    /// A row.
+    pub fn new(
+        id: String,
+        principal: Option<String>,
+        owner: String,
+        state: Vec<u8>,
+        expires_ms: i64,
+    ) -> Self {
+        Self {
+            id,
+            principal,
+            owner,
+            state,
+            expires_ms,
+        }
+    }
+}
+
+/// What ended, as the listener tells it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SessionEnded {
+    /// This session ended.
+    Id(String),
+    /// The listener (re)connected: ends may have been missed.
+    Resync,
+}
+
+type Callback = Arc<dyn Fn(SessionEnded) + Send + Sync>;
+
+/// The sessions table of a [`PgStore`]'s database and schema. Cheap to clone; shares the
+/// store's connection pool. Its listener runs once [`Self::on_ended`] is called, until the
+/// last clone is dropped.
+#[derive(Clone)]
+pub struct PgSessions {
+    pool: deadpool_postgres::Pool,
+    cfg: PgConfig,
+    target: Arc<str>,
+    listener: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
+}
+
+impl std::fmt::Debug for PgSessions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSessions")
+            .field("store", &self.cfg.description())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for PgSessions {
+    fn drop(&mut self) {
+        if Arc::strong_count(&self.listener) == 1
+            && let Some(t) = self.listener.lock().take()
+        {
+            t.abort();
+        }
+    }
+}
+
+impl PgStore {
+    /// The shared sessions kept in this store's database.
+    pub fn sessions(&self) -> PgSessions {
+        PgSessions {
+            pool: self.pool.clone(),
+            cfg: self.cfg.clone(),
+            target: Arc::from(self.target.as_str()),
+            listener: Arc::new(Mutex::new(None)),
+        }
+    }
+}
+
+fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+impl PgSessions {
+    async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let c = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| map_pool_err(&self.target, &e))?;
+        let st = c
+            .prepare_cached(sql)
+            .await
+            .map_err(|e| map_err(&self.target, &e))?;
+        c.query(&st, params)
+            .await
+            .map_err(|e| map_err(&self.target, &e))
+    }
+
+    /// Insert `row`; beyond `per_owner` sessions of its owner, end the owner's sessions
+    /// closest to expiry. One round trip. The ids ended.
+    ///
+    /// # Errors
+    /// The database fails (or the id exists).
+    pub async fn insert(
+        &self,
+        row: &SessionRow,
+        per_owner: usize,
+    ) -> Result<Vec<String>, StoreError> {
+        let per_owner = to_i64(per_owner.max(1));
+        Ok(self
+            .query(
+                INSERT,
+                &[
+                    &row.id,
+                    &row.principal,
+                    &row.owner,
+                    &row.state,
+                    &row.expires_ms,
+                    &per_owner,
+                ],
+            )
+            .await?
+            .iter()
+            .filter_map(|r| r.get::<_, Option<String>>(0))
+            .collect())
+    }
+
+    /// The session `id` unless it expired at `now_ms`. One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn find(&self, id: &str, now_ms: i64) -> Result<Option<SessionRow>, StoreError> {
+        Ok(self
+            .query(FIND, &[&id, &now_ms])
+            .await?
+            .first()
+            .map(|r| SessionRow {
+                id: id.to_owned(),
+                principal: r.get(0),
+                owner: r.get(1),
+                state: r.get(2),
+                expires_ms: r.get(3),
+            }))
+    }
+
+    /// Push the expiry of `id` to `expires_ms` at least; `false` when it no longer exists.
+    /// One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn touch(&self, id: &str, expires_ms: i64) -> Result<bool, StoreError> {
+        let c = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| map_pool_err(&self.target, &e))?;
+        let st = c
+            .prepare_cached(TOUCH)
+            .await
+            .map_err(|e| map_err(&self.target, &e))?;
+        let n = c
+            .execute(&st, &[&id, &expires_ms])
+            .await
+            .map_err(|e| map_err(&self.target, &e))?;
+        Ok(n > 0)
+    }
+
+    /// End session `id` everywhere. One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn remove(&self, id: &str) -> Result<(), StoreError> {
+        self.query(REMOVE, &[&id]).await.map(|_| ())
+    }
+
+    /// End the sessions expired at `now_ms` (at most 1000; replicas sweeping at once skip
+    /// each other's rows); their ids. One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn sweep(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .query(SWEEP, &[&now_ms])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    /// Which of `ids` exist. One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn existing(&self, ids: &[String]) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .query(EXISTING, &[&ids])
+            .await?
+            .iter()
+            .map(|r| r.get(0))
+            .collect())
+    }
+
+    /// Call `f` with the id of every session that ends from now on, on any replica, and
+    /// with [`SessionEnded::Resync`] each time the listener (re)connects. Replaces any
+    /// earlier callback.
+    pub fn on_ended(&self, f: impl Fn(SessionEnded) + Send + Sync + 'static) {
+        let f: Callback = Arc::new(f);
+        let task = tokio::spawn(listen_forever(self.cfg.clone(), f));
+        if let Some(old) = self.listener.lock().replace(task) {
+            old.abort();
+        }
+    }
+}
+
+fn new_backoff() -> backon::ExponentialBackoff {
+    use backon::BackoffBuilder;
+    backon::ExponentialBuilder::new()
+        .with_min_delay(std::time::Duration::from_millis(50))
+        .with_max_delay(std::time::Duration::from_secs(5))
+        .without_max_times()
+        .build()
+}
+
+async fn listen_forever(cfg: PgConfig, f: Callback) {
+    let mut backoff = new_backoff();
+    loop {
+        let mut listened = false;
+        if let Err(e) = listen_once(&cfg, &f, &mut listened).await {
+            tracing::warn!(store = %cfg.description(), error = %e, "the session listener failed; reconnecting");
+        }
+        if listened {
+            backoff = new_backoff();
+        }
+        let delay = backoff.next().unwrap_or(std::time::Duration::from_secs(5));
+        tokio::time::sleep(delay).await;
+    }
+}
+
+async fn listen_once(
+    cfg: &PgConfig,
+    f: &Callback,
+    listened: &mut bool,
+) -> Result<(), tokio_postgres::Error> {
+    let (client, mut conn) = cfg.pg.connect(NoTls).await?;
+    let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
+    let sql = format!("LISTEN {}_sessions", cfg.options.schema);
+    let listen = client.batch_execute(&sql);
+    tokio::pin!(listen);
+    loop {
+        tokio::select! {
+            r = &mut listen => { r?; break; }
+            m = messages.next() => match m {
+                Some(Ok(m)) => deliver(f, &m),
+                Some(Err(e)) => return Err(e),
+                None => return Ok(()),
+            },
+        }
+    }
+    *listened = true;
+    f(SessionEnded::Resync);
+    while let Some(m) = messages.next().await {
+        deliver(f, &m?);
+    }
+    Ok(())
+}
+
+fn deliver(f: &Callback, m: &tokio_postgres::AsyncMessage) {
+    if let tokio_postgres::AsyncMessage::Notification(n) = m {
+        f(SessionEnded::Id(n.payload().to_owned()));
+    }
+}

@@ -183,14 +183,17 @@ async fn a_killed_replica_fails_its_tasks_on_another_and_nothing_acknowledged_is
         let r = c.rpc("tasks/result", json!({ "taskId": done[0].0 })).await;
         assert_eq!(r["result"], done[0].1);
     }
-    // A session that lived only on A is unknown to B: 404, the client re-initializes.
+    // A's session is shared through the store (ADR 0006): B serves it after A died, and
+    // the task's result reads the same through it.
     let mut ghost = clients[1].clone();
     ghost.session = a_session;
     let r = ghost
         .post(&json!({"jsonrpc": "2.0", "id": 99, "method": "tasks/get",
                        "params": {"taskId": done[0].0}}))
         .await;
-    assert_eq!(r.status, 404, "{r:?}");
+    assert_eq!(r.status, 200, "{r:?}");
+    let read = ghost.rpc("tasks/get", json!({ "taskId": done[0].0 })).await;
+    assert_eq!(read["result"]["status"], "completed", "{read}");
 
     // Several leases later: B's and C's own tasks still run (their leases are renewed in
     // time), and A's stay failed, unchanged: nothing re-ran them.

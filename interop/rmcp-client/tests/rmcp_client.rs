@@ -124,6 +124,9 @@ fn http_server() -> HttpServer {
 }
 
 async fn http_client(url: &str) -> Client {
+    // rmcp's reqwest has no crypto provider of its own in this workspace (rustls with
+    // `ring` only); a second install (another test) is refused and harmless.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_owned()),
     );

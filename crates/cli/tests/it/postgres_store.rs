@@ -6,72 +6,16 @@
 
 use crate::common::Stdio;
 
+use crate::common::pg::PgDb;
 use serde_json::json;
-
-fn admin_url() -> String {
-    std::env::var("MCP_TASKS_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-/// Run `sql` on the admin database.
-fn admin(sql: &str) {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async {
-        let (client, conn) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls)
-            .await
-            .unwrap_or_else(|e| panic!("cannot reach the test PostgreSQL: {e}"));
-        tokio::spawn(conn);
-        client
-            .batch_execute(sql)
-            .await
-            .unwrap_or_else(|e| panic!("{sql}: {e}"));
-    });
-}
-
-/// A database of its own, dropped at the end.
-struct Db(String);
-
-impl Db {
-    fn new() -> Self {
-        let name = format!(
-            "mcp_tasks_cli_{}_{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        );
-        admin(&format!("CREATE DATABASE {name}"));
-        Self(name)
-    }
-
-    fn url(&self) -> String {
-        let base = admin_url();
-        let base = base.split_once('?').map_or(base.as_str(), |(b, _)| b);
-        let (scheme, rest) = base.split_once("://").unwrap();
-        let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
-        format!("{scheme}://{authority}/{}?pool=4", self.0)
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        admin(&format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.0));
-    }
-}
 
 /// Spec: "Receivers MUST ... retain task results until the TTL expires"; with the
 /// PostgreSQL store a result is in the database, not in the process: a server restarted
 /// on the same database returns it byte for byte.
 #[test]
 fn a_task_result_survives_a_restart_on_postgres() {
-    let db = Db::new();
-    let url = db.url();
+    let db = PgDb::new("cli");
+    let url = db.url("pool=4");
     let (id, result) = {
         let mut s = Stdio::spawn(&["--store", &url]);
         s.initialize();

@@ -11,83 +11,23 @@ use crate::http_common::{Client, Server, TOKENS_ENV, check_response, responses};
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::common::pg::PgDb;
 use mcp_tasks_testkit::proxy::Proxy;
 use serde_json::{Value, json};
 
 const TOKENS: &str = "tok-alice alice;tok-bob bob";
 
-fn admin_url() -> String {
-    std::env::var("MCP_TASKS_TEST_PG")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "postgres://postgres@127.0.0.1:5432/postgres".into())
-}
-
-/// Run `sql` on the admin database (on a thread of its own: callers are async tests).
-fn admin(sql: String) {
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            let (client, conn) = tokio_postgres::connect(&admin_url(), tokio_postgres::NoTls)
-                .await
-                .unwrap_or_else(|e| panic!("cannot reach the test PostgreSQL: {e}"));
-            tokio::spawn(conn);
-            client
-                .batch_execute(&sql)
-                .await
-                .unwrap_or_else(|e| panic!("{sql}: {e}"));
-        });
-    })
-    .join()
-    .unwrap();
-}
-
-/// A database of its own, dropped at the end.
-struct Db(String);
-
-impl Db {
-    fn new() -> Self {
-        let name = format!(
-            "mcp_tasks_replicas_{}_{}",
-            std::process::id(),
-            SystemTime::now()
-                .duration_since(UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        );
-        admin(format!("CREATE DATABASE {name}"));
-        Self(name)
-    }
-
-    fn url(&self) -> String {
-        let base = admin_url();
-        let base = base.split_once('?').map_or(base.as_str(), |(b, _)| b);
-        let (scheme, rest) = base.split_once("://").unwrap();
-        let authority = rest.split_once('/').map_or(rest, |(a, _)| a);
-        format!("{scheme}://{authority}/{}?pool=4", self.0)
-    }
-}
-
-impl Drop for Db {
-    fn drop(&mut self) {
-        admin(format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.0));
-    }
-}
-
 /// Three replicas on one database, and the proxy in front of them.
 struct Cluster {
     proxy: Proxy,
     replicas: Vec<Server>,
-    _db: Db,
+    _db: PgDb,
 }
 
 impl Cluster {
     async fn start(extra: &[&str]) -> Self {
-        let db = Db::new();
-        let url = db.url();
+        let db = PgDb::new("replicas");
+        let url = db.url("pool=4");
         let mut args = vec!["--store", url.as_str()];
         args.extend_from_slice(extra);
         let replicas: Vec<Server> = (0..3)

@@ -1,6 +1,8 @@
 //! Drives `mcp-tasks serve --stdio` as a child process, line by line.
 #![allow(dead_code, unreachable_pub, missing_docs)]
 
+pub mod pg;
+
 use std::collections::{HashMap, VecDeque};
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, Command};

@@ -94,13 +94,7 @@ pub struct PgStore {
     task: tokio::task::JoinHandle<()>,
 }
 
-impl std::fmt::Debug for PgStore {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgStore")
-            .field("store", &self.cfg.description())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(PgStore, |s| { store: s.cfg.description() });
 
 impl Drop for PgStore {
     fn drop(&mut self) {
@@ -571,8 +565,7 @@ impl TaskStore for PgStore {
 
     fn notes(&self) -> Option<Arc<dyn mcp_tasks_core::TaskNotes>> {
         Some(Arc::new(notes::PgNotes {
-            pool: self.pool.clone(),
-            target: self.target.clone(),
+            db: schema::Db::new(&self.pool, &self.target),
         }))
     }
 }

@@ -68,7 +68,8 @@ async fn listen_forever(cfg: &PgConfig, shared: &Listener) {
     }
 }
 
-fn new_backoff() -> backon::ExponentialBackoff {
+/// The backoff between a listener's reconnections: from 50 ms, doubling, up to 5 s.
+pub(crate) fn new_backoff() -> backon::ExponentialBackoff {
     backon::ExponentialBuilder::new()
         .with_min_delay(std::time::Duration::from_millis(50))
         .with_max_delay(std::time::Duration::from_secs(5))
@@ -76,13 +77,37 @@ fn new_backoff() -> backon::ExponentialBackoff {
         .build()
 }
 
-/// One listener connection: connect, `LISTEN`, wake every waiter (whatever changed while
-/// nobody listened), then wake the waiters of each notified task until the connection
-/// ends.
+/// One listener connection: connect, wake every waiter (whatever changed while nobody
+/// listened) once it `LISTEN`s, then wake the waiters of each notified task until the
+/// connection ends.
 async fn listen_once(cfg: &PgConfig, shared: &Listener) -> Result<(), tokio_postgres::Error> {
+    let listening = || {
+        shared.listening.store(true, Ordering::SeqCst);
+        shared.wake.notify_all();
+        tracing::debug!(store = %cfg.description(), "listening for task changes");
+    };
+    listen_on(cfg, &cfg.options.schema, listening, |id| {
+        shared.wake.notify(id)
+    })
+    .await
+}
+
+/// One connection `LISTEN`ing on `channel`: connect, `LISTEN`, call `listening`, then hand
+/// the payload of each notification to `deliver` until the connection ends (`Ok`) or
+/// fails.
+pub(crate) async fn listen_on(
+    cfg: &PgConfig,
+    channel: &str,
+    listening: impl FnOnce(),
+    deliver: impl Fn(&str),
+) -> Result<(), tokio_postgres::Error> {
     let (client, mut conn) = cfg.pg.connect(NoTls).await?;
     let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
-    let channel = &cfg.options.schema;
+    let notified = |m: &AsyncMessage| {
+        if let AsyncMessage::Notification(n) = m {
+            deliver(n.payload());
+        }
+    };
     let sql = format!("LISTEN {channel}");
     let listen = client.batch_execute(&sql);
     tokio::pin!(listen);
@@ -91,23 +116,15 @@ async fn listen_once(cfg: &PgConfig, shared: &Listener) -> Result<(), tokio_post
         tokio::select! {
             r = &mut listen => { r?; break; }
             m = messages.next() => match m {
-                Some(Ok(m)) => deliver(shared, &m),
+                Some(Ok(m)) => notified(&m),
                 Some(Err(e)) => return Err(e),
                 None => return Ok(()),
             },
         }
     }
-    shared.listening.store(true, Ordering::SeqCst);
-    shared.wake.notify_all();
-    tracing::debug!(store = %cfg.description(), "listening for task changes");
+    listening();
     while let Some(m) = messages.next().await {
-        deliver(shared, &m?);
+        notified(&m?);
     }
     Ok(())
-}
-
-fn deliver(shared: &Listener, m: &AsyncMessage) {
-    if let AsyncMessage::Notification(n) = m {
-        shared.wake.notify(n.payload());
-    }
 }

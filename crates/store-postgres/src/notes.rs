@@ -5,12 +5,10 @@
 //! cascades: a TTL sweep takes the note too). Each call is one statement, one round trip.
 
 use async_trait::async_trait;
-use deadpool_postgres::Pool;
 use mcp_tasks_core::{StoreError, TaskNotes};
 use tokio_postgres::error::SqlState;
-use tokio_postgres::types::ToSql;
 
-use crate::schema::{map_err, map_pool_err};
+use crate::schema::Db;
 
 /// The migration that adds the notes (schema version 2 -> 3).
 pub(crate) const MIGRATION: &str = "
@@ -27,42 +25,24 @@ const REMOVE: &str = "DELETE FROM task_notes WHERE task_id = $1";
 
 /// The notes of a [`crate::PgStore`], on its pool.
 pub(crate) struct PgNotes {
-    pub(crate) pool: Pool,
-    pub(crate) target: String,
-}
-
-impl PgNotes {
-    async fn query(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let c = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| map_pool_err(&self.target, &e))?;
-        let st = c
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| map_err(&self.target, &e))?;
-        match c.query(&st, params).await {
-            Ok(rows) => Ok(rows),
-            // The task is gone (its TTL ran out): nothing to note.
-            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => Ok(Vec::new()),
-            Err(e) => Err(map_err(&self.target, &e)),
-        }
-    }
+    pub(crate) db: Db,
 }
 
 #[async_trait]
 impl TaskNotes for PgNotes {
     async fn put_note(&self, task_id: &str, note: &[u8]) -> Result<(), StoreError> {
-        self.query(PUT, &[&task_id, &note]).await.map(|_| ())
+        let (c, st) = self.db.prepared(PUT).await?;
+        match c.execute(&st, &[&task_id, &note]).await {
+            Ok(_) => Ok(()),
+            // The task is gone (its TTL ran out): nothing to note.
+            Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => Ok(()),
+            Err(e) => Err(self.db.err(&e)),
+        }
     }
 
     async fn note(&self, task_id: &str) -> Result<Option<Vec<u8>>, StoreError> {
         Ok(self
+            .db
             .query(GET, &[&task_id])
             .await?
             .first()
@@ -70,6 +50,6 @@ impl TaskNotes for PgNotes {
     }
 
     async fn remove_note(&self, task_id: &str) -> Result<(), StoreError> {
-        self.query(REMOVE, &[&task_id]).await.map(|_| ())
+        self.db.query(REMOVE, &[&task_id]).await.map(|_| ())
     }
 }

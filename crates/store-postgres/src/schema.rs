@@ -394,6 +394,52 @@ pub(crate) fn map_pool_err(target: &str, e: &deadpool_postgres::PoolError) -> St
     }
 }
 
+/// A store's connection pool, and the name of its database that errors give (never the
+/// password): what the notes and the shared sessions run their statements on.
+#[derive(Clone)]
+pub(crate) struct Db {
+    pool: deadpool_postgres::Pool,
+    target: std::sync::Arc<str>,
+}
+
+impl Db {
+    pub(crate) fn new(pool: &deadpool_postgres::Pool, target: &str) -> Self {
+        Self {
+            pool: pool.clone(),
+            target: target.into(),
+        }
+    }
+
+    /// `e` as a [`StoreError`] naming the database.
+    pub(crate) fn err(&self, e: &tokio_postgres::Error) -> StoreError {
+        map_err(&self.target, e)
+    }
+
+    /// A pooled connection with `sql` prepared on it (from its statement cache).
+    pub(crate) async fn prepared(
+        &self,
+        sql: &str,
+    ) -> Result<(deadpool_postgres::Object, tokio_postgres::Statement), StoreError> {
+        let c = self
+            .pool
+            .get()
+            .await
+            .map_err(|e| map_pool_err(&self.target, &e))?;
+        let st = c.prepare_cached(sql).await.map_err(|e| self.err(&e))?;
+        Ok((c, st))
+    }
+
+    /// Run one prepared statement; its rows.
+    pub(crate) async fn query(
+        &self,
+        sql: &str,
+        params: &[&(dyn tokio_postgres::types::ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let (c, st) = self.prepared(sql).await?;
+        c.query(&st, params).await.map_err(|e| self.err(&e))
+    }
+}
+
 /// Whether a failure to connect at start is worth retrying: the server is unreachable,
 /// starting, shutting down or out of connections; not a refused password, a missing
 /// database or a missing privilege.

@@ -10,15 +10,14 @@
 
 use std::sync::Arc;
 
-use futures::StreamExt;
 use mcp_tasks_core::StoreError;
 use parking_lot::Mutex;
-use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 use crate::PgStore;
+use crate::listen::{listen_on, new_backoff};
 use crate::options::PgConfig;
-use crate::schema::{map_err, map_pool_err};
+use crate::schema::Db;
 
 /// Schema version 2 -> 3: the shared sessions.
 pub(crate) const MIGRATION: &str = "
@@ -123,19 +122,12 @@ type Callback = Arc<dyn Fn(SessionEnded) + Send + Sync>;
 /// last clone is dropped.
 #[derive(Clone)]
 pub struct PgSessions {
-    pool: deadpool_postgres::Pool,
+    db: Db,
     cfg: PgConfig,
-    target: Arc<str>,
     listener: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
-impl std::fmt::Debug for PgSessions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PgSessions")
-            .field("store", &self.cfg.description())
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(PgSessions, |s| { store: s.cfg.description() });
 
 impl Drop for PgSessions {
     fn drop(&mut self) {
@@ -151,9 +143,8 @@ impl PgStore {
     /// The shared sessions kept in this store's database.
     pub fn sessions(&self) -> PgSessions {
         PgSessions {
-            pool: self.pool.clone(),
+            db: Db::new(&self.pool, &self.target),
             cfg: self.cfg.clone(),
-            target: Arc::from(self.target.as_str()),
             listener: Arc::new(Mutex::new(None)),
         }
     }
@@ -164,23 +155,19 @@ fn to_i64(n: usize) -> i64 {
 }
 
 impl PgSessions {
-    async fn query(
+    /// The session ids a statement returns (its first column).
+    async fn ids(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let c = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| map_pool_err(&self.target, &e))?;
-        let st = c
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| map_err(&self.target, &e))?;
-        c.query(&st, params)
-            .await
-            .map_err(|e| map_err(&self.target, &e))
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .db
+            .query(sql, params)
+            .await?
+            .iter()
+            .filter_map(|r| r.get::<_, Option<String>>(0))
+            .collect())
     }
 
     /// Insert `row`; beyond `per_owner` sessions of its owner, end the owner's sessions
@@ -194,22 +181,18 @@ impl PgSessions {
         per_owner: usize,
     ) -> Result<Vec<String>, StoreError> {
         let per_owner = to_i64(per_owner.max(1));
-        Ok(self
-            .query(
-                INSERT,
-                &[
-                    &row.id,
-                    &row.principal,
-                    &row.owner,
-                    &row.state,
-                    &row.expires_ms,
-                    &per_owner,
-                ],
-            )
-            .await?
-            .iter()
-            .filter_map(|r| r.get::<_, Option<String>>(0))
-            .collect())
+        self.ids(
+            INSERT,
+            &[
+                &row.id,
+                &row.principal,
+                &row.owner,
+                &row.state,
+                &row.expires_ms,
+                &per_owner,
+            ],
+        )
+        .await
     }
 
     /// The session `id` unless it expired at `now_ms`. One round trip.
@@ -218,6 +201,7 @@ impl PgSessions {
     /// The database fails.
     pub async fn find(&self, id: &str, now_ms: i64) -> Result<Option<SessionRow>, StoreError> {
         Ok(self
+            .db
             .query(FIND, &[&id, &now_ms])
             .await?
             .first()
@@ -236,19 +220,11 @@ impl PgSessions {
     /// # Errors
     /// The database fails.
     pub async fn touch(&self, id: &str, expires_ms: i64) -> Result<bool, StoreError> {
-        let c = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| map_pool_err(&self.target, &e))?;
-        let st = c
-            .prepare_cached(TOUCH)
-            .await
-            .map_err(|e| map_err(&self.target, &e))?;
+        let (c, st) = self.db.prepared(TOUCH).await?;
         let n = c
             .execute(&st, &[&id, &expires_ms])
             .await
-            .map_err(|e| map_err(&self.target, &e))?;
+            .map_err(|e| self.db.err(&e))?;
         Ok(n > 0)
     }
 
@@ -257,7 +233,7 @@ impl PgSessions {
     /// # Errors
     /// The database fails.
     pub async fn remove(&self, id: &str) -> Result<(), StoreError> {
-        self.query(REMOVE, &[&id]).await.map(|_| ())
+        self.db.query(REMOVE, &[&id]).await.map(|_| ())
     }
 
     /// End the sessions expired at `now_ms` (at most 1000; replicas sweeping at once skip
@@ -266,12 +242,7 @@ impl PgSessions {
     /// # Errors
     /// The database fails.
     pub async fn sweep(&self, now_ms: i64) -> Result<Vec<String>, StoreError> {
-        Ok(self
-            .query(SWEEP, &[&now_ms])
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect())
+        self.ids(SWEEP, &[&now_ms]).await
     }
 
     /// Which of `ids` exist. One round trip.
@@ -279,12 +250,7 @@ impl PgSessions {
     /// # Errors
     /// The database fails.
     pub async fn existing(&self, ids: &[String]) -> Result<Vec<String>, StoreError> {
-        Ok(self
-            .query(EXISTING, &[&ids])
-            .await?
-            .iter()
-            .map(|r| r.get(0))
-            .collect())
+        self.ids(EXISTING, &[&ids]).await
     }
 
     /// Call `f` with the id of every session that ends from now on, on any replica, and
@@ -297,15 +263,6 @@ impl PgSessions {
             old.abort();
         }
     }
-}
-
-fn new_backoff() -> backon::ExponentialBackoff {
-    use backon::BackoffBuilder;
-    backon::ExponentialBuilder::new()
-        .with_min_delay(std::time::Duration::from_millis(50))
-        .with_max_delay(std::time::Duration::from_secs(5))
-        .without_max_times()
-        .build()
 }
 
 async fn listen_forever(cfg: PgConfig, f: Callback) {
@@ -328,31 +285,13 @@ async fn listen_once(
     f: &Callback,
     listened: &mut bool,
 ) -> Result<(), tokio_postgres::Error> {
-    let (client, mut conn) = cfg.pg.connect(NoTls).await?;
-    let mut messages = futures::stream::poll_fn(move |cx| conn.poll_message(cx));
-    let sql = format!("LISTEN {}_sessions", cfg.options.schema);
-    let listen = client.batch_execute(&sql);
-    tokio::pin!(listen);
-    loop {
-        tokio::select! {
-            r = &mut listen => { r?; break; }
-            m = messages.next() => match m {
-                Some(Ok(m)) => deliver(f, &m),
-                Some(Err(e)) => return Err(e),
-                None => return Ok(()),
-            },
-        }
-    }
-    *listened = true;
-    f(SessionEnded::Resync);
-    while let Some(m) = messages.next().await {
-        deliver(f, &m?);
-    }
-    Ok(())
-}
-
-fn deliver(f: &Callback, m: &tokio_postgres::AsyncMessage) {
-    if let tokio_postgres::AsyncMessage::Notification(n) = m {
-        f(SessionEnded::Id(n.payload().to_owned()));
-    }
+    let channel = format!("{}_sessions", cfg.options.schema);
+    let listening = || {
+        *listened = true;
+        f(SessionEnded::Resync);
+    };
+    listen_on(cfg, &channel, listening, |id| {
+        f(SessionEnded::Id(id.to_owned()));
+    })
+    .await
 }

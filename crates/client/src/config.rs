@@ -140,18 +140,11 @@ impl ClientConfig {
         self
     }
 
-    /// Set the request timeout.
-    #[must_use]
-    pub fn with_request_timeout(mut self, timeout: Option<Duration>) -> Self {
-        self.request_timeout = timeout;
-        self
-    }
-
-    /// Speak `protocol` (see [`Protocol`]).
-    #[must_use]
-    pub fn with_protocol(mut self, protocol: Protocol) -> Self {
-        self.protocol = protocol;
-        self
+    mcp_tasks_proto::setters! {
+        /// Set the request timeout.
+        pub fn with_request_timeout(request_timeout: Option<Duration>);
+        /// Speak `protocol` (see [`Protocol`]).
+        pub fn with_protocol(protocol: Protocol);
     }
 
     /// The `io.modelcontextprotocol/clientCapabilities` sent on every 2026-07-28 request:
@@ -162,26 +155,40 @@ impl ClientConfig {
     /// Spec (SEP-2663): the client signals support "by including the extension in its
     /// per-request capabilities" as `"extensions": {"io.modelcontextprotocol/tasks": {}}`.
     pub fn modern_capabilities(&self) -> Value {
-        let mut caps = Map::new();
-        if self.elicitation.is_some() {
-            caps.insert("elicitation".into(), json!({ "form": {} }));
-        }
-        if self.sampling.is_some() {
-            caps.insert("sampling".into(), json!({}));
-        }
-        if self.tasks_extension {
-            let mut extensions = Map::new();
-            extensions.insert(mcp_tasks_proto::modern::TASKS_EXTENSION.into(), json!({}));
-            caps.insert("extensions".into(), Value::Object(extensions));
-        }
-        for (k, v) in &self.extra_capabilities {
-            caps.insert(k.clone(), v.clone());
-        }
-        Value::Object(caps)
+        self.capabilities_with(|caps| {
+            if self.tasks_extension {
+                let mut extensions = Map::new();
+                extensions.insert(mcp_tasks_proto::modern::TASKS_EXTENSION.into(), json!({}));
+                caps.insert("extensions".into(), Value::Object(extensions));
+            }
+        })
     }
 
     /// The `capabilities` sent in `initialize`.
     pub fn capabilities(&self) -> Value {
+        // Spec: "Servers and clients that support task-augmented requests MUST declare a
+        // `tasks` capability during initialization." The request types are exhaustive:
+        // only those the client can answer.
+        self.capabilities_with(|caps| {
+            if self.task_receiver.is_some() {
+                let mut requests = Map::new();
+                if self.elicitation.is_some() {
+                    requests.insert("elicitation".into(), json!({ "create": {} }));
+                }
+                if self.sampling.is_some() {
+                    requests.insert("sampling".into(), json!({ "createMessage": {} }));
+                }
+                caps.insert(
+                    "tasks".into(),
+                    json!({ "list": {}, "cancel": {}, "requests": requests }),
+                );
+            }
+        })
+    }
+
+    /// The capabilities of either era: elicitation (form) and sampling when the client
+    /// has handlers, then what `era` adds, then [`Self::extra_capabilities`].
+    fn capabilities_with(&self, era: impl FnOnce(&mut Map<String, Value>)) -> Value {
         let mut caps = Map::new();
         if self.elicitation.is_some() {
             caps.insert("elicitation".into(), json!({ "form": {} }));
@@ -189,22 +196,7 @@ impl ClientConfig {
         if self.sampling.is_some() {
             caps.insert("sampling".into(), json!({}));
         }
-        // Spec: "Servers and clients that support task-augmented requests MUST declare a
-        // `tasks` capability during initialization." The request types are exhaustive:
-        // only those the client can answer.
-        if self.task_receiver.is_some() {
-            let mut requests = Map::new();
-            if self.elicitation.is_some() {
-                requests.insert("elicitation".into(), json!({ "create": {} }));
-            }
-            if self.sampling.is_some() {
-                requests.insert("sampling".into(), json!({ "createMessage": {} }));
-            }
-            caps.insert(
-                "tasks".into(),
-                json!({ "list": {}, "cancel": {}, "requests": requests }),
-            );
-        }
+        era(&mut caps);
         for (k, v) in &self.extra_capabilities {
             caps.insert(k.clone(), v.clone());
         }

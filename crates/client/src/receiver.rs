@@ -54,11 +54,7 @@ pub struct TaskReceiver {
 
 mcp_tasks_proto::debug_non_exhaustive!(TaskReceiver, |s| { engine: s.engine });
 
-impl Default for TaskReceiver {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+mcp_tasks_proto::default_is_new!(TaskReceiver);
 
 impl TaskReceiver {
     /// Tasks in memory, with the default policy (TTL 1 h by default, 24 h at most) and a

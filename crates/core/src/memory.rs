@@ -77,11 +77,7 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
-impl Default for MemoryStore {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+mcp_tasks_proto::default_is_new!(MemoryStore);
 
 impl MemoryStore {
     /// An empty store with a fresh random cursor key.

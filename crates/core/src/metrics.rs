@@ -208,11 +208,7 @@ pub struct Metrics {
 
 mcp_tasks_proto::debug_non_exhaustive!(Metrics, |s| { live_tasks: s.inner.live.lock().len() });
 
-impl Default for Metrics {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+mcp_tasks_proto::default_is_new!(Metrics);
 
 fn duration_histogram() -> Histogram {
     // 1 ms .. ~ 4.7 h.

@@ -6,6 +6,7 @@
 //! stays raw JSON; every typed struct keeps the fields it does not know in an `extra` map so
 //! that a parse/serialize round trip loses nothing. This crate does no I/O.
 
+mod builder;
 mod debug;
 pub mod error;
 #[doc(hidden)]

@@ -98,11 +98,7 @@ mcp_tasks_proto::debug_non_exhaustive!(ServerBuilder, |s| {
     policy: s.policy,
 });
 
-impl Default for ServerBuilder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+mcp_tasks_proto::default_is_new!(ServerBuilder);
 
 impl ServerBuilder {
     /// No tools, tasks on in an in-memory store, [`Policy::default`],

@@ -46,11 +46,7 @@ pub struct HttpOptions {
     pub ui: UiServing,
 }
 
-impl Default for HttpOptions {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+mcp_tasks_proto::default_is_new!(HttpOptions);
 
 impl HttpOptions {
     /// The defaults of `mcp-tasks serve`: endpoint `/mcp`, no authentication (so loopback
@@ -105,32 +101,15 @@ impl HttpOptions {
         self
     }
 
-    /// See [`Self::allow_unauthenticated`](field@Self::allow_unauthenticated).
-    #[must_use]
-    pub fn allow_unauthenticated(mut self, allow: bool) -> Self {
-        self.allow_unauthenticated = allow;
-        self
-    }
-
-    /// See [`Self::drain`](field@Self::drain).
-    #[must_use]
-    pub fn drain(mut self, period: Duration) -> Self {
-        self.drain = period;
-        self
-    }
-
-    /// See [`Self::metrics`](field@Self::metrics).
-    #[must_use]
-    pub fn metrics(mut self, serving: MetricsServing) -> Self {
-        self.metrics = serving;
-        self
-    }
-
-    /// See [`Self::ui`](field@Self::ui).
-    #[must_use]
-    pub fn ui(mut self, serving: UiServing) -> Self {
-        self.ui = serving;
-        self
+    mcp_tasks_proto::setters! {
+        /// See [`Self::allow_unauthenticated`](field@Self::allow_unauthenticated).
+        pub fn allow_unauthenticated(allow_unauthenticated: bool);
+        /// See [`Self::drain`](field@Self::drain).
+        pub fn drain(drain: Duration);
+        /// See [`Self::metrics`](field@Self::metrics).
+        pub fn metrics(metrics: MetricsServing);
+        /// See [`Self::ui`](field@Self::ui).
+        pub fn ui(ui: UiServing);
     }
 
     /// Edit the transport's configuration in place (session, SSE and connection bounds,

@@ -124,25 +124,13 @@ impl ServerConfig {
         self
     }
 
-    /// See [`Self::max_line_bytes`].
-    #[must_use]
-    pub fn with_max_line_bytes(mut self, bytes: usize) -> Self {
-        self.max_line_bytes = bytes;
-        self
-    }
-
-    /// See [`Self::shutdown_grace`].
-    #[must_use]
-    pub fn with_shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-
-    /// See [`Self::task_after`].
-    #[must_use]
-    pub fn with_task_after(mut self, after: Duration) -> Self {
-        self.task_after = after;
-        self
+    mcp_tasks_proto::setters! {
+        /// See [`Self::max_line_bytes`].
+        pub fn with_max_line_bytes(max_line_bytes: usize);
+        /// See [`Self::shutdown_grace`].
+        pub fn with_shutdown_grace(shutdown_grace: Duration);
+        /// See [`Self::task_after`].
+        pub fn with_task_after(task_after: Duration);
     }
 }
 

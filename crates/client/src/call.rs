@@ -49,6 +49,24 @@ impl CallOptions {
     }
 }
 
+/// The params of a `tools/call` of `name` with `arguments`: `task` when given, and the
+/// progress token of `options` in `_meta`.
+fn call_params(
+    name: &str,
+    arguments: Value,
+    task: Option<Map<String, Value>>,
+    options: &CallOptions,
+) -> Value {
+    let mut params = json!({ "name": name, "arguments": arguments });
+    if let Some(task) = task {
+        params["task"] = Value::Object(task);
+    }
+    if let Some(token) = &options.progress_token {
+        meta::set_progress_token(&mut params, token.clone());
+    }
+    params
+}
+
 impl Client {
     /// Call a tool and return its result. A tool whose `taskSupport` is `required` (on a
     /// server declaring `tasks.requests.tools.call`) is run as a task and waited for;
@@ -79,25 +97,10 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<CallToolResult, ClientError> {
-        if self.is_modern() {
-            return match self.modern_call(name, arguments, options).await? {
-                Started::Result(r) => Ok(r),
-                Started::Task(task) => task.result().await,
-            };
+        match self.start_call(name, arguments, options).await? {
+            Started::Result(r) => Ok(r),
+            Started::Task(task) => task.result().await,
         }
-        let required = self.server_tasks().tools_call
-            && self
-                .tool(name)
-                .await?
-                .is_some_and(|t| task_support(&t) == TaskSupport::Required);
-        if required {
-            return match self.call_tool_as_task(name, arguments, options).await {
-                Ok(task) => task.result().await,
-                Err(ClientError::NotStarted(r)) => Ok(*r),
-                Err(e) => Err(e),
-            };
-        }
-        self.plain_call(name, arguments, options).await
     }
 
     /// A `tools/call` without a task.
@@ -107,10 +110,7 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<CallToolResult, ClientError> {
-        let mut params = json!({ "name": name, "arguments": arguments });
-        if let Some(token) = &options.progress_token {
-            meta::set_progress_token(&mut params, token.clone());
-        }
+        let params = call_params(name, arguments, None, options);
         let v = self
             .send(methods::TOOLS_CALL, Some(params), self.inner.call_timeout)
             .await?;
@@ -176,10 +176,7 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<Started, ClientError> {
-        let mut params = json!({ "name": name, "arguments": arguments });
-        if let Some(token) = &options.progress_token {
-            meta::set_progress_token(&mut params, token.clone());
-        }
+        let mut params = call_params(name, arguments, None, options);
         let mut rounds = 0;
         loop {
             let v = self
@@ -302,10 +299,7 @@ impl Client {
         if let Some(ttl) = options.ttl {
             task.insert("ttl".into(), json!(ttl));
         }
-        let mut params = json!({ "name": name, "arguments": arguments, "task": task });
-        if let Some(token) = &options.progress_token {
-            meta::set_progress_token(&mut params, token.clone());
-        }
+        let params = call_params(name, arguments, Some(task), options);
         let v = self.request(methods::TOOLS_CALL, Some(params)).await?;
         let Some(task) = v.get("task") else {
             if v.get("content").is_some_and(Value::is_array) {

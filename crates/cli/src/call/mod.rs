@@ -102,62 +102,45 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let report = Arc::new(Report::new(&args.tool));
     let progress = show_progress(client, Some(token), Arc::clone(&report));
     let mut interrupts = Interrupts::new();
-    let code = if client.is_modern() {
+    let started = if client.is_modern() {
         if args.task || args.ttl.is_some() {
             report.line(
                 "mcp-tasks: the server speaks 2026-07-28: it decides whether the call runs as a task (--task and --ttl are not sent)",
             );
         }
-        let started = tokio::select! {
+        tokio::select! {
             r = client.start_call(&args.tool, arguments, &options) => Some(r),
             () = interrupts.next() => None,
-        };
-        match started {
-            Some(Ok(Started::Task(task))) => follow(&task, out, &report, &mut interrupts).await,
-            None => {
-                report.finish();
-                out.interrupted(None)
-            }
-            Some(Ok(Started::Result(r))) => {
-                report.finish();
-                out.result(None, &r)
-            }
-            Some(Err(e)) => {
-                report.finish();
-                out.error(None, &e)
-            }
         }
     } else if as_task {
-        let created = tokio::select! {
-            r = client.call_tool_as_task(&args.tool, arguments, &options) => Some(r),
+        tokio::select! {
+            r = client.call_tool_as_task(&args.tool, arguments, &options) => Some(match r {
+                Ok(task) => Ok(Started::Task(task)),
+                // No task: the server answered at once (bad arguments); that is the outcome.
+                Err(ClientError::NotStarted(r)) => Ok(Started::Result(*r)),
+                Err(e) => Err(e),
+            }),
             () = interrupts.next() => None,
-        };
-        match created {
-            None => {
-                report.finish();
-                out.interrupted(None)
-            }
-            // No task: the server answered at once (bad arguments); that is the outcome.
-            Some(Err(ClientError::NotStarted(r))) => {
-                report.finish();
-                out.result(None, &r)
-            }
-            Some(Err(e)) => {
-                report.finish();
-                out.error(None, &e)
-            }
-            Some(Ok(task)) => follow(&task, out, &report, &mut interrupts).await,
         }
     } else {
-        let r = tokio::select! {
-            r = client.call_tool_with(&args.tool, arguments, &options) => Some(r),
+        tokio::select! {
+            r = client.call_tool_with(&args.tool, arguments, &options) => Some(r.map(Started::Result)),
             () = interrupts.next() => None,
-        };
-        report.finish();
-        match r {
-            None => out.interrupted(None),
-            Some(Err(e)) => out.error(None, &e),
-            Some(Ok(r)) => out.result(None, &r),
+        }
+    };
+    let code = match started {
+        Some(Ok(Started::Task(task))) => follow(&task, out, &report, &mut interrupts).await,
+        None => {
+            report.finish();
+            out.interrupted(None)
+        }
+        Some(Ok(Started::Result(r))) => {
+            report.finish();
+            out.result(None, &r)
+        }
+        Some(Err(e)) => {
+            report.finish();
+            out.error(None, &e)
         }
     };
     progress.abort();

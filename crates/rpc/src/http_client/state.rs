@@ -134,24 +134,7 @@ impl State {
         let n = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
         let id = RequestId::String(format!("mcp-tasks-reinitialize-{n}"));
         let msg = Message::request(id.clone(), methods::INITIALIZE, Some(params));
-        let (resp, _) = self
-            .post(msg.to_json(), HeaderMap::new())
-            .await
-            .map_err(|e| {
-                transport_error(
-                    TransportErrorKind::Session,
-                    format!("re-initialize failed: {e}"),
-                    None,
-                )
-            })?;
-        let status = resp.status();
-        if !status.is_success() {
-            return Err(transport_error(
-                TransportErrorKind::Session,
-                format!("re-initialize failed: HTTP {status}"),
-                Some(status.as_u16()),
-            ));
-        }
+        let resp = self.reinit_post(&msg, "re-initialize failed").await?;
         self.capture_session(&resp);
         let reply = self.read_one_reply(resp, &id).await?;
         match reply {
@@ -166,8 +149,19 @@ impl State {
             _ => {}
         }
         let note = Message::notification(methods::INITIALIZED, None);
+        self.reinit_post(&note, "notifications/initialized refused")
+            .await?;
+        self.session.lock().initialized = true;
+        self.reinitializations.fetch_add(1, Ordering::Relaxed);
+        self.start_standalone();
+        Ok(())
+    }
+
+    /// POST `msg` of a re-initialization; a failure to send, or an HTTP status other than
+    /// success (`refused`: "HTTP <status>"), is a session error.
+    async fn reinit_post(&self, msg: &Message, refused: &str) -> Result<Response, TransportError> {
         let (resp, _) = self
-            .post(note.to_json(), HeaderMap::new())
+            .post(msg.to_json(), HeaderMap::new())
             .await
             .map_err(|e| {
                 transport_error(
@@ -176,17 +170,15 @@ impl State {
                     None,
                 )
             })?;
-        if !resp.status().is_success() {
+        let status = resp.status();
+        if !status.is_success() {
             return Err(transport_error(
                 TransportErrorKind::Session,
-                format!("notifications/initialized refused: HTTP {}", resp.status()),
-                Some(resp.status().as_u16()),
+                format!("{refused}: HTTP {status}"),
+                Some(status.as_u16()),
             ));
         }
-        self.session.lock().initialized = true;
-        self.reinitializations.fetch_add(1, Ordering::Relaxed);
-        self.start_standalone();
-        Ok(())
+        Ok(resp)
     }
 
     /// The one reply to `id` in a response, JSON or SSE (messages before it are delivered

@@ -8,20 +8,17 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use mcp_tasks_proto::codes;
 
-use super::{authenticate, http_error, text_response};
-use crate::http::{Refusal, Shared};
+use super::{authenticate, http_error, not_served, text_response};
+use crate::http::Shared;
 
 /// The metrics text, or 401 (no or an unknown token) / 403 (another principal's token).
 pub(super) async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let Some(endpoint) = &shared.config.metrics else {
-        return http_error(StatusCode::NOT_FOUND, codes::INVALID_REQUEST, "Not found");
+        return not_served();
     };
     let principal = match authenticate(&shared, &headers).await {
         Ok(p) => p,
-        Err(r) => {
-            shared.refused(Refusal::Auth);
-            return *r;
-        }
+        Err(r) => return *r,
     };
     if let Some(p) = principal
         && endpoint.principal.as_ref() != Some(&p)

@@ -112,6 +112,34 @@ fn http_error(status: StatusCode, code: i64, message: impl Into<String>) -> Resp
     json_response(status, error_body(None, &ErrorObject::new(code, message)))
 }
 
+/// 503 with `Retry-After: retry_after` (seconds): the JSON-RPC error
+/// [`codes::INTERNAL_ERROR`] with `message`, answering `id` when known.
+fn unavailable(
+    id: Option<&RequestId>,
+    message: impl Into<String>,
+    retry_after: &'static str,
+) -> Response {
+    let err = ErrorObject::new(codes::INTERNAL_ERROR, message);
+    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, error_body(id, &err));
+    r.headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static(retry_after));
+    r
+}
+
+/// 503 when the shared session store does not answer: worth a retry in a second.
+fn store_unavailable() -> Response {
+    unavailable(
+        None,
+        "Service Unavailable: the session store does not answer; try again",
+        "1",
+    )
+}
+
+/// 404 for what this server does not serve (the metrics, the dashboard when off).
+fn not_served() -> Response {
+    http_error(StatusCode::NOT_FOUND, codes::INVALID_REQUEST, "Not found")
+}
+
 fn bad_request(message: impl Into<String>) -> Response {
     http_error(StatusCode::BAD_REQUEST, codes::INVALID_REQUEST, message)
 }
@@ -251,10 +279,7 @@ struct Principal(Option<String>);
 async fn checked(State(shared): State<Arc<Shared>>, mut req: Request, next: Next) -> Response {
     let principal = match authenticate(&shared, req.headers()).await {
         Ok(p) => p,
-        Err(r) => {
-            shared.refused(super::Refusal::Auth);
-            return *r;
-        }
+        Err(r) => return *r,
     };
     // A POST is checked once its body is read: a 2026-07-28 request names its version
     // in the body too, and gets the modern errors (handlers/modern.rs).
@@ -279,6 +304,7 @@ async fn on_post(
 /// The principal of the request: `Ok(None)` without authentication; a 401 with
 /// `WWW-Authenticate: Bearer` when a token is missing or not valid (a static token, or an
 /// OAuth access token: see [`super::OAuth::authenticate`]); 403 `insufficient_scope`.
+/// A refusal is counted ([`super::Refusal::Auth`]).
 ///
 /// MCP: "Invalid or expired tokens **MUST** receive a HTTP 401 response."
 async fn authenticate(
@@ -305,6 +331,7 @@ async fn authenticate(
             (None, None) => AuthFailure::Invalid("the bearer token is not valid".into()),
         },
     };
+    shared.refused(super::Refusal::Auth);
     shared.auth_failed(match &failure {
         AuthFailure::Missing => "missing_token",
         AuthFailure::Invalid(_) => "invalid_token",
@@ -393,14 +420,7 @@ async fn find_session(
             Ok(s) => s,
             Err(super::LoadError::Directory(e)) => {
                 tracing::warn!(error = %e, "the shared sessions could not be read");
-                let mut r = http_error(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    codes::INTERNAL_ERROR,
-                    "Service Unavailable: the session store does not answer; try again",
-                );
-                r.headers_mut()
-                    .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-                return Err(Box::new(r));
+                return Err(Box::new(store_unavailable()));
             }
             Err(super::LoadError::Refused(why)) => {
                 shared.refused(super::Refusal::Limit);
@@ -543,14 +563,7 @@ async fn get(
         Err(r) => return *r,
     };
     if shared.shutdown.is_cancelled() {
-        let mut r = http_error(
-            StatusCode::SERVICE_UNAVAILABLE,
-            codes::INTERNAL_ERROR,
-            "the server is shutting down",
-        );
-        r.headers_mut()
-            .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-        return r;
+        return unavailable(None, "the server is shutting down", "5");
     }
     let (stream, from) = match header_str(&headers, LAST_EVENT_ID) {
         // The event after `seq`, saturating: for the largest sequence number it used to

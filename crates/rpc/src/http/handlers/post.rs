@@ -19,6 +19,7 @@ use crate::peer::{Peer, RouteDelivery};
 use super::{
     Accept, EVENT_STREAM, JSON, MCP_SESSION_ID, accept, bad_request, empty, error_body,
     find_session, header_str, http_error, json_response, not_acceptable, read_body,
+    store_unavailable, unavailable,
 };
 
 pub(super) async fn post(
@@ -277,14 +278,7 @@ async fn share(
         }
         Err(e) => {
             tracing::warn!(session = %session.id, error = %e, "could not record a shared session");
-            let mut r = http_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                codes::INTERNAL_ERROR,
-                "Service Unavailable: the session store does not answer; try again",
-            );
-            r.headers_mut()
-                .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-            Err(Box::new(r))
+            Err(Box::new(store_unavailable()))
         }
     }
 }
@@ -300,11 +294,7 @@ pub(super) fn session_refused(id: Option<&RequestId>, why: &Refused) -> Response
             "Service Unavailable: this principal (or, without authentication, this client address) holds its maximum of {n} sessions (--max-sessions-per-principal), all in use; end one with DELETE or try again later"
         ),
     };
-    let err = ErrorObject::new(codes::INTERNAL_ERROR, message);
-    let mut r = json_response(StatusCode::SERVICE_UNAVAILABLE, error_body(id, &err));
-    r.headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
-    r
+    unavailable(id, message, "5")
 }
 
 /// How a request got answered.

@@ -9,8 +9,8 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use mcp_tasks_proto::codes;
 
-use super::{authenticate, http_error, json_response};
-use crate::http::{Refusal, Shared, UiMethod, UiRequest};
+use super::{authenticate, http_error, json_response, not_served};
+use crate::http::{Shared, UiMethod, UiRequest};
 
 /// The headers of every dashboard response: nothing is cached (task data, a token in
 /// memory), nothing is framed or sniffed, the page loads only its own files.
@@ -36,7 +36,7 @@ fn harden(r: &mut Response) {
 
 fn asset(shared: &Shared, name: &str) -> Response {
     let Some(ui) = &shared.config.ui else {
-        return http_error(StatusCode::NOT_FOUND, codes::INVALID_REQUEST, "Not found");
+        return not_served();
     };
     let mut r = match (ui.assets)(name) {
         Some((content_type, bytes)) => {
@@ -75,12 +75,11 @@ pub(super) async fn under(
         return asset(&shared, &rest);
     };
     let Some(ui) = &shared.config.ui else {
-        return http_error(StatusCode::NOT_FOUND, codes::INVALID_REQUEST, "Not found");
+        return not_served();
     };
     let principal = match authenticate(&shared, &headers).await {
         Ok(p) => p,
         Err(r) => {
-            shared.refused(Refusal::Auth);
             let mut r = *r;
             harden(&mut r);
             return r;

@@ -449,6 +449,11 @@ impl Watch {
 mod tests {
     use super::*;
 
+    /// The limits `--rate-limit SPEC` sets.
+    fn limits(spec: &str) -> RateLimits {
+        RateLimits::new(spec.parse().unwrap())
+    }
+
     #[test]
     fn parses_the_flag_forms() {
         let c: RateLimitConfig = "create=20/s,burst=40".parse().unwrap();
@@ -484,9 +489,7 @@ mod tests {
 
     #[test]
     fn a_limit_refuses_past_its_burst_per_key_with_a_retry_time() {
-        let mut c = RateLimitConfig::default();
-        c.apply("create=20/h").unwrap();
-        let l = RateLimits::new(c);
+        let l = limits("create=20/h");
         for _ in 0..20 {
             l.check(Kind::Create, "principal:a").unwrap();
         }
@@ -507,9 +510,7 @@ mod tests {
 
     #[test]
     fn spent_lookup_failures_block_lookups_of_that_key_only() {
-        let mut c = RateLimitConfig::default();
-        c.apply("lookup-failures=3/h").unwrap();
-        let l = RateLimits::new(c);
+        let l = limits("lookup-failures=3/h");
         for _ in 0..3 {
             l.lookup_allowed("k").unwrap();
             l.lookup_failed("k");
@@ -523,9 +524,7 @@ mod tests {
 
     #[test]
     fn only_over_fast_polls_spend_the_poll_allowance() {
-        let mut c = RateLimitConfig::default();
-        c.apply("poll=1/h").unwrap();
-        let l = RateLimits::new(c);
+        let l = limits("poll=1/h");
         let long = Duration::from_secs(3600);
         assert_eq!(l.poll("k", "t", long), Ok(false));
         assert_eq!(l.poll("k", "t", long), Ok(true));

@@ -357,28 +357,41 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 mod tests {
     use super::*;
 
+    /// A file written at schema `version` (its migrations, a cursor key, then `rows`),
+    /// opened again: migrated to [`SCHEMA_VERSION`]. The connection, and the directory
+    /// that holds the file.
+    fn migrated_from(version: usize, rows: &str) -> (Connection, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("v{version}.db"));
+        let conn = open_writer(&path, &SqliteOptions::default()).unwrap();
+        for m in &MIGRATIONS[..version] {
+            conn.execute_batch(m).unwrap();
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = {version}; PRAGMA application_id = {APPLICATION_ID};
+             INSERT INTO meta (key, value) VALUES ('cursor_key', zeroblob(32));
+             {rows}"
+        ))
+        .unwrap();
+        prepare(&conn, &path).unwrap();
+        assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
+        (conn, dir)
+    }
+
     /// A version-1 file (tasks counted by owner) migrates to quota keys: a task bound to a
     /// principal counts against that principal, one bound to no one against the local
     /// peer, and `quota_usage` holds what the tasks already store.
     #[test]
     fn version_1_tasks_get_quota_keys_and_their_usage() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v1.db");
-        let conn = open_writer(&path, &SqliteOptions::default()).unwrap();
-        conn.execute_batch(MIGRATIONS[0]).unwrap();
-        conn.execute_batch(&format!(
-            "PRAGMA user_version = 1; PRAGMA application_id = {APPLICATION_ID};
-             INSERT INTO meta (key, value) VALUES ('cursor_key', zeroblob(32));
-             INSERT INTO tasks (task_id, owner, status, created_ms, last_updated_ms, method,
+        let (conn, _dir) = migrated_from(
+            1,
+            "INSERT INTO tasks (task_id, owner, status, created_ms, last_updated_ms, method,
                  request, outcome_kind, outcome)
-             VALUES ('a', 'alice', 'completed', 1, 1, 'tools/call', '{{\"é\":1}}', 'result',
-                     CAST('{{}}' AS BLOB)),
+             VALUES ('a', 'alice', 'completed', 1, 1, 'tools/call', '{\"é\":1}', 'result',
+                     CAST('{}' AS BLOB)),
                     ('b', NULL, 'working', 1, 1, 'tools/call', '12345', NULL, NULL),
-                    ('c', 'alice', 'working', 1, 1, 'tools/call', '1', NULL, NULL);"
-        ))
-        .unwrap();
-        prepare(&conn, &path).unwrap();
-        assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
+                    ('c', 'alice', 'working', 1, 1, 'tools/call', '1', NULL, NULL);",
+        );
         let rows = |sql: &str| -> Vec<(String, String, i64)> {
             conn.prepare(sql)
                 .unwrap()
@@ -411,22 +424,13 @@ mod tests {
     /// status at its last update; later changes are recorded by the triggers.
     #[test]
     fn version_2_tasks_get_their_current_status_as_history() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("v2.db");
-        let conn = open_writer(&path, &SqliteOptions::default()).unwrap();
-        conn.execute_batch(MIGRATIONS[0]).unwrap();
-        conn.execute_batch(MIGRATIONS[1]).unwrap();
-        conn.execute_batch(&format!(
-            "PRAGMA user_version = 2; PRAGMA application_id = {APPLICATION_ID};
-             INSERT INTO meta (key, value) VALUES ('cursor_key', zeroblob(32));
-             INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
+        let (conn, _dir) = migrated_from(
+            2,
+            "INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
                  last_updated_ms, method, request, quota_key)
-             VALUES ('a', 'alice', 'input_required', 'asking', 1, 5, 'tools/call', '{{}}',
-                     'principal:alice');"
-        ))
-        .unwrap();
-        prepare(&conn, &path).unwrap();
-        assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
+             VALUES ('a', 'alice', 'input_required', 'asking', 1, 5, 'tools/call', '{}',
+                     'principal:alice');",
+        );
         let history = crate::ops::history(&conn, "a").unwrap();
         assert_eq!(history.len(), 1);
         assert_eq!(history[0].status_message.as_deref(), Some("asking"));

@@ -32,14 +32,7 @@ pub struct SigningKey {
     pub jwk: Value,
 }
 
-impl std::fmt::Debug for SigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("SigningKey")
-            .field("kid", &self.kid)
-            .field("alg", &self.alg)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(SigningKey, |s| { kid: s.kid, alg: s.alg });
 
 fn random32() -> [u8; 32] {
     let mut b = [0u8; 32];
@@ -177,13 +170,7 @@ pub struct TestIssuer {
     task: tokio::task::JoinHandle<()>,
 }
 
-impl std::fmt::Debug for TestIssuer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TestIssuer")
-            .field("issuer", &self.issuer)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(TestIssuer, |s| { issuer: s.issuer });
 
 fn json_response(status: StatusCode, v: &Value) -> Response {
     let mut r = Response::new(Body::from(v.to_string()));

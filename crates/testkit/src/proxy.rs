@@ -45,14 +45,7 @@ pub struct Proxy {
     task: tokio::task::JoinHandle<()>,
 }
 
-impl std::fmt::Debug for Proxy {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Proxy")
-            .field("addr", &self.addr)
-            .field("backends", &self.state.backends)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Proxy, |s| { addr: s.addr, backends: s.state.backends });
 
 impl Drop for Proxy {
     fn drop(&mut self) {

@@ -28,6 +28,29 @@ fn ok(args: &[&str], toml: Option<&str>) -> (Effective, crate::Cli, tempfile::Te
     }
 }
 
+/// The `serve` arguments of a parsed command line.
+fn serve_args(cli: &crate::Cli) -> &crate::serve::ServeArgs {
+    let crate::Command::Serve(args) = &cli.command else {
+        panic!("not serve")
+    };
+    args
+}
+
+/// `--print-config` of `mcp-tasks serve ARGS` with the config file `toml`: the text, the
+/// effective settings, and the file's directory.
+fn print_config(args: &[&str], toml: &str) -> (String, Effective, tempfile::TempDir) {
+    let (eff, cli, dir) = ok(args, Some(toml));
+    let printed = render(&eff, &serve_args(&cli).gateway.file);
+    (printed, eff, dir)
+}
+
+/// `printed` shows none of `secrets`.
+fn assert_masked(printed: &str, secrets: &[&str]) {
+    for secret in secrets {
+        assert!(!printed.contains(secret), "{secret} shown:\n{printed}");
+    }
+}
+
 fn file_error(toml: &str) -> String {
     match parse_with(&[], Some(toml)) {
         Err(Error::File(e)) => format!("{e:#}"),
@@ -36,15 +59,21 @@ fn file_error(toml: &str) -> String {
     }
 }
 
-/// The raw value of `id` and where it came from (`--print-config`'s words).
-fn setting(eff: &Effective, id: &str) -> (String, String) {
-    let arg = eff.cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
-    let value = eff
-        .matches
-        .get_raw(id)
-        .map(|mut v| v.next().unwrap().to_string_lossy().into_owned())
-        .unwrap_or_default();
-    (value, print::source_of(eff, arg))
+/// Each `(id, raw value, where it came from)` (`--print-config`'s words) holds.
+fn assert_settings(eff: &Effective, expected: &[(&str, &str, &str)]) {
+    for &(id, value, source) in expected {
+        let arg = eff.cmd.get_arguments().find(|a| a.get_id() == id).unwrap();
+        let raw = eff
+            .matches
+            .get_raw(id)
+            .map(|mut v| v.next().unwrap().to_string_lossy().into_owned())
+            .unwrap_or_default();
+        assert_eq!(
+            (raw.as_str(), print::source_of(eff, arg).as_str()),
+            (value, source),
+            "{id}"
+        );
+    }
 }
 
 #[test]
@@ -83,21 +112,14 @@ fn every_setting_of_serve_has_its_variable() {
 fn the_file_beats_the_default_and_the_flag_beats_the_file() {
     let file = "max-ttl = \"2h\"\npoll-interval = 250\nmax-sessions = 7\n";
     let (eff, _, _dir) = ok(&["--poll-interval", "300"], Some(file));
-    assert_eq!(
-        setting(&eff, "max_ttl"),
-        ("2h".into(), "config file".into())
-    );
-    assert_eq!(
-        setting(&eff, "poll_interval"),
-        ("300".into(), "flag".into())
-    );
-    assert_eq!(
-        setting(&eff, "max_sessions"),
-        ("7".into(), "config file".into())
-    );
-    assert_eq!(
-        setting(&eff, "default_ttl"),
-        ("1h".into(), "default".into())
+    assert_settings(
+        &eff,
+        &[
+            ("max_ttl", "2h", "config file"),
+            ("poll_interval", "300", "flag"),
+            ("max_sessions", "7", "config file"),
+            ("default_ttl", "1h", "default"),
+        ],
     );
 }
 
@@ -183,30 +205,33 @@ fn an_invalid_value_in_the_file_is_refused_by_the_flags_parser() {
 
 #[test]
 fn unknown_and_misplaced_keys_are_named() {
-    let e = file_error("max-ttl = \"1h\"\nbogus-key = 1\n");
-    assert!(e.contains("unknown key `bogus-key`"), "{e}");
-    assert!(e.contains("serve.toml"), "the file is named: {e}");
-    let e = file_error("max_ttl = \"1h\"\n");
-    assert!(e.contains("`max_ttl`") && e.contains("`max-ttl`"), "{e}");
-    let e = file_error("config = \"other.toml\"\n");
-    assert!(e.contains("`config` cannot be set"), "{e}");
-    let e = file_error("print-config = true\n");
-    assert!(e.contains("`print-config` cannot be set"), "{e}");
-    let e = file_error("help = true\n");
-    assert!(e.contains("unknown key `help`"), "{e}");
-    let e = file_error("[upstream]\ncommand = \"x\"\nlisten = \"0.0.0.0:1\"\n");
-    assert!(
-        e.contains("[upstream]") && e.contains("`listen`") && e.contains("above"),
-        "{e}"
-    );
-    let e = file_error("[upstream]\nbogus = 1\n");
-    assert!(e.contains("[upstream]: unknown key `bogus`"), "{e}");
-    let e = file_error("[tools]\nmax-ttl = 5\n");
-    assert!(e.contains("[tools]") && e.contains("above"), "{e}");
-    let e = file_error("[tools]\necho = \"sometimes\"\n");
-    assert!(e.contains("[tools] `echo`"), "{e}");
-    let e = file_error("[serve]\nlisten = \"x\"\n");
-    assert!(e.contains("unknown key `serve`"), "{e}");
+    for (toml, wanted) in [
+        (
+            "max-ttl = \"1h\"\nbogus-key = 1\n",
+            // The file is named.
+            &["unknown key `bogus-key`", "serve.toml"][..],
+        ),
+        ("max_ttl = \"1h\"\n", &["`max_ttl`", "`max-ttl`"]),
+        ("config = \"other.toml\"\n", &["`config` cannot be set"]),
+        ("print-config = true\n", &["`print-config` cannot be set"]),
+        ("help = true\n", &["unknown key `help`"]),
+        (
+            "[upstream]\ncommand = \"x\"\nlisten = \"0.0.0.0:1\"\n",
+            &["[upstream]", "`listen`", "above"],
+        ),
+        (
+            "[upstream]\nbogus = 1\n",
+            &["[upstream]: unknown key `bogus`"],
+        ),
+        ("[tools]\nmax-ttl = 5\n", &["[tools]", "above"]),
+        ("[tools]\necho = \"sometimes\"\n", &["[tools] `echo`"]),
+        ("[serve]\nlisten = \"x\"\n", &["unknown key `serve`"]),
+    ] {
+        let e = file_error(toml);
+        for w in wanted {
+            assert!(e.contains(w), "{toml}: no {w} in {e}");
+        }
+    }
 }
 
 #[test]
@@ -243,52 +268,44 @@ fn values_of_the_wrong_type_are_refused_naming_the_key_not_the_value() {
 
 #[test]
 fn the_gateway_tables_go_to_the_gateway_unchanged() {
-    let file = "max-upstreams = 3\n\n[upstream]\ncommand = [\"node\", \"server.js\"]\nenv = { K = \"V\" }\ninherit_env = true\n\n[tools]\necho = \"optional\"\n";
-    let (eff, cli, _dir) = ok(&[], Some(file));
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
+    let tables = "[upstream]\ncommand = [\"node\", \"server.js\"]\nenv = { K = \"V\" }\ninherit_env = true\n\n[tools]\necho = \"optional\"\n";
+    let (eff, cli, _dir) = ok(&[], Some(&format!("max-upstreams = 3\n\n{tables}")));
+    let args = serve_args(&cli);
     let gateway = &args.gateway.file;
-    assert_eq!(
-        gateway.upstream().unwrap(),
-        Some(mcp_tasks_gateway::UpstreamSpec::Stdio {
-            program: "node".into(),
-            args: vec!["server.js".into()],
-            env: vec![("K".into(), "V".into())],
-            cwd: None,
-            inherit_env: true,
-        })
+    // What the gateway reads from the tables alone.
+    let alone = mcp_tasks_gateway::FileConfig::parse(tables).unwrap();
+    let upstream = gateway.upstream().unwrap();
+    assert_eq!(upstream, alone.upstream().unwrap());
+    assert!(
+        matches!(
+            &upstream,
+            Some(mcp_tasks_gateway::UpstreamSpec::Stdio { program, env, inherit_env: true, .. })
+                if program == "node" && env.len() == 1
+        ),
+        "{upstream:?}"
     );
+    assert_eq!(gateway.tools, alone.tools);
     assert_eq!(
         gateway.tools.get("echo").map(String::as_str),
         Some("optional")
     );
     assert!(args.gateway.enabled());
-    assert_eq!(
-        setting(&eff, "max_upstreams"),
-        ("3".into(), "config file".into())
-    );
+    assert_settings(&eff, &[("max_upstreams", "3", "config file")]);
     // A file of settings only does not make a gateway.
     let (_, cli, _dir) = ok(&[], Some("max-ttl = \"2h\"\n"));
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    assert!(!args.gateway.enabled());
+    assert!(!serve_args(&cli).gateway.enabled());
 }
 
 #[test]
 fn print_config_masks_secrets_and_is_a_valid_config_file() {
     let file = "store = \"postgres://app:hunter2@db.example:5432/tasks?password=hunter3&pool=4\"\nupstream-header = [\"Authorization: Bearer hunter4\", \"X-Api-Key:hunter5\"]\nupstream-url = \"https://bob:hunter6@up.example/mcp?api_key=hunter7&x=1\"\n\n[tools]\necho = \"optional\"\n";
-    let (eff, cli, dir) = ok(&[], Some(file));
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    let printed = render(&eff, &args.gateway.file);
-    for secret in [
-        "hunter2", "hunter3", "hunter4", "hunter5", "hunter6", "hunter7",
-    ] {
-        assert!(!printed.contains(secret), "{secret} shown:\n{printed}");
-    }
+    let (printed, eff, dir) = print_config(&[], file);
+    assert_masked(
+        &printed,
+        &[
+            "hunter2", "hunter3", "hunter4", "hunter5", "hunter6", "hunter7",
+        ],
+    );
     assert!(
         printed.contains("store = \"postgres://app:****@db.example:5432/tasks?password=****&pool=4\"  # config file"),
         "{printed}"
@@ -311,14 +328,8 @@ fn print_config_masks_secrets_and_is_a_valid_config_file() {
 #[test]
 fn the_upstream_table_is_printed_masked_and_reads_back() {
     let file = "[upstream]\ncommand = \"node s.js --api-key=hunter2 --token hunter3 --verbose\"\nenv = { API_KEY = \"hunter4\", \"odd key\" = \"hunter5\" }\ncwd = \"/srv\"\n";
-    let (eff, cli, _dir) = ok(&[], Some(file));
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    let printed = render(&eff, &args.gateway.file);
-    for secret in ["hunter2", "hunter3", "hunter4", "hunter5"] {
-        assert!(!printed.contains(secret), "{secret} shown:\n{printed}");
-    }
+    let (printed, eff, _dir) = print_config(&[], file);
+    assert_masked(&printed, &["hunter2", "hunter3", "hunter4", "hunter5"]);
     assert!(
         printed.contains("command = \"node s.js --api-key=**** --token **** --verbose\""),
         "{printed}"
@@ -328,11 +339,7 @@ fn the_upstream_table_is_printed_masked_and_reads_back() {
     assert_eq!(u.env.len(), 2);
     assert_eq!(u.cwd, Some("/srv".into()));
     // Flags naming the upstream make the table unused, and it says so.
-    let (eff, cli, _dir) = ok(&["--upstream-url", "http://127.0.0.1:9/mcp"], Some(file));
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    let printed = render(&eff, &args.gateway.file);
+    let (printed, _, _dir) = print_config(&["--upstream-url", "http://127.0.0.1:9/mcp"], file);
     assert!(
         printed.contains("# [upstream] of the config file: not used"),
         "{printed}"

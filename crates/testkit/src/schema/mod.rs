@@ -120,13 +120,7 @@ pub struct Revision {
     loaded: OnceLock<Schema>,
 }
 
-impl std::fmt::Debug for Revision {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Revision")
-            .field("version", &self.version)
-            .finish_non_exhaustive()
-    }
-}
+mcp_tasks_proto::debug_non_exhaustive!(Revision, |s| { version: s.version });
 
 /// 2025-11-25: a result with a `task` member answering a task-augmentable request is a
 /// `CreateTaskResult`.

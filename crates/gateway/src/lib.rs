@@ -15,6 +15,7 @@
 //! * `upstream_task`: tools the upstream runs as tasks of its own, and `resume`:
 //!   following them again after a restart;
 //! * `lane`: the supervised connection, routing of what the upstream sends;
+//! * `modern`: the lanes of 2026-07-28 (stateless) requests, one per principal;
 //! * `session`: the [`mcp_tasks_server::SessionParts`] (tool source and fallback) that plugs it all into the
 //!   receiver;
 //! * `connect`, `stdio`, `http`: opening connections (a child process group over
@@ -31,6 +32,7 @@ mod connect;
 mod error;
 mod http;
 mod lane;
+mod modern;
 mod resume;
 mod session;
 mod stdio;

@@ -38,6 +38,7 @@ mod gateway_bridge;
 mod gateway_everything;
 mod gateway_hardening;
 mod gateway_http_upstream;
+mod gateway_modern;
 mod gateway_passthrough;
 mod gateway_policy;
 mod gateway_replicas;

@@ -416,3 +416,41 @@ async fn our_client_in_2026_07_28_over_http_through_the_gateway() {
     assert_eq!(r.text(), "old");
     c.close().await;
 }
+
+/// A request the upstream sends while two plain calls of the modern lane are in flight
+/// belongs to neither for sure: it is refused at once (-32601), never sent to the wrong
+/// client, and the calls go on.
+#[test]
+fn an_upstream_request_that_belongs_to_no_single_call_is_refused_at_once() {
+    let fake = Fake::new("modern-unattributed", false);
+    let mut s = modern_gateway(&fake, &[]);
+    // Without the extension both run directly; `slow` stays in flight.
+    let caps = json!({"elicitation": {"form": {}}});
+    let mut params = json!({"name": "slow", "arguments": {"ms": 1500}});
+    params["_meta"] = modern_meta(caps.clone());
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": "slow", "method": "tools/call", "params": params})
+            .to_string(),
+    );
+    fake.wait_received("the slow call", |m| {
+        m["method"] == "tools/call" && m["params"]["name"] == "slow"
+    });
+    let started = Instant::now();
+    let r = modern(
+        &mut s,
+        "ask",
+        "tools/call",
+        json!({"name": "ask", "arguments": {"question": "Whose?"}}),
+        caps,
+    );
+    // The fake answers its elicitation's error as the tool's text.
+    assert_eq!(r["result"]["resultType"], "complete", "{r}");
+    let text = text_of(&r["result"]).to_owned();
+    assert!(
+        text.contains("-32601") && text.contains("cannot be relayed"),
+        "{text}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1), "not at once");
+    let slow = s.response_to(&json!("slow"));
+    assert_eq!(text_of(&slow["result"]), "slept 1500", "{slow}");
+}

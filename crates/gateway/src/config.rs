@@ -146,6 +146,33 @@ pub fn parse_tool_task_support(s: &str) -> Result<(String, TaskSupport), Gateway
     Ok((name.to_owned(), support))
 }
 
+/// Which generation of MCP the gateway speaks to its upstream (`--upstream-protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamProtocol {
+    /// 2025-11-25 and before: `initialize`, then a session (the default).
+    #[default]
+    Legacy,
+    /// 2026-07-28: `server/discover`, the modern `_meta` on every request, no session;
+    /// upstream tools answer `complete`, `input_required` or (tasks extension) `task`.
+    Modern,
+}
+
+impl UpstreamProtocol {
+    /// Parse `legacy` or `modern`.
+    ///
+    /// # Errors
+    /// Any other word.
+    pub fn parse(s: &str) -> Result<Self, GatewayError> {
+        match s {
+            "legacy" => Ok(Self::Legacy),
+            "modern" => Ok(Self::Modern),
+            _ => Err(GatewayError::Config(format!(
+                "upstream protocol `{s}`: expected legacy or modern"
+            ))),
+        }
+    }
+}
+
 /// Everything the gateway needs to know.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +189,8 @@ pub struct GatewayConfig {
     pub max_upstreams: usize,
     /// How long one call to the upstream may take; `None`: no bound.
     pub upstream_timeout: Option<std::time::Duration>,
+    /// The generation of MCP spoken to the upstream (default: legacy).
+    pub upstream_protocol: UpstreamProtocol,
 }
 
 impl GatewayConfig {
@@ -174,6 +203,7 @@ impl GatewayConfig {
             notes_dir: None,
             max_upstreams: DEFAULT_MAX_UPSTREAMS,
             upstream_timeout: None,
+            upstream_protocol: UpstreamProtocol::Legacy,
         }
     }
 }

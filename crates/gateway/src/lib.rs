@@ -33,6 +33,7 @@ mod error;
 mod http;
 mod lane;
 mod modern;
+mod modern_upstream;
 mod resume;
 mod session;
 mod stdio;
@@ -42,8 +43,8 @@ mod upstream_task;
 use std::sync::Arc;
 
 pub use config::{
-    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamSpec,
-    parse_env_pair, parse_header_pair, parse_tool_task_support,
+    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamProtocol,
+    UpstreamSpec, parse_env_pair, parse_header_pair, parse_tool_task_support,
 };
 pub use connect::{Connected, Connector, SessionProbe, UpstreamSession};
 pub use error::GatewayError;
@@ -64,7 +65,8 @@ pub fn extension(
     tasks: bool,
 ) -> Result<Arc<GatewayFactory>, GatewayError> {
     let connector = connect::connector(&config.upstream, max_line_bytes)?;
-    let limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
+    let mut limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
+    limits.modern_upstream = config.upstream_protocol == UpstreamProtocol::Modern;
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
         .with_limits(Arc::new(limits));
     if let (Some(dir), true) = (&config.notes_dir, tasks) {

@@ -43,6 +43,7 @@ mod gateway_passthrough;
 mod gateway_policy;
 mod gateway_replicas;
 mod gateway_restart;
+mod gateway_reverse;
 mod gateway_sessions;
 mod gateway_supervision;
 mod gateway_upstream_tasks;

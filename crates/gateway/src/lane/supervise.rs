@@ -92,7 +92,10 @@ impl LaneInner {
     }
 
     pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
-        if let Some(reattached) = self.open_reattached().await {
+        // A modern upstream has no session to take up.
+        if !self.limits.modern_upstream
+            && let Some(reattached) = self.open_reattached().await
+        {
             return Ok(reattached);
         }
         let shared = ConnShared::new(self.me.clone(), &self.limits);
@@ -104,29 +107,39 @@ impl LaneInner {
             .map_err(|e| e.to_string())?;
         let (conn, mut ended, settled) = self.adopt(connected, shared);
         let params = self.init_params.lock().clone();
-        let init = tokio::time::timeout(
-            INIT_TIMEOUT,
-            conn.call_unbounded(methods::INITIALIZE, Some(params)),
-        )
-        .await
-        .map_err(|_| format!("the upstream did not answer initialize within {INIT_TIMEOUT:?}"))?;
+        let modern = self.limits.modern_upstream;
+        let (method, params) = if modern {
+            conn.set_modern(crate::modern_upstream::request_meta(&params));
+            (mcp_tasks_proto::modern::methods::SERVER_DISCOVER, None)
+        } else {
+            (methods::INITIALIZE, Some(params))
+        };
+        let init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, params))
+            .await
+            .map_err(|_| format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}"))?;
         let init = match init {
             Ok(v) => v,
             Err(CallError::Upstream(e)) => {
-                return Err(format!("the upstream refused initialize: {e}"));
+                return Err(format!("the upstream refused {method}: {e}"));
             }
-            Err(CallError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+            Err(CallError::Failed(e)) => return Err(format!("{method} failed: {e}")),
             Err(CallError::Lost(_)) => {
                 let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
                     .await
                     .ok()
                     .and_then(Result::ok)
                     .unwrap_or_else(|| "the upstream closed the connection".into());
-                return Err(format!("{why} during initialize"));
+                return Err(format!("{why} during {method}"));
             }
         };
-        conn.set_init_result(init);
-        conn.notify(methods::INITIALIZED, None).await;
+        if modern {
+            // Spec (lifecycle): a modern client "sends `server/discover`" and no
+            // `notifications/initialized`; there is no session to open.
+            conn.set_init_result(crate::modern_upstream::init_of_discover(&init));
+        } else {
+            conn.set_init_result(init);
+            conn.notify(methods::INITIALIZED, None).await;
+        }
         if let Some(settled) = settled {
             settled.await;
         }

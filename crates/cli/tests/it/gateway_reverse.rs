@@ -1,0 +1,156 @@
+//! Gateway, the reverse bridge: a 2025-11-25 client in front of a 2026-07-28 upstream
+//! (`--upstream-protocol modern`; docs/adr/0005-two-generations.md). The upstream is our
+//! own `mcp-tasks serve` over stdio, spoken to in 2026-07-28 (it answers with SEP-2663
+//! tasks and `inputRequests`), keeping its tasks in a SQLite file the test reads.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::common::{Stdio, TIMEOUT, bin, text_of};
+use crate::gateway_common::{task_result, until_terminal};
+
+/// A gateway on stdio in front of a modern `mcp-tasks serve` keeping its tasks in
+/// `dir/up.db` (a call not finished within 100 ms becomes an upstream task), initialized
+/// as a 2025-11-25 client with elicitation and sampling.
+fn gateway(dir: &Path) -> Stdio {
+    let upstream = format!(
+        "{} serve --stdio --task-after 100ms --store sqlite:{}",
+        bin(),
+        db(dir).display()
+    );
+    let mut s = Stdio::spawn(&["--upstream-cmd", &upstream, "--upstream-protocol", "modern"]);
+    s.initialize();
+    s
+}
+
+fn db(dir: &Path) -> PathBuf {
+    dir.join("up.db")
+}
+
+/// The upstream's tasks as its store has them: (method, status).
+fn upstream_tasks(dir: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(db(dir)).unwrap();
+    let mut st = conn
+        .prepare("SELECT request, status FROM tasks ORDER BY seq")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Wait until the upstream store has a task whose request mentions `needle` in `status`.
+fn wait_upstream(dir: &Path, needle: &str, status: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let tasks = upstream_tasks(dir);
+        if tasks.iter().any(|(r, s)| r.contains(needle) && s == status) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no upstream task of {needle} became {status}: {tasks:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn task_id(task: &Value) -> String {
+    task["taskId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn upstream_tools_are_optional_and_a_sleep_task_completes() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = gateway(dir.path());
+    let tools = s.ok("tools/list", json!({}))["tools"].clone();
+    let tools = tools.as_array().unwrap();
+    assert!(tools.iter().any(|t| t["name"] == "ask"), "{tools:?}");
+    for t in tools {
+        assert_eq!(t["execution"]["taskSupport"], "optional", "{t}");
+    }
+    // A quick plain call: the upstream answers `complete`, passed down as a legacy result.
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 1}}),
+    );
+    assert_eq!(text_of(&r), "slept 1");
+    assert!(r.get("resultType").is_none(), "{r}");
+
+    // A legacy task whose upstream call outlives --task-after: an upstream task, followed.
+    let id = task_id(&s.create_task("sleep", json!({"ms": 600})));
+    let r = task_result(&mut s, &id);
+    assert_eq!(text_of(&r["result"]), "slept 600", "{r}");
+    assert!(r["result"].get("resultType").is_none(), "{r}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
+    wait_upstream(dir.path(), "600", "completed");
+}
+
+#[test]
+fn an_upstream_question_is_asked_on_tasks_result_and_answered_with_tasks_update() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = gateway(dir.path());
+    let id = task_id(&s.create_task("ask", json!({"question": "colour?"})));
+    s.poll_until(&id, "input_required", |t| t["status"] == "input_required");
+    wait_upstream(dir.path(), "colour?", "input_required");
+    let rid = s.start("tasks/result", json!({"taskId": id}));
+    let req = s.wait_for("elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    });
+    assert_eq!(req["params"]["message"], "colour?");
+    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"answer": "blue"}}}));
+    let r = s.response_to(&rid);
+    assert_eq!(text_of(&r["result"]), "blue", "{r}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
+    wait_upstream(dir.path(), "colour?", "completed");
+}
+
+#[test]
+fn cancelling_the_task_cancels_the_upstream_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = gateway(dir.path());
+    let id = task_id(&s.create_task("sleep", json!({"ms": 60_000})));
+    wait_upstream(dir.path(), "60000", "working");
+    let c = s.ok("tasks/cancel", json!({"taskId": id}));
+    assert_eq!(c["status"], "cancelled", "{c}");
+    wait_upstream(dir.path(), "60000", "cancelled");
+}
+
+#[test]
+fn an_upstream_error_fails_the_task_and_is_error_stays_a_result() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = gateway(dir.path());
+
+    let id = task_id(&s.create_task(
+        "error",
+        json!({"message": "broken", "code": -32001, "ms": 400}),
+    ));
+    let r = task_result(&mut s, &id);
+    assert_eq!(r["error"]["code"], -32001, "{r}");
+    assert_eq!(r["error"]["message"], "broken", "{r}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
+    wait_upstream(dir.path(), "broken", "failed");
+
+    let id = task_id(&s.create_task("fail", json!({"message": "bad input", "ms": 400})));
+    let r = task_result(&mut s, &id);
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(text_of(&r["result"]), "bad input");
+    // 2025-11-25: a tool result with isError ends the task `failed` (the upstream, in
+    // 2026-07-28, has it `completed`).
+    assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
+    wait_upstream(dir.path(), "bad input", "completed");
+
+    // Plain calls: the error and the isError result pass unchanged.
+    let e = s.err(
+        "tools/call",
+        json!({"name": "error", "arguments": {"message": "now", "code": -32002}}),
+    );
+    assert_eq!(e["code"], -32002, "{e}");
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "fail", "arguments": {"message": "plain bad"}}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+}

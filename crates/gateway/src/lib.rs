@@ -64,9 +64,10 @@ pub fn extension(
     max_line_bytes: usize,
     tasks: bool,
 ) -> Result<Arc<GatewayFactory>, GatewayError> {
-    let connector = connect::connector(&config.upstream, max_line_bytes)?;
+    let modern = config.upstream_protocol == UpstreamProtocol::Modern;
+    let connector = connect::connector(&config.upstream, max_line_bytes, modern)?;
     let mut limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
-    limits.modern_upstream = config.upstream_protocol == UpstreamProtocol::Modern;
+    limits.modern_upstream = modern;
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
         .with_limits(Arc::new(limits));
     if let (Some(dir), true) = (&config.notes_dir, tasks) {

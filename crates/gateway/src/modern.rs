@@ -198,6 +198,7 @@ mod tests {
                         inherit_env: false,
                     },
                     1024,
+                    false,
                 )
                 .unwrap(),
                 Arc::default(),

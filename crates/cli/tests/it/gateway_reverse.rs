@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::client_support::HttpServer;
 use crate::common::{Stdio, TIMEOUT, bin, text_of};
 use crate::gateway_common::{task_result, until_terminal};
 
@@ -27,6 +28,26 @@ fn gateway(dir: &Path) -> Stdio {
 
 fn db(dir: &Path) -> PathBuf {
     dir.join("up.db")
+}
+
+/// The same in front of `mcp-tasks serve` over Streamable HTTP, the protocol chosen by
+/// `MCP_TASKS_UPSTREAM_PROTOCOL` (the environment variable of the flag).
+fn http_gateway(dir: &Path) -> (Stdio, HttpServer) {
+    let store = format!("sqlite:{}", db(dir).display());
+    let up = HttpServer::start(&["--task-after", "100ms", "--store", &store]);
+    let mut s = Stdio::spawn_args(
+        &[
+            "serve",
+            "--stdio",
+            "--store",
+            "memory",
+            "--upstream-url",
+            &up.url,
+        ],
+        &[("MCP_TASKS_UPSTREAM_PROTOCOL", "modern")],
+    );
+    s.initialize();
+    (s, up)
 }
 
 /// The upstream's tasks as its store has them: (method, status).
@@ -153,4 +174,50 @@ fn an_upstream_error_fails_the_task_and_is_error_stays_a_result() {
         json!({"name": "fail", "arguments": {"message": "plain bad"}}),
     );
     assert_eq!(r["isError"], true, "{r}");
+}
+
+#[test]
+fn over_http_a_question_and_a_cancel_reach_the_modern_upstream() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut s, _up) = http_gateway(dir.path());
+    let tools = s.ok("tools/list", json!({}))["tools"].clone();
+    let ask = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ask")
+        .cloned()
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert_eq!(ask["execution"]["taskSupport"], "optional", "{ask}");
+
+    let id = task_id(&s.create_task("ask", json!({"question": "size?"})));
+    let rid = s.start("tasks/result", json!({"taskId": id}));
+    let req = s.wait_for("elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    });
+    assert_eq!(req["params"]["message"], "size?");
+    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"answer": "large"}}}));
+    let r = s.response_to(&rid);
+    assert_eq!(text_of(&r["result"]), "large", "{r}");
+    wait_upstream(dir.path(), "size?", "completed");
+
+    let id = task_id(&s.create_task("sleep", json!({"ms": 60_000})));
+    wait_upstream(dir.path(), "60000", "working");
+    s.ok("tasks/cancel", json!({"taskId": id}));
+    wait_upstream(dir.path(), "60000", "cancelled");
+}
+
+#[test]
+fn a_sampling_question_of_an_upstream_task_is_relayed_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = gateway(dir.path());
+    let id = task_id(&s.create_task("summarize", json!({"text": "a long text"})));
+    let rid = s.start("tasks/result", json!({"taskId": id}));
+    let req = s.wait_for("sampling/createMessage", |m| {
+        m["method"] == "sampling/createMessage"
+    });
+    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m"}}));
+    let r = s.response_to(&rid);
+    assert!(text_of(&r["result"]).contains("short"), "{r}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
 }

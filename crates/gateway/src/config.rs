@@ -155,10 +155,15 @@ pub enum UpstreamProtocol {
     /// 2026-07-28: `server/discover`, the modern `_meta` on every request, no session;
     /// upstream tools answer `complete`, `input_required` or (tasks extension) `task`.
     Modern,
+    /// Each connection first sends `server/discover`; a `DiscoverResult` naming
+    /// 2026-07-28 makes it modern, any other answer (or none within
+    /// [`crate::modern_upstream::PROBE_TIMEOUT`]) legacy, spoken through `initialize` on the
+    /// same connection. A stdio upstream only.
+    Auto,
 }
 
 impl UpstreamProtocol {
-    /// Parse `legacy` or `modern`.
+    /// Parse `legacy`, `modern` or `auto`.
     ///
     /// # Errors
     /// Any other word.
@@ -166,8 +171,9 @@ impl UpstreamProtocol {
         match s {
             "legacy" => Ok(Self::Legacy),
             "modern" => Ok(Self::Modern),
+            "auto" => Ok(Self::Auto),
             _ => Err(GatewayError::Config(format!(
-                "upstream protocol `{s}`: expected legacy or modern"
+                "upstream protocol `{s}`: expected legacy, modern or auto"
             ))),
         }
     }

@@ -56,9 +56,10 @@ pub(crate) struct Limits {
     max_upstreams: usize,
     /// How long one call to the upstream may take.
     pub call_timeout: Option<Duration>,
-    /// The upstream speaks 2026-07-28 (`--upstream-protocol modern`): connections open
-    /// with `server/discover` and stamp the modern `_meta` on every request.
-    pub modern_upstream: bool,
+    /// The generation spoken to the upstream (`--upstream-protocol`): a modern
+    /// connection opens with `server/discover` and stamps the modern `_meta` on every
+    /// request.
+    pub upstream_protocol: crate::config::UpstreamProtocol,
     /// The server's metrics, once it is built: upstream restarts and call latency.
     metrics: OnceLock<mcp_tasks_core::Metrics>,
 }
@@ -71,7 +72,7 @@ impl Limits {
             upstreams: Arc::new(Semaphore::new(max_upstreams.min(Semaphore::MAX_PERMITS))),
             max_upstreams,
             call_timeout,
-            modern_upstream: false,
+            upstream_protocol: crate::config::UpstreamProtocol::Legacy,
             metrics: OnceLock::new(),
         }
     }

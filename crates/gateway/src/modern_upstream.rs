@@ -33,6 +33,9 @@ use crate::lane::LaneInner;
 /// Most `input_required` rounds of one plain call: an upstream that asks again and again
 /// without end gets an error after this many.
 pub(crate) const MAX_INPUT_ROUNDS: usize = 32;
+/// How long `--upstream-protocol auto` waits for the answer to its `server/discover`
+/// before it takes the upstream for a legacy one.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// The poll interval when the upstream gives none.
 const DEFAULT_POLL: Duration = Duration::from_millis(500);
 /// The poll interval is kept within these bounds, whatever the upstream says.
@@ -132,6 +135,34 @@ pub(crate) fn init_of_discover(discover: &Value) -> Value {
         init["instructions"] = i.clone();
     }
     init
+}
+
+/// Whether the upstream on `conn` speaks 2026-07-28 (`--upstream-protocol auto`).
+///
+/// Spec (stdio, "Backward Compatibility"): "The server returns a `DiscoverResult`: the
+/// server is modern." / "The server returns any other error, or does not respond within a
+/// reasonable timeout: the server is legacy." A result without `supportedVersions` naming
+/// 2026-07-28 (an upstream that echoes unknown requests, or lists only `initialize`
+/// revisions) counts as legacy too; so does a modern error (no common version), and
+/// `initialize` then says what the upstream speaks.
+pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
+    let params = stamp(meta, None);
+    let answer = tokio::time::timeout(
+        PROBE_TIMEOUT,
+        conn.call_unbounded(modern::methods::SERVER_DISCOVER, Some(params)),
+    )
+    .await;
+    match answer {
+        Ok(Ok(v)) => v
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|versions| {
+                versions
+                    .iter()
+                    .any(|x| x.as_str() == Some(modern::PROTOCOL_VERSION))
+            }),
+        _ => false,
+    }
 }
 
 /// The error of a call the upstream did not answer.

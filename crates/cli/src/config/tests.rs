@@ -308,7 +308,7 @@ fn the_upstream_protocol_is_a_setting_of_the_file_and_checked() {
         args.gateway.config().unwrap().upstream_protocol,
         mcp_tasks_gateway::UpstreamProtocol::Legacy
     );
-    assert!(parse_with(&[], Some("upstream-protocol = \"auto\"\n")).is_err());
+    assert!(parse_with(&[], Some("upstream-protocol = \"sometimes\"\n")).is_err());
 }
 
 #[test]

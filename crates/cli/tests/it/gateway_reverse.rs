@@ -221,3 +221,50 @@ fn a_sampling_question_of_an_upstream_task_is_relayed_too() {
     assert!(text_of(&r["result"]).contains("short"), "{r}");
     assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
 }
+
+#[test]
+fn auto_finds_a_modern_upstream_and_falls_back_for_a_legacy_one() {
+    // Our own server answers server/discover: spoken to in 2026-07-28, so `ask` (its own
+    // taskSupport `required`) is listed `optional`, as every tool of a modern upstream.
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = format!(
+        "{} serve --stdio --task-after 100ms --store sqlite:{}",
+        bin(),
+        db(dir.path()).display()
+    );
+    let mut s = Stdio::spawn(&["--upstream-cmd", &upstream, "--upstream-protocol", "auto"]);
+    s.initialize();
+    let tools = s.ok("tools/list", json!({}))["tools"].clone();
+    let ask = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ask")
+        .cloned()
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert_eq!(ask["execution"]["taskSupport"], "optional", "{ask}");
+    let id = task_id(&s.create_task("sleep", json!({"ms": 400})));
+    assert_eq!(text_of(&task_result(&mut s, &id)["result"]), "slept 400");
+    wait_upstream(dir.path(), "400", "completed");
+
+    // A 2025-11-25-only upstream refuses server/discover: initialize follows on the same
+    // connection and the gateway works as with `legacy`.
+    let fake = crate::gateway_common::Fake::new("reverse-auto-legacy", false);
+    let mut s = fake.gateway(&["--upstream-protocol", "auto"]);
+    let r = s.ok(
+        "tools/call",
+        json!({"name": "echo", "arguments": {"text": "hi"}}),
+    );
+    assert!(r.get("resultType").is_none(), "{r}");
+    let methods: Vec<String> = fake
+        .received()
+        .iter()
+        .filter_map(|m| m["method"].as_str().map(str::to_owned))
+        .collect();
+    let discover = methods.iter().position(|m| m == "server/discover");
+    let init = methods.iter().position(|m| m == "initialize");
+    assert!(
+        matches!((discover, init), (Some(d), Some(i)) if d < i),
+        "{methods:?}"
+    );
+}

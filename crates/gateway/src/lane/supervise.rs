@@ -14,6 +14,7 @@ use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
 use crate::backoff;
 use futures::future::BoxFuture;
 
+use crate::config::UpstreamProtocol;
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
 use crate::connect::Connected;
 use crate::tools::ToolSet;
@@ -93,7 +94,7 @@ impl LaneInner {
 
     pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
         // A modern upstream has no session to take up.
-        if !self.limits.modern_upstream
+        if self.limits.upstream_protocol != UpstreamProtocol::Modern
             && let Some(reattached) = self.open_reattached().await
         {
             return Ok(reattached);
@@ -107,9 +108,18 @@ impl LaneInner {
             .map_err(|e| e.to_string())?;
         let (conn, mut ended, settled) = self.adopt(connected, shared);
         let params = self.init_params.lock().clone();
-        let modern = self.limits.modern_upstream;
+        let meta = crate::modern_upstream::request_meta(&params);
+        let modern = match self.limits.upstream_protocol {
+            UpstreamProtocol::Legacy => false,
+            UpstreamProtocol::Modern => true,
+            UpstreamProtocol::Auto => {
+                let found = crate::modern_upstream::probe(&conn, &meta).await;
+                tracing::info!(upstream = %self.describe(), modern = found, "upstream protocol found");
+                found
+            }
+        };
         let (method, params) = if modern {
-            conn.set_modern(crate::modern_upstream::request_meta(&params));
+            conn.set_modern(meta);
             (mcp_tasks_proto::modern::methods::SERVER_DISCOVER, None)
         } else {
             (methods::INITIALIZE, Some(params))

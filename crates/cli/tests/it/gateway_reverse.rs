@@ -268,3 +268,114 @@ fn auto_finds_a_modern_upstream_and_falls_back_for_a_legacy_one() {
         "{methods:?}"
     );
 }
+
+/// A scripted 2026-07-28 upstream (Node.js): `mrtr` answers `input_required` with one
+/// elicitation until the retry carries its answer and the state, then the answer;
+/// `forever` always asks again. Every request it receives is appended to `log`.
+const MRTR_UPSTREAM: &str = r#"
+const { createInterface } = require('node:readline');
+const { appendFileSync } = require('node:fs');
+const log = process.argv[2];
+const send = m => process.stdout.write(JSON.stringify(m) + '\n');
+const ask = n => ({ resultType: 'input_required', requestState: 'state-' + n,
+  inputRequests: { ['q' + n]: { method: 'elicitation/create', params: { mode: 'form',
+    message: 'round ' + n, requestedSchema: { type: 'object', properties: {} } } } } });
+createInterface({ input: process.stdin }).on('line', line => {
+  const m = JSON.parse(line);
+  appendFileSync(log, line + '\n');
+  if (m.id === undefined) return;
+  const p = m.params || {};
+  let result;
+  if (m.method === 'server/discover') {
+    result = { resultType: 'complete', supportedVersions: ['2026-07-28'],
+      capabilities: { tools: {} }, _meta: { 'io.modelcontextprotocol/serverInfo': { name: 'mrtr', version: '1' } } };
+  } else if (m.method === 'tools/list') {
+    result = { resultType: 'complete', ttlMs: 0, cacheScope: 'public', tools: [
+      { name: 'mrtr', inputSchema: { type: 'object' } },
+      { name: 'forever', inputSchema: { type: 'object' } }] };
+  } else if (m.method === 'tools/call' && p.name === 'mrtr') {
+    const r = p.inputResponses && p.inputResponses.q1;
+    result = r && p.requestState === 'state-1'
+      ? { resultType: 'complete', content: [{ type: 'text', text: 'got ' + r.content.colour }] }
+      : ask(1);
+  } else if (m.method === 'tools/call') {
+    result = ask(Object.keys(p.inputResponses || {}).length + 1);
+  } else {
+    return send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no ' + m.method } });
+  }
+  send({ jsonrpc: '2.0', id: m.id, result });
+});
+"#;
+
+#[test]
+fn an_input_required_answer_is_relayed_and_the_call_retried_at_most_32_times() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("mrtr.cjs");
+    std::fs::write(&script, MRTR_UPSTREAM).unwrap();
+    let log = dir.path().join("mrtr.log");
+    let upstream = format!("node {} {}", script.display(), log.display());
+    let mut s = Stdio::spawn(&["--upstream-cmd", &upstream, "--upstream-protocol", "modern"]);
+    s.initialize();
+
+    // A plain call: the question reaches the client on the call's own stream.
+    let id = s.start(
+        "tools/call",
+        json!({"name": "mrtr", "arguments": {}, "_meta": {"progressToken": "p"}}),
+    );
+    let req = s.wait_for("elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    });
+    assert_eq!(req["params"]["message"], "round 1");
+    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"colour": "green"}}}));
+    let r = s.response_to(&id);
+    assert_eq!(text_of(&r["result"]), "got green", "{r}");
+    assert!(r["result"].get("resultType").is_none(), "{r}");
+    let received: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .collect();
+    // No session is opened: server/discover first, never initialize or initialized.
+    assert_eq!(received[0]["method"], "server/discover", "{received:?}");
+    assert!(
+        !received.iter().any(|m| m["method"]
+            .as_str()
+            .is_some_and(|x| x.contains("initialize"))),
+        "{received:?}"
+    );
+    let calls: Vec<&Value> = received
+        .iter()
+        .filter(|m| m["method"] == "tools/call")
+        .collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let retry = &calls[1]["params"];
+    assert_eq!(retry["requestState"], "state-1", "{retry}");
+    assert_eq!(retry["inputResponses"]["q1"]["content"]["colour"], "green");
+    assert_eq!(retry["_meta"]["progressToken"], "p", "{retry}");
+    assert_eq!(
+        retry["_meta"]["io.modelcontextprotocol/protocolVersion"], "2026-07-28",
+        "{retry}"
+    );
+    assert!(
+        retry["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+            ["io.modelcontextprotocol/tasks"]
+            .is_object(),
+        "{retry}"
+    );
+
+    // An upstream that never stops asking: past 32 rounds the call fails.
+    let id = s.start("tools/call", json!({"name": "forever", "arguments": {}}));
+    let mut asked = 0;
+    let r = loop {
+        let m = s.recv();
+        if m["method"] == "elicitation/create" {
+            asked += 1;
+            s.send(&json!({"jsonrpc": "2.0", "id": m["id"], "result": {"action": "accept", "content": {}}}));
+        } else if m["id"] == id {
+            break m;
+        }
+    };
+    assert_eq!(asked, 32, "one question relayed per round, 32 rounds");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("more than 32 times"), "{r}");
+}

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_gateway::{
-    FileConfig, GatewayConfig, UpstreamSpec, parse_env_pair, parse_header_pair,
+    FileConfig, GatewayConfig, UpstreamProtocol, UpstreamSpec, parse_env_pair, parse_header_pair,
     parse_tool_task_support,
 };
 use mcp_tasks_server::ExtensionFactory;
@@ -42,6 +42,15 @@ pub(crate) struct GatewayArgs {
     /// no bound.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     upstream_timeout: Option<std::time::Duration>,
+    /// The generation of MCP spoken to the upstream: `legacy` (2025-11-25 and before:
+    /// `initialize`, a session; the default) or `modern` (2026-07-28: `server/discover`,
+    /// the modern `_meta` on every request; its tools are listed `optional`, and its
+    /// `input_required` answers and tasks are followed by the gateway, their input
+    /// requests relayed to the client), or `auto` (`--upstream-cmd` only: each start of
+    /// the upstream sends `server/discover` first, and speaks `initialize` unless a
+    /// 2026-07-28 `DiscoverResult` comes back within 5 s).
+    #[arg(long, value_name = "legacy|modern|auto", value_parser = ["legacy", "modern", "auto"])]
+    upstream_protocol: Option<String>,
     /// Put tasks in front of this Streamable HTTP MCP server.
     #[arg(long, value_name = "URL")]
     upstream_url: Option<String>,
@@ -147,7 +156,12 @@ impl GatewayArgs {
                 Some(d)
             }
         };
+        let upstream_protocol = match &self.upstream_protocol {
+            Some(p) => UpstreamProtocol::parse(p).context("--upstream-protocol")?,
+            None => UpstreamProtocol::Legacy,
+        };
         let mut config = GatewayConfig::new(upstream);
+        config.upstream_protocol = upstream_protocol;
         config.tool_task_support = tool_task_support;
         config.max_upstreams = self.max_upstreams;
         config.upstream_timeout = upstream_timeout;

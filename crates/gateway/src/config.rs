@@ -146,6 +146,39 @@ pub fn parse_tool_task_support(s: &str) -> Result<(String, TaskSupport), Gateway
     Ok((name.to_owned(), support))
 }
 
+/// Which generation of MCP the gateway speaks to its upstream (`--upstream-protocol`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum UpstreamProtocol {
+    /// 2025-11-25 and before: `initialize`, then a session (the default).
+    #[default]
+    Legacy,
+    /// 2026-07-28: `server/discover`, the modern `_meta` on every request, no session;
+    /// upstream tools answer `complete`, `input_required` or (tasks extension) `task`.
+    Modern,
+    /// Each connection first sends `server/discover`; a `DiscoverResult` naming
+    /// 2026-07-28 makes it modern, any other answer (or none within
+    /// [`crate::modern_upstream::PROBE_TIMEOUT`]) legacy, spoken through `initialize` on the
+    /// same connection. A stdio upstream only.
+    Auto,
+}
+
+impl UpstreamProtocol {
+    /// Parse `legacy`, `modern` or `auto`.
+    ///
+    /// # Errors
+    /// Any other word.
+    pub fn parse(s: &str) -> Result<Self, GatewayError> {
+        match s {
+            "legacy" => Ok(Self::Legacy),
+            "modern" => Ok(Self::Modern),
+            "auto" => Ok(Self::Auto),
+            _ => Err(GatewayError::Config(format!(
+                "upstream protocol `{s}`: expected legacy, modern or auto"
+            ))),
+        }
+    }
+}
+
 /// Everything the gateway needs to know.
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +195,8 @@ pub struct GatewayConfig {
     pub max_upstreams: usize,
     /// How long one call to the upstream may take; `None`: no bound.
     pub upstream_timeout: Option<std::time::Duration>,
+    /// The generation of MCP spoken to the upstream (default: legacy).
+    pub upstream_protocol: UpstreamProtocol,
 }
 
 impl GatewayConfig {
@@ -174,6 +209,7 @@ impl GatewayConfig {
             notes_dir: None,
             max_upstreams: DEFAULT_MAX_UPSTREAMS,
             upstream_timeout: None,
+            upstream_protocol: UpstreamProtocol::Legacy,
         }
     }
 }

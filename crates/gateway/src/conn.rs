@@ -109,6 +109,9 @@ pub(crate) struct Conn {
     pub peer: Peer,
     shared: Arc<ConnShared>,
     init: OnceLock<Value>,
+    /// The modern `_meta` stamped on every request of a 2026-07-28 upstream
+    /// ([`crate::modern_upstream`]); unset for a legacy one.
+    modern_meta: OnceLock<Value>,
     /// Which connection of the lane this is (1, 2, ... across restarts).
     pub generation: u64,
     session: Option<SessionProbe>,
@@ -129,6 +132,7 @@ impl Conn {
             peer,
             shared,
             init: OnceLock::new(),
+            modern_meta: OnceLock::new(),
             generation,
             session,
             _guard: guard,
@@ -154,6 +158,16 @@ impl Conn {
 
     pub(crate) fn set_init_result(&self, v: Value) {
         let _ = self.init.set(v);
+    }
+
+    /// Speak 2026-07-28 on this connection: `meta` goes into the `_meta` of every request.
+    pub(crate) fn set_modern(&self, meta: Value) {
+        let _ = self.modern_meta.set(meta);
+    }
+
+    /// Whether this connection speaks 2026-07-28.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern_meta.get().is_some()
     }
 
     /// Whether the upstream declared `tasks.requests.tools.call`.
@@ -196,8 +210,17 @@ impl Conn {
         let options = RequestOptions::new(Route::Standalone)
             .timeout(timeout)
             .cancel_reason("The request was cancelled by the client of the gateway");
+        let params = match self.modern_meta.get() {
+            Some(meta) => Some(crate::modern_upstream::stamp(meta, params)),
+            None => params,
+        };
         let started = Instant::now();
-        let answer = self.peer.request_with(method, params, options).await;
+        let mut answer = self.peer.request_with(method, params, options).await;
+        if self.is_modern()
+            && let Ok(v) = &mut answer
+        {
+            crate::modern_upstream::strip_complete(v);
+        }
         // A call abandoned downstream (the future dropped) is not observed.
         if let Some(m) = &self.shared.metrics {
             m.upstream_call(method, started.elapsed(), answer.is_ok());

@@ -81,19 +81,23 @@ pub trait Connector: Send + Sync + 'static {
     fn describe(&self) -> String;
 }
 
-/// The connector of an upstream spec.
+/// The connector of an upstream spec (`modern`: `--upstream-protocol modern`, which
+/// changes how an HTTP upstream is spoken to).
 ///
 /// # Errors
 /// A Streamable HTTP upstream with headers the transport cannot send.
 pub(crate) fn connector(
     spec: &UpstreamSpec,
     max_line: usize,
+    modern: bool,
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
             spec.clone(),
             max_line,
         ))),
-        UpstreamSpec::Http { .. } => Ok(Arc::new(crate::http::HttpConnector::new(spec, max_line)?)),
+        UpstreamSpec::Http { .. } => Ok(Arc::new(crate::http::HttpConnector::new(
+            spec, max_line, modern,
+        )?)),
     }
 }

@@ -23,6 +23,8 @@ pub(crate) struct HttpConnector {
     url: String,
     headers: Vec<(String, String)>,
     max_message_bytes: usize,
+    /// Speak 2026-07-28 (`--upstream-protocol modern`): no session, the modern headers.
+    modern: bool,
 }
 
 impl HttpConnector {
@@ -32,7 +34,11 @@ impl HttpConnector {
     /// # Errors
     /// A header that cannot be sent: a malformed name or value, or one the transport
     /// manages itself (`Mcp-Session-Id`, `MCP-Protocol-Version`, `Accept`, ...).
-    pub(crate) fn new(spec: &UpstreamSpec, max_message_bytes: usize) -> Result<Self, GatewayError> {
+    pub(crate) fn new(
+        spec: &UpstreamSpec,
+        max_message_bytes: usize,
+        modern: bool,
+    ) -> Result<Self, GatewayError> {
         let UpstreamSpec::Http { url, headers } = spec else {
             return Err(GatewayError::Config("not an HTTP upstream".into()));
         };
@@ -40,6 +46,7 @@ impl HttpConnector {
             url: url.clone(),
             headers: headers.clone(),
             max_message_bytes,
+            modern,
         };
         // Check the URL and headers now rather than at the first connection.
         this.config(None)
@@ -53,6 +60,12 @@ impl HttpConnector {
         config.headers.clone_from(&self.headers);
         config.max_message_bytes = self.max_message_bytes;
         config.resume = resume;
+        if self.modern {
+            // Spec (transports, 2026-07-28): no session; each request carries
+            // `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`.
+            config.modern = true;
+            config.standalone_stream = false;
+        }
         config
     }
 
@@ -81,7 +94,11 @@ impl HttpConnector {
             ended,
             guard: Box::new(transport),
             settled: Some(settled),
-            session: Some(Box::new(probe)),
+            session: if self.modern {
+                None
+            } else {
+                Some(Box::new(probe))
+            },
         })
     }
 }

@@ -56,6 +56,10 @@ pub(crate) struct Limits {
     max_upstreams: usize,
     /// How long one call to the upstream may take.
     pub call_timeout: Option<Duration>,
+    /// The generation spoken to the upstream (`--upstream-protocol`): a modern
+    /// connection opens with `server/discover` and stamps the modern `_meta` on every
+    /// request.
+    pub upstream_protocol: crate::config::UpstreamProtocol,
     /// The server's metrics, once it is built: upstream restarts and call latency.
     metrics: OnceLock<mcp_tasks_core::Metrics>,
 }
@@ -68,6 +72,7 @@ impl Limits {
             upstreams: Arc::new(Semaphore::new(max_upstreams.min(Semaphore::MAX_PERMITS))),
             max_upstreams,
             call_timeout,
+            upstream_protocol: crate::config::UpstreamProtocol::Legacy,
             metrics: OnceLock::new(),
         }
     }
@@ -161,6 +166,9 @@ pub(crate) struct LaneInner {
     refreshing: Mutex<Option<bool>>,
     /// One permit per request from the upstream waiting for the downstream to be ready.
     early_requests: Semaphore,
+    /// The lane serves stateless (2026-07-28) requests: there is no downstream session to
+    /// send anything to outside a call ([`crate::modern`]).
+    no_client: std::sync::atomic::AtomicBool,
     tools: RwLock<Arc<ToolSet>>,
     routes: Mutex<Routes>,
     /// What every [`Lease`] shares: the lane ends when the last one goes.
@@ -224,6 +232,7 @@ impl LaneInner {
             }),
             refreshing: Mutex::new(None),
             early_requests: Semaphore::new(EARLY_REQUESTS),
+            no_client: std::sync::atomic::AtomicBool::new(false),
             tools: RwLock::new(Arc::new(ToolSet::default())),
             routes: Mutex::new(Routes::default()),
             held: OnceLock::new(),
@@ -329,6 +338,23 @@ impl LaneInner {
                 return None;
             }
         }
+    }
+
+    /// Make this a lane of stateless (2026-07-28) requests: no downstream session will
+    /// ever be ready, so notifications from the upstream outside a call are dropped at
+    /// once (not kept), and its requests outside a call are refused at once (not kept
+    /// waiting for a client).
+    pub(crate) fn serve_no_client(&self) {
+        self.no_client
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        let mut early = self.early.lock();
+        early.queue = None;
+        early.bytes = 0;
+    }
+
+    /// Whether this lane serves stateless requests ([`Self::serve_no_client`]).
+    pub(crate) fn has_no_client(&self) -> bool {
+        self.no_client.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// The tools of the current (or last) connection.

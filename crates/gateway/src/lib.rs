@@ -15,6 +15,10 @@
 //! * `upstream_task`: tools the upstream runs as tasks of its own, and `resume`:
 //!   following them again after a restart;
 //! * `lane`: the supervised connection, routing of what the upstream sends;
+//! * `modern`: the lanes of 2026-07-28 (stateless) requests, one per principal;
+//! * `modern_upstream`: the reverse bridge, a 2026-07-28 upstream
+//!   (`--upstream-protocol modern|auto`): `server/discover`, the modern `_meta`, and the
+//!   `input_required` and `task` answers of its tools followed;
 //! * `session`: the [`mcp_tasks_server::SessionParts`] (tool source and fallback) that plugs it all into the
 //!   receiver;
 //! * `connect`, `stdio`, `http`: opening connections (a child process group over
@@ -31,6 +35,8 @@ mod connect;
 mod error;
 mod http;
 mod lane;
+mod modern;
+mod modern_upstream;
 mod resume;
 mod session;
 mod stdio;
@@ -40,8 +46,8 @@ mod upstream_task;
 use std::sync::Arc;
 
 pub use config::{
-    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamSpec,
-    parse_env_pair, parse_header_pair, parse_tool_task_support,
+    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamProtocol,
+    UpstreamSpec, parse_env_pair, parse_header_pair, parse_tool_task_support,
 };
 pub use connect::{Connected, Connector, SessionProbe, UpstreamSession};
 pub use error::GatewayError;
@@ -61,8 +67,17 @@ pub fn extension(
     max_line_bytes: usize,
     tasks: bool,
 ) -> Result<Arc<GatewayFactory>, GatewayError> {
-    let connector = connect::connector(&config.upstream, max_line_bytes)?;
-    let limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
+    if config.upstream_protocol == UpstreamProtocol::Auto
+        && matches!(config.upstream, UpstreamSpec::Http { .. })
+    {
+        return Err(GatewayError::Config(
+            "--upstream-protocol auto is for --upstream-cmd; say legacy or modern for --upstream-url".into(),
+        ));
+    }
+    let modern = config.upstream_protocol == UpstreamProtocol::Modern;
+    let connector = connect::connector(&config.upstream, max_line_bytes, modern)?;
+    let mut limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
+    limits.upstream_protocol = config.upstream_protocol;
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
         .with_limits(Arc::new(limits));
     if let (Some(dir), true) = (&config.notes_dir, tasks) {
@@ -75,4 +90,26 @@ pub fn extension(
         factory = factory.with_notes(Arc::new(notes));
     }
     Ok(Arc::new(factory))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn auto_is_for_a_stdio_upstream_only() {
+        let mut c = GatewayConfig::new(UpstreamSpec::Http {
+            url: "http://127.0.0.1:9/mcp".into(),
+            headers: Vec::new(),
+        });
+        c.upstream_protocol = UpstreamProtocol::Auto;
+        assert!(extension(&c, 1024, false).is_err());
+        c.upstream_protocol = UpstreamProtocol::Modern;
+        assert!(extension(&c, 1024, false).is_ok());
+        assert_eq!(
+            UpstreamProtocol::parse("auto").unwrap(),
+            UpstreamProtocol::Auto
+        );
+        assert!(UpstreamProtocol::parse("2026-07-28").is_err());
+    }
 }

@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 
 use crate::connect::Connector;
 use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, Limits, merge_initialize};
+use crate::modern::ModernLanes;
 use crate::resume::{GatewayResumer, Notes};
+use futures::future::BoxFuture;
 
 /// Makes one [`GatewaySession`] per downstream session.
 pub struct GatewayFactory {
@@ -27,6 +29,8 @@ pub struct GatewayFactory {
     /// task store's notes when the store offers them ([`ExtensionFactory::attach_store`]).
     notes: Mutex<Option<Arc<Notes>>>,
     limits: Arc<Limits>,
+    /// The lanes of 2026-07-28 requests, one per principal ([`crate::modern`]).
+    modern: Arc<ModernLanes>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(GatewayFactory, |s| { upstream: s.connector.describe() });
@@ -40,7 +44,18 @@ impl GatewayFactory {
             overrides: Arc::new(overrides),
             notes: Mutex::new(None),
             limits: Arc::new(Limits::default()),
+            modern: Arc::default(),
         }
+    }
+
+    /// A new lane (not started) in front of the upstream, and the first lease on it.
+    fn open_lane(&self) -> Lease {
+        LaneInner::open_lane(
+            Arc::clone(&self.connector),
+            Arc::clone(&self.overrides),
+            self.notes.lock().clone(),
+            Arc::clone(&self.limits),
+        )
     }
 
     /// Bound the upstream connections and calls with `limits`.
@@ -73,12 +88,7 @@ impl GatewayFactory {
 
 impl ExtensionFactory for GatewayFactory {
     fn make(&self, _requester: &Requester) -> SessionParts {
-        let lease = LaneInner::open_lane(
-            Arc::clone(&self.connector),
-            Arc::clone(&self.overrides),
-            self.notes.lock().clone(),
-            Arc::clone(&self.limits),
-        );
+        let lease = self.open_lane();
         let session = Arc::new(GatewaySession {
             lane: Arc::clone(lease.lane()),
             lease: Arc::new(Mutex::new(Some(lease))),
@@ -103,6 +113,19 @@ impl ExtensionFactory for GatewayFactory {
 
     fn resumer(&self) -> Option<Arc<dyn mcp_tasks_core::Resumer>> {
         GatewayFactory::resumer(self).map(|r| Arc::new(r) as Arc<dyn mcp_tasks_core::Resumer>)
+    }
+
+    /// The gateway bridges the eras: 2026-07-28 requests are served from the upstream
+    /// through a lane of their own ([`crate::modern`]).
+    fn serves_modern(&self) -> bool {
+        true
+    }
+
+    fn modern_tools<'a>(
+        &'a self,
+        requester: &'a Requester,
+    ) -> BoxFuture<'a, Result<Arc<dyn ToolSource>, ErrorObject>> {
+        Box::pin(self.modern.tools(requester, || self.open_lane()))
     }
 }
 

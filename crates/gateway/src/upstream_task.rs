@@ -33,7 +33,7 @@ use crate::lane::LaneInner;
 /// Cancels the upstream task when our task is cancelled (the call future is dropped with
 /// its cancellation token fired); a drop for any other reason (shutdown) leaves the
 /// upstream task alone.
-struct CancelUpstream {
+pub(crate) struct CancelUpstream {
     lane: Arc<LaneInner>,
     conn: Arc<Conn>,
     task_id: String,
@@ -45,7 +45,12 @@ struct CancelUpstream {
 
 impl CancelUpstream {
     /// Armed: cancelling `cx` cancels `upstream_id` on `conn`.
-    fn new(lane: &Arc<LaneInner>, conn: &Arc<Conn>, upstream_id: &str, cx: &ToolContext) -> Self {
+    pub(crate) fn new(
+        lane: &Arc<LaneInner>,
+        conn: &Arc<Conn>,
+        upstream_id: &str,
+        cx: &ToolContext,
+    ) -> Self {
         Self {
             lane: Arc::clone(lane),
             conn: Arc::clone(conn),

@@ -167,4 +167,31 @@ pub trait ExtensionFactory: Send + Sync + 'static {
     fn set_metrics(&self, metrics: &mcp_tasks_core::Metrics) {
         let _ = metrics;
     }
+
+    /// Whether this extension serves 2026-07-28 requests. `false` by default: a modern
+    /// request is refused with -32022 listing only the `initialize` revisions (the
+    /// extension's tools exist only in a 2025-11-25 session).
+    fn serves_modern(&self) -> bool {
+        false
+    }
+
+    /// The tools a 2026-07-28 request of `requester` is served from: modern requests are
+    /// stateless, so they cannot use the tools of the session they came on (a gateway
+    /// starts those with `initialize`). Asked for each modern `tools/list` and
+    /// `tools/call` when [`Self::serves_modern`]; a gateway answers with a lane shared by
+    /// the requester's modern requests, started on first use.
+    ///
+    /// # Errors
+    /// The JSON-RPC error to answer the request with (by default -32601: nothing to serve).
+    fn modern_tools<'a>(
+        &'a self,
+        requester: &'a Requester,
+    ) -> futures::future::BoxFuture<'a, Result<Arc<dyn ToolSource>, ErrorObject>> {
+        let _ = requester;
+        Box::pin(async {
+            Err(ErrorObject::method_not_found(
+                "this server has no tools for 2026-07-28 requests",
+            ))
+        })
+    }
 }

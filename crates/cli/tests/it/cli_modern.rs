@@ -1,5 +1,5 @@
 //! `mcp-tasks call` and `mcp-tasks tasks` against 2026-07-28: the era found on stdio and
-//! HTTP (modern for our server, legacy for a gateway that refuses modern requests),
+//! HTTP (modern for our server and for a gateway),
 //! `--protocol` / `MCP_TASKS_PROTOCOL` forcing it both ways, a task to `completed`, one
 //! through `input_required` answered with `--elicit-reply` (and sampling with
 //! `--sample-reply`), one cancelled with Ctrl-C, one failed, `tasks get|cancel` in both
@@ -84,16 +84,17 @@ fn the_era_is_found_on_both_transports_and_forced_both_ways() {
     assert_modern(&run(&mut cli(&args)));
 }
 
-/// A gateway (whose upstream speaks 2025-11-25) refuses modern requests with -32022
-/// listing only `initialize` revisions: the CLI speaks 2025-11-25 to it, on both
-/// transports; forced modern, it fails saying why.
+/// A gateway (whose upstream speaks 2025-11-25) serves both eras (issue 18,
+/// `crates/cli/tests/it/gateway_modern.rs`): the CLI finds it modern on both transports,
+/// and speaks 2025-11-25 to it when told to.
 #[test]
-fn a_server_refusing_modern_requests_is_spoken_to_in_legacy() {
+fn a_gateway_is_spoken_to_in_either_era() {
     let upstream = format!("{} serve --stdio --store memory", bin());
     let srv = HttpServer::start(&["--upstream-cmd", &upstream]);
     let mut args = SLEEP_TASK.to_vec();
     args.extend(["--url", &srv.url]);
-    assert_legacy(&run(&mut cli_auto(&args)));
+    assert_modern(&run(&mut cli_auto(&args)));
+    assert_legacy(&run(&mut cli(&args)));
 
     let server = [
         "--",
@@ -107,19 +108,8 @@ fn a_server_refusing_modern_requests_is_spoken_to_in_legacy() {
     ];
     let mut args = SLEEP_TASK.to_vec();
     args.extend(server);
-    assert_legacy(&run(&mut cli_auto(&args)));
-    let mut args = SLEEP_TASK.to_vec();
-    args.extend(["--protocol", "modern"]);
-    args.extend(server);
-    let o = run(&mut cli_auto(&args));
-    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    let v = json_out(&o);
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("does not speak 2026-07-28")),
-        "{v}"
-    );
+    assert_modern(&run(&mut cli_auto(&args)));
+    assert_legacy(&run(&mut cli(&args)));
 }
 
 #[test]

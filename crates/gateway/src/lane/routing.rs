@@ -264,6 +264,15 @@ impl LaneInner {
         {
             strip_related_task(p);
         }
+        if self.has_no_client() {
+            tracing::warn!(method = %method, "an upstream request outside a single call of a 2026-07-28 client refused: no client to send it to");
+            return Err(ErrorObject::new(
+                mcp_tasks_proto::codes::METHOD_NOT_FOUND,
+                format!(
+                    "`{method}` cannot be relayed: the gateway's 2026-07-28 clients receive requests only during one call of theirs, and this one belongs to no single call in flight"
+                ),
+            ));
+        }
         let ready = self.downstream.borrow().clone();
         let peer = match ready {
             Some(peer) => peer,

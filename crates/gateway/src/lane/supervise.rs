@@ -14,6 +14,7 @@ use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
 use crate::backoff;
 use futures::future::BoxFuture;
 
+use crate::config::UpstreamProtocol;
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
 use crate::connect::Connected;
 use crate::tools::ToolSet;
@@ -92,7 +93,10 @@ impl LaneInner {
     }
 
     pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
-        if let Some(reattached) = self.open_reattached().await {
+        // A modern upstream has no session to take up.
+        if self.limits.upstream_protocol != UpstreamProtocol::Modern
+            && let Some(reattached) = self.open_reattached().await
+        {
             return Ok(reattached);
         }
         let shared = ConnShared::new(self.me.clone(), &self.limits);
@@ -104,29 +108,48 @@ impl LaneInner {
             .map_err(|e| e.to_string())?;
         let (conn, mut ended, settled) = self.adopt(connected, shared);
         let params = self.init_params.lock().clone();
-        let init = tokio::time::timeout(
-            INIT_TIMEOUT,
-            conn.call_unbounded(methods::INITIALIZE, Some(params)),
-        )
-        .await
-        .map_err(|_| format!("the upstream did not answer initialize within {INIT_TIMEOUT:?}"))?;
+        let meta = crate::modern_upstream::request_meta(&params);
+        let modern = match self.limits.upstream_protocol {
+            UpstreamProtocol::Legacy => false,
+            UpstreamProtocol::Modern => true,
+            UpstreamProtocol::Auto => {
+                let found = crate::modern_upstream::probe(&conn, &meta).await;
+                tracing::info!(upstream = %self.describe(), modern = found, "upstream protocol found");
+                found
+            }
+        };
+        let (method, params) = if modern {
+            conn.set_modern(meta);
+            (mcp_tasks_proto::modern::methods::SERVER_DISCOVER, None)
+        } else {
+            (methods::INITIALIZE, Some(params))
+        };
+        let init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, params))
+            .await
+            .map_err(|_| format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}"))?;
         let init = match init {
             Ok(v) => v,
             Err(CallError::Upstream(e)) => {
-                return Err(format!("the upstream refused initialize: {e}"));
+                return Err(format!("the upstream refused {method}: {e}"));
             }
-            Err(CallError::Failed(e)) => return Err(format!("initialize failed: {e}")),
+            Err(CallError::Failed(e)) => return Err(format!("{method} failed: {e}")),
             Err(CallError::Lost(_)) => {
                 let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
                     .await
                     .ok()
                     .and_then(Result::ok)
                     .unwrap_or_else(|| "the upstream closed the connection".into());
-                return Err(format!("{why} during initialize"));
+                return Err(format!("{why} during {method}"));
             }
         };
-        conn.set_init_result(init);
-        conn.notify(methods::INITIALIZED, None).await;
+        if modern {
+            // Spec (lifecycle): a modern client "sends `server/discover`" and no
+            // `notifications/initialized`; there is no session to open.
+            conn.set_init_result(crate::modern_upstream::init_of_discover(&init));
+        } else {
+            conn.set_init_result(init);
+            conn.notify(methods::INITIALIZED, None).await;
+        }
         if let Some(settled) = settled {
             settled.await;
         }

@@ -69,7 +69,7 @@ pub async fn handle(
     negotiated: &Negotiated,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
-    let (params_value, call, args, tool) = parse(session, params)?;
+    let (params_value, call, args, tool) = parse(session.tool_source(), params)?;
     let engine = session.tasks();
     let support = tool.effective_task_support();
     let token = progress_token(Some(&params_value));
@@ -146,7 +146,7 @@ pub async fn handle(
 /// -32602 for params that are not an object with `name`, arguments that are not an
 /// object, or an unknown tool.
 pub(crate) fn parse(
-    session: &Session,
+    tools: &dyn crate::extension::ToolSource,
     params: Option<Value>,
 ) -> Result<(Value, CallToolParams, Value, Tool), ErrorObject> {
     let params_value = params.unwrap_or(Value::Null);
@@ -164,7 +164,7 @@ pub(crate) fn parse(
         Some(a @ Value::Object(_)) => a,
         Some(_) => return Err(ErrorObject::invalid_params("`arguments` must be an object")),
     };
-    let Some(tool) = session.tool(&call.name) else {
+    let Some(tool) = tools.tool(&call.name) else {
         return Err(ErrorObject::invalid_params(format!(
             "Unknown tool: `{}`",
             call.name

@@ -28,6 +28,9 @@ use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
 use serde_json::{Map, Value, json};
 
+use std::sync::Arc;
+
+use crate::extension::ToolSource;
 use crate::session::Session;
 
 /// How long a client may cache `server/discover` and `tools/list`, in ms. The tool list
@@ -47,14 +50,21 @@ pub(crate) fn supported_versions() -> Vec<&'static str> {
 
 /// The era of a request of `session` with these `params` (see [`modern::request_era`]).
 ///
-/// A server composed with an extension (a gateway) does not serve 2026-07-28 yet: its
-/// tools and everything else come from an upstream reached through a 2025-11-25 session
-/// that only `initialize` opens. A modern request gets -32022 listing the `initialize`
-/// revisions, which tells a dual-era client to fall back (versioning: "the client
-/// retries with a supported version rather than falling back" is for versions it can
-/// use per request; here every supported one needs `initialize`).
+/// A server composed with an extension that does not serve 2026-07-28
+/// ([`crate::ExtensionFactory::serves_modern`]) refuses modern requests: its tools and
+/// everything else come from what only `initialize` opens. A modern request gets -32022
+/// listing the `initialize` revisions, which tells a dual-era client to fall back
+/// (versioning: "the client retries with a supported version rather than falling back"
+/// is for versions it can use per request; here every supported one needs `initialize`).
+/// A gateway serves them ([`tools_for`]).
 pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
-    if session.state.extension.is_some() && modern::is_modern_form(params) {
+    if session
+        .state
+        .extension
+        .as_ref()
+        .is_some_and(|e| !e.serves_modern())
+        && modern::is_modern_form(params)
+    {
         let requested = params
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(modern::PROTOCOL_VERSION_META))
@@ -93,8 +103,16 @@ pub(crate) async fn handle(
     let (session, method) = (req.session, req.method);
     let mut result = match method {
         methods::SERVER_DISCOVER => discover(session),
-        methods::TOOLS_LIST => tools::list(session, params.as_ref())?,
-        methods::TOOLS_CALL => tools::call(req, params).await?,
+        methods::TOOLS_LIST => {
+            let owned = tools_for(session).await?;
+            let source = owned.as_deref().unwrap_or_else(|| session.tool_source());
+            tools::list(source, params.as_ref())?
+        }
+        methods::TOOLS_CALL => {
+            let owned = tools_for(session).await?;
+            let source = owned.as_deref().unwrap_or_else(|| session.tool_source());
+            tools::call(req, source, params).await?
+        }
         methods::TASKS_RESULT | methods::TASKS_LIST => {
             return Err(ErrorObject::method_not_found(format!(
                 "`{method}` does not exist in 2026-07-28 (the tasks extension polls with tasks/get)"
@@ -117,6 +135,19 @@ pub(crate) async fn handle(
     };
     modern::stamp_result(&mut result, &ResultType::Complete, &server_info(session));
     Ok(result)
+}
+
+/// The tools of a modern request when they are not the session's own: a server composed
+/// with an extension serves them from what the extension gives for the requester (a
+/// gateway's lane shared by the requester's modern requests); `None` for a plain server.
+///
+/// # Errors
+/// The extension's error (a gateway whose upstream cannot be reached).
+async fn tools_for(session: &Session) -> Result<Option<Arc<dyn ToolSource>>, ErrorObject> {
+    match &session.state.extension {
+        Some(ext) => ext.modern_tools(&session.requester).await.map(Some),
+        None => Ok(None),
+    }
 }
 
 /// `serverInfo`, from the configuration.

@@ -7,17 +7,18 @@ use serde_json::Value;
 
 use super::CACHE_TTL_MS;
 use super::ModernRequest;
-use crate::session::Session;
+use crate::extension::ToolSource;
 use crate::tool::Tool;
 
-/// Serve `tools/list`: the session's tools on one page, with the cacheable-result fields,
+/// Serve `tools/list`: the tools of `source` (the session's, or those a gateway serves
+/// modern requests from) on one page, with the cacheable-result fields,
 /// without `execution` (in this era the server decides per request whether a call becomes
 /// a task; there is no per-tool opt-in for the client to honour).
 ///
 /// Spec (changelog): "List endpoints (`tools/list`, `resources/list`, `prompts/list`) no
 /// longer vary per-connection." Schema (`ListToolsResult`): `ttlMs` and `cacheScope` are
 /// required.
-pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+pub(super) fn list(source: &dyn ToolSource, params: Option<&Value>) -> Result<Value, ErrorObject> {
     match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => {}
         Some(Value::String(_)) => {
@@ -28,7 +29,7 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
     }
     let result = ListToolsResult {
         result_type: ResultType::Complete,
-        tools: session.tool_source().listing(false),
+        tools: source.listing(false),
         ttl_ms: CACHE_TTL_MS,
         cache_scope: CacheScope::Public,
         next_cursor: None,
@@ -61,10 +62,11 @@ pub(super) fn list(session: &Session, params: Option<&Value>) -> Result<Value, E
 ///   requests to `stdout`."
 pub(super) async fn call(
     req: ModernRequest<'_>,
+    source: &dyn ToolSource,
     params: Option<Value>,
 ) -> Result<Value, ErrorObject> {
     let (session, cx, meta) = (req.session, req.cx, req.meta);
-    let (params_value, _, args, tool) = crate::handlers::tools_call::parse(session, params)?;
+    let (params_value, _, args, tool) = crate::handlers::tools_call::parse(source, params)?;
     let extension = meta.client_capabilities.has_tasks_extension();
     let engine = session.state.engine.as_ref();
     let support = tool.effective_task_support();

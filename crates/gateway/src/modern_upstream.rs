@@ -1,0 +1,391 @@
+//! The reverse bridge: a 2026-07-28 ("modern") upstream behind the gateway
+//! (`--upstream-protocol modern`; docs/adr/0005-two-generations.md).
+//!
+//! A connection to such an upstream opens with `server/discover` instead of
+//! `initialize`/`notifications/initialized`, and stamps the modern `_meta` (protocol
+//! version, the session's client capabilities plus the tasks extension, client info) on
+//! every request. Results that are `complete` lose `resultType` and the `serverInfo` of
+//! their `_meta` on the way down, which makes them legacy results.
+//!
+//! A `tools/call` ([`call_tool`]) may be answered three ways: `complete` (the result),
+//! `input_required` (each input request is relayed to the downstream client through the
+//! [`ToolContext`], for a legacy task as a request on `tasks/result`, and the call is
+//! retried with `inputResponses` and `requestState`), or `task` (the upstream task is
+//! followed with `tasks/get` at its `pollIntervalMs`, each new `inputRequests` entry
+//! relayed once and answered with `tasks/update`, cancelled with `tasks/cancel` when the
+//! call is).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mcp_tasks_proto::modern::{
+    self, ClientCapabilities, Implementation, ResultType, SERVER_INFO_META, TASKS_EXTENSION,
+};
+use mcp_tasks_proto::{ErrorObject, codes, methods};
+use mcp_tasks_server::ToolContext;
+use serde_json::{Map, Value, json};
+
+use crate::conn::{CallError, Conn};
+use crate::error::unavailable;
+use crate::lane::LaneInner;
+
+/// Most `input_required` rounds of one plain call: an upstream that asks again and again
+/// without end gets an error after this many.
+pub(crate) const MAX_INPUT_ROUNDS: usize = 32;
+/// How long `--upstream-protocol auto` waits for the answer to its `server/discover`
+/// before it takes the upstream for a legacy one.
+pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+/// The poll interval when the upstream gives none.
+const DEFAULT_POLL: Duration = Duration::from_millis(500);
+/// The poll interval is kept within these bounds, whatever the upstream says.
+const MIN_POLL: Duration = Duration::from_millis(10);
+const MAX_POLL: Duration = Duration::from_secs(30);
+
+/// The modern `_meta` of every request of a lane whose downstream session initialized
+/// with `init_params`: its client info and capabilities, with the tasks extension added
+/// (the gateway follows upstream tasks itself).
+///
+/// Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
+/// fields in `_meta`; fields marked as required MUST be included on every request".
+pub(crate) fn request_meta(init_params: &Value) -> Value {
+    let mut caps = match init_params.get("capabilities") {
+        Some(Value::Object(c)) => c.clone(),
+        _ => Map::new(),
+    };
+    // The legacy `tasks` capability means nothing to a modern server.
+    caps.remove("tasks");
+    let ext = caps
+        .entry("extensions")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !ext.is_object() {
+        *ext = Value::Object(Map::new());
+    }
+    if let Some(e) = ext.as_object_mut() {
+        e.insert(TASKS_EXTENSION.to_owned(), json!({}));
+    }
+    let info = init_params
+        .get("clientInfo")
+        .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok())
+        .unwrap_or_else(|| Implementation::new("mcp-tasks-gateway", env!("CARGO_PKG_VERSION")));
+    modern::request_meta_value(&info, &ClientCapabilities(caps))
+}
+
+/// `params` (an object, or a new one) with the keys of `meta` in its `_meta` (other
+/// `_meta` keys, such as `progressToken`, are kept).
+pub(crate) fn stamp(meta: &Value, params: Option<Value>) -> Value {
+    let mut params = match params {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
+    };
+    let slot = params
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !slot.is_object() {
+        *slot = Value::Object(Map::new());
+    }
+    if let (Some(slot), Some(meta)) = (slot.as_object_mut(), meta.as_object()) {
+        for (k, v) in meta {
+            slot.insert(k.clone(), v.clone());
+        }
+    }
+    Value::Object(params)
+}
+
+/// A `complete` result as a legacy one: without `resultType` and the `serverInfo` of its
+/// `_meta` (an emptied `_meta` goes too). Other result types are left for the caller.
+pub(crate) fn strip_complete(v: &mut Value) {
+    if ResultType::of(v) != ResultType::Complete {
+        return;
+    }
+    let Some(obj) = v.as_object_mut() else {
+        return;
+    };
+    obj.remove("resultType");
+    if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
+        meta.remove(SERVER_INFO_META);
+        if meta.is_empty() {
+            obj.remove("_meta");
+        }
+    }
+}
+
+/// The `initialize`-like result the lane keeps for a modern upstream, made of its
+/// `server/discover` result: its capabilities (without `extensions`, and without legacy
+/// `tasks`: the gateway follows modern upstream tasks itself), `serverInfo` from the
+/// result's `_meta`, `instructions`.
+pub(crate) fn init_of_discover(discover: &Value) -> Value {
+    let mut caps = match discover.get("capabilities") {
+        Some(Value::Object(c)) => c.clone(),
+        _ => Map::new(),
+    };
+    caps.remove("extensions");
+    caps.remove("tasks");
+    let server_info = discover
+        .pointer("/_meta")
+        .and_then(|m| m.get(SERVER_INFO_META))
+        .cloned()
+        .unwrap_or_else(|| json!({"name": "upstream", "version": "unknown"}));
+    let mut init = json!({
+        "protocolVersion": modern::PROTOCOL_VERSION,
+        "capabilities": caps,
+        "serverInfo": server_info,
+    });
+    if let Some(i) = discover.get("instructions") {
+        init["instructions"] = i.clone();
+    }
+    init
+}
+
+/// Whether the upstream on `conn` speaks 2026-07-28 (`--upstream-protocol auto`).
+///
+/// Spec (stdio, "Backward Compatibility"): "The server returns a `DiscoverResult`: the
+/// server is modern." / "The server returns any other error, or does not respond within a
+/// reasonable timeout: the server is legacy." A result without `supportedVersions` naming
+/// 2026-07-28 (an upstream that echoes unknown requests, or lists only `initialize`
+/// revisions) counts as legacy too; so does a modern error (no common version), and
+/// `initialize` then says what the upstream speaks.
+pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
+    let params = stamp(meta, None);
+    let answer = tokio::time::timeout(
+        PROBE_TIMEOUT,
+        conn.call_unbounded(modern::methods::SERVER_DISCOVER, Some(params)),
+    )
+    .await;
+    match answer {
+        Ok(Ok(v)) => v
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|versions| {
+                versions
+                    .iter()
+                    .any(|x| x.as_str() == Some(modern::PROTOCOL_VERSION))
+            }),
+        _ => false,
+    }
+}
+
+/// The error of a call the upstream did not answer.
+async fn call_error(lane: &LaneInner, conn: &Conn, e: CallError) -> ErrorObject {
+    match e {
+        CallError::Upstream(e) | CallError::Failed(e) => e,
+        CallError::Lost(d) => unavailable(format!(
+            "{} during the call",
+            lane.lost_reason(conn, d.as_deref()).await
+        )),
+    }
+}
+
+/// Relay one input request of the upstream to the downstream client and return its
+/// answer.
+///
+/// Spec (MRTR): "`inputRequests` values are request objects that MUST be one of
+/// `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`".
+async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> {
+    let method = request
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+    match method {
+        methods::ELICITATION_CREATE => cx.elicit(params).await,
+        methods::SAMPLING_CREATE_MESSAGE => cx.sample(params).await,
+        "roots/list" => cx.request(method, params).await,
+        other => Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream asked for input with `{other}`, which is not an input request"),
+        )),
+    }
+}
+
+/// A modern `tools/call` upstream, followed to its outcome: the final result, or the
+/// JSON-RPC error the call (or its upstream task) ended with.
+pub(crate) async fn call_tool(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    mut params: Value,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
+    let _routes = lane.register_call(cx, true);
+    for _ in 0..MAX_INPUT_ROUNDS {
+        let v = match conn.call(methods::TOOLS_CALL, Some(params.clone())).await {
+            Ok(v) => v,
+            Err(e) => return Err(call_error(lane, &conn, e).await),
+        };
+        match ResultType::of(&v) {
+            ResultType::Complete => return Ok(v),
+            ResultType::Task => return follow(lane, conn, &v, cx).await,
+            ResultType::InputRequired => {
+                let mut responses = Map::new();
+                if let Some(reqs) = v.get("inputRequests").and_then(Value::as_object) {
+                    for (key, req) in reqs {
+                        responses.insert(key.clone(), relay(cx, req).await?);
+                    }
+                }
+                let Some(p) = params.as_object_mut() else {
+                    return Err(ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        "tools/call params are not an object",
+                    ));
+                };
+                p.insert("inputResponses".into(), Value::Object(responses));
+                match v.get("requestState") {
+                    Some(s) => p.insert("requestState".into(), s.clone()),
+                    None => p.remove("requestState"),
+                };
+            }
+            ResultType::Other(t) => {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("the upstream answered tools/call with the unknown resultType `{t}`"),
+                ));
+            }
+        }
+    }
+    Err(ErrorObject::new(
+        codes::INTERNAL_ERROR,
+        format!(
+            "the upstream asked for input more than {MAX_INPUT_ROUNDS} times in one tools/call"
+        ),
+    ))
+}
+
+/// The poll interval a task asks for, within bounds.
+fn poll_interval(task: &Value) -> Duration {
+    task.get("pollIntervalMs")
+        .and_then(Value::as_u64)
+        .map_or(DEFAULT_POLL, Duration::from_millis)
+        .clamp(MIN_POLL, MAX_POLL)
+}
+
+/// Follow the upstream task that `created` (a `CreateTaskResult`) announces.
+///
+/// Spec (SEP-2663): "Requestors poll `tasks/get` ... respecting `pollIntervalMs`"; input
+/// requests "are answered with `tasks/update`"; `completed` "This includes tool calls that
+/// returned results with `isError: true`"; `failed`: "The task will include the `error`
+/// field with the JSON-RPC error details".
+async fn follow(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    created: &Value,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
+    let Some(task_id) = created.get("taskId").and_then(Value::as_str) else {
+        return Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream created a task without a taskId: {created}"),
+        ));
+    };
+    tracing::debug!(upstream_task = %task_id, "following a modern upstream task");
+    let _cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
+    let mut answered: HashSet<String> = HashSet::new();
+    let mut interval = poll_interval(created);
+    let mut task = created.clone();
+    loop {
+        match task.get("status").and_then(Value::as_str) {
+            Some("completed") => {
+                let mut r = task.get("result").cloned().ok_or_else(|| {
+                    ErrorObject::new(
+                        codes::INTERNAL_ERROR,
+                        format!("upstream task {task_id} completed without a result"),
+                    )
+                })?;
+                strip_complete(&mut r);
+                return Ok(r);
+            }
+            Some("failed") => {
+                return Err(task
+                    .get("error")
+                    .and_then(|e| serde_json::from_value::<ErrorObject>(e.clone()).ok())
+                    .unwrap_or_else(|| {
+                        ErrorObject::new(
+                            codes::INTERNAL_ERROR,
+                            task.get("statusMessage")
+                                .and_then(Value::as_str)
+                                .unwrap_or("the upstream task failed")
+                                .to_owned(),
+                        )
+                    }));
+            }
+            Some("cancelled") => {
+                return Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("upstream task {task_id} was cancelled"),
+                ));
+            }
+            _ => {}
+        }
+        if let Some(reqs) = task.get("inputRequests").and_then(Value::as_object) {
+            let mut responses = Map::new();
+            for (key, req) in reqs {
+                if answered.contains(key) {
+                    continue;
+                }
+                responses.insert(key.clone(), relay(cx, req).await?);
+                answered.insert(key.clone());
+            }
+            if !responses.is_empty() {
+                let update = json!({ "taskId": task_id, "inputResponses": responses });
+                if let Err(e) = conn.call(modern::methods::TASKS_UPDATE, Some(update)).await {
+                    return Err(call_error(lane, &conn, e).await);
+                }
+                // Read the task again at once: the answer may have finished it.
+                interval = MIN_POLL;
+            }
+        }
+        tokio::time::sleep(interval).await;
+        task = match conn
+            .call(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+            .await
+        {
+            Ok(t) => t,
+            Err(e) => return Err(call_error(lane, &conn, e).await),
+        };
+        interval = poll_interval(&task);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use mcp_tasks_proto::modern::CLIENT_CAPABILITIES_META;
+
+    #[test]
+    fn meta_carries_the_session_capabilities_and_the_tasks_extension() {
+        let init = json!({"capabilities": {"elicitation": {"form": {}}, "tasks": {"list": {}}}, "clientInfo": {"name": "c", "version": "1"}});
+        let m = request_meta(&init);
+        assert_eq!(m[modern::PROTOCOL_VERSION_META], modern::PROTOCOL_VERSION);
+        assert_eq!(
+            m[CLIENT_CAPABILITIES_META],
+            json!({"elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}})
+        );
+        assert_eq!(m[modern::CLIENT_INFO_META]["name"], "c");
+        let p = stamp(
+            &m,
+            Some(json!({"name": "x", "_meta": {"progressToken": 3}})),
+        );
+        assert_eq!(p["_meta"]["progressToken"], 3);
+        assert_eq!(
+            p["_meta"][modern::PROTOCOL_VERSION_META],
+            modern::PROTOCOL_VERSION
+        );
+    }
+
+    #[test]
+    fn complete_results_become_legacy_ones() {
+        let mut v = json!({"resultType": "complete", "content": [], "_meta": {SERVER_INFO_META: {"name": "s", "version": "1"}}});
+        strip_complete(&mut v);
+        assert_eq!(v, json!({"content": []}));
+        let mut t = json!({"resultType": "task", "taskId": "t"});
+        strip_complete(&mut t);
+        assert_eq!(t["resultType"], "task");
+        let init = init_of_discover(
+            &json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {TASKS_EXTENSION: {}}}, "instructions": "hi", "_meta": {SERVER_INFO_META: {"name": "up", "version": "2"}}}),
+        );
+        assert_eq!(init["capabilities"], json!({"tools": {}}));
+        assert_eq!(init["serverInfo"]["name"], "up");
+        assert_eq!(init["instructions"], "hi");
+        assert_eq!(poll_interval(&json!({"pollIntervalMs": 0})), MIN_POLL);
+        assert_eq!(poll_interval(&json!({})), DEFAULT_POLL);
+    }
+}

@@ -6,7 +6,8 @@
 //! waits in the running task's queue. Here that queue is read by `tasks/get` as
 //! `inputRequests` and answered by `tasks/update`, instead of travelling on a
 //! `tasks/result` stream. The queue lives in the process running the task (see
-//! `docs/adr/0005-two-generations.md`). Not yet: `--task-after` for `optional` tools,
+//! `docs/adr/0005-two-generations.md`); on PostgreSQL the other replicas read and answer it
+//! through the store's mailbox (`docs/adr/0006-replicas.md`). Not yet: `--task-after` for `optional` tools,
 //! `subscriptions/listen`.
 
 use std::sync::Arc;

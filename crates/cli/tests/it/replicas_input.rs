@@ -29,10 +29,15 @@ struct Cluster {
 
 impl Cluster {
     async fn start() -> Self {
+        Self::start_with(&[(TOKENS_ENV, TOKENS)]).await
+    }
+
+    /// Without authentication (`env` without tokens) when `env` is empty.
+    async fn start_with(env: &[(&str, &str)]) -> Self {
         let db = PgDb::new("replicas_input");
         let url = db.url("pool=4");
         let replicas: Vec<Server> = (0..3)
-            .map(|_| Server::start_env(&["--store", url.as_str()], &[(TOKENS_ENV, TOKENS)]))
+            .map(|_| Server::start_env(&["--store", url.as_str()], env))
             .collect();
         let proxy = Proxy::start(replicas.iter().map(|s| s.addr).collect())
             .await
@@ -316,4 +321,60 @@ async fn our_legacy_client_answers_a_task_through_the_proxy() {
         hits.iter().all(|n| *n > 0),
         "every replica served: {hits:?}"
     );
+}
+
+/// Without authentication a task's requests belong to the session that created it, on
+/// every replica: another session's `tasks/result` on B only waits (it gets no request),
+/// another session's answer POSTed to C is ignored, and the creator's answer on C
+/// completes the task running on A.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_auth_the_requests_belong_to_the_creating_session_on_every_replica() {
+    let cluster = Cluster::start_with(&[]).await;
+    let mut creator = cluster.client("unused");
+    creator.token = None;
+    creator.initialize().await;
+    let mut other = creator.fresh();
+    other.initialize().await;
+    let task = cluster
+        .at(0, &creator)
+        .start_task("ask", json!({"question": "Whose?"}))
+        .await;
+    cluster
+        .at(1, &creator)
+        .wait_status(&task, "input_required")
+        .await;
+
+    // Another session's tasks/result on B carries no request.
+    let (_, resp) = cluster
+        .at(1, &other)
+        .request("tasks/result", json!({"taskId": task}))
+        .await;
+    let mut theirs = resp.sse();
+    let mut quiet = Vec::new();
+    while let Ok(Some(e)) = theirs.next_within(Duration::from_millis(400)).await {
+        quiet.extend(e.message());
+    }
+    assert!(
+        quiet.iter().all(|m| m.get("id").is_none()),
+        "another session got the task's request: {quiet:?}"
+    );
+
+    let (rid, resp) = cluster
+        .at(1, &creator)
+        .request("tasks/result", json!({"taskId": task}))
+        .await;
+    let mut sse = resp.sse();
+    let ask = sse.next_non_notification(&mut Vec::new()).await.unwrap();
+    assert_eq!(ask["method"], "elicitation/create", "{ask}");
+    let forged = json!({"jsonrpc": "2.0", "id": ask["id"], "result": ask_answer("other")});
+    assert_eq!(cluster.at(2, &other).post(&forged).await.status, 202);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let t = cluster.at(2, &creator).task(&task).await;
+    assert_eq!(t["result"]["status"], "input_required", "{t}");
+
+    let answer = json!({"jsonrpc": "2.0", "id": ask["id"], "result": ask_answer("mine")});
+    assert_eq!(cluster.at(2, &creator).post(&answer).await.status, 202);
+    let done = sse.next_non_notification(&mut Vec::new()).await.unwrap();
+    assert_eq!(done["id"], rid);
+    assert_eq!(done["result"]["content"][0]["text"], "mine", "{done}");
 }

@@ -120,4 +120,7 @@ impl TaskStore for Instrumented {
     fn notes(&self) -> Option<Arc<dyn crate::store::TaskNotes>> {
         self.inner.notes()
     }
+    fn inputs(&self) -> Option<Arc<dyn crate::inputs::TaskInputs>> {
+        self.inner.inputs()
+    }
 }

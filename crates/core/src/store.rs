@@ -384,6 +384,13 @@ pub trait TaskStore: Send + Sync + 'static {
     fn notes(&self) -> Option<std::sync::Arc<dyn TaskNotes>> {
         None
     }
+
+    /// The mailbox through which a task running in one process asks its requestor
+    /// through another (see [`crate::inputs`]); `None` (the default) for a store that one
+    /// process uses: the relay in memory serves every request.
+    fn inputs(&self) -> Option<std::sync::Arc<dyn crate::inputs::TaskInputs>> {
+        None
+    }
 }
 
 /// A small note per task, kept in the task store beside the task and deleted with it: what

@@ -293,13 +293,14 @@ impl Handler for Session {
     }
 
     fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {
-        // Answers to requests a task relayed through tasks/result: routed by id, accepted
-        // only from the requester the task belongs to.
+        // Answers to requests a task relayed through tasks/result: routed by id (to the
+        // replica running the task, through the store's mailbox, when it is another one),
+        // accepted only from the requester the task belongs to.
         let delivered = self
             .state
             .engine
             .as_ref()
-            .is_some_and(|e| e.deliver_answer(&id, &self.requester, outcome));
+            .is_some_and(|e| e.route_answer(&id, &self.requester, outcome));
         if !delivered {
             tracing::debug!(id = %id, "late or unknown response ignored");
         }

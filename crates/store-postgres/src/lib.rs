@@ -37,7 +37,8 @@
 //!
 //! Round trips per operation, once its statements are prepared on a pooled connection:
 //! `get`, `get_summary`, `list` (one function call), `heartbeat`, `orphans`, `adopt`, `delete_expired`,
-//! and each call of the task notes (`notes` module): one statement each. `transition` and `transition_within`: one (the compare-and-swap; with
+//! and each call of the task notes (`notes` module) and of the mailbox of task requests
+//! (`inputs` module): one statement each. `transition` and `transition_within`: one (the compare-and-swap; with
 //! byte limits, a PL/pgSQL call that locks, reads the counters and swaps), plus one read
 //! when it is rejected. `create`: one (with limits, a call of a PL/pgSQL function that locks, counts and
 //! inserts). `fail_orphans`: three (the
@@ -68,6 +69,7 @@ use tokio::sync::watch;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
+mod inputs;
 mod listen;
 mod notes;
 mod ops;
@@ -566,6 +568,13 @@ impl TaskStore for PgStore {
     fn notes(&self) -> Option<Arc<dyn mcp_tasks_core::TaskNotes>> {
         Some(Arc::new(notes::PgNotes {
             db: schema::Db::new(&self.pool, &self.target),
+        }))
+    }
+
+    fn inputs(&self) -> Option<Arc<dyn mcp_tasks_core::TaskInputs>> {
+        Some(Arc::new(inputs::PgInputs {
+            pool: self.pool.clone(),
+            target: self.target.clone(),
         }))
     }
 }

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -322,6 +322,8 @@ const MIGRATIONS: &[&str] = &[
     crate::notes::MIGRATION,
     // 3 -> 4: the sessions shared between replicas.
     crate::sessions::MIGRATION,
+    // 4 -> 5: the mailbox of running tasks' requests to their requestors.
+    crate::inputs::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -83,6 +83,7 @@ mod process;
 mod rate_limits;
 mod replicas;
 mod replicas_failover;
+mod replicas_input;
 mod replicas_wake;
 mod status_notifications;
 mod task_progress;

@@ -30,6 +30,7 @@ use crate::store::{ListScope, TaskStore, Transition};
 pub mod dashboard;
 mod launch;
 mod lifecycle;
+mod mailbox;
 mod query;
 mod relay;
 

@@ -261,6 +261,8 @@ impl TaskEngine {
             .visible(task_id, who, Read::Full, methods::TASKS_RESULT)
             .await?;
         let mut deliverer: Option<Deliverer> = None;
+        // The requests relayed from another process's mailbox on this stream.
+        let mut sent_elsewhere = std::collections::HashSet::new();
         let _wait = (!rec.status.is_terminal()).then(|| self.metrics().result_wait());
         loop {
             if rec.status.is_terminal() {
@@ -291,6 +293,12 @@ impl TaskEngine {
                 if let Some(d) = deliverer.as_mut() {
                     d.deliver().await;
                 }
+            }
+            if let (None, Some(sender), TaskStatus::InputRequired) =
+                (&running, sender.as_ref(), rec.status)
+            {
+                self.relay_elsewhere(task_id, who, sender, &mut sent_elsewhere)
+                    .await;
             }
             let expires = rec.expires_at_ms();
             tokio::select! {

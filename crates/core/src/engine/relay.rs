@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::mailbox::Posted;
 use super::{Requester, TaskEngine};
 use crate::channel::{RequestSender, RequestorChannel};
 use crate::status::TaskStatus;
@@ -353,6 +354,8 @@ impl RequestorChannel for TaskChannel {
         set_related_task(&mut params, &self.task.task_id);
         let (tx, rx) = oneshot::channel();
         let max = self.engine.inner.policy.max_pending_inputs_per_task;
+        let mailbox = self.engine.mailbox();
+        let mut posted = None;
         let guard = {
             let _lock = self.task.status_lock.lock().await;
             let id = {
@@ -372,19 +375,25 @@ impl RequestorChannel for TaskChannel {
                         tx,
                     },
                 );
+                let copy = mailbox.is_some().then(|| params.clone());
                 st.queue.push(PendingInput {
                     id: id.clone(),
                     method: method.to_owned(),
                     params,
                     sent_on: Vec::new(),
                 });
-                id
+                (id, copy)
             };
+            let (id, copy) = id;
             let guard = PendingGuard {
                 engine: &self.engine,
                 task: &self.task,
                 id,
             };
+            if let (Some(inputs), Some(params)) = (mailbox, copy) {
+                let p = Posted::post(&self.engine, inputs, &self.task, &guard.id, method, params);
+                posted = Some(p.await?);
+            }
             self.set_status(
                 TaskStatus::InputRequired,
                 Some(format!("Waiting for the requestor to answer {method}")),
@@ -396,7 +405,9 @@ impl RequestorChannel for TaskChannel {
         let answer = tokio::select! {
             r = rx => r.unwrap_or_else(|_| Err(ErrorObject::internal("the task ended before the request was answered"))),
             () = self.task.cancel.cancelled() => Err(ErrorObject::new(codes::TASK_CANCELLED, "the task was cancelled")),
+            r = async { match posted.as_mut() { Some(p) => p.answer().await, None => std::future::pending().await } } => r,
         };
+        drop(posted);
         {
             let _lock = self.task.status_lock.lock().await;
             drop(guard);

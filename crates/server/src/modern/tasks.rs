@@ -6,14 +6,15 @@
 //! waits in the running task's queue. Here that queue is read by `tasks/get` as
 //! `inputRequests` and answered by `tasks/update`, instead of travelling on a
 //! `tasks/result` stream. The queue lives in the process running the task (see
-//! `docs/adr/0005-two-generations.md`). Not yet: `--task-after` for `optional` tools,
+//! `docs/adr/0005-two-generations.md`); on PostgreSQL the other replicas read and answer it
+//! through the store's mailbox (`docs/adr/0006-replicas.md`). Not yet: `--task-after` for `optional` tools,
 //! `subscriptions/listen`.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
-use mcp_tasks_core::{EngineError, Requester, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_core::{EngineError, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::{TaskStatus, progress_token};
 use mcp_tasks_proto::meta::strip_related_task;
 use mcp_tasks_proto::modern::tasks::{
@@ -158,7 +159,7 @@ pub(super) async fn handle(
                 .get(task_id, who)
                 .await
                 .map_err(|e| e.to_rpc("Failed to update task"))?;
-            answer(engine, task_id, update)?;
+            answer(engine, task_id, update).await?;
             json!(AckResult::default())
         }
     };
@@ -244,7 +245,7 @@ pub(super) async fn get(
             }
         }
         TaskStatus::InputRequired => {
-            detailed.input_requests = Some(input_requests(engine, task_id))
+            detailed.input_requests = Some(input_requests(engine, task_id).await?)
         }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
@@ -274,16 +275,26 @@ fn stamp_complete(result: &mut Value) {
 /// Spec (SEP-2663): "The `inputRequests` field MUST contain all outstanding requests from
 /// the server to the client that need to be fulfilled before the task can proceed" and
 /// "Each request key in `inputRequests` MUST be unique over the lifetime of a single task"
-/// (the relay numbers a task's requests and adds 122 random bits).
-fn input_requests(engine: &TaskEngine, task_id: &str) -> Map<String, Value> {
-    engine
-        .pending_inputs(task_id)
+/// (the relay numbers a task's requests and adds 122 random bits). A task running on
+/// another replica: its requests as that replica wrote them to the store's mailbox
+/// (`docs/adr/0006-replicas.md`).
+///
+/// # Errors
+/// -32603 when the store fails.
+async fn input_requests(
+    engine: &TaskEngine,
+    task_id: &str,
+) -> Result<Map<String, Value>, ErrorObject> {
+    Ok(engine
+        .inputs_anywhere(task_id)
+        .await
+        .map_err(|e| e.to_rpc("Failed to retrieve task"))?
         .into_iter()
         .map(|(id, method, mut params)| {
             strip_related_task(&mut params);
             (key_of(&id), json!({ "method": method, "params": params }))
         })
-        .collect()
+        .collect())
 }
 
 /// The `inputRequests` key of a relayed request id.
@@ -307,9 +318,17 @@ fn key_of(id: &RequestId) -> String {
 /// The caller has checked that the requester may see the task (its principal with
 /// authentication; without, the task id is the capability), which is what binds the
 /// answer in this era: the relay's own binding (to the connection that created the task)
-/// does not apply, since a stateless client may answer on another connection.
-fn answer(engine: &TaskEngine, task_id: &str, update: UpdateTaskParams) -> Result<(), ErrorObject> {
-    let pending = engine.pending_inputs(task_id);
+/// does not apply, since a stateless client may answer on another connection. A task
+/// running on another replica gets its answers through the store's mailbox.
+async fn answer(
+    engine: &TaskEngine,
+    task_id: &str,
+    update: UpdateTaskParams,
+) -> Result<(), ErrorObject> {
+    let pending = engine
+        .inputs_anywhere(task_id)
+        .await
+        .map_err(|e| e.to_rpc("Failed to update task"))?;
     let mut answers = Vec::new();
     for (key, response) in update.input_responses {
         let Some((id, method, _)) = pending.iter().find(|(id, _, _)| key_of(id) == key) else {
@@ -325,12 +344,11 @@ fn answer(engine: &TaskEngine, task_id: &str, update: UpdateTaskParams) -> Resul
         }
         answers.push((id.clone(), response));
     }
-    let owner = Requester {
-        sees_all: true,
-        ..Requester::default()
-    };
     for (id, response) in answers {
-        engine.deliver_answer(&id, &owner, Ok(response));
+        engine
+            .answer_anywhere(&id, response)
+            .await
+            .map_err(|e| e.to_rpc("Failed to update task"))?;
     }
     Ok(())
 }

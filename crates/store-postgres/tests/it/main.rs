@@ -4,6 +4,7 @@
 
 mod common;
 mod conformance;
+mod inputs;
 mod listing;
 mod notes;
 mod open;

@@ -129,7 +129,7 @@ echo "== load after: $(uptime)" | tee -a "$OUT/summary.txt"
 
 # Medians per variant and scenario: the figure, the figure's p50, the server's CPU per
 # operation; then B/A.
-median='sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end'
+median='sort | if length == 0 then null elif length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end | if . == null then . else . * 100 | round / 100 end'
 for scenario in $SCENARIOS; do
     for v in $A $B; do
         jq -s -r --arg v "$v" --arg s "$scenario" "

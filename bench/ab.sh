@@ -8,6 +8,8 @@
 #   bench/ab.sh metrics   # /metrics off (--no-metrics) vs on and scraped every second:
 #                         # create and get
 #   RUNS=5 DURATION=5s SCENARIOS="create" STORE=memory bench/ab.sh metrics
+#   SCENARIOS=get BENCH_EXTRA="--work-ms 3600000" SERVE_EXTRA="--max-active-tasks 5000" \
+#       bench/ab.sh eras  # tasks/get of working tasks (no outcome to read)
 #
 # The server: target/release/mcp-tasks (or $BIN), `serve` with the default durable SQLite
 # store in a temporary directory (or --store $STORE), no per-requester quotas, one bearer
@@ -71,6 +73,8 @@ start() {
     local args=(serve --listen "127.0.0.1:$PORT" --max-stored-tasks unlimited
         --max-stored-bytes unlimited --max-store-bytes unlimited)
     if [ -n "${STORE:-}" ]; then args+=(--store "$STORE"); fi
+    # shellcheck disable=SC2206 # SERVE_EXTRA is a list of words on purpose
+    args+=(${SERVE_EXTRA:-})
     case "$1" in
     legacy | modern) args+=(--tool-task-support sleep=required) ;;
     off) args+=(--no-metrics) ;;
@@ -106,6 +110,8 @@ run() {
     case "$variant" in
     legacy | modern) args+=(--era "$variant") ;;
     esac
+    # shellcheck disable=SC2206 # BENCH_EXTRA is a list of words on purpose
+    args+=(${BENCH_EXTRA:-})
     start "$variant"
     echo "-- run $i $scenario $variant"
     taskset -c "$LOAD_CPU" "$BIN" bench --url "http://127.0.0.1:$PORT/mcp" --token "$TOKEN" \
@@ -116,7 +122,7 @@ run() {
 }
 
 {
-    echo "== bench/ab.sh $MODE: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP STORE=${STORE:-default SQLite}"
+    echo "== bench/ab.sh $MODE: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP STORE=${STORE:-default SQLite} SERVE_EXTRA=${SERVE_EXTRA:-} BENCH_EXTRA=${BENCH_EXTRA:-}"
     echo "== $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load before: $(uptime)"
 } | tee "$OUT/summary.txt"
 for i in $(seq 1 "$RUNS"); do

@@ -120,7 +120,8 @@ pub struct Config {
     pub warmup: Duration,
     /// Stop after this many measured iterations instead of after `duration`.
     pub requests: Option<u64>,
-    /// The `ms` argument of the work tool; `None` is the scenario's default.
+    /// The `ms` argument of the work tool (for `get` and `list`, of the K tasks created
+    /// first); `None` is the scenario's default.
     pub work_ms: Option<u64>,
     /// Poll period of `lifecycle`.
     pub poll_ms: u64,
@@ -689,7 +690,9 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             let share = cfg.tasks / n + u64::from((i as u64) < cfg.tasks % n);
             seeding.push(seed(
                 cfg.era,
-                create_params(cfg.era, &cfg.tool, 0, cfg.ttl_ms),
+                // `get` and `list` create their K tasks with the scenario's work (0 ms by
+                // default: finished tasks; a long one keeps them working).
+                create_params(cfg.era, &cfg.tool, cfg.work(), cfg.ttl_ms),
                 c.fork(0),
                 share,
                 per_conn,
@@ -726,7 +729,7 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
                 s.example.as_deref().unwrap_or("-")
             )));
         }
-        // Let the 0 ms tasks finish, so that the store is at rest when measuring.
+        // Let 0 ms tasks finish, so that the store is at rest when measuring.
         tokio::time::sleep(Duration::from_millis(200)).await;
         setup = Some(s);
     }

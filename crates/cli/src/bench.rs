@@ -55,7 +55,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, short = 'n')]
     requests: Option<u64>,
     /// The `ms` argument of the work tool (ms or a duration; default: 0 for
-    /// create/get/list, 100 otherwise).
+    /// create/get/list, 100 otherwise). For get and list it is the work of the K tasks
+    /// created first: a long one keeps them `working` while they are read.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     work_ms: Option<Duration>,
     /// `lifecycle`: poll `tasks/get` this often (ms or a duration).

@@ -206,6 +206,14 @@ fn bench_modern_era_runs_every_scenario_without_errors() {
     check_common(&r, "get");
     check_op(&r, "tasks/get");
     assert_eq!(r["setup"]["tasks"], 100);
+    // With a long work the K tasks are still working while they are read.
+    let r = modern(&["--scenario", "get", "--tasks", "20", "--work-ms", "60000"]);
+    check_common(&r, "get");
+    check_op(&r, "tasks/get");
+    assert_eq!(
+        (r["setup"]["tasks"].as_u64(), r["work_ms"].as_u64()),
+        (Some(20), Some(60_000))
+    );
 
     for scenario in ["lifecycle", "lifecycle-poll-interval"] {
         let r = modern(&["--scenario", scenario, "--work-ms", "20", "--poll-ms", "10"]);

@@ -19,8 +19,111 @@ use tokio::net::TcpStream;
 
 use mcp_tasks_rpc::sse::SseParser;
 
-/// The protocol revision the bench speaks.
+/// The protocol revision the bench speaks in the legacy era.
 pub const PROTOCOL_VERSION: &str = "2025-11-25";
+
+/// The protocol revision the bench speaks in the modern era.
+pub use mcp_tasks_proto::modern::PROTOCOL_VERSION as MODERN_PROTOCOL_VERSION;
+
+/// Which protocol generation the bench speaks.
+///
+/// * `legacy`: 2025-11-25, one MCP session per virtual client (`initialize`,
+///   `Mcp-Session-Id`), task-augmented `tools/call`, `tasks/result`, `tasks/list`.
+/// * `modern`: 2026-07-28 with the tasks extension (SEP-2663): no session; every request
+///   carries the protocol version, client info and capabilities (the extension declared)
+///   in its `_meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers;
+///   the server decides which `tools/call` becomes a task; results come inline in
+///   `tasks/get`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Era {
+    /// 2025-11-25.
+    #[default]
+    Legacy,
+    /// 2026-07-28 with the tasks extension.
+    Modern,
+}
+
+impl Era {
+    /// The name used on the command line and in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Legacy => "legacy",
+            Self::Modern => "modern",
+        }
+    }
+}
+
+impl std::str::FromStr for Era {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "legacy" | "2025-11-25" => Ok(Self::Legacy),
+            "modern" | "2026-07-28" => Ok(Self::Modern),
+            _ => Err(format!("unknown era `{s}` (legacy or modern)")),
+        }
+    }
+}
+
+/// The `_meta` every modern request of the bench carries, as JSON text.
+///
+/// Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
+/// fields in `_meta`; fields marked as required MUST be included on every request"; the
+/// tasks extension is declared in the capabilities (SEP-2663: "A server MUST NOT return
+/// `CreateTaskResult` to a client that did not include the extension capability on its
+/// request").
+fn modern_meta() -> String {
+    use mcp_tasks_proto::modern::{ClientCapabilities, Implementation, TASKS_EXTENSION};
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "extensions".into(),
+        serde_json::json!({ TASKS_EXTENSION: {} }),
+    );
+    mcp_tasks_proto::modern::request_meta_value(
+        &Implementation::new("mcp-tasks-bench", env!("CARGO_PKG_VERSION")),
+        &ClientCapabilities(caps),
+    )
+    .to_string()
+}
+
+/// Whether `value` can be sent as a plain header value (the transport's "Value
+/// Encoding": printable ASCII, no leading or trailing whitespace, not the Base64
+/// sentinel form). The bench sends only such values: tool names and server-made task ids.
+pub(crate) fn header_safe(value: &str) -> bool {
+    value.bytes().all(|b| (0x20..=0x7e).contains(&b))
+        && value.trim() == value
+        && !value.starts_with("=?base64?")
+}
+
+/// `params` (a JSON object) with the modern `_meta` first, as JSON text.
+fn with_meta(meta: &str, params: &Value) -> String {
+    let text = params.to_string();
+    match text.strip_prefix('{') {
+        Some("}") => format!(r#"{{"_meta":{meta}}}"#),
+        Some(rest) => format!(r#"{{"_meta":{meta},{rest}"#),
+        None => text,
+    }
+}
+
+/// The body field that `Mcp-Name` mirrors for `method`.
+///
+/// Spec (streamable HTTP): `Mcp-Name` is required for `tools/call` (`params.name`);
+/// (SEP-2663): "When `tasks/get`, `tasks/update`, or `tasks/cancel` is sent over the
+/// Streamable HTTP transport, the client MUST set the `Mcp-Name` header ... to the value
+/// of `params.taskId`."
+fn name_field(method: &str) -> Option<&'static str> {
+    match method {
+        "tools/call" | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
+        _ => None,
+    }
+}
+
+/// The standard headers of one modern request.
+struct ModernHeaders<'a> {
+    method: &'a str,
+    name: Option<&'a str>,
+}
 
 /// Why a call did not give a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -120,6 +223,9 @@ pub struct Reply {
 /// One MCP session on one connection.
 pub struct McpClient {
     endpoint: Endpoint,
+    era: Era,
+    /// Modern: the `_meta` of every request, as JSON text.
+    meta: std::sync::Arc<str>,
     sender: Option<http1::SendRequest<Full<Bytes>>>,
     session_id: Option<String>,
     next_id: u64,
@@ -130,6 +236,7 @@ pub struct McpClient {
 
 mcp_tasks_proto::debug_non_exhaustive!(McpClient, |s| {
     endpoint: s.endpoint,
+    era: s.era,
     session_id: s.session_id,
 });
 
@@ -141,10 +248,21 @@ const MAX_SSE_EVENT: usize = 16 * 1024 * 1024;
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 impl McpClient {
-    /// A client that has not connected yet.
+    /// A client of the legacy era that has not connected yet.
     pub fn new(endpoint: Endpoint, timeout: Duration) -> Self {
+        Self::with_era(endpoint, Era::Legacy, timeout)
+    }
+
+    /// A client of `era` that has not connected yet.
+    pub fn with_era(endpoint: Endpoint, era: Era, timeout: Duration) -> Self {
+        let meta = match era {
+            Era::Legacy => String::new(),
+            Era::Modern => modern_meta(),
+        };
         Self {
             endpoint,
+            era,
+            meta: meta.into(),
             sender: None,
             session_id: None,
             next_id: 0,
@@ -158,6 +276,8 @@ impl McpClient {
     pub fn fork(&self, k: u64) -> Self {
         Self {
             endpoint: self.endpoint.clone(),
+            era: self.era,
+            meta: std::sync::Arc::clone(&self.meta),
             sender: None,
             session_id: self.session_id.clone(),
             next_id: k.saturating_mul(1_000_000_000_000),
@@ -186,12 +306,27 @@ impl McpClient {
         Ok(())
     }
 
-    fn request(&self, body: Vec<u8>) -> Request<Full<Bytes>> {
+    /// The era this client speaks.
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    fn request(&self, body: Vec<u8>, modern: Option<&ModernHeaders<'_>>) -> Request<Full<Bytes>> {
         let mut b = Request::post(self.endpoint.path.as_str())
             .header(HOST, self.endpoint.authority.as_str())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
-        if let Some(sid) = &self.session_id {
+        if let Some(m) = modern {
+            // Spec (streamable HTTP): "The client MUST include the `MCP-Protocol-Version`
+            // header on all requests"; `Mcp-Method` on all requests, `Mcp-Name` where the
+            // method has a name.
+            b = b
+                .header("mcp-protocol-version", MODERN_PROTOCOL_VERSION)
+                .header("mcp-method", m.method);
+            if let Some(name) = m.name {
+                b = b.header("mcp-name", name);
+            }
+        } else if let Some(sid) = &self.session_id {
             b = b
                 .header("mcp-session-id", sid.as_str())
                 .header("mcp-protocol-version", PROTOCOL_VERSION);
@@ -203,7 +338,11 @@ impl McpClient {
             .expect("a valid request")
     }
 
-    async fn send(&mut self, body: Vec<u8>) -> Result<Response<Incoming>, CallError> {
+    async fn send(
+        &mut self,
+        body: Vec<u8>,
+        modern: Option<&ModernHeaders<'_>>,
+    ) -> Result<Response<Incoming>, CallError> {
         let usable = match &mut self.sender {
             Some(s) => s.ready().await.is_ok(),
             None => false,
@@ -215,7 +354,7 @@ impl McpClient {
             self.sender = None;
             self.connect().await?;
         }
-        let req = self.request(body);
+        let req = self.request(body, modern);
         let sender = self.sender.as_mut().expect("connected above");
         match sender.send_request(req).await {
             Ok(r) => Ok(r),
@@ -234,9 +373,34 @@ impl McpClient {
     pub async fn call(&mut self, method: &str, params: &Value) -> Result<Reply, CallError> {
         self.next_id += 1;
         let id = self.next_id;
-        let body =
-            format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#);
-        match tokio::time::timeout(self.timeout, self.exchange(id, body.into_bytes())).await {
+        let (body, modern) = match self.era {
+            Era::Legacy => (
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#),
+                None,
+            ),
+            Era::Modern => {
+                let name = name_field(method)
+                    .and_then(|f| params.get(f))
+                    .and_then(Value::as_str);
+                if let Some(name) = name
+                    && !header_safe(name)
+                {
+                    return Err(CallError::Malformed(format!(
+                        "`{name}` cannot be sent as a plain Mcp-Name header value (the bench sends no Base64-encoded names)"
+                    )));
+                }
+                let params = with_meta(&self.meta, params);
+                (
+                    format!(
+                        r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#
+                    ),
+                    Some(ModernHeaders { method, name }),
+                )
+            }
+        };
+        let timeout = self.timeout;
+        let exchange = self.exchange(id, body.into_bytes(), modern.as_ref());
+        match tokio::time::timeout(timeout, exchange).await {
             Ok(r) => r,
             Err(_) => {
                 // The connection is in an unknown state: start afresh.
@@ -249,8 +413,13 @@ impl McpClient {
         }
     }
 
-    async fn exchange(&mut self, id: u64, body: Vec<u8>) -> Result<Reply, CallError> {
-        let resp = self.send(body).await?;
+    async fn exchange(
+        &mut self,
+        id: u64,
+        body: Vec<u8>,
+        modern: Option<&ModernHeaders<'_>>,
+    ) -> Result<Reply, CallError> {
+        let resp = self.send(body, modern).await?;
         let status = resp.status();
         let ctype = resp
             .headers()
@@ -268,6 +437,13 @@ impl McpClient {
         }
         if status != StatusCode::OK {
             let bytes = self.collect(resp.into_body()).await?;
+            // A modern error comes with a 4xx and its JSON-RPC error as the body.
+            if modern.is_some()
+                && let Ok(msg) = serde_json::from_slice::<Value>(&bytes)
+                && let Err(e @ CallError::Rpc { .. }) = response_of(id, msg)
+            {
+                return Err(e);
+            }
             return Err(http_error(status, &bytes));
         }
         if ctype.starts_with("text/event-stream") {
@@ -375,7 +551,7 @@ impl McpClient {
         let body = format!(r#"{{"jsonrpc":"2.0","method":"{method}"}}"#);
         let timeout = self.timeout;
         let fut = async {
-            let resp = self.send(body.into_bytes()).await?;
+            let resp = self.send(body.into_bytes(), None).await?;
             let status = resp.status();
             let bytes = self.collect(resp.into_body()).await?;
             if status == StatusCode::ACCEPTED || status == StatusCode::OK {
@@ -410,6 +586,56 @@ impl McpClient {
         }
         self.notify("notifications/initialized").await?;
         Ok(reply.result)
+    }
+
+    /// Modern: `server/discover`, checking that the server speaks 2026-07-28 and offers
+    /// the tasks extension. Returns the `DiscoverResult`.
+    ///
+    /// Spec (SEP-2663): "Servers advertise support by including
+    /// `io.modelcontextprotocol/tasks` in their `capabilities.extensions`".
+    ///
+    /// # Errors
+    /// Any failure, or a server that does not offer 2026-07-28 with the tasks extension.
+    pub async fn discover(&mut self) -> Result<Value, CallError> {
+        use mcp_tasks_proto::modern::TASKS_EXTENSION;
+        let reply = self.call("server/discover", &serde_json::json!({})).await?;
+        let speaks = reply
+            .result
+            .get("supportedVersions")
+            .and_then(Value::as_array)
+            .is_some_and(|v| {
+                v.iter()
+                    .any(|x| x.as_str() == Some(MODERN_PROTOCOL_VERSION))
+            });
+        if !speaks {
+            return Err(CallError::Malformed(format!(
+                "server/discover does not list {MODERN_PROTOCOL_VERSION} in `supportedVersions`: {}",
+                reply.result
+            )));
+        }
+        let tasks = reply
+            .result
+            .get("capabilities")
+            .and_then(|c| c.get("extensions"))
+            .and_then(|e| e.get(TASKS_EXTENSION));
+        if tasks.is_none() {
+            return Err(CallError::Malformed(format!(
+                "the server does not offer the tasks extension ({TASKS_EXTENSION}) in `capabilities.extensions`"
+            )));
+        }
+        Ok(reply.result)
+    }
+
+    /// Open the client's conversation with the server as its era does it: `initialize`
+    /// (legacy) or `server/discover` (modern).
+    ///
+    /// # Errors
+    /// As [`Self::initialize`] or [`Self::discover`].
+    pub async fn open(&mut self) -> Result<Value, CallError> {
+        match self.era {
+            Era::Legacy => self.initialize().await,
+            Era::Modern => self.discover().await,
+        }
     }
 }
 
@@ -481,6 +707,44 @@ mod tests {
         assert_eq!(e.addr, "localhost:80");
         assert!(Endpoint::parse("https://localhost/mcp", None).is_err());
         assert!(Endpoint::parse("not a url", None).is_err());
+    }
+
+    #[test]
+    fn modern_params_carry_the_meta_first() {
+        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+        let p: Value = serde_json::from_str(&with_meta(meta, &json!({"taskId": "t-1"}))).unwrap();
+        assert_eq!(p["taskId"], "t-1");
+        assert_eq!(
+            p["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+        let p: Value = serde_json::from_str(&with_meta(meta, &json!({}))).unwrap();
+        assert_eq!(
+            p,
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}})
+        );
+        // The whole `_meta` of the bench: version, capabilities with the extension, info.
+        let m: Value = serde_json::from_str(&modern_meta()).unwrap();
+        assert_eq!(m["io.modelcontextprotocol/protocolVersion"], "2026-07-28");
+        assert!(
+            m["io.modelcontextprotocol/clientCapabilities"]["extensions"]
+                ["io.modelcontextprotocol/tasks"]
+                .is_object()
+        );
+        assert_eq!(
+            m["io.modelcontextprotocol/clientInfo"]["name"],
+            "mcp-tasks-bench"
+        );
+        assert_eq!(name_field("tasks/get"), Some("taskId"));
+        assert_eq!(name_field("tools/call"), Some("name"));
+        assert_eq!(name_field("server/discover"), None);
+        assert!(header_safe("0b4f2a8c-6d2e-4f7a-9c51-3e2f1a0b9d77"));
+        for bad in ["naïve", " x", "a\nb", "=?base64?x?="] {
+            assert!(!header_safe(bad), "{bad}");
+        }
+        assert_eq!("modern".parse::<Era>(), Ok(Era::Modern));
+        assert_eq!("2025-11-25".parse::<Era>(), Ok(Era::Legacy));
+        assert!("x".parse::<Era>().is_err());
     }
 
     #[test]

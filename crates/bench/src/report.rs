@@ -72,6 +72,10 @@ pub struct CpuReport {
     pub bench_pct: f64,
     /// The server's, likewise.
     pub server_pct: Option<f64>,
+    /// Microseconds of server CPU per operation of the scenario's figure (per creation,
+    /// per `tasks/get`, per lifecycle); `None` without `--server-pid` or for a latency
+    /// figure.
+    pub server_us_per_op: Option<f64>,
     /// Whether the bench used more than half the server's CPU: the figure may then be
     /// the load generator's limit rather than the server's. `None` without `--server-pid`.
     pub load_generator_bound: Option<bool>,
@@ -104,6 +108,9 @@ pub struct Report {
     pub tool: String,
     /// The server.
     pub url: String,
+    /// The protocol generation spoken: `legacy` (2025-11-25) or `modern` (2026-07-28 with
+    /// the tasks extension).
+    pub era: String,
     /// The scenario.
     pub scenario: String,
     /// Virtual clients.
@@ -232,11 +239,17 @@ pub(crate) fn build_report(
     let wall = cpu_window.as_secs_f64().max(1e-3);
     let bench_s = bench_cpu.as_secs_f64();
     let server_s = server_cpu.map(|d| d.as_secs_f64());
+    let figure_count = ops.get(op_name).map_or(0, |o| o.count);
+    #[allow(clippy::cast_precision_loss)]
+    let server_us_per_op = server_s
+        .filter(|_| !median && figure_count > 0)
+        .map(|s| round2(s * 1e6 / figure_count as f64));
     let cpu = CpuReport {
         bench_s: round2(bench_s),
         server_s: server_s.map(round2),
         bench_pct: round2(100.0 * bench_s / wall),
         server_pct: server_s.map(|s| round2(100.0 * s / wall)),
+        server_us_per_op,
         load_generator_bound: server_s.map(|s| bench_s > s / 2.0),
     };
     let tasks_per_page = (cfg.scenario == Scenario::List).then(|| {
@@ -252,6 +265,7 @@ pub(crate) fn build_report(
     Report {
         tool: "mcp-tasks bench".into(),
         url: format!("http://{}{}", cfg.endpoint.authority, cfg.endpoint.path),
+        era: cfg.era.name().into(),
         scenario: cfg.scenario.name().into(),
         concurrency: cfg.concurrency,
         duration_s: cfg.duration.as_secs_f64(),
@@ -288,8 +302,9 @@ impl Report {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "scenario {} against {}: {} clients, work {} ms{}, measured {:.2} s after {} s warm-up",
+            "scenario {} ({} era) against {}: {} clients, work {} ms{}, measured {:.2} s after {} s warm-up",
             self.scenario,
+            self.era,
             self.url,
             self.concurrency,
             self.work_ms,
@@ -340,7 +355,15 @@ impl Report {
         );
         match (self.cpu.server_s, self.cpu.server_pct) {
             (Some(sv), Some(pct)) => {
-                let _ = writeln!(s, ", server {sv:.2} s ({pct:.0}% of a core)");
+                let _ = write!(s, ", server {sv:.2} s ({pct:.0}% of a core)");
+                match self.cpu.server_us_per_op {
+                    Some(us) => {
+                        let _ = writeln!(s, ", {us:.1} µs per operation");
+                    }
+                    None => {
+                        let _ = writeln!(s);
+                    }
+                }
             }
             _ => {
                 let _ = writeln!(s, " (give --server-pid to compare with the server's)");

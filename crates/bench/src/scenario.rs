@@ -7,12 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
-use mcp_tasks_proto::CallToolResult;
 use serde_json::{Value, json};
 
-use crate::client::{CallError, Endpoint, McpClient, Reply};
+use crate::client::{CallError, Endpoint, Era, McpClient, Reply, header_safe};
 use crate::cpu;
 use crate::report::{Report, build_report};
+use crate::wire::{
+    create_params, created_task, inline_result_ok, poll_interval, task_status, tool_result_ok,
+};
 
 /// What the virtual clients do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,10 +23,11 @@ pub enum Scenario {
     Create,
     /// `tasks/get` of random ids among K tasks created beforehand.
     Get,
-    /// Create, poll `tasks/get` every `poll_ms`, then `tasks/result`.
+    /// Create, poll `tasks/get` every `poll_ms`, then `tasks/result` (modern: poll until
+    /// the task is terminal; the result comes inline in that last `tasks/get`).
     Lifecycle,
     /// Create, poll `tasks/get` as often as the task's `pollInterval` says, then
-    /// `tasks/result`.
+    /// `tasks/result` (modern: as `Lifecycle`, at the task's `pollIntervalMs`).
     LifecyclePollInterval,
     /// Create, open `tasks/result` at once; the figure is how late the result arrives:
     /// arrival - (create sent + work ms).
@@ -54,6 +57,12 @@ impl Scenario {
             Self::ResultWait => "result-wait",
             Self::List => "list",
         }
+    }
+
+    /// Whether the scenario has a form in `era` (2026-07-28 has no `tasks/result` and no
+    /// `tasks/list`).
+    pub fn in_era(self, era: Era) -> bool {
+        era == Era::Legacy || !matches!(self, Self::ResultWait | Self::List)
     }
 
     /// The work (ms of `sleep`) when none is given.
@@ -99,6 +108,8 @@ pub mod op {
 pub struct Config {
     /// The server.
     pub endpoint: Endpoint,
+    /// The protocol generation spoken.
+    pub era: Era,
     /// The workload.
     pub scenario: Scenario,
     /// Virtual clients (each its own MCP session and connection).
@@ -109,7 +120,8 @@ pub struct Config {
     pub warmup: Duration,
     /// Stop after this many measured iterations instead of after `duration`.
     pub requests: Option<u64>,
-    /// The `ms` argument of the work tool; `None` is the scenario's default.
+    /// The `ms` argument of the work tool (for `get` and `list`, of the K tasks created
+    /// first); `None` is the scenario's default.
     pub work_ms: Option<u64>,
     /// Poll period of `lifecycle`.
     pub poll_ms: u64,
@@ -136,6 +148,7 @@ impl Config {
     pub fn new(endpoint: Endpoint, scenario: Scenario) -> Self {
         Self {
             endpoint,
+            era: Era::Legacy,
             scenario,
             concurrency: 16,
             duration: Duration::from_secs(10),
@@ -329,7 +342,6 @@ impl Recorder<'_> {
         }
     }
 
-    /// Record a check that failed on an answer that was otherwise fine.
     /// Create a task (`tools/call` with `task`): its id, its `pollInterval` and when the
     /// call started; `None` when that failed (recorded).
     async fn create(
@@ -339,10 +351,15 @@ impl Recorder<'_> {
         ms: u64,
     ) -> Option<(String, Option<u64>, Instant)> {
         let (reply, started) = self
-            .call(client, op::CREATE, "tools/call", &create_params(cfg, ms))
+            .call(
+                client,
+                op::CREATE,
+                "tools/call",
+                &create_params(cfg.era, &cfg.tool, ms, cfg.ttl_ms),
+            )
             .await
             .ok()?;
-        match created_task(&reply.result) {
+        match created_task(cfg.era, &reply.result) {
             Ok((id, interval)) => Some((id, interval, started)),
             Err(e) => {
                 self.bad(op::CREATE, started, e);
@@ -351,6 +368,7 @@ impl Recorder<'_> {
         }
     }
 
+    /// Record a check that failed on an answer that was otherwise fine.
     fn bad(&mut self, op: &'static str, started: Instant, what: String) {
         if started >= self.measure_from {
             self.stats.error(op, &CallError::Malformed(what));
@@ -361,64 +379,6 @@ impl Recorder<'_> {
         if started >= self.measure_from {
             self.stats.ok(op, d);
         }
-    }
-}
-
-fn create_params(cfg: &Config, ms: u64) -> Value {
-    let task = match cfg.ttl_ms {
-        Some(ttl) => json!({ "ttl": ttl }),
-        None => json!({}),
-    };
-    json!({ "name": cfg.tool, "arguments": { "ms": ms }, "task": task })
-}
-
-/// The `task` of a `CreateTaskResult`: its id and `pollInterval`.
-fn created_task(result: &Value) -> Result<(String, Option<u64>), String> {
-    let task = result
-        .get("task")
-        .ok_or_else(|| format!("CreateTaskResult without `task`: {result}"))?;
-    let id = task
-        .get("taskId")
-        .and_then(Value::as_str)
-        .ok_or_else(|| format!("task without `taskId`: {task}"))?;
-    if task.get("status").and_then(Value::as_str).is_none() {
-        return Err(format!("task without `status`: {task}"));
-    }
-    Ok((
-        id.to_owned(),
-        task.get("pollInterval").and_then(Value::as_u64),
-    ))
-}
-
-const STATUSES: [&str; 5] = [
-    "working",
-    "input_required",
-    "completed",
-    "failed",
-    "cancelled",
-];
-
-/// The status of a `tasks/get` result for `id`.
-fn task_status<'a>(result: &'a Value, id: &str) -> Result<&'a str, String> {
-    if result.get("taskId").and_then(Value::as_str) != Some(id) {
-        return Err(format!("tasks/get answered for another task: {result}"));
-    }
-    match result.get("status").and_then(Value::as_str) {
-        Some(s) if STATUSES.contains(&s) => Ok(s),
-        _ => Err(format!(
-            "tasks/get result without a valid `status`: {result}"
-        )),
-    }
-}
-
-/// Check a `CallToolResult` from `tasks/result`.
-fn tool_result_ok(result: &Value) -> Result<(), String> {
-    match CallToolResult::from_value(result) {
-        Err(e) => Err(format!(
-            "tasks/result is not a CallToolResult ({e}): {result}"
-        )),
-        Ok(r) if r.is_error => Err(format!("the tool failed: {result}")),
-        Ok(_) => Ok(()),
     }
 }
 
@@ -450,7 +410,7 @@ async fn iteration(
             else {
                 return;
             };
-            if let Err(e) = task_status(&reply.result, id) {
+            if let Err(e) = task_status(cfg.era, &reply.result, id) {
                 rec.bad(op::GET, started, e);
             }
         }
@@ -471,8 +431,19 @@ async fn iteration(
                 else {
                     return;
                 };
-                match task_status(&reply.result, &id) {
+                match task_status(cfg.era, &reply.result, &id) {
                     Ok("working") => {}
+                    Ok("completed") if cfg.era == Era::Modern => {
+                        // The modern way to a result: it is inline in the terminal task.
+                        if let Err(e) = inline_result_ok(&reply.result) {
+                            return rec.bad(op::GET, started, e);
+                        }
+                        return rec.derived(
+                            op::LIFECYCLE,
+                            t0,
+                            reply.arrived.saturating_duration_since(t0),
+                        );
+                    }
                     Ok("completed") => break,
                     Ok(other) => {
                         return rec.bad(
@@ -483,7 +454,7 @@ async fn iteration(
                     }
                     Err(e) => return rec.bad(op::GET, started, e),
                 }
-                if let Some(p) = reply.result.get("pollInterval").and_then(Value::as_u64) {
+                if let Some(p) = poll_interval(cfg.era, &reply.result) {
                     interval = Some(p);
                 }
             }
@@ -592,6 +563,7 @@ type Seeded = (Vec<String>, u64, Option<String>);
 
 /// Create `n` tasks (work 0) in the session of `client`, over `conns` connections.
 async fn seed(
+    era: Era,
     params: Value,
     client: McpClient,
     n: u64,
@@ -613,7 +585,7 @@ async fn seed(
                 let r = fork.call("tools/call", &params).await;
                 match r
                     .map_err(|e| e.to_string())
-                    .and_then(|r| created_task(&r.result))
+                    .and_then(|r| created_task(era, &r.result))
                 {
                     Ok((id, _)) => ids.push(id),
                     Err(e) => {
@@ -658,12 +630,24 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             cfg.scenario.name()
         )));
     }
+    if !cfg.scenario.in_era(cfg.era) {
+        return Err(BenchError::Config(format!(
+            "scenario {} has no 2026-07-28 form: the tasks extension has no tasks/result and no tasks/list (modern scenarios: create, get, lifecycle, lifecycle-poll-interval)",
+            cfg.scenario.name()
+        )));
+    }
+    if cfg.era == Era::Modern && !header_safe(&cfg.tool) {
+        return Err(BenchError::Config(format!(
+            "--tool `{}` cannot be sent as a plain Mcp-Name header value",
+            cfg.tool
+        )));
+    }
     let work_timeout = cfg.timeout + Duration::from_millis(cfg.work());
     // Open the sessions.
     let mut opening = tokio::task::JoinSet::new();
     for _ in 0..cfg.concurrency {
-        let mut client = McpClient::new(cfg.endpoint.clone(), work_timeout);
-        opening.spawn(async move { client.initialize().await.map(|_| client) });
+        let mut client = McpClient::with_era(cfg.endpoint.clone(), cfg.era, work_timeout);
+        opening.spawn(async move { client.open().await.map(|_| client) });
     }
     let mut clients = Vec::with_capacity(cfg.concurrency);
     while let Some(r) = opening.join_next().await {
@@ -705,7 +689,10 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
         for (i, c) in clients.iter().enumerate() {
             let share = cfg.tasks / n + u64::from((i as u64) < cfg.tasks % n);
             seeding.push(seed(
-                create_params(&cfg, 0),
+                cfg.era,
+                // `get` and `list` create their K tasks with the scenario's work (0 ms by
+                // default: finished tasks; a long one keeps them working).
+                create_params(cfg.era, &cfg.tool, cfg.work(), cfg.ttl_ms),
                 c.fork(0),
                 share,
                 per_conn,
@@ -742,7 +729,7 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
                 s.example.as_deref().unwrap_or("-")
             )));
         }
-        // Let the 0 ms tasks finish, so that the store is at rest when measuring.
+        // Let 0 ms tasks finish, so that the store is at rest when measuring.
         tokio::time::sleep(Duration::from_millis(200)).await;
         setup = Some(s);
     }

@@ -1,9 +1,10 @@
-//! `mcp-tasks bench`: load-test any MCP 2025-11-25 task server over Streamable HTTP.
+//! `mcp-tasks bench`: load-test an MCP task server over Streamable HTTP, in the 2025-11-25
+//! era or the 2026-07-28 one with the tasks extension (`--era`).
 
 use std::time::Duration;
 
 use clap::Args;
-use mcp_tasks_bench::{Config, Endpoint, Scenario};
+use mcp_tasks_bench::{Config, Endpoint, Era, Scenario};
 
 use crate::duration::{self, MaybeDuration};
 
@@ -31,7 +32,14 @@ pub(crate) struct BenchArgs {
         requires = "compare_metrics"
     )]
     serve_arg: Vec<String>,
-    /// The workload: create, get, lifecycle, lifecycle-poll-interval, result-wait, list.
+    /// The protocol generation: `legacy` (2025-11-25: a session per client, task-augmented
+    /// calls, tasks/result) or `modern` (2026-07-28 with the tasks extension: stateless,
+    /// the server makes the task, the result inline in tasks/get; the tool must become a
+    /// task, e.g. `serve --tool-task-support sleep=required`).
+    #[arg(long, default_value = "legacy", value_parser = parse_era)]
+    era: Era,
+    /// The workload: create, get, lifecycle, lifecycle-poll-interval, result-wait, list
+    /// (modern: the first four; lifecycle polls tasks/get until the task is terminal).
     #[arg(long, short = 's', default_value = "create", value_parser = parse_scenario)]
     scenario: Scenario,
     /// Virtual clients, each with its own MCP session and connection.
@@ -47,7 +55,8 @@ pub(crate) struct BenchArgs {
     #[arg(long, short = 'n')]
     requests: Option<u64>,
     /// The `ms` argument of the work tool (ms or a duration; default: 0 for
-    /// create/get/list, 100 otherwise).
+    /// create/get/list, 100 otherwise). For get and list it is the work of the K tasks
+    /// created first: a long one keeps them `working` while they are read.
     #[arg(long, value_name = "DURATION", value_parser = crate::duration::parse)]
     work_ms: Option<Duration>,
     /// `lifecycle`: poll `tasks/get` this often (ms or a duration).
@@ -94,12 +103,19 @@ Examples:
   mcp-tasks bench --url URL -s list -c 1 -k 100000 --token TOKEN     page through 100,000 tasks
   mcp-tasks bench --url URL --server-pid $(pgrep -n mcp-tasks) --json
   mcp-tasks bench --compare-metrics -s get --rounds 5                what /metrics costs on tasks/get
+  mcp-tasks bench --url URL --era modern -s create                   2026-07-28 task creations (the
+                                    server: serve --tool-task-support sleep=required)
+  mcp-tasks bench --url URL --era modern -s lifecycle -c 64          create, poll tasks/get to the result
 
 The figures are per operation: successful operations per second and latency percentiles.
 Every JSON-RPC error and malformed answer is counted and shown; the exit status is 1
 when there was any.";
 
 fn parse_scenario(s: &str) -> Result<Scenario, String> {
+    s.parse()
+}
+
+fn parse_era(s: &str) -> Result<Era, String> {
     s.parse()
 }
 
@@ -112,6 +128,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
         .unwrap_or_else(|| "http://127.0.0.1:1/mcp".to_owned());
     let endpoint = Endpoint::parse(&url, args.token.clone()).map_err(anyhow::Error::msg)?;
     let mut cfg = Config::new(endpoint, args.scenario);
+    cfg.era = args.era;
     cfg.concurrency = args.concurrency;
     cfg.duration = args.duration;
     cfg.warmup = args.warmup;

@@ -23,8 +23,14 @@ impl Drop for Server {
 /// Start `mcp-tasks serve` on a free port (memory store, one bearer token so that
 /// `tasks/list` is available); returns it and its URL.
 fn start_server() -> (Server, String) {
+    start_server_with(&[])
+}
+
+/// [`start_server`] with more `serve` arguments.
+fn start_server_with(extra: &[&str]) -> (Server, String) {
     let mut child = Command::new(BIN)
         .args(["serve", "--listen", "127.0.0.1:0", "--store", "memory"])
+        .args(extra)
         .env("MCP_TASKS_AUTH_TOKENS", format!("{TOKEN} smoke"))
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
@@ -104,6 +110,10 @@ fn check_op(report: &Value, op: &str) {
 
 fn check_common(report: &Value, scenario: &str) {
     assert_eq!(report["tool"], "mcp-tasks bench");
+    assert!(
+        report["era"] == "legacy" || report["era"] == "modern",
+        "{report:#}"
+    );
     assert_eq!(report["scenario"], scenario);
     assert_eq!(report["concurrency"], 4);
     assert!(report["measured_s"].as_f64().unwrap() >= 0.9);
@@ -164,6 +174,111 @@ fn bench_runs_against_our_server_without_errors() {
     check_op(&r, "tasks/list");
     assert_eq!(r["setup"]["tasks"], 250);
     assert!(r["tasks_per_page"].as_f64().unwrap() > 0.0);
+}
+
+/// `bench --era modern`: every 2026-07-28 scenario (create, get, lifecycle by polling
+/// `tasks/get` until the result comes inline) against our server, whose `sleep` is made a
+/// required-task tool so that every call becomes a task; the runs complete operations and
+/// see no error (an error of any kind, a direct answer instead of a task included, makes
+/// `bench` exit 1).
+#[test]
+fn bench_modern_era_runs_every_scenario_without_errors() {
+    let (server, url) = start_server_with(&["--tool-task-support", "sleep=required"]);
+    let pid = server.0.id();
+    let modern = |args: &[&str]| {
+        let mut all = vec!["--era", "modern"];
+        all.extend_from_slice(args);
+        let r = bench(&url, pid, &all);
+        assert_eq!(r["era"], "modern", "{r:#}");
+        r
+    };
+
+    let r = modern(&["--scenario", "create"]);
+    check_common(&r, "create");
+    check_op(&r, "tools/call");
+    assert!(r["figure"]["value"].as_f64().unwrap() > 0.0);
+    assert!(
+        r["cpu"]["server_us_per_op"].as_f64().unwrap() > 0.0,
+        "{r:#}"
+    );
+
+    let r = modern(&["--scenario", "get", "--tasks", "100"]);
+    check_common(&r, "get");
+    check_op(&r, "tasks/get");
+    assert_eq!(r["setup"]["tasks"], 100);
+    // With a long work the K tasks are still working while they are read.
+    let r = modern(&["--scenario", "get", "--tasks", "20", "--work-ms", "60000"]);
+    check_common(&r, "get");
+    check_op(&r, "tasks/get");
+    assert_eq!(
+        (r["setup"]["tasks"].as_u64(), r["work_ms"].as_u64()),
+        (Some(20), Some(60_000))
+    );
+
+    for scenario in ["lifecycle", "lifecycle-poll-interval"] {
+        let r = modern(&["--scenario", scenario, "--work-ms", "20", "--poll-ms", "10"]);
+        check_common(&r, scenario);
+        // No tasks/result in this era: the result came inline in the last tasks/get.
+        for op in ["tools/call", "tasks/get", "lifecycle"] {
+            check_op(&r, op);
+        }
+        assert!(r["ops"].get("tasks/result").is_none(), "{r:#}");
+    }
+}
+
+/// In the modern era a tool the server runs directly is reported, not counted as a task;
+/// the scenarios without a 2026-07-28 form are refused before any request.
+#[test]
+fn bench_modern_era_reports_direct_answers_and_refuses_legacy_only_scenarios() {
+    // `sleep` 0 ms is `optional` by default: a modern call finishes within --task-after and
+    // is answered directly.
+    let (server, url) = start_server();
+    let out = Command::new(BIN)
+        .args([
+            "bench",
+            "--url",
+            &url,
+            "--token",
+            TOKEN,
+            "--era",
+            "modern",
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--concurrency",
+            "1",
+            "--json",
+        ])
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mcp-tasks bench");
+    assert!(!out.status.success());
+    let r: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert!(r["errors"]["total"].as_u64().unwrap() > 0, "{r:#}");
+    let example = r["errors"]["by_class"]["malformed"]["example"]
+        .as_str()
+        .unwrap();
+    assert!(example.contains("directly"), "{example}");
+    drop(server);
+
+    for scenario in ["result-wait", "list"] {
+        let out = Command::new(BIN)
+            .args([
+                "bench",
+                "--url",
+                "http://127.0.0.1:1/mcp",
+                "--era",
+                "modern",
+                "--scenario",
+                scenario,
+            ])
+            .output()
+            .unwrap();
+        assert!(!out.status.success());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("no 2026-07-28 form"), "{scenario}: {err}");
+    }
 }
 
 /// `bench --compare-metrics` starts its own servers, one with `--no-metrics` and one with

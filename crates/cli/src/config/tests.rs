@@ -300,34 +300,14 @@ fn the_gateway_tables_go_to_the_gateway_unchanged() {
 fn the_upstream_protocol_is_a_setting_of_the_file_and_checked() {
     let file = "upstream-protocol = \"modern\"\n\n[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n";
     let (eff, cli, _dir) = ok(&[], Some(file));
-    assert_eq!(
-        setting(&eff, "upstream_protocol"),
-        ("modern".into(), "config file".into())
-    );
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    assert_eq!(
-        args.gateway.config().unwrap().upstream_protocol,
-        mcp_tasks_gateway::UpstreamProtocol::Modern
-    );
+    assert_settings(&eff, &[("upstream_protocol", "modern", "config file")]);
+    let protocol = |cli: &crate::Cli| serve_args(cli).gateway.config().unwrap().upstream_protocol;
+    assert_eq!(protocol(&cli), mcp_tasks_gateway::UpstreamProtocol::Modern);
     // Flags win; without either, legacy.
     let (_, cli, _dir) = ok(&["--upstream-protocol", "legacy"], Some(file));
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    assert_eq!(
-        args.gateway.config().unwrap().upstream_protocol,
-        mcp_tasks_gateway::UpstreamProtocol::Legacy
-    );
+    assert_eq!(protocol(&cli), mcp_tasks_gateway::UpstreamProtocol::Legacy);
     let (_, cli, _dir) = ok(&["--upstream-url", "http://127.0.0.1:9/mcp"], None);
-    let crate::Command::Serve(args) = &cli.command else {
-        panic!()
-    };
-    assert_eq!(
-        args.gateway.config().unwrap().upstream_protocol,
-        mcp_tasks_gateway::UpstreamProtocol::Legacy
-    );
+    assert_eq!(protocol(&cli), mcp_tasks_gateway::UpstreamProtocol::Legacy);
     assert!(parse_with(&[], Some("upstream-protocol = \"sometimes\"\n")).is_err());
 }
 

@@ -169,6 +169,7 @@ impl Shared {
         );
         s.set_stored_until(rec.expires_at_ms);
         s.set_initialized();
+        s.number_streams_randomly();
         tracing::debug!(session = %s.id, "session started on another replica served here");
         self.admit_copy(s, &rec.owner)
             .map(Some)

@@ -90,6 +90,11 @@ impl PendingMap {
         (id, rx)
     }
 
+    /// Whether a request of ours with id `id` waits for its answer.
+    pub(crate) fn contains(&self, id: &RequestId) -> bool {
+        self.map.lock().contains_key(id)
+    }
+
     /// Whether `id` was pending (and no longer is).
     fn forget(&self, id: &RequestId) -> bool {
         self.map.lock().remove(id).is_some()

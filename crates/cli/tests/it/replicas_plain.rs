@@ -6,6 +6,8 @@
 //!
 //! Each test makes a database of its own (admin URL `MCP_TASKS_TEST_PG`) and drops it.
 
+use std::time::{Duration, Instant};
+
 use crate::common::pg::PgDb;
 use crate::http_common::{Client, Server, TOKENS_ENV, check_response};
 use mcp_tasks_testkit::proxy::Proxy;
@@ -109,4 +111,132 @@ async fn a_foreign_last_event_id_gets_a_fresh_stream_and_the_task_outcome_stays_
     // A still serves its own streams as before.
     let own = a.get(Some(&foreign)).await;
     assert!(own.status == 200 || own.status == 204, "{own:?}");
+}
+
+/// A plain `summarize` (sampling; `ask` requires a task) runs on replica A (0): its
+/// `sampling/createMessage` goes out on A's SSE response. The client's answer POSTed to B
+/// (1) reaches A (relayed through the store's notification channel) and the call
+/// completes with it; the same answer POSTed by another session of the principal to C
+/// (2) beforehand is not taken (answers stay within their session, as on one server).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plain_calls_sampling_answered_on_another_replica_reaches_it() {
+    let cluster = Cluster::start().await;
+    let alice = cluster.client("tok-alice").await;
+    let other = cluster.client("tok-alice").await;
+    let mut a = cluster.at(0, &alice);
+    let b = cluster.at(1, &alice);
+    let c_other = cluster.at(2, &other);
+    let (call_id, resp) = a
+        .request(
+            "tools/call",
+            json!({"name": "summarize", "arguments": {"text": "a long text"}}),
+        )
+        .await;
+    assert!(resp.is_sse(), "{resp:?}");
+    let mut sse = resp.sse();
+    let request = loop {
+        let e = sse.next().await.expect("A's stream has events");
+        if let Some(m) = e
+            .message()
+            .filter(|m| m["method"] == "sampling/createMessage")
+        {
+            break m;
+        }
+    };
+    let answer = |text: &str| {
+        json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+            "role": "assistant", "model": "m", "stopReason": "endTurn",
+            "content": {"type": "text", "text": text},
+        }})
+    };
+    // Another session's answer (on C) is ignored.
+    let r = c_other.post(&answer("not mine")).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let at = Instant::now();
+    let r = b.post(&answer("one line")).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let result = loop {
+        let e = sse.next().await.expect("the call's response on A's stream");
+        if let Some(m) = e.message().filter(|m| m["id"] == json!(call_id)) {
+            break m;
+        }
+    };
+    eprintln!(
+        "answer on B reached the call on A within {:?}",
+        at.elapsed()
+    );
+    check_response("tools/call", &result);
+    assert_eq!(
+        result["result"]["content"][0]["text"], "one line",
+        "{result}"
+    );
+}
+
+/// Spec (cancellation): "Receivers of cancellation notifications SHOULD: Stop processing
+/// the cancelled request". A plain `progress` call runs on replica A (0); the client's
+/// `notifications/cancelled` reaches B (1); A stops the tool and ends the call's stream
+/// within a second, with no progress after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_received_by_another_replica_stops_a_plain_call() {
+    let cluster = Cluster::start().await;
+    let alice = cluster.client("tok-alice").await;
+    let mut a = cluster.at(0, &alice);
+    let b = cluster.at(1, &alice);
+    let (call_id, resp) = a
+        .request(
+            "tools/call",
+            json!({"name": "progress", "arguments": {"steps": 400, "ms": 50},
+                   "_meta": {"progressToken": "p"}}),
+        )
+        .await;
+    assert!(resp.is_sse(), "{resp:?}");
+    let mut sse = resp.sse();
+    loop {
+        let e = sse.next().await.expect("A's stream has events");
+        if e.message()
+            .is_some_and(|m| m["method"] == "notifications/progress")
+        {
+            break;
+        }
+    }
+    let r = b
+        .post(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": call_id, "reason": "enough"}}),
+        )
+        .await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let at = Instant::now();
+    let mut last_progress = None;
+    let mut ended = None;
+    while at.elapsed() < Duration::from_secs(3) {
+        match sse.next_within(Duration::from_millis(100)).await {
+            Ok(None) => {
+                ended = Some(at.elapsed());
+                break;
+            }
+            Ok(Some(e)) => {
+                if let Some(m) = e.message() {
+                    assert_ne!(
+                        m["id"],
+                        json!(call_id),
+                        "a cancelled call is not answered: {m}"
+                    );
+                    if m["method"] == "notifications/progress" {
+                        last_progress = Some(at.elapsed());
+                    }
+                }
+            }
+            Err(()) => {}
+        }
+    }
+    eprintln!(
+        "cancel on B: A ended the call's stream within {ended:?} (last progress {last_progress:?})"
+    );
+    let ended = ended.expect("A ends the cancelled call's stream");
+    assert!(ended < Duration::from_secs(1), "{ended:?}");
+    assert!(
+        last_progress.is_none_or(|t| t < Duration::from_millis(500)),
+        "progress {last_progress:?} after the cancel"
+    );
 }

@@ -90,6 +90,16 @@ impl PendingMap {
         (id, rx)
     }
 
+    /// Number the requests from now on from `first`.
+    pub(crate) fn number_from(&self, first: i64) {
+        self.next_id.store(first, Ordering::Relaxed);
+    }
+
+    /// Whether a request of ours with id `id` waits for its answer.
+    pub(crate) fn contains(&self, id: &RequestId) -> bool {
+        self.map.lock().contains_key(id)
+    }
+
     /// Whether `id` was pending (and no longer is).
     fn forget(&self, id: &RequestId) -> bool {
         self.map.lock().remove(id).is_some()

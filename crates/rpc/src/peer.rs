@@ -188,6 +188,12 @@ impl Peer {
     }
 
     /// Number of incoming requests being served.
+    /// Whether the incoming request `id` is being served here.
+    pub(crate) fn is_inflight(&self, id: &RequestId) -> bool {
+        self.inner.inflight.lock().contains_key(id)
+    }
+
+    /// The number of incoming requests being served.
     pub fn inflight(&self) -> usize {
         self.inner.inflight.lock().len()
     }

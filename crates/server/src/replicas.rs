@@ -119,9 +119,21 @@ mod pg {
             self.0.existing(ids).await.map_err(text)
         }
 
+        async fn relay(&self, session: &str, message: &serde_json::Value) -> Result<(), String> {
+            self.0
+                .relay(session, &message.to_string())
+                .await
+                .map_err(text)
+        }
+
         fn on_ended(&self, f: EndedCallback) {
             self.0.on_ended(move |e| match e {
                 SessionEnded::Id(id) => f(Ended::Session(id)),
+                SessionEnded::Message { session, message } => {
+                    if let Ok(message) = serde_json::from_str(&message) {
+                        f(Ended::Relayed { session, message });
+                    }
+                }
                 _ => f(Ended::Unknown),
             });
         }

@@ -79,7 +79,7 @@ mod sessions;
 
 pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
 pub use schema::SCHEMA_VERSION;
-pub use sessions::{PgSessions, SessionEnded, SessionRow};
+pub use sessions::{MAX_RELAYED_BYTES, PgSessions, SessionEnded, SessionRow};
 
 use listen::Listener;
 use schema::{map_err, map_pool_err};

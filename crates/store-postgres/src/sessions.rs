@@ -68,6 +68,7 @@ const TOUCH: &str = "UPDATE sessions SET expires_ms = greatest(expires_ms, $2) W
 const REMOVE: &str = "DELETE FROM sessions WHERE id = $1";
 const SWEEP: &str = "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
      WHERE expires_ms <= $1 ORDER BY expires_ms LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING id";
+const RELAY: &str = "SELECT pg_notify($1, $2)";
 const EXISTING: &str = "SELECT id FROM sessions WHERE id = ANY($1)";
 
 /// A shared session as stored.
@@ -113,7 +114,19 @@ pub enum SessionEnded {
     Id(String),
     /// The listener (re)connected: ends may have been missed.
     Resync,
+    /// A replica relayed a message of a session's client ([`PgSessions::relay`]): the
+    /// session id and the message (JSON text).
+    Message {
+        /// The session.
+        session: String,
+        /// The JSON-RPC message, as text.
+        message: String,
+    },
 }
+
+/// The largest relayed message (bytes of the notification's payload): PostgreSQL's
+/// limit on a `NOTIFY` payload is 8000 bytes.
+pub const MAX_RELAYED_BYTES: usize = 7900;
 
 type Callback = Arc<dyn Fn(SessionEnded) + Send + Sync>;
 
@@ -253,6 +266,27 @@ impl PgSessions {
         self.ids(EXISTING, &[&ids]).await
     }
 
+    /// Pass `message` (JSON text) of the client of `session` to every replica's listener
+    /// ([`SessionEnded::Message`]), on the sessions' channel: one round trip, nothing
+    /// stored. A message over [`MAX_RELAYED_BYTES`] is refused.
+    ///
+    /// # Errors
+    /// The message is too large, or the database fails.
+    pub async fn relay(&self, session: &str, message: &str) -> Result<(), StoreError> {
+        let payload = serde_json::json!({"session": session, "message": message}).to_string();
+        if payload.len() > MAX_RELAYED_BYTES {
+            return Err(StoreError::Corrupt(format!(
+                "a relayed message of {} bytes is over the {MAX_RELAYED_BYTES} bytes a notification carries",
+                payload.len()
+            )));
+        }
+        let channel = format!("{}_sessions", self.cfg.options.schema);
+        self.db
+            .query(RELAY, &[&channel, &payload])
+            .await
+            .map(|_| ())
+    }
+
     /// Call `f` with the id of every session that ends from now on, on any replica, and
     /// with [`SessionEnded::Resync`] each time the listener (re)connects. Replaces any
     /// earlier callback.
@@ -290,8 +324,23 @@ async fn listen_once(
         *listened = true;
         f(SessionEnded::Resync);
     };
-    listen_on(cfg, &channel, listening, |id| {
-        f(SessionEnded::Id(id.to_owned()));
-    })
-    .await
+    listen_on(cfg, &channel, listening, |payload| deliver(f, payload)).await
+}
+
+fn deliver(f: &Callback, p: &str) {
+    // A session id is visible ASCII without `{`; a relayed message is a JSON object.
+    if p.starts_with('{') {
+        let v: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
+        if let (Some(session), Some(message)) = (
+            v.get("session").and_then(serde_json::Value::as_str),
+            v.get("message").and_then(serde_json::Value::as_str),
+        ) {
+            f(SessionEnded::Message {
+                session: session.to_owned(),
+                message: message.to_owned(),
+            });
+        }
+    } else {
+        f(SessionEnded::Id(p.to_owned()));
+    }
 }

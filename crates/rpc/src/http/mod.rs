@@ -486,6 +486,11 @@ impl HttpServer {
                 let Some(shared) = weak.upgrade() else { return };
                 match ended {
                     Ended::Session(id) => shared.ended_elsewhere(&id),
+                    Ended::Relayed { session, message } => {
+                        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                            rt.spawn(async move { shared.relayed(&session, message).await });
+                        }
+                    }
                     Ended::Unknown => {
                         if let Ok(rt) = tokio::runtime::Handle::try_current() {
                             rt.spawn(shared.resync());

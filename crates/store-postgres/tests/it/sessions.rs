@@ -104,3 +104,52 @@ async fn sessions_are_shared_bounded_swept_and_their_end_is_notified() {
     left.sort();
     assert_eq!(left, vec!["s3".to_owned(), "s4".to_owned()]);
 }
+
+/// A message relayed on one store reaches the listener of another (session id and text
+/// intact); one over `MAX_RELAYED_BYTES` (a NOTIFY payload is at most 8000 bytes) is
+/// refused with an error, and a message just under it still goes through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn relayed_messages_reach_every_listener_within_the_payload_bound() {
+    use mcp_tasks_store_postgres::MAX_RELAYED_BYTES;
+    let db = TestDb::new().await;
+    let url = db.url("pool=2");
+    let a = PgStore::connect(&url).await.expect("store a").sessions();
+    let b = PgStore::connect(&url).await.expect("store b").sessions();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    b.on_ended(move |e| {
+        let _ = tx.send(e);
+    });
+    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the listener connects")
+        .unwrap();
+    assert_eq!(first, SessionEnded::Resync);
+    let msg = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+    a.relay("s1", msg).await.expect("relayed");
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the relayed message arrives")
+        .unwrap();
+    assert_eq!(
+        got,
+        SessionEnded::Message {
+            session: "s1".to_owned(),
+            message: msg.to_owned()
+        }
+    );
+    let big = format!(r#"{{"x":"{}"}}"#, "a".repeat(MAX_RELAYED_BYTES));
+    assert!(a.relay("s1", &big).await.is_err(), "over the bound");
+    let fits = format!(r#"{{"x":"{}"}}"#, "a".repeat(MAX_RELAYED_BYTES - 100));
+    a.relay("s2", &fits).await.expect("under the bound");
+    let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the large message arrives")
+        .unwrap();
+    assert_eq!(
+        got,
+        SessionEnded::Message {
+            session: "s2".to_owned(),
+            message: fits
+        }
+    );
+}

@@ -581,6 +581,21 @@ async fn get(
         // there is nothing to resume. (An empty SSE response here makes some clients
         // reconnect without `Last-Event-ID`, as if to the standalone stream.)
         Connect::Complete => empty(StatusCode::NO_CONTENT),
+        // With sessions shared between replicas, the stream may live on another replica
+        // (or have expired): resumability is optional ("The server MAY use this header to
+        // replay messages ..."), so this replica answers with the session's standalone
+        // stream, without replay. Nothing of a task is lost: its state is in the store,
+        // readable with tasks/get and tasks/result on any replica (ADR 0006).
+        Connect::Unknown if shared.config.sessions.is_some() => {
+            tracing::debug!(session = %session.id, "resumption of a stream this replica lacks: standalone stream instead");
+            match session.connect(STANDALONE, None, shared.shutdown.clone()) {
+                Connect::Reader(reader) => sse_response(reader),
+                _ => bad_request(format!(
+                    "Bad Request: the stream of Last-Event-ID `{}` is unknown or expired",
+                    header_str(&headers, LAST_EVENT_ID).unwrap_or("")
+                )),
+            }
+        }
         Connect::Unknown => bad_request(format!(
             "Bad Request: the stream of Last-Event-ID `{}` is unknown or expired",
             header_str(&headers, LAST_EVENT_ID).unwrap_or("")

@@ -101,7 +101,9 @@ pub(super) async fn post(
                         .then(|| n.params.as_ref().and_then(|p| p.get("requestId")))
                         .flatten()
                         .and_then(request_id_of);
-                    session.peer.receive(Message::Notification(n)).await;
+                    let n = Message::Notification(n);
+                    shared.relay_if_foreign(&session, &n).await;
+                    session.peer.receive(n).await;
                     if let Some(id) = cancelled {
                         session.request_cancelled(&id);
                     }
@@ -109,7 +111,9 @@ pub(super) async fn post(
                 }
                 response => {
                     // Answers to what the server asked, possibly on another stream or
-                    // session: the peer (and behind it the handler) routes them by id.
+                    // session: the peer (and behind it the handler) routes them by id;
+                    // one answering a request of another replica's goes there too.
+                    shared.relay_if_foreign(&session, &response).await;
                     session.peer.receive(response).await;
                     empty(StatusCode::ACCEPTED)
                 }

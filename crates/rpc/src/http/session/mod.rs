@@ -166,6 +166,24 @@ impl HttpSession {
         session
     }
 
+    /// A copy of a session another replica started numbers its request streams from a
+    /// random base (`n << 20`, `n` in 1..2^31), so that an event id of another replica
+    /// (`stream-seq`, its streams numbered from 1) names no stream here: the resumption
+    /// of a foreign stream never replays one of this replica's streams ("The server MUST
+    /// NOT replay messages that would have been delivered on a different stream"). Its
+    /// outgoing requests are numbered from the same base, so that an answer relayed from
+    /// another replica never matches a request of this copy's by chance (below 2^53:
+    /// exact in every JSON implementation).
+    pub(crate) fn number_streams_randomly(&self) {
+        let mut b = [0u8; 4];
+        getrandom::fill(&mut b).expect("the OS random number generator failed");
+        let n = u64::from(u32::from_le_bytes(b) >> 1) + 1;
+        self.state.lock().next_stream = n << 20;
+        self.peer
+            .pending()
+            .number_from(i64::try_from(n << 20).unwrap_or(1));
+    }
+
     /// The directory's row of this session expires at `ms` (as far as this process knows).
     pub(crate) fn set_stored_until(&self, ms: i64) {
         self.stored_until.store(ms, Ordering::Relaxed);

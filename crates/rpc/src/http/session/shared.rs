@@ -16,6 +16,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use mcp_tasks_proto::{Message, RequestId, methods};
+
 use super::HttpSession;
 use crate::http::{Refused, Shared};
 use crate::peer::Peer;
@@ -64,6 +66,15 @@ pub enum Ended {
     /// Ends may have been missed (the directory's connection was lost): check every local
     /// copy with [`SessionDirectory::existing`].
     Unknown,
+    /// Another replica received `message` (a response, or `notifications/cancelled`) from
+    /// the client of `session` and did not hold what it answers or cancels
+    /// ([`SessionDirectory::relay`]).
+    Relayed {
+        /// The session whose client sent it.
+        session: String,
+        /// The JSON-RPC message.
+        message: Value,
+    },
 }
 
 /// Called with each [`Ended`].
@@ -94,8 +105,18 @@ pub trait SessionDirectory: Send + Sync + 'static {
     /// Which of `ids` still exist.
     async fn existing(&self, ids: &[String]) -> Result<Vec<String>, String>;
 
-    /// Call `f` for every session that ends from now on (on any replica).
+    /// Call `f` for every session that ends from now on (on any replica), and for every
+    /// message relayed by another replica.
     fn on_ended(&self, f: EndedCallback);
+
+    /// Pass `message`, a response or a `notifications/cancelled` the client of `session`
+    /// sent to this replica about a request this replica does not hold, to every replica
+    /// (as [`Ended::Relayed`]): the one whose request it answers or cancels applies it.
+    /// A directory without replicas does nothing.
+    async fn relay(&self, session: &str, message: &Value) -> Result<(), String> {
+        let _ = (session, message);
+        Ok(())
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -169,6 +190,7 @@ impl Shared {
         );
         s.set_stored_until(rec.expires_at_ms);
         s.set_initialized();
+        s.number_streams_randomly();
         tracing::debug!(session = %s.id, "session started on another replica served here");
         self.admit_copy(s, &rec.owner)
             .map(Some)
@@ -208,6 +230,62 @@ impl Shared {
         if let Some(s) = self.remove(id) {
             tracing::debug!(session = %id, "session ended on another replica");
             s.end();
+        }
+    }
+
+    /// Another replica relayed `message` from the client of session `id`
+    /// ([`SessionDirectory::relay`]): applied to this replica's copy of that session only
+    /// (an answer never reaches another session, as on one server), and only when it
+    /// answers a request of ours still waiting or cancels a request being served here.
+    pub(crate) async fn relayed(&self, id: &str, message: Value) {
+        let Some(s) = self.session(id) else { return };
+        let Ok(message) = Message::from_value(message) else {
+            return;
+        };
+        match &message {
+            Message::Response(r) if s.peer.pending().contains(&r.id) => {}
+            Message::Error(e) if e.id.as_ref().is_some_and(|i| s.peer.pending().contains(i)) => {}
+            Message::Notification(n) if n.method == methods::CANCELLED => {
+                let Some(rid) = cancelled_id(n.params.as_ref()) else {
+                    return;
+                };
+                if !s.peer.is_inflight(&rid) {
+                    return;
+                }
+                tracing::debug!(session = %id, id = %rid, "cancellation relayed by another replica");
+                s.peer.receive(message).await;
+                s.request_cancelled(&rid);
+                return;
+            }
+            _ => return,
+        }
+        tracing::debug!(session = %id, "response relayed by another replica");
+        s.peer.receive(message).await;
+    }
+
+    /// With a directory: pass `message` from the client of session `s` to the other
+    /// replicas when this one holds no request it answers or cancels (a plain call's
+    /// request went out, or its handler runs, on the replica its POST reached).
+    pub(crate) async fn relay_if_foreign(&self, s: &HttpSession, message: &Message) {
+        let Some(dir) = &self.config.sessions else {
+            return;
+        };
+        let foreign = match message {
+            Message::Response(r) => !s.peer.pending().contains(&r.id),
+            Message::Error(e) => e.id.as_ref().is_some_and(|i| !s.peer.pending().contains(i)),
+            Message::Notification(n) if n.method == methods::CANCELLED => {
+                cancelled_id(n.params.as_ref()).is_some_and(|i| !s.peer.is_inflight(&i))
+            }
+            _ => false,
+        };
+        if !foreign {
+            return;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(&message.to_json()) else {
+            return;
+        };
+        if let Err(e) = dir.relay(&s.id, &value).await {
+            tracing::warn!(session = %s.id, error = %e, "could not relay a message to the other replicas");
         }
     }
 
@@ -252,4 +330,9 @@ impl Shared {
             Err(e) => tracing::warn!(error = %e, "could not sweep the shared sessions"),
         }
     }
+}
+
+/// The `requestId` of a `notifications/cancelled`'s params.
+fn cancelled_id(params: Option<&Value>) -> Option<RequestId> {
+    serde_json::from_value(params?.get("requestId")?.clone()).ok()
 }

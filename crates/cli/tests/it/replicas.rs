@@ -365,12 +365,18 @@ const TS_SCRIPT: &str = r#"
 import assert from 'node:assert/strict';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateTaskResultSchema, ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, ListTasksResultSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, token] = process.argv.slice(1);
 const transport = new StreamableHTTPClientTransport(new URL(url),
   { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
-const client = new Client({ name: 'ts-sdk-replicas', version: '0' }, { capabilities: {} });
+const client = new Client({ name: 'ts-sdk-replicas', version: '0' },
+  { capabilities: { elicitation: { form: {} } } });
+const asked = [];
+client.setRequestHandler(ElicitRequestSchema, async request => {
+  asked.push(request.params);
+  return { action: 'accept', content: { answer: `answer ${asked.length}` } };
+});
 const errors = [];
 client.onerror = e => errors.push(String(e?.message ?? e));
 await client.connect(transport);
@@ -388,6 +394,20 @@ for (let i = 0; i < 3; i++) {
   assert.equal(r.result.content[0].text, 'slept 100');
 }
 console.log('ok task calls');
+
+// input_required through the proxy: the tool runs on one replica, tasks/result and the
+// client's answer land on whichever the proxy picks. (The SDK makes a required tool a
+// task once it has listed the tools.)
+await client.listTools();
+for (let i = 1; i <= 3; i++) {
+  const r = await last(client.experimental.tasks.callToolStream(
+    { name: 'ask', arguments: { question: `question ${i}` } }, CallToolResultSchema));
+  assert.equal(r.type, 'result', JSON.stringify(r));
+  assert.equal(r.result.content[0].text, `answer ${i}`);
+  assert.equal(asked[i - 1].message, `question ${i}`);
+}
+assert.equal(asked.length, 3, JSON.stringify(asked));
+console.log('ok elicitation');
 
 const slow = await client.request({ method: 'tools/call', params: {
   name: 'sleep', arguments: { ms: 600000 }, task: {} } }, CreateTaskResultSchema);
@@ -413,7 +433,8 @@ console.log('ALL OK');
 "#;
 
 /// The official TypeScript SDK client (1.32.2, `npm ci --prefix interop`) through the
-/// proxy: task calls, `tasks/list` and `tasks/cancel`, each request on the next replica.
+/// proxy: task calls, `ask` through `input_required` with the elicitation answered,
+/// `tasks/list` and `tasks/cancel`, each request on the next replica.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_typescript_sdk_client_through_the_proxy() {
     let interop = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../interop");

@@ -474,8 +474,8 @@ mod tests {
                     "UPDATE tasks SET status = 'failed' WHERE status IN {ACTIVE} AND (executor IS \
                      NULL OR executor NOT IN (SELECT instance FROM executors WHERE lease_until >= ?1))"
                 ),
-                // Either partial index of the active tasks: both hold exactly those rows.
-                "USING INDEX tasks_active_",
+                // The status index (schema 4), searched for the active statuses only.
+                "USING INDEX tasks_status (status=?)",
             ),
             (
                 "UPDATE tasks SET status = 'failed' WHERE task_id = ?1 AND status IN ('working')"

@@ -17,7 +17,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x4D43_5054;
 
 /// The schema version this build writes (`PRAGMA user_version`); a file with a higher
 /// one is refused.
-pub const SCHEMA_VERSION: i64 = 3;
+pub const SCHEMA_VERSION: i64 = 4;
 
 /// Migrations: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -134,6 +134,12 @@ const MIGRATIONS: &[&str] = &[
     CREATE TRIGGER task_history_delete AFTER DELETE ON tasks BEGIN
         DELETE FROM task_history WHERE task_id = OLD.task_id;
     END;
+    ",
+    // 3 -> 4: an index on `status`, so that counting the stored tasks by status (the
+    // `/metrics` gauge of tasks by status, on every scrape) reads the index, not every
+    // row with its request and outcome.
+    "
+    CREATE INDEX tasks_status ON tasks (status);
     ",
 ];
 
@@ -356,6 +362,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_tasks_proto::mcp::TaskStatus;
 
     /// A file written at schema `version` (its migrations, a cursor key, then `rows`),
     /// opened again: migrated to [`SCHEMA_VERSION`]. The connection, and the directory
@@ -440,5 +447,45 @@ mod tests {
         conn.execute("DELETE FROM tasks WHERE task_id = 'a'", [])
             .unwrap();
         assert!(crate::ops::history(&conn, "a").unwrap().is_empty());
+    }
+
+    /// A version-3 file gets the status index, and the count by status reads it alone.
+    #[test]
+    fn version_3_gets_the_status_index_that_the_count_by_status_uses() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("v3.db");
+        let conn = open_writer(&path, &SqliteOptions::default()).unwrap();
+        for m in &MIGRATIONS[..3] {
+            conn.execute_batch(m).unwrap();
+        }
+        conn.execute_batch(&format!(
+            "PRAGMA user_version = 3; PRAGMA application_id = {APPLICATION_ID};
+             INSERT INTO meta (key, value) VALUES ('cursor_key', zeroblob(32));
+             INSERT INTO tasks (task_id, owner, status, created_ms, last_updated_ms, method,
+                 request, quota_key)
+             VALUES ('a', 'alice', 'completed', 1, 5, 'tools/call', '{{}}', 'principal:alice'),
+                    ('b', 'alice', 'working', 1, 5, 'tools/call', '{{}}', 'principal:alice');"
+        ))
+        .unwrap();
+        prepare(&conn, &path).unwrap();
+        assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
+        let plan: Vec<String> = conn
+            .prepare("EXPLAIN QUERY PLAN SELECT status, count(*) FROM tasks GROUP BY status")
+            .unwrap()
+            .query_map([], |r| r.get::<_, String>(3))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("COVERING INDEX tasks_status")),
+            "{plan:?}"
+        );
+        let mut counts = crate::ops::count_by_status(&conn).unwrap();
+        counts.sort_by_key(|(s, _)| s.as_str());
+        assert_eq!(
+            counts,
+            vec![(TaskStatus::Completed, 1), (TaskStatus::Working, 1)]
+        );
     }
 }

@@ -100,6 +100,48 @@ impl TaskEngine {
         Ok(rec.to_wire())
     }
 
+    /// `tasks/get` of the 2026-07-28 tasks extension, whose answer carries a terminal
+    /// task's outcome inline, in one store read: the task (as [`Self::poll`] when `poll`,
+    /// else as [`Self::get`]) and, when it is terminal, its stored outcome as
+    /// [`Self::terminal_outcome`] decodes it, without the related-task `_meta` (the
+    /// extension's inline result has none).
+    ///
+    /// Spec (SEP-2663, `tasks/get`): "If the status is `completed`, the server MUST return
+    /// a `Task` object with status `completed` and a `result` field".
+    ///
+    /// # Errors
+    /// As [`Self::poll`] (or [`Self::get`]).
+    pub async fn get_with_outcome(
+        &self,
+        task_id: &str,
+        who: &Requester,
+        poll: bool,
+    ) -> Result<(Task, Option<Result<Value, ErrorObject>>), EngineError> {
+        let rec = self
+            .visible(task_id, who, Read::Full, methods::TASKS_GET)
+            .await?;
+        if poll {
+            let interval = std::time::Duration::from_millis(rec.poll_interval_ms.unwrap_or(0));
+            self.guard()
+                .poll(who, methods::TASKS_GET, task_id, interval)
+                .map_err(EngineError::RateLimited)?;
+            if rec.status.is_terminal() {
+                self.audit_retrieved(&rec, who, methods::TASKS_GET);
+            }
+        }
+        let outcome = rec
+            .outcome
+            .as_ref()
+            .filter(|_| rec.status.is_terminal())
+            .map(|o| {
+                o.decode().map(|mut v| {
+                    mcp_tasks_proto::meta::strip_related_task(&mut v);
+                    v
+                })
+            });
+        Ok((rec.to_wire(), outcome))
+    }
+
     fn audit_retrieved(&self, rec: &TaskRecord, who: &Requester, method: &str) {
         self.guard().record(
             Event::new(EventKind::Retrieved)

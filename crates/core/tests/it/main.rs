@@ -3,6 +3,7 @@
 
 mod conformance_memory;
 mod engine_guard;
+mod engine_one_read;
 mod engine_props;
 mod engine_store_faults;
 mod relay_owner;

@@ -220,28 +220,32 @@ pub(super) async fn get(
     task_id: &str,
     poll: bool,
 ) -> Result<GetTaskResult, ErrorObject> {
-    let task = if poll {
-        engine.poll(task_id, who).await
-    } else {
-        engine.get(task_id, who).await
-    }
-    .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
+    // One store read: the record with its outcome, which a terminal task's answer
+    // carries inline.
+    let (task, outcome) = engine
+        .get_with_outcome(task_id, who, poll)
+        .await
+        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
     let mut detailed = DetailedTask::bare(Task::from(&task));
     match task.status {
         TaskStatus::Completed | TaskStatus::Failed => {
             // Terminal: the stored outcome, at once.
-            match engine.terminal_outcome(task_id, who).await {
-                Ok(Ok(mut v)) => {
-                    strip_related_task(&mut v);
+            match outcome {
+                Some(Ok(mut v)) => {
                     stamp_complete(&mut v);
                     detailed.task.status = TaskStatus::Completed;
                     detailed.result = Some(v);
                 }
-                Ok(Err(e)) => {
+                Some(Err(e)) => {
                     detailed.task.status = TaskStatus::Failed;
                     detailed.error = Some(e);
                 }
-                Err(e) => return Err(e.to_rpc("Failed to retrieve task")),
+                None => {
+                    return Err(EngineError::InvalidParams(format!(
+                        "task {task_id} has not finished"
+                    ))
+                    .to_rpc("Failed to retrieve task"));
+                }
             }
         }
         TaskStatus::InputRequired => {

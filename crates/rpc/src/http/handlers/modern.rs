@@ -18,9 +18,11 @@ use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META}
 use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
 use serde_json::Value;
 
-use super::post::{Answer, answer, start_session};
+use super::post::{Answer, answer};
 use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
+use crate::http::session::HttpSession;
 use crate::http::{ReplyMode, Shared};
+use crate::peer::Peer;
 
 /// `Mcp-Method`: the JSON-RPC method, mirrored.
 const MCP_METHOD: &str = "mcp-method";
@@ -72,8 +74,27 @@ pub(super) async fn post(
         );
         return json_response(StatusCode::NOT_FOUND, error_body(Some(&id), &e));
     }
-    let session = start_session(shared, principal);
-    let answered = answer(shared, &session, req, ReplyMode::Json).await;
+    // A session for this request alone: no id is minted (none is ever sent, and it is
+    // in no directory), and its router runs in this request's task rather than a task
+    // of its own.
+    let (peer, outbound) = Peer::new(shared.factory.create(principal.as_deref()));
+    let session = HttpSession::unrouted(
+        String::new(),
+        principal,
+        peer,
+        shared.config.limits(),
+        Arc::clone(&shared.replay_bytes),
+    );
+    let answered = {
+        let route = Arc::clone(&session).route_all(outbound);
+        let answering = answer(shared, &session, req, ReplyMode::Json);
+        tokio::pin!(route, answering);
+        tokio::select! {
+            biased;
+            a = &mut answering => a,
+            () = &mut route => answering.await,
+        }
+    };
     let status = match &answered {
         Answer::Json(Message::Error(e)) => status_of(e.error.code),
         _ => StatusCode::OK,

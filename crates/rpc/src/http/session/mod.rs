@@ -141,11 +141,26 @@ impl HttpSession {
         limits: SessionLimits,
         global_bytes: Arc<AtomicUsize>,
     ) -> Arc<Self> {
+        let session = Self::unrouted(id, principal, peer, limits, global_bytes);
+        tokio::spawn(Arc::clone(&session).route_all(outbound));
+        session
+    }
+
+    /// A session around `peer` whose router is not spawned: the caller drives
+    /// [`Self::route_all`] itself, beside the one request it serves (a request-scoped
+    /// session of a 2026-07-28 request, which needs no task of its own).
+    pub(crate) fn unrouted(
+        id: String,
+        principal: Option<String>,
+        peer: Peer,
+        limits: SessionLimits,
+        global_bytes: Arc<AtomicUsize>,
+    ) -> Arc<Self> {
         let now = Instant::now();
         let meter = Meter::new(global_bytes);
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, StreamBuf::new(STANDALONE, None, now, &meter));
-        let session = Arc::new(Self {
+        Arc::new(Self {
             id,
             principal,
             peer,
@@ -161,9 +176,7 @@ impl HttpSession {
             connections: AtomicUsize::new(0),
             ended: CancellationToken::new(),
             stored_until: AtomicI64::new(i64::MIN),
-        });
-        tokio::spawn(Arc::clone(&session).route_all(outbound));
-        session
+        })
     }
 
     /// A copy of a session another replica started numbers its request streams from a
@@ -250,7 +263,7 @@ impl HttpSession {
     }
 
     /// Drain the peer's outgoing messages onto streams until the session ends.
-    async fn route_all(self: Arc<Self>, mut outbound: mpsc::Receiver<Outbound>) {
+    pub(crate) async fn route_all(self: Arc<Self>, mut outbound: mpsc::Receiver<Outbound>) {
         loop {
             let next = tokio::select! {
                 m = outbound.recv() => m,

@@ -1,0 +1,119 @@
+//! The 2026-07-28 `tasks/get` of a terminal task reads the store once: the record and its
+//! outcome come from one read (`TaskEngine::get_with_outcome`), not a summary read and
+//! then a full one.
+#![allow(missing_docs)]
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
+use mcp_tasks_core::{
+    Limits, ListQuery, MemoryStore, NewTask, OrphanSweep, Policy, Requester, StoreError,
+    SystemClock, TaskEngine, TaskRecord, TaskStore, Transition, TransitionResult,
+};
+use mcp_tasks_proto::mcp::TaskStatus;
+use mcp_tasks_testkit::NoRequestor;
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+/// A memory store counting its reads of one task (full and summary).
+#[derive(Default)]
+struct Counting {
+    inner: MemoryStore,
+    reads: AtomicU32,
+}
+
+#[async_trait]
+impl TaskStore for Counting {
+    async fn create(&self, t: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
+        self.inner.create(t, limits).await
+    }
+    async fn get(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.get(id).await
+    }
+    async fn get_summary(&self, id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.get_summary(id).await
+    }
+    async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
+        self.inner.transition(t).await
+    }
+    async fn transition_within(
+        &self,
+        t: Transition,
+        limits: &Limits,
+    ) -> Result<TransitionResult, StoreError> {
+        self.inner.transition_within(t, limits).await
+    }
+    async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.list(q).await
+    }
+    async fn delete_expired(&self, now: i64, limit: usize) -> Result<Vec<String>, StoreError> {
+        self.inner.delete_expired(now, limit).await
+    }
+    async fn cursor_key(&self) -> Result<[u8; 32], StoreError> {
+        self.inner.cursor_key().await
+    }
+    async fn heartbeat(&self, e: &str, until: i64) -> Result<(), StoreError> {
+        self.inner.heartbeat(e, until).await
+    }
+    async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
+        self.inner.fail_orphans(s).await
+    }
+    fn subscribe(&self, id: &str) -> watch::Receiver<u64> {
+        self.inner.subscribe(id)
+    }
+}
+
+fn classify(_: &Value) -> (TaskStatus, Option<String>) {
+    (TaskStatus::Completed, None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
+    let store = Arc::new(Counting::default());
+    let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
+    let who = Requester::local();
+    let spec = TaskSpec {
+        requester: who.clone(),
+        method: "tools/call".into(),
+        params: json!({"name": "t"}),
+        task_field: json!({}),
+        origin: Arc::new(NoRequestor),
+        classify: classify as Classifier,
+    };
+    let runner = Box::new(|_run: TaskRun| {
+        Box::pin(async { Ok(json!({"content": [{"type": "text", "text": "done"}]})) })
+            as futures::future::BoxFuture<'static, _>
+    });
+    let id = engine.create(spec, runner).await.expect("created").task_id;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while engine.get(&id, &who).await.unwrap().status != TaskStatus::Completed {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for poll in [false, true] {
+        let before = store.reads.load(Ordering::SeqCst);
+        let (task, outcome) = engine.get_with_outcome(&id, &who, poll).await.unwrap();
+        assert_eq!(
+            store.reads.load(Ordering::SeqCst) - before,
+            1,
+            "poll {poll}"
+        );
+        assert_eq!(task.status, TaskStatus::Completed);
+        let v = outcome
+            .expect("a terminal task's outcome")
+            .expect("a result");
+        assert_eq!(v, json!({"content": [{"type": "text", "text": "done"}]}));
+        assert!(
+            v.get("_meta").is_none(),
+            "no related-task _meta inline: {v}"
+        );
+    }
+}

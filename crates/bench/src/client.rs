@@ -104,21 +104,6 @@ fn with_meta(meta: &str, params: &Value) -> String {
     }
 }
 
-/// The body field that `Mcp-Name` mirrors for `method`.
-///
-/// Spec (streamable HTTP): `Mcp-Name` is required for `tools/call` (`params.name`);
-/// (SEP-2663): "When `tasks/get`, `tasks/update`, or `tasks/cancel` is sent over the
-/// Streamable HTTP transport, the client MUST set the `Mcp-Name` header ... to the value
-/// of `params.taskId`."
-fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
-}
-
 /// The standard headers of one modern request.
 struct ModernHeaders<'a> {
     method: &'a str,
@@ -379,7 +364,7 @@ impl McpClient {
                 None,
             ),
             Era::Modern => {
-                let name = name_field(method)
+                let name = mcp_tasks_proto::modern::mcp_name_field(method)
                     .and_then(|f| params.get(f))
                     .and_then(Value::as_str);
                 if let Some(name) = name
@@ -735,9 +720,18 @@ mod tests {
             m["io.modelcontextprotocol/clientInfo"]["name"],
             "mcp-tasks-bench"
         );
-        assert_eq!(name_field("tasks/get"), Some("taskId"));
-        assert_eq!(name_field("tools/call"), Some("name"));
-        assert_eq!(name_field("server/discover"), None);
+        assert_eq!(
+            mcp_tasks_proto::modern::mcp_name_field("tasks/get"),
+            Some("taskId")
+        );
+        assert_eq!(
+            mcp_tasks_proto::modern::mcp_name_field("tools/call"),
+            Some("name")
+        );
+        assert_eq!(
+            mcp_tasks_proto::modern::mcp_name_field("server/discover"),
+            None
+        );
         assert!(header_safe("0b4f2a8c-6d2e-4f7a-9c51-3e2f1a0b9d77"));
         for bad in ["naïve", " x", "a\nb", "=?base64?x?="] {
             assert!(!header_safe(bad), "{bad}");

@@ -71,26 +71,7 @@ pub(crate) fn request_meta(init_params: &Value) -> Value {
     modern::request_meta_value(&info, &ClientCapabilities(caps))
 }
 
-/// `params` (an object, or a new one) with the keys of `meta` in its `_meta` (other
-/// `_meta` keys, such as `progressToken`, are kept).
-pub(crate) fn stamp(meta: &Value, params: Option<Value>) -> Value {
-    let mut params = match params {
-        Some(Value::Object(m)) => m,
-        _ => Map::new(),
-    };
-    let slot = params
-        .entry("_meta")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !slot.is_object() {
-        *slot = Value::Object(Map::new());
-    }
-    if let (Some(slot), Some(meta)) = (slot.as_object_mut(), meta.as_object()) {
-        for (k, v) in meta {
-            slot.insert(k.clone(), v.clone());
-        }
-    }
-    Value::Object(params)
-}
+pub(crate) use mcp_tasks_proto::meta::stamp;
 
 /// A `complete` result as a legacy one: without `resultType` and the `serverInfo` of its
 /// `_meta` (an emptied `_meta` goes too). Other result types are left for the caller.

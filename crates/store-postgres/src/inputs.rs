@@ -14,13 +14,10 @@
 //! Each call is one statement, one round trip.
 
 use async_trait::async_trait;
-use deadpool_postgres::Pool;
 use mcp_tasks_core::{InputRequest, StoreError, TaskInputs};
 use serde_json::Value;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::types::ToSql;
-
-use crate::schema::{map_err, map_pool_err};
 
 /// The migration that adds the mailbox (schema version 4 -> 5).
 pub(crate) const MIGRATION: &str = "
@@ -54,32 +51,7 @@ const REMOVE: &str = "DELETE FROM task_inputs WHERE key = $1";
 
 /// The mailbox of a [`crate::PgStore`], on its pool.
 pub(crate) struct PgInputs {
-    pub(crate) pool: Pool,
-    pub(crate) target: String,
-}
-
-impl PgInputs {
-    async fn client(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| map_pool_err(&self.target, &e))
-    }
-
-    async fn query(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
-        let c = self.client().await?;
-        let st = c
-            .prepare_cached(sql)
-            .await
-            .map_err(|e| map_err(&self.target, &e))?;
-        c.query(&st, params)
-            .await
-            .map_err(|e| map_err(&self.target, &e))
-    }
+    pub(crate) db: crate::schema::Db,
 }
 
 fn json_of(bytes: &[u8]) -> Result<Value, StoreError> {
@@ -87,16 +59,15 @@ fn json_of(bytes: &[u8]) -> Result<Value, StoreError> {
         .map_err(|e| StoreError::Corrupt(format!("a task_inputs row is not JSON: {e}")))
 }
 
+fn bytes_of(v: &Value, what: &str) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(v).map_err(|e| StoreError::Corrupt(format!("unserialisable {what}: {e}")))
+}
+
 #[async_trait]
 impl TaskInputs for PgInputs {
     async fn put_request(&self, task_id: &str, request: &InputRequest) -> Result<(), StoreError> {
-        let params = serde_json::to_vec(&request.params)
-            .map_err(|e| StoreError::Corrupt(format!("unserialisable params: {e}")))?;
-        let c = self.client().await?;
-        let st = c
-            .prepare_cached(PUT)
-            .await
-            .map_err(|e| map_err(&self.target, &e))?;
+        let params = bytes_of(&request.params, "params")?;
+        let (c, st) = self.db.prepared(PUT).await?;
         let args: [&(dyn ToSql + Sync); 5] = [
             &request.key,
             &task_id,
@@ -108,12 +79,13 @@ impl TaskInputs for PgInputs {
             Ok(_) => Ok(()),
             // The task is gone (its TTL ran out): nobody will ask for the request.
             Err(e) if e.code() == Some(&SqlState::FOREIGN_KEY_VIOLATION) => Ok(()),
-            Err(e) => Err(map_err(&self.target, &e)),
+            Err(e) => Err(self.db.err(&e)),
         }
     }
 
     async fn requests(&self, task_id: &str) -> Result<Vec<InputRequest>, StoreError> {
-        self.query(REQUESTS, &[&task_id])
+        self.db
+            .query(REQUESTS, &[&task_id])
             .await?
             .iter()
             .map(|r| {
@@ -133,22 +105,18 @@ impl TaskInputs for PgInputs {
         answerer: Option<&str>,
         response: &Value,
     ) -> Result<bool, StoreError> {
-        let response = serde_json::to_vec(response)
-            .map_err(|e| StoreError::Corrupt(format!("unserialisable answer: {e}")))?;
-        let c = self.client().await?;
-        let st = c
-            .prepare_cached(ANSWER)
-            .await
-            .map_err(|e| map_err(&self.target, &e))?;
+        let response = bytes_of(response, "answer")?;
+        let (c, st) = self.db.prepared(ANSWER).await?;
         let n = c
             .execute(&st, &[&key, &response, &answerer])
             .await
-            .map_err(|e| map_err(&self.target, &e))?;
+            .map_err(|e| self.db.err(&e))?;
         Ok(n == 1)
     }
 
     async fn take_answer(&self, key: &str) -> Result<Option<Value>, StoreError> {
-        self.query(TAKE, &[&key])
+        self.db
+            .query(TAKE, &[&key])
             .await?
             .first()
             .map(|r| json_of(r.get::<_, &[u8]>(0)))
@@ -156,6 +124,6 @@ impl TaskInputs for PgInputs {
     }
 
     async fn remove(&self, key: &str) -> Result<(), StoreError> {
-        self.query(REMOVE, &[&key]).await.map(|_| ())
+        self.db.query(REMOVE, &[&key]).await.map(|_| ())
     }
 }

@@ -573,8 +573,7 @@ impl TaskStore for PgStore {
 
     fn inputs(&self) -> Option<Arc<dyn mcp_tasks_core::TaskInputs>> {
         Some(Arc::new(inputs::PgInputs {
-            pool: self.pool.clone(),
-            target: self.target.clone(),
+            db: schema::Db::new(&self.pool, &self.target),
         }))
     }
 }

@@ -90,14 +90,21 @@ impl TaskEngine {
         let rec = self
             .visible(task_id, who, Read::Summary, methods::TASKS_GET)
             .await?;
+        self.polled(&rec, who)?;
+        Ok(rec.to_wire())
+    }
+
+    /// A `tasks/get` of `rec` by `who`: the polling-rate check, and the audit line of a
+    /// terminal task's retrieval.
+    fn polled(&self, rec: &TaskRecord, who: &Requester) -> Result<(), EngineError> {
         let interval = std::time::Duration::from_millis(rec.poll_interval_ms.unwrap_or(0));
         self.guard()
-            .poll(who, methods::TASKS_GET, task_id, interval)
+            .poll(who, methods::TASKS_GET, &rec.task_id, interval)
             .map_err(EngineError::RateLimited)?;
         if rec.status.is_terminal() {
-            self.audit_retrieved(&rec, who, methods::TASKS_GET);
+            self.audit_retrieved(rec, who, methods::TASKS_GET);
         }
-        Ok(rec.to_wire())
+        Ok(())
     }
 
     /// `tasks/get` of the 2026-07-28 tasks extension, whose answer carries a terminal
@@ -121,13 +128,7 @@ impl TaskEngine {
             .visible(task_id, who, Read::Full, methods::TASKS_GET)
             .await?;
         if poll {
-            let interval = std::time::Duration::from_millis(rec.poll_interval_ms.unwrap_or(0));
-            self.guard()
-                .poll(who, methods::TASKS_GET, task_id, interval)
-                .map_err(EngineError::RateLimited)?;
-            if rec.status.is_terminal() {
-                self.audit_retrieved(&rec, who, methods::TASKS_GET);
-            }
+            self.polled(&rec, who)?;
         }
         let outcome = rec
             .outcome

@@ -49,6 +49,25 @@ pub mod methods {
     pub const SUBSCRIPTIONS_LISTEN: &str = "subscriptions/listen";
 }
 
+/// The body field that the `Mcp-Name` HTTP header mirrors for `method`, if it needs one
+/// (one table for the server's check and every client's headers).
+///
+/// Spec (streamable HTTP): `Mcp-Name` is required for `tools/call`, `resources/read`,
+/// `prompts/get` (`params.name` or `params.uri`). Spec (SEP-2663): "When `tasks/get`,
+/// `tasks/update`, or `tasks/cancel` is sent over the Streamable HTTP transport, the
+/// client MUST set the `Mcp-Name` header ... to the value of `params.taskId`."
+#[must_use]
+pub fn mcp_name_field(method: &str) -> Option<&'static str> {
+    match method {
+        crate::methods::TOOLS_CALL | "prompts/get" => Some("name"),
+        "resources/read" => Some("uri"),
+        crate::methods::TASKS_GET | crate::methods::TASKS_CANCEL | methods::TASKS_UPDATE => {
+            Some("taskId")
+        }
+        _ => None,
+    }
+}
+
 /// The error codes the modern generation defines (basic, "Error Codes"), kept with every
 /// other code in [`crate::codes`].
 pub mod codes {

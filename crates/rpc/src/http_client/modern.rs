@@ -15,22 +15,6 @@ pub(super) const MCP_NAME: &str = "mcp-name";
 /// The `_meta` key naming a modern request's protocol version.
 const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 
-/// The body field `Mcp-Name` mirrors for `method`, if it needs one.
-///
-/// Spec (streamable HTTP): `Mcp-Name` is required for "`tools/call`, `resources/read`,
-/// `prompts/get` requests" (`params.name` or `params.uri`). Spec (SEP-2663): "When
-/// `tasks/get`, `tasks/update`, or `tasks/cancel` is sent over the Streamable HTTP
-/// transport, the client MUST set the `Mcp-Name` header ... to the value of
-/// `params.taskId`."
-fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        "tools/call" | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        "tasks/get" | "tasks/update" | "tasks/cancel" => Some("taskId"),
-        _ => None,
-    }
-}
-
 /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` of `req`.
 ///
 /// Spec (streamable HTTP): "The client MUST include the `MCP-Protocol-Version` header on
@@ -47,7 +31,7 @@ pub(super) fn headers(req: &Request) -> HeaderMap {
         h.insert(MCP_PROTOCOL_VERSION, encoded(v));
     }
     h.insert(MCP_METHOD, encoded(&req.method));
-    let name = name_field(&req.method)
+    let name = mcp_tasks_proto::modern::mcp_name_field(&req.method)
         .and_then(|f| params.and_then(|p| p.get(f)))
         .and_then(Value::as_str);
     if let Some(name) = name {

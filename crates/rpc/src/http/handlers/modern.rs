@@ -125,23 +125,6 @@ fn status_of(code: i64) -> StatusCode {
     }
 }
 
-/// The body field `Mcp-Name` mirrors for `method`, if it needs one.
-///
-/// Spec (streamable HTTP): `Mcp-Name` is required for `tools/call`, `resources/read`,
-/// `prompts/get` (`params.name` or `params.uri`). Spec (SEP-2663): "When `tasks/get`,
-/// `tasks/update`, or `tasks/cancel` is sent over the Streamable HTTP transport, the
-/// client MUST set the `Mcp-Name` header ... to the value of `params.taskId`."
-fn name_field(method: &str) -> Option<&'static str> {
-    match method {
-        methods::TOOLS_CALL | "prompts/get" => Some("name"),
-        "resources/read" => Some("uri"),
-        methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
-            Some("taskId")
-        }
-        _ => None,
-    }
-}
-
 /// Whether a request of `method` without `Mcp-Name` is served: the tasks methods.
 ///
 /// The transport's table of standard headers requires `Mcp-Name` only for `tools/call`,
@@ -194,7 +177,7 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
             req.method
         )));
     }
-    if let Some(field) = name_field(&req.method) {
+    if let Some(field) = mcp_tasks_proto::modern::mcp_name_field(&req.method) {
         if headers.get(MCP_NAME).is_none() && name_may_be_missing(&req.method) {
             return Ok(());
         }

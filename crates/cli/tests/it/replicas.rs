@@ -15,24 +15,30 @@ use crate::common::pg::PgDb;
 use mcp_tasks_testkit::proxy::Proxy;
 use serde_json::{Value, json};
 
-const TOKENS: &str = "tok-alice alice;tok-bob bob";
+pub(crate) const TOKENS: &str = "tok-alice alice;tok-bob bob";
 
-/// Three replicas on one database, and the proxy in front of them.
-struct Cluster {
-    proxy: Proxy,
-    replicas: Vec<Server>,
+/// Three replicas on one database, and the round-robin proxy in front of them (shared by
+/// the replicas_* tests).
+pub(crate) struct Cluster {
+    pub(crate) proxy: Proxy,
+    pub(crate) replicas: Vec<Server>,
     _db: PgDb,
 }
 
 impl Cluster {
-    async fn start(extra: &[&str]) -> Self {
+    /// With the principals of [`TOKENS`] and `extra` serve flags.
+    pub(crate) async fn start(extra: &[&str]) -> Self {
+        Self::start_with(extra, &[(TOKENS_ENV, TOKENS)]).await
+    }
+
+    /// With `extra` serve flags and the environment `env` (without tokens: no
+    /// authentication).
+    pub(crate) async fn start_with(extra: &[&str], env: &[(&str, &str)]) -> Self {
         let db = PgDb::new("replicas");
         let url = db.url("pool=4");
         let mut args = vec!["--store", url.as_str()];
         args.extend_from_slice(extra);
-        let replicas: Vec<Server> = (0..3)
-            .map(|_| Server::start_env(&args, &[(TOKENS_ENV, TOKENS)]))
-            .collect();
+        let replicas: Vec<Server> = (0..3).map(|_| Server::start_env(&args, env)).collect();
         let proxy = Proxy::start(replicas.iter().map(|s| s.addr).collect())
             .await
             .unwrap();
@@ -44,7 +50,7 @@ impl Cluster {
     }
 
     /// A client of the principal of `token`, talking to the proxy.
-    fn client(&self, token: &str) -> Client {
+    pub(crate) fn client(&self, token: &str) -> Client {
         Client {
             addr: self.proxy.addr(),
             token: Some(token.to_owned()),
@@ -56,7 +62,7 @@ impl Cluster {
     }
 
     /// `c` (its session, token, ids) talking to replica `i` directly.
-    fn at(&self, i: usize, c: &Client) -> Client {
+    pub(crate) fn at(&self, i: usize, c: &Client) -> Client {
         Client {
             addr: self.replicas[i].addr,
             ..c.clone()

@@ -8,67 +8,17 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::pg::PgDb;
-use crate::http_common::{Client, Server, TOKENS_ENV, check_response, send};
+use crate::http_common::{check_response, send};
+use crate::replicas::Cluster;
 use mcp_tasks_client::{
     Client as McpClient, ClientConfig, HttpClientConfig, Protocol, ServerRequest, elicit,
 };
-use mcp_tasks_testkit::proxy::Proxy;
 use mcp_tasks_testkit::wire::modern_meta;
 use serde_json::{Value, json};
 
-const TOKENS: &str = "tok-alice alice;tok-bob bob";
 const WITHIN: Duration = Duration::from_secs(20);
 
-/// Three replicas on one database, and the round-robin proxy in front of them.
-struct Cluster {
-    proxy: Proxy,
-    replicas: Vec<Server>,
-    _db: PgDb,
-}
-
 impl Cluster {
-    async fn start() -> Self {
-        Self::start_with(&[(TOKENS_ENV, TOKENS)]).await
-    }
-
-    /// Without authentication (`env` without tokens) when `env` is empty.
-    async fn start_with(env: &[(&str, &str)]) -> Self {
-        let db = PgDb::new("replicas_input");
-        let url = db.url("pool=4");
-        let replicas: Vec<Server> = (0..3)
-            .map(|_| Server::start_env(&["--store", url.as_str()], env))
-            .collect();
-        let proxy = Proxy::start(replicas.iter().map(|s| s.addr).collect())
-            .await
-            .unwrap();
-        Self {
-            proxy,
-            replicas,
-            _db: db,
-        }
-    }
-
-    /// A 2025-11-25 client of the principal of `token`, talking to the proxy.
-    fn client(&self, token: &str) -> Client {
-        Client {
-            addr: self.proxy.addr(),
-            token: Some(token.to_owned()),
-            origin: None,
-            session: None,
-            protocol: None,
-            next_id: 1,
-        }
-    }
-
-    /// `c` (its session, token, ids) talking to replica `i` directly.
-    fn at(&self, i: usize, c: &Client) -> Client {
-        Client {
-            addr: self.replicas[i].addr,
-            ..c.clone()
-        }
-    }
-
     /// A 2026-07-28 request of the principal of `token` to replica `i`; its response.
     async fn modern(&self, i: usize, token: &str, method: &str, mut params: Value) -> Value {
         params["_meta"] = modern_meta(json!({
@@ -132,7 +82,7 @@ fn ask_answer(answer: &str) -> Value {
 /// answer, read on B.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn modern_input_requests_are_shown_and_answered_on_other_replicas() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(&[]).await;
     let created = cluster
         .modern(
             0,
@@ -201,7 +151,7 @@ async fn modern_input_requests_are_shown_and_answered_on_other_replicas() {
 /// the answer, whichever replica runs it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_modern_client_answers_a_task_through_the_proxy() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(&[]).await;
     let mut http = HttpClientConfig::new(format!("http://{}/mcp", cluster.proxy.addr()));
     http.bearer_token = Some("tok-alice".into());
     let config = ClientConfig::default()
@@ -244,7 +194,7 @@ impl mcp_tasks_client::ElicitationHandler for FixedAnswer {
 /// answers with the result.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tasks_result_on_another_replica_relays_the_request_and_its_answer() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(&[]).await;
     let mut alice = cluster.client("tok-alice");
     alice.initialize().await;
     let mut bob = cluster.client("tok-bob");
@@ -301,7 +251,7 @@ async fn a_tasks_result_on_another_replica_relays_the_request_and_its_answer() {
 /// `tasks/result` and the elicitation's answer land on whichever replica comes next.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn our_legacy_client_answers_a_task_through_the_proxy() {
-    let cluster = Cluster::start().await;
+    let cluster = Cluster::start(&[]).await;
     let mut http = HttpClientConfig::new(format!("http://{}/mcp", cluster.proxy.addr()));
     http.bearer_token = Some("tok-alice".into());
     let config = ClientConfig::default()
@@ -329,7 +279,7 @@ async fn our_legacy_client_answers_a_task_through_the_proxy() {
 /// completes the task running on A.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_auth_the_requests_belong_to_the_creating_session_on_every_replica() {
-    let cluster = Cluster::start_with(&[]).await;
+    let cluster = Cluster::start_with(&[], &[]).await;
     let mut creator = cluster.client("unused");
     creator.token = None;
     creator.initialize().await;

@@ -8,58 +8,15 @@
 
 use std::time::{Duration, Instant};
 
-use crate::common::pg::PgDb;
-use crate::http_common::{Client, Server, TOKENS_ENV, check_response};
-use mcp_tasks_testkit::proxy::Proxy;
+use crate::http_common::{Client, check_response};
+use crate::replicas::Cluster;
 use serde_json::json;
 
-const TOKENS: &str = "tok-alice alice;tok-bob bob";
-
-/// Three replicas on one database, and the round-robin proxy in front of them.
-struct Cluster {
-    proxy: Proxy,
-    replicas: Vec<Server>,
-    _db: PgDb,
-}
-
-impl Cluster {
-    async fn start() -> Self {
-        let db = PgDb::new("replicas_plain");
-        let url = db.url("pool=4");
-        let replicas: Vec<Server> = (0..3)
-            .map(|_| Server::start_env(&["--store", url.as_str()], &[(TOKENS_ENV, TOKENS)]))
-            .collect();
-        let proxy = Proxy::start(replicas.iter().map(|s| s.addr).collect())
-            .await
-            .unwrap();
-        Self {
-            proxy,
-            replicas,
-            _db: db,
-        }
-    }
-
-    /// An initialized 2025-11-25 client of the principal of `token`, through the proxy.
-    async fn client(&self, token: &str) -> Client {
-        let mut c = Client {
-            addr: self.proxy.addr(),
-            token: Some(token.to_owned()),
-            origin: None,
-            session: None,
-            protocol: None,
-            next_id: 1,
-        };
-        c.initialize().await;
-        c
-    }
-
-    /// `c` (its session, token, ids) talking to replica `i` directly.
-    fn at(&self, i: usize, c: &Client) -> Client {
-        Client {
-            addr: self.replicas[i].addr,
-            ..c.clone()
-        }
-    }
+/// An initialized 2025-11-25 client of the principal of `token`, through the proxy.
+async fn initialized(cluster: &Cluster, token: &str) -> Client {
+    let mut c = cluster.client(token);
+    c.initialize().await;
+    c
 }
 
 /// Spec (transport, resumability): "The server MAY use this header to replay messages
@@ -70,8 +27,8 @@ impl Cluster {
 /// read to its outcome on C (2) with `tasks/result`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_foreign_last_event_id_gets_a_fresh_stream_and_the_task_outcome_stays_readable() {
-    let cluster = Cluster::start().await;
-    let alice = cluster.client("tok-alice").await;
+    let cluster = Cluster::start(&[]).await;
+    let alice = initialized(&cluster, "tok-alice").await;
     let mut a = cluster.at(0, &alice);
     let b = cluster.at(1, &alice);
     let mut c = cluster.at(2, &alice);
@@ -120,9 +77,9 @@ async fn a_foreign_last_event_id_gets_a_fresh_stream_and_the_task_outcome_stays_
 /// (2) beforehand is not taken (answers stay within their session, as on one server).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plain_calls_sampling_answered_on_another_replica_reaches_it() {
-    let cluster = Cluster::start().await;
-    let alice = cluster.client("tok-alice").await;
-    let other = cluster.client("tok-alice").await;
+    let cluster = Cluster::start(&[]).await;
+    let alice = initialized(&cluster, "tok-alice").await;
+    let other = initialized(&cluster, "tok-alice").await;
     let mut a = cluster.at(0, &alice);
     let b = cluster.at(1, &alice);
     let c_other = cluster.at(2, &other);
@@ -178,8 +135,8 @@ async fn a_plain_calls_sampling_answered_on_another_replica_reaches_it() {
 /// within a second, with no progress after.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancel_received_by_another_replica_stops_a_plain_call() {
-    let cluster = Cluster::start().await;
-    let alice = cluster.client("tok-alice").await;
+    let cluster = Cluster::start(&[]).await;
+    let alice = initialized(&cluster, "tok-alice").await;
     let mut a = cluster.at(0, &alice);
     let b = cluster.at(1, &alice);
     let (call_id, resp) = a

@@ -17,7 +17,8 @@
 //!   the inserts in flight that drew a smaller `seq` (the list fence), so it never skips one
 //!   that commits late.
 //! * **Wake-ups** across processes with `LISTEN`/`NOTIFY`: every committed change of a task
-//!   notifies its id (a trigger, in the transaction of the change); one listener connection
+//!   notifies its id (sent in batches right after the commit, outside the transaction of
+//!   the change: the `announce` module says why); one listener connection
 //!   per store wakes the waiters, reconnecting by itself; a short poll only as a safety
 //!   net (see [`listen`](crate#wake-ups)).
 //! * **Schema** in its own PostgreSQL schema (`mcp_tasks`), versioned in
@@ -69,6 +70,7 @@ use tokio::sync::watch;
 use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
+mod announce;
 mod inputs;
 mod listen;
 mod notes;
@@ -93,6 +95,7 @@ pub struct PgStore {
     target: String,
     key: [u8; 32],
     listener: Arc<Listener>,
+    announcer: announce::Announcer,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -146,6 +149,8 @@ impl PgStore {
             listening: std::sync::atomic::AtomicBool::new(false),
         });
         let task = tokio::spawn(listen::run(cfg.clone(), Arc::clone(&listener)));
+        let announcer =
+            announce::Announcer::start(pool.clone(), cfg.options.schema.clone(), target.clone());
         tracing::debug!(store = %cfg.description(), "PostgreSQL task store open");
         Ok(Self {
             pool,
@@ -153,6 +158,7 @@ impl PgStore {
             target,
             key,
             listener,
+            announcer,
             task,
         })
     }
@@ -221,9 +227,12 @@ impl PgStore {
         Ok(self.records(sql, params).await?.into_iter().next())
     }
 
+    /// After a committed change of `ids`: wake their waiters here, and announce the change
+    /// to the other replicas (`announce`).
     fn woke(&self, ids: impl IntoIterator<Item = impl AsRef<str>>) {
         for id in ids {
             self.listener.wake.notify(id.as_ref());
+            self.announcer.changed(id.as_ref());
         }
     }
 

@@ -1,8 +1,8 @@
 //! Cross-process wake-ups: one listener connection per store, `LISTEN`ing on the channel
 //! of the store's schema, and the safety-net poll.
 //!
-//! Every committed change of a task sends a notification with the task id (a trigger, in
-//! the transaction of the change). The listener wakes that task's waiters in this
+//! Every committed change of a task sends a notification with the task id (the store
+//! announces it right after the commit: `announce`). The listener wakes that task's waiters in this
 //! process. When its connection is lost it reconnects by itself, with backoff; once it
 //! listens again it wakes every waiter (notifications sent while it was away are gone), and
 //! the safety-net poll wakes every waiter every [`crate::PgOptions::fallback_poll`] in any

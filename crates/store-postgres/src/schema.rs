@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -324,6 +324,9 @@ const MIGRATIONS: &[&str] = &[
     crate::sessions::MIGRATION,
     // 4 -> 5: the mailbox of running tasks' requests to their requestors.
     crate::inputs::MIGRATION,
+    // 5 -> 6: a task's change is announced after its commit by the store (`announce`), not
+    // by a trigger in its transaction (which serialised the commits of all changes).
+    "DROP TRIGGER tasks_notify ON tasks;",
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use crate::schema::{map_err, map_pool_err};
 
 /// How many task ids wait to be announced at most; past it an id is dropped (its waiters
-/// on other replicas then wake by the safety-net poll) and a warning is logged.
+/// on other replicas then wake by the safety-net poll), with one warning per episode.
 pub(crate) const QUEUE: usize = 8192;
 
 /// The most ids one `NOTIFY` batch carries.
@@ -32,6 +32,9 @@ const NOTIFY: &str = "SELECT pg_notify($1, id) FROM unnest($2::text[]) AS id";
 /// The sending side, kept by the store.
 pub(crate) struct Announcer {
     tx: mpsc::Sender<String>,
+    /// Whether the queue has been full since the last warning: one warning per episode,
+    /// not one per dropped id (a stalled database would otherwise flood the log).
+    full: std::sync::atomic::AtomicBool,
 }
 
 impl Announcer {
@@ -40,14 +43,26 @@ impl Announcer {
     pub(crate) fn start(pool: Pool, channel: String, target: String) -> Self {
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(run(pool, channel, target, rx));
-        Self { tx }
+        Self {
+            tx,
+            full: std::sync::atomic::AtomicBool::new(false),
+        }
     }
 
     /// Announce that task `id` changed (its change has committed).
     pub(crate) fn changed(&self, id: &str) {
-        if let Err(mpsc::error::TrySendError::Full(id)) = self.tx.try_send(id.to_owned()) {
-            tracing::warn!(task = %id, queue = QUEUE,
-                "the change announcements are backed up; other replicas will see this change by their fallback poll");
+        use std::sync::atomic::Ordering;
+        match self.tx.try_send(id.to_owned()) {
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                if !self.full.swap(true, Ordering::Relaxed) {
+                    tracing::warn!(
+                        queue = QUEUE,
+                        "the change announcements are backed up; other replicas see the changes dropped meanwhile by their fallback poll"
+                    );
+                }
+            }
+            Ok(()) => self.full.store(false, Ordering::Relaxed),
+            Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
 }
@@ -93,7 +108,10 @@ mod tests {
     #[test]
     fn a_full_queue_drops_announcements_without_blocking() {
         let (tx, mut rx) = mpsc::channel(QUEUE);
-        let announcer = Announcer { tx };
+        let announcer = Announcer {
+            tx,
+            full: std::sync::atomic::AtomicBool::new(false),
+        };
         for i in 0..QUEUE + 100 {
             announcer.changed(&format!("task-{i}"));
         }
@@ -103,5 +121,11 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, QUEUE);
+        assert!(announcer.full.load(std::sync::atomic::Ordering::Relaxed));
+        announcer.changed("after");
+        assert!(
+            !announcer.full.load(std::sync::atomic::Ordering::Relaxed),
+            "room again"
+        );
     }
 }

@@ -190,6 +190,12 @@ async fn an_overflowing_last_event_id_replays_nothing() {
         assert_eq!(r.status, 204, "{stream}-{seq}: {r:?}");
     }
     assert_eq!(c.get(Some("18446744073709551616-0")).await.status, 400);
+    // A new request acknowledges the stream (its buffer goes); resuming it still has
+    // nothing more to give, not an unknown stream (the TypeScript SDK 1.32.2 resumes a
+    // stream that ended with an error response, often after its next request).
+    c.rpc("tools/list", json!({})).await;
+    let r = c.get(Some(&format!("{stream}-1"))).await;
+    assert_eq!(r.status, 204, "an acknowledged stream: {r:?}");
 
     // Notifications of a JSON-answered call wait on the standalone stream (0).
     let msg = c

@@ -1,7 +1,7 @@
 //! One Streamable HTTP session: its peer, the streams its messages travel on, and the
 //! router that puts every outgoing message on exactly one of them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -55,6 +55,22 @@ pub(crate) struct State {
     next_stream: u64,
     /// Counts the bytes of `streams`.
     meter: Arc<Meter>,
+    /// The last [`MAX_ENDED`] streams dropped after a connection read them to their end
+    /// (response included): a resumption of one of them has nothing more to give (204),
+    /// rather than an unknown stream (400). The TypeScript SDK 1.32.2 resumes a request
+    /// stream whose last message was an error response (it counts only results as the
+    /// response), often after its next request acknowledged, and so dropped, the stream.
+    ended: VecDeque<u64>,
+}
+
+/// How many ended streams a session remembers (8 bytes each).
+const MAX_ENDED: usize = 64;
+
+fn remember_ended(ended: &mut VecDeque<u64>, stream: u64) {
+    if ended.len() == MAX_ENDED {
+        ended.pop_front();
+    }
+    ended.push_back(stream);
 }
 
 /// Timing and bounds shared by the sessions of a server.
@@ -170,6 +186,7 @@ impl HttpSession {
                 streams,
                 next_stream: 1,
                 meter,
+                ended: VecDeque::new(),
             }),
             last_seen: Mutex::new(now),
             initialized: AtomicBool::new(false),
@@ -298,6 +315,7 @@ impl HttpSession {
             streams,
             next_stream,
             meter,
+            ..
         } = st;
         let Outbound { message, route } = out;
         let id = match route {
@@ -426,10 +444,15 @@ impl HttpSession {
     /// A new request on the session acknowledges the streams read to their end: the
     /// client has their responses, so their replay buffers go.
     pub(crate) fn ack_completed(&self) {
-        self.state
-            .lock()
-            .streams
-            .retain(|_, s| s.completed_at().is_none());
+        let mut st = self.state.lock();
+        let State { streams, ended, .. } = &mut *st;
+        streams.retain(|n, s| {
+            if s.completed_at().is_none() {
+                return true;
+            }
+            remember_ended(ended, *n);
+            false
+        });
     }
 
     /// Cancel requests `ids` (nobody can receive their answer any more): their handlers
@@ -462,12 +485,16 @@ impl HttpSession {
         {
             let mut st = self.state.lock();
             let State {
-                pending, streams, ..
+                pending,
+                streams,
+                ended,
+                ..
             } = &mut *st;
             streams.retain(|n, s| {
                 if s.completed_at()
                     .is_some_and(|t| now.duration_since(t) >= ack)
                 {
+                    remember_ended(ended, *n);
                     return false;
                 }
                 let Some(since) = s.idle_since() else {
@@ -504,6 +531,9 @@ impl HttpSession {
         let mut st = self.state.lock();
         let limits = self.limits.buffer;
         let Some(s) = st.streams.get_mut(&stream) else {
+            if st.ended.contains(&stream) {
+                return Connect::Complete;
+            }
             return Connect::Unknown;
         };
         if from.is_some_and(|f| !s.has_events_from(f)) && s.is_finished() {

@@ -271,6 +271,14 @@ impl McpClient {
         }
     }
 
+    /// Another connection in the same MCP session to another endpoint (a replica that
+    /// shares sessions with this one's): ids as with [`Self::fork`].
+    pub fn fork_to(&self, endpoint: Endpoint, k: u64) -> Self {
+        let mut fork = self.fork(k);
+        fork.endpoint = endpoint;
+        fork
+    }
+
     /// The session id the server gave, if any.
     pub fn session_id(&self) -> Option<&str> {
         self.session_id.as_deref()

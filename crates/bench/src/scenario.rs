@@ -108,6 +108,9 @@ pub mod op {
 pub struct Config {
     /// The server.
     pub endpoint: Endpoint,
+    /// `result-wait`: send `tasks/result` here instead (another replica sharing the
+    /// sessions and the store of `endpoint`), so that waiter and executor differ.
+    pub wait_endpoint: Option<Endpoint>,
     /// The protocol generation spoken.
     pub era: Era,
     /// The workload.
@@ -148,6 +151,7 @@ impl Config {
     pub fn new(endpoint: Endpoint, scenario: Scenario) -> Self {
         Self {
             endpoint,
+            wait_endpoint: None,
             era: Era::Legacy,
             scenario,
             concurrency: 16,
@@ -391,6 +395,7 @@ struct Ctx {
 async fn iteration(
     ctx: &Ctx,
     client: &mut McpClient,
+    waiter: Option<&mut McpClient>,
     rec: &mut Recorder<'_>,
     ids: &[String],
     rng: &mut fastrand::Rng,
@@ -475,8 +480,9 @@ async fn iteration(
             let Some((id, _, t0)) = rec.create(client, cfg, ms).await else {
                 return;
             };
+            let waiter = waiter.unwrap_or(client);
             let Ok((reply, started)) = rec
-                .call(client, op::RESULT, "tasks/result", &json!({ "taskId": id }))
+                .call(waiter, op::RESULT, "tasks/result", &json!({ "taskId": id }))
                 .await
             else {
                 return;
@@ -531,6 +537,12 @@ async fn virtual_client(
     seed: u64,
 ) -> Stats {
     let mut stats = Stats::default();
+    let mut waiter = ctx
+        .cfg
+        .wait_endpoint
+        .clone()
+        .filter(|_| ctx.cfg.scenario == Scenario::ResultWait)
+        .map(|e| client.fork_to(e, 1));
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut cursor = None;
     {
@@ -539,10 +551,19 @@ async fn virtual_client(
             measure_from: ctx.window.start,
         };
         while ctx.window.go() {
-            iteration(&ctx, &mut client, &mut rec, &ids, &mut rng, &mut cursor).await;
+            iteration(
+                &ctx,
+                &mut client,
+                waiter.as_mut(),
+                &mut rec,
+                &ids,
+                &mut rng,
+                &mut cursor,
+            )
+            .await;
         }
     }
-    stats.reconnects = client.reconnects;
+    stats.reconnects = client.reconnects + waiter.map_or(0, |w| w.reconnects);
     stats
 }
 

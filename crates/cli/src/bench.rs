@@ -32,6 +32,11 @@ pub(crate) struct BenchArgs {
         requires = "compare_metrics"
     )]
     serve_arg: Vec<String>,
+    /// `result-wait`: send `tasks/result` to this endpoint instead, another replica on the
+    /// same PostgreSQL store (sessions are shared), so that the waiter and the executor of
+    /// each task are on different replicas.
+    #[arg(long, value_name = "URL")]
+    wait_url: Option<String>,
     /// The protocol generation: `legacy` (2025-11-25: a session per client, task-augmented
     /// calls, tasks/result) or `modern` (2026-07-28 with the tasks extension: stateless,
     /// the server makes the task, the result inline in tasks/get; the tool must become a
@@ -100,6 +105,7 @@ Examples:
   mcp-tasks bench --url URL -s get -c 16 -k 1000                     tasks/get of random ids among 1,000
   mcp-tasks bench --url URL -s lifecycle -c 64 --work-ms 100         create, poll every 50 ms, result
   mcp-tasks bench --url URL -s result-wait -c 16                     how late tasks/result answers
+  mcp-tasks bench --url URL_A --wait-url URL_B -s result-wait        ... waiting on another replica
   mcp-tasks bench --url URL -s list -c 1 -k 100000 --token TOKEN     page through 100,000 tasks
   mcp-tasks bench --url URL --server-pid $(pgrep -n mcp-tasks) --json
   mcp-tasks bench --compare-metrics -s get --rounds 5                what /metrics costs on tasks/get
@@ -128,6 +134,10 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
         .unwrap_or_else(|| "http://127.0.0.1:1/mcp".to_owned());
     let endpoint = Endpoint::parse(&url, args.token.clone()).map_err(anyhow::Error::msg)?;
     let mut cfg = Config::new(endpoint, args.scenario);
+    cfg.wait_endpoint = match &args.wait_url {
+        Some(u) => Some(Endpoint::parse(u, args.token.clone()).map_err(anyhow::Error::msg)?),
+        None => None,
+    };
     cfg.era = args.era;
     cfg.concurrency = args.concurrency;
     cfg.duration = args.duration;

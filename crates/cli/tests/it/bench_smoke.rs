@@ -152,6 +152,48 @@ fn bench_runs_against_our_server_without_errors() {
         check_op(&r, op);
     }
 
+    // `--wait-url`: tasks/result goes to another endpoint of the same session (here the
+    // same server; a dead one proves the waiter is used: every tasks/result fails).
+    let r = bench(
+        &url,
+        pid,
+        &[
+            "--scenario",
+            "result-wait",
+            "--work-ms",
+            "20",
+            "--wait-url",
+            &url,
+        ],
+    );
+    check_common(&r, "result-wait");
+    check_op(&r, "tasks/result");
+    let dead = Command::new(BIN)
+        .args(["bench", "--url", &url, "--token", TOKEN, "--json"])
+        .args([
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--concurrency",
+            "1",
+        ])
+        .args(["--scenario", "result-wait", "--work-ms", "1"])
+        .args(["--wait-url", "http://127.0.0.1:1/mcp", "--timeout", "2s"])
+        .env("RUST_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(!dead.status.success(), "errors make bench exit 1");
+    let report: Value = serde_json::from_slice(&dead.stdout).unwrap();
+    assert!(
+        report["ops"]["tasks/result"]["errors"].as_u64().unwrap() > 0,
+        "{report:#}"
+    );
+    assert!(
+        report["ops"]["tools/call"]["count"].as_u64().unwrap() > 0,
+        "{report:#}"
+    );
+
     let r = bench(
         &url,
         pid,

@@ -4,7 +4,7 @@
 #
 #   bench/postgres.sh [OUT_DIR]
 #   DURATION=5s bench/postgres.sh            # shorter runs
-#   PARTS="rt" bench/postgres.sh             # only some parts: sqlite one three rt
+#   PARTS="rt" bench/postgres.sh             # only some parts: sqlite one three rt wake
 #
 # Needs target/release/mcp-tasks (or $BIN), psql and curl on the PATH, jq, and
 # PostgreSQL at $PG_ADMIN (default postgres://postgres@127.0.0.1:5432/postgres) with the
@@ -32,7 +32,7 @@ NO_QUOTAS=(--max-stored-tasks unlimited --max-stored-bytes unlimited)
 PIDS=()
 TMP=$(mktemp -d)
 PREFIX="mcp_tasks_bench_$$"
-PARTS=${PARTS:-sqlite one three rt}
+PARTS=${PARTS:-sqlite one three rt wake}
 part() { [[ " $PARTS " == *" $1 "* ]]; }
 
 cleanup() {
@@ -151,6 +151,26 @@ for variant in default unlimited; do
     cleanup
     fi
 done
+
+# Wake-up across replicas: two replicas on one database; result-wait (16 clients, 100 ms
+# of work) creates each task on A and waits for its tasks/result either on A too
+# (`same`) or on B (`cross`, --wait-url), alternating, ROUNDS times. The difference of the
+# lateness (result arrival - (creation sent + work)) is what crossing replicas costs.
+if part wake; then
+    db=$(fresh_db wake)
+    serve 18081 "$PG_BASE/$db?pool=10"
+    serve 18082 "$PG_BASE/$db?pool=10"
+    for round in $(seq "${ROUNDS:-3}"); do
+        for where in same cross; do
+            w=(--wait-url http://127.0.0.1:18081/mcp)
+            if [ "$where" = cross ]; then w=(--wait-url http://127.0.0.1:18082/mcp); fi
+            bench "$OUT/wake-$where-$round.json" --url http://127.0.0.1:18081/mcp "${w[@]}" -s result-wait -c 16 --work-ms 100
+            jq -r --arg n "wake $where $round" '"\($n): lateness p50 \(.ops["result-lateness"].p50_ms) ms, p90 \(.ops["result-lateness"].p90_ms) ms, p99 \(.ops["result-lateness"].p99_ms) ms, \(.ops["result-lateness"].count) results, errors \(.errors.total)"' \
+                "$OUT/wake-$where-$round.json" | tee -a "$OUT/summary.txt"
+        done
+    done
+    cleanup
+fi
 
 # Round trips: database transactions per operation (every statement the store sends
 # outside an explicit transaction is one, and pg_stat_database counts them), the idle

@@ -13,6 +13,7 @@
 //! reconnecting.
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use deadpool_postgres::Pool;
 use mcp_tasks_core::StoreError;
@@ -34,7 +35,7 @@ pub(crate) struct Announcer {
     tx: mpsc::Sender<String>,
     /// Whether the queue has been full since the last warning: one warning per episode,
     /// not one per dropped id (a stalled database would otherwise flood the log).
-    full: std::sync::atomic::AtomicBool,
+    full: AtomicBool,
 }
 
 impl Announcer {
@@ -45,13 +46,12 @@ impl Announcer {
         tokio::spawn(run(pool, channel, target, rx));
         Self {
             tx,
-            full: std::sync::atomic::AtomicBool::new(false),
+            full: AtomicBool::new(false),
         }
     }
 
     /// Announce that task `id` changed (its change has committed).
     pub(crate) fn changed(&self, id: &str) {
-        use std::sync::atomic::Ordering;
         match self.tx.try_send(id.to_owned()) {
             Err(mpsc::error::TrySendError::Full(_)) => {
                 if !self.full.swap(true, Ordering::Relaxed) {
@@ -61,7 +61,11 @@ impl Announcer {
                     );
                 }
             }
-            Ok(()) => self.full.store(false, Ordering::Relaxed),
+            // A load first: the common case (never full) writes nothing shared.
+            Ok(()) if self.full.load(Ordering::Relaxed) => {
+                self.full.store(false, Ordering::Relaxed);
+            }
+            Ok(()) => {}
             Err(mpsc::error::TrySendError::Closed(_)) => {}
         }
     }
@@ -110,7 +114,7 @@ mod tests {
         let (tx, mut rx) = mpsc::channel(QUEUE);
         let announcer = Announcer {
             tx,
-            full: std::sync::atomic::AtomicBool::new(false),
+            full: AtomicBool::new(false),
         };
         for i in 0..QUEUE + 100 {
             announcer.changed(&format!("task-{i}"));
@@ -121,11 +125,8 @@ mod tests {
             n += 1;
         }
         assert_eq!(n, QUEUE);
-        assert!(announcer.full.load(std::sync::atomic::Ordering::Relaxed));
+        assert!(announcer.full.load(Ordering::Relaxed));
         announcer.changed("after");
-        assert!(
-            !announcer.full.load(std::sync::atomic::Ordering::Relaxed),
-            "room again"
-        );
+        assert!(!announcer.full.load(Ordering::Relaxed), "room again");
     }
 }

@@ -90,6 +90,27 @@ fn bench(url: &str, pid: u32, args: &[&str]) -> Value {
     serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("not JSON ({e}):\n{stdout}"))
 }
 
+/// A short run (one client, 300 ms, no warm-up) that must see errors: bench exits 1 and
+/// still prints its JSON report, which is returned.
+fn bench_failing(url: &str, args: &[&str]) -> Value {
+    let out = Command::new(BIN)
+        .args(["bench", "--url", url, "--token", TOKEN, "--json"])
+        .args([
+            "--duration",
+            "300ms",
+            "--warmup",
+            "0s",
+            "--concurrency",
+            "1",
+        ])
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run mcp-tasks bench");
+    assert!(!out.status.success(), "errors make bench exit 1");
+    serde_json::from_slice(&out.stdout).expect("a JSON report")
+}
+
 fn check_op(report: &Value, op: &str) {
     let o = &report["ops"][op];
     for field in ["per_s", "p50_ms", "p90_ms", "p99_ms", "max_ms", "mean_ms"] {
@@ -168,23 +189,19 @@ fn bench_runs_against_our_server_without_errors() {
     );
     check_common(&r, "result-wait");
     check_op(&r, "tasks/result");
-    let dead = Command::new(BIN)
-        .args(["bench", "--url", &url, "--token", TOKEN, "--json"])
-        .args([
-            "--duration",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--concurrency",
+    let report = bench_failing(
+        &url,
+        &[
+            "--scenario",
+            "result-wait",
+            "--work-ms",
             "1",
-        ])
-        .args(["--scenario", "result-wait", "--work-ms", "1"])
-        .args(["--wait-url", "http://127.0.0.1:1/mcp", "--timeout", "2s"])
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    assert!(!dead.status.success(), "errors make bench exit 1");
-    let report: Value = serde_json::from_slice(&dead.stdout).unwrap();
+            "--wait-url",
+            "http://127.0.0.1:1/mcp",
+            "--timeout",
+            "2s",
+        ],
+    );
     assert!(
         report["ops"]["tasks/result"]["errors"].as_u64().unwrap() > 0,
         "{report:#}"
@@ -275,28 +292,7 @@ fn bench_modern_era_reports_direct_answers_and_refuses_legacy_only_scenarios() {
     // `sleep` 0 ms is `optional` by default: a modern call finishes within --task-after and
     // is answered directly.
     let (server, url) = start_server();
-    let out = Command::new(BIN)
-        .args([
-            "bench",
-            "--url",
-            &url,
-            "--token",
-            TOKEN,
-            "--era",
-            "modern",
-            "--duration",
-            "300ms",
-            "--warmup",
-            "0s",
-            "--concurrency",
-            "1",
-            "--json",
-        ])
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run mcp-tasks bench");
-    assert!(!out.status.success());
-    let r: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    let r = bench_failing(&url, &["--era", "modern"]);
     assert!(r["errors"]["total"].as_u64().unwrap() > 0, "{r:#}");
     let example = r["errors"]["by_class"]["malformed"]["example"]
         .as_str()

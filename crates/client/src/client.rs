@@ -18,6 +18,7 @@ use tokio::sync::broadcast;
 
 use crate::ClientError;
 use crate::config::{ClientConfig, Era, Protocol};
+use crate::era_cache::{EraCache, Known};
 use crate::modern::{self, Probe, TaskDetail};
 use crate::process::ChildGuard;
 use crate::receiver::{Receiving, TaskReceiver};
@@ -86,6 +87,8 @@ pub struct HttpSessionInfo {
 pub(crate) struct Inner {
     pub(crate) rpc: Rpc,
     era: Era,
+    /// The HTTP endpoint whose era [`EraCache`] keeps (a client that detected it).
+    cached_as: Option<String>,
     /// 2026-07-28: the `_meta` every request carries.
     meta: Option<Value>,
     pub(crate) max_input_rounds: u32,
@@ -192,7 +195,8 @@ impl Client {
     }
 
     /// Open the transport, find the server's era (unless [`ClientConfig::protocol`] fixes
-    /// it) and start: `initialize` for 2025-11-25, `server/discover` for 2026-07-28.
+    /// it, or [`EraCache`] knows the HTTP endpoint) and start: `initialize` for
+    /// 2025-11-25, `server/discover` for 2026-07-28.
     async fn start(config: ClientConfig, wire: Wire) -> Result<Self, ClientError> {
         let receiving = match &config.task_receiver {
             Some(r) => {
@@ -207,10 +211,17 @@ impl Client {
             receiving,
         );
         let handler = Arc::new(ClientHandler(Arc::clone(&shared)));
-        let first = if config.protocol == Protocol::Legacy {
-            Era::Legacy
-        } else {
-            Era::Modern
+        // Only an HTTP endpoint of a client that detects is looked up (a stdio connection
+        // is one server process, detected once anyway).
+        let url = match &wire {
+            Wire::Http(h) if config.protocol == Protocol::Auto => Some(h.url.clone()),
+            _ => None,
+        };
+        let cache = EraCache::global();
+        let mut cached = url.as_deref().and_then(|u| cache.get(u));
+        let first = match (&cached, config.protocol) {
+            (_, Protocol::Legacy) | (Some(Known::Legacy), _) => Era::Legacy,
+            _ => Era::Modern,
         };
         let (peer, rx) = Peer::new(handler.clone());
         let (mut transport, http) = match wire {
@@ -218,11 +229,45 @@ impl Client {
             Wire::Http(http) => (http_transport(peer.clone(), rx, &http, first)?, Some(http)),
         };
         let mut rpc = Rpc::new(peer, Arc::clone(&shared));
+        let reopen =
+            |era: Era, rpc: &mut Rpc, transport: &mut Transport| -> Result<(), ClientError> {
+                if let Some(http) = &http {
+                    rpc.peer.close();
+                    let (peer, rx) = Peer::new(handler.clone());
+                    *transport = http_transport(peer.clone(), rx, http, era)?;
+                    *rpc = Rpc::new(peer, Arc::clone(&shared));
+                }
+                Ok(())
+            };
+        match cached.take() {
+            Some(Known::Modern(discover)) => {
+                tracing::debug!("a 2026-07-28 server, as cached for its endpoint");
+                return Ok(Self::modern(&config, rpc, transport, &discover, url));
+            }
+            Some(Known::Legacy) => match initialize(&rpc, &config).await {
+                Ok(init) => {
+                    tracing::debug!("a 2025-11-25 server, as cached for its endpoint");
+                    return Ok(Self::legacy(config, rpc, transport, init, url));
+                }
+                Err(e) => {
+                    // Spec (versioning): "re-probing if the cached assumption later fails".
+                    tracing::debug!(error = %e, "initialize failed where a 2025-11-25 server was cached: detecting the era again");
+                    if let Some(u) = &url {
+                        cache.forget(u);
+                    }
+                    reopen(Era::Modern, &mut rpc, &mut transport)?;
+                }
+            },
+            None => {}
+        }
         if config.protocol != Protocol::Legacy {
             let found = modern::probe(&rpc, &config).await;
             match found {
                 Ok(Probe::Modern(discover)) => {
-                    return Ok(Self::modern(&config, rpc, transport, &discover));
+                    if let Some(u) = &url {
+                        cache.put(u, Known::Modern(discover.clone()));
+                    }
+                    return Ok(Self::modern(&config, rpc, transport, &discover, url));
                 }
                 Ok(Probe::Legacy(why)) if config.protocol == Protocol::Modern => {
                     rpc.peer.close();
@@ -233,14 +278,8 @@ impl Client {
                 }
                 Ok(Probe::Legacy(why)) => {
                     tracing::debug!(%why, "a 2025-11-25 server: initialize");
-                    if let Some(http) = &http {
-                        // The modern attempt's transport has no session: start afresh.
-                        rpc.peer.close();
-                        drop(transport);
-                        let (peer, rx) = Peer::new(handler);
-                        transport = http_transport(peer.clone(), rx, http, Era::Legacy)?;
-                        rpc = Rpc::new(peer, Arc::clone(&shared));
-                    }
+                    // The modern attempt's transport has no session: start afresh.
+                    reopen(Era::Legacy, &mut rpc, &mut transport)?;
                 }
                 Err(e) => {
                     rpc.peer.close();
@@ -248,36 +287,46 @@ impl Client {
                 }
             }
         }
-        let client_capabilities = config.capabilities();
-        let params = json!({
-            "protocolVersion": LATEST_PROTOCOL_VERSION,
-            "capabilities": client_capabilities,
-            "clientInfo": { "name": config.name, "version": config.version },
-        });
-        let init = rpc
-            .request(methods::INITIALIZE, Some(params), config.request_timeout)
-            .await;
-        let init = match init.and_then(|v| read_initialize(&v)) {
+        let init = match initialize(&rpc, &config).await {
             Ok(i) => i,
             Err(e) => {
                 rpc.peer.close();
                 return Err(e);
             }
         };
-        rpc.notify(methods::INITIALIZED, None).await;
-        tracing::debug!(version = %init.protocol_version, server = %init.server_info, "initialized");
-        Ok(Self::with(
+        if let Some(u) = &url {
+            cache.put(u, Known::Legacy);
+        }
+        Ok(Self::legacy(config, rpc, transport, init, url))
+    }
+
+    /// A client of a 2025-11-25 server that answered `initialize`.
+    fn legacy(
+        config: ClientConfig,
+        rpc: Rpc,
+        transport: Transport,
+        init: InitializeResult,
+        url: Option<String>,
+    ) -> Self {
+        let client_capabilities = config.capabilities();
+        Self::with(
             config,
             rpc,
             transport,
-            Era::Legacy,
+            (Era::Legacy, url),
             init,
             client_capabilities,
-        ))
+        )
     }
 
     /// A client of a 2026-07-28 server that answered `discover`.
-    fn modern(config: &ClientConfig, rpc: Rpc, transport: Transport, discover: &Value) -> Self {
+    fn modern(
+        config: &ClientConfig,
+        rpc: Rpc,
+        transport: Transport,
+        discover: &Value,
+        url: Option<String>,
+    ) -> Self {
         let init = InitializeResult {
             protocol_version: wire::PROTOCOL_VERSION.to_owned(),
             capabilities: discover
@@ -297,14 +346,21 @@ impl Client {
         };
         tracing::debug!(server = %init.server_info, "2026-07-28 server");
         let caps = config.modern_capabilities();
-        Self::with(config.clone(), rpc, transport, Era::Modern, init, caps)
+        Self::with(
+            config.clone(),
+            rpc,
+            transport,
+            (Era::Modern, url),
+            init,
+            caps,
+        )
     }
 
     fn with(
         config: ClientConfig,
         rpc: Rpc,
         transport: Transport,
-        era: Era,
+        (era, cached_as): (Era, Option<String>),
         init: InitializeResult,
         client_capabilities: Value,
     ) -> Self {
@@ -313,6 +369,7 @@ impl Client {
             inner: Arc::new(Inner {
                 rpc,
                 era,
+                cached_as,
                 meta,
                 max_input_rounds: config.max_input_rounds,
                 init,
@@ -347,7 +404,18 @@ impl Client {
             Some(m) => Some(modern::stamp(m, params)),
             None => params,
         };
-        self.inner.rpc.request(method, params, timeout).await
+        let answer = self.inner.rpc.request(method, params, timeout).await;
+        if let (Era::Modern, Some(url), Err(ClientError::Transport { error, .. })) =
+            (self.inner.era, &self.inner.cached_as, &answer)
+            && error.http_status.is_some_and(|s| (400..500).contains(&s))
+        {
+            // Spec (streamable HTTP): a 4xx without a recognized modern error body is
+            // what a legacy server answers a modern request; the next connection
+            // detects the era again.
+            tracing::debug!(%url, "a modern request met a legacy 4xx: the cached era is forgotten");
+            EraCache::global().forget(url);
+        }
+        answer
     }
 
     /// End the connection: DELETE the HTTP session, or close the stdio server's input and
@@ -699,6 +767,22 @@ fn next_cursor(v: &Value) -> Option<String> {
         .and_then(Value::as_str)
         .filter(|c| !c.is_empty())
         .map(str::to_owned)
+}
+
+/// `initialize` (and `notifications/initialized` once it succeeded).
+async fn initialize(rpc: &Rpc, config: &ClientConfig) -> Result<InitializeResult, ClientError> {
+    let params = json!({
+        "protocolVersion": LATEST_PROTOCOL_VERSION,
+        "capabilities": config.capabilities(),
+        "clientInfo": { "name": config.name, "version": config.version },
+    });
+    let init = rpc
+        .request(methods::INITIALIZE, Some(params), config.request_timeout)
+        .await
+        .and_then(|v| read_initialize(&v))?;
+    rpc.notify(methods::INITIALIZED, None).await;
+    tracing::debug!(version = %init.protocol_version, server = %init.server_info, "initialized");
+    Ok(init)
 }
 
 fn read_initialize(v: &Value) -> Result<InitializeResult, ClientError> {

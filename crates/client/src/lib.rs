@@ -54,6 +54,7 @@
 mod call;
 mod client;
 mod config;
+pub mod era_cache;
 mod error;
 mod input;
 mod modern;
@@ -66,6 +67,7 @@ mod types;
 pub use call::{CallOptions, Started};
 pub use client::{Client, HttpSessionInfo};
 pub use config::{ClientConfig, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_PROBE_TIMEOUT, Era, Protocol};
+pub use era_cache::EraCache;
 pub use error::ClientError;
 pub use input::{
     ElicitationHandler, FixedElicitation, FixedSampling, SamplingHandler, ServerRequest, elicit,

@@ -24,6 +24,7 @@ mod bench_smoke;
 mod cli_call;
 mod cli_modern;
 mod cli_tasks;
+mod client_era_cache;
 mod client_http;
 mod client_modern;
 mod client_receiver_ts;

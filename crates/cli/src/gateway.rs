@@ -46,9 +46,10 @@ pub(crate) struct GatewayArgs {
     /// `initialize`, a session; the default) or `modern` (2026-07-28: `server/discover`,
     /// the modern `_meta` on every request; its tools are listed `optional`, and its
     /// `input_required` answers and tasks are followed by the gateway, their input
-    /// requests relayed to the client), or `auto` (`--upstream-cmd` only: each start of
-    /// the upstream sends `server/discover` first, and speaks `initialize` unless a
-    /// 2026-07-28 `DiscoverResult` comes back within 5 s).
+    /// requests relayed to the client), or `auto` (each start of the upstream sends
+    /// `server/discover` first, and speaks `initialize` unless a 2026-07-28
+    /// `DiscoverResult` comes back within 5 s; over `--upstream-url` the fallback opens a
+    /// new, legacy HTTP connection).
     #[arg(long, value_name = "legacy|modern|auto", value_parser = ["legacy", "modern", "auto"])]
     upstream_protocol: Option<String>,
     /// Put tasks in front of this Streamable HTTP MCP server.

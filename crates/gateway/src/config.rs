@@ -158,7 +158,8 @@ pub enum UpstreamProtocol {
     /// Each connection first sends `server/discover`; a `DiscoverResult` naming
     /// 2026-07-28 makes it modern, any other answer (or none within
     /// [`crate::modern_upstream::PROBE_TIMEOUT`]) legacy, spoken through `initialize` on the
-    /// same connection. A stdio upstream only.
+    /// same connection (stdio) or on a new, legacy one (Streamable HTTP, whose transport
+    /// differs by era).
     Auto,
 }
 

@@ -77,19 +77,41 @@ pub trait Connector: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Whether the era is a property of the connection itself (Streamable HTTP: a
+    /// 2026-07-28 transport sends other headers and keeps no session), so that
+    /// `--upstream-protocol auto` opens a modern connection to detect the era and another,
+    /// legacy one when the upstream is not modern. On stdio the first message decides.
+    fn era_by_transport(&self) -> bool {
+        false
+    }
+
+    /// Open a connection speaking 2026-07-28 (`modern`) or 2025-11-25, for a connector
+    /// whose [`Self::era_by_transport`]; others open as [`Self::connect`] does.
+    ///
+    /// # Errors
+    /// As [`Self::connect`].
+    async fn connect_as(
+        &self,
+        handler: Arc<dyn Handler>,
+        modern: bool,
+    ) -> Result<Connected, GatewayError> {
+        let _ = modern;
+        self.connect(handler).await
+    }
+
     /// For logs and error messages.
     fn describe(&self) -> String;
 }
 
-/// The connector of an upstream spec (`modern`: `--upstream-protocol modern`, which
-/// changes how an HTTP upstream is spoken to).
+/// The connector of an upstream spec (`protocol`: `--upstream-protocol`, which changes
+/// how an HTTP upstream is spoken to; `auto` opens HTTP connections of either era).
 ///
 /// # Errors
 /// A Streamable HTTP upstream with headers the transport cannot send.
 pub(crate) fn connector(
     spec: &UpstreamSpec,
     max_line: usize,
-    modern: bool,
+    protocol: crate::config::UpstreamProtocol,
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
@@ -97,7 +119,7 @@ pub(crate) fn connector(
             max_line,
         ))),
         UpstreamSpec::Http { .. } => Ok(Arc::new(crate::http::HttpConnector::new(
-            spec, max_line, modern,
+            spec, max_line, protocol,
         )?)),
     }
 }

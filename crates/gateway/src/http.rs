@@ -14,7 +14,7 @@ use mcp_tasks_rpc::http_client::{
 use mcp_tasks_rpc::{Handler, Peer};
 use tokio::sync::oneshot;
 
-use crate::config::UpstreamSpec;
+use crate::config::{UpstreamProtocol, UpstreamSpec};
 use crate::connect::{Connected, Connector};
 use crate::error::GatewayError;
 
@@ -23,8 +23,9 @@ pub(crate) struct HttpConnector {
     url: String,
     headers: Vec<(String, String)>,
     max_message_bytes: usize,
-    /// Speak 2026-07-28 (`--upstream-protocol modern`): no session, the modern headers.
-    modern: bool,
+    /// `--upstream-protocol`: `modern` speaks 2026-07-28 (no session, the modern
+    /// headers), `auto` opens connections of either era ([`Connector::connect_as`]).
+    protocol: UpstreamProtocol,
 }
 
 impl HttpConnector {
@@ -37,7 +38,7 @@ impl HttpConnector {
     pub(crate) fn new(
         spec: &UpstreamSpec,
         max_message_bytes: usize,
-        modern: bool,
+        protocol: UpstreamProtocol,
     ) -> Result<Self, GatewayError> {
         let UpstreamSpec::Http { url, headers } = spec else {
             return Err(GatewayError::Config("not an HTTP upstream".into()));
@@ -46,21 +47,21 @@ impl HttpConnector {
             url: url.clone(),
             headers: headers.clone(),
             max_message_bytes,
-            modern,
+            protocol,
         };
         // Check the URL and headers now rather than at the first connection.
-        this.config(None)
+        this.config(None, false)
             .check()
             .map_err(|e| GatewayError::Config(format!("--upstream-url/--upstream-header: {e}")))?;
         Ok(this)
     }
 
-    fn config(&self, resume: Option<ResumeSession>) -> HttpClientConfig {
+    fn config(&self, resume: Option<ResumeSession>, modern: bool) -> HttpClientConfig {
         let mut config = HttpClientConfig::new(self.url.clone());
         config.headers.clone_from(&self.headers);
         config.max_message_bytes = self.max_message_bytes;
         config.resume = resume;
-        if self.modern {
+        if modern {
             // Spec (transports, 2026-07-28): no session; each request carries
             // `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`.
             config.modern = true;
@@ -73,10 +74,12 @@ impl HttpConnector {
         &self,
         handler: Arc<dyn Handler>,
         resume: Option<ResumeSession>,
+        modern: bool,
     ) -> Result<Connected, GatewayError> {
         let (peer, outbound) = Peer::new(handler);
-        let transport = HttpClientTransport::start(peer.clone(), outbound, self.config(resume))
-            .map_err(|e| GatewayError::Connect(e.to_string()))?;
+        let transport =
+            HttpClientTransport::start(peer.clone(), outbound, self.config(resume, modern))
+                .map_err(|e| GatewayError::Connect(e.to_string()))?;
         let (tx, ended) = oneshot::channel();
         let closed = peer.closed();
         tokio::spawn(async move {
@@ -94,11 +97,7 @@ impl HttpConnector {
             ended,
             guard: Box::new(transport),
             settled: Some(settled),
-            session: if self.modern {
-                None
-            } else {
-                Some(Box::new(probe))
-            },
+            session: if modern { None } else { Some(Box::new(probe)) },
         })
     }
 }
@@ -106,7 +105,19 @@ impl HttpConnector {
 #[async_trait]
 impl Connector for HttpConnector {
     async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
-        self.open(handler, None)
+        self.open(handler, None, self.protocol == UpstreamProtocol::Modern)
+    }
+
+    fn era_by_transport(&self) -> bool {
+        self.protocol == UpstreamProtocol::Auto
+    }
+
+    async fn connect_as(
+        &self,
+        handler: Arc<dyn Handler>,
+        modern: bool,
+    ) -> Result<Connected, GatewayError> {
+        self.open(handler, None, modern)
     }
 
     /// The HTTP session is taken up again with its `Mcp-Session-Id`: an upstream that binds
@@ -116,7 +127,7 @@ impl Connector for HttpConnector {
         handler: Arc<dyn Handler>,
         session: ResumeSession,
     ) -> Result<Option<Connected>, GatewayError> {
-        self.open(handler, Some(session)).map(Some)
+        self.open(handler, Some(session), false).map(Some)
     }
 
     fn describe(&self) -> String {

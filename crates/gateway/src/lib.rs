@@ -67,15 +67,7 @@ pub fn extension(
     max_line_bytes: usize,
     tasks: bool,
 ) -> Result<Arc<GatewayFactory>, GatewayError> {
-    if config.upstream_protocol == UpstreamProtocol::Auto
-        && matches!(config.upstream, UpstreamSpec::Http { .. })
-    {
-        return Err(GatewayError::Config(
-            "--upstream-protocol auto is for --upstream-cmd; say legacy or modern for --upstream-url".into(),
-        ));
-    }
-    let modern = config.upstream_protocol == UpstreamProtocol::Modern;
-    let connector = connect::connector(&config.upstream, max_line_bytes, modern)?;
+    let connector = connect::connector(&config.upstream, max_line_bytes, config.upstream_protocol)?;
     let mut limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
     limits.upstream_protocol = config.upstream_protocol;
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
@@ -97,13 +89,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn auto_is_for_a_stdio_upstream_only() {
+    fn every_protocol_serves_an_http_upstream() {
         let mut c = GatewayConfig::new(UpstreamSpec::Http {
             url: "http://127.0.0.1:9/mcp".into(),
             headers: Vec::new(),
         });
         c.upstream_protocol = UpstreamProtocol::Auto;
-        assert!(extension(&c, 1024, false).is_err());
+        assert!(extension(&c, 1024, false).is_ok());
         c.upstream_protocol = UpstreamProtocol::Modern;
         assert!(extension(&c, 1024, false).is_ok());
         assert_eq!(

@@ -198,7 +198,7 @@ mod tests {
                         inherit_env: false,
                     },
                     1024,
-                    false,
+                    crate::config::UpstreamProtocol::Legacy,
                 )
                 .unwrap(),
                 Arc::default(),

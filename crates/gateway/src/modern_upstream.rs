@@ -258,10 +258,62 @@ async fn follow(
         ));
     };
     tracing::debug!(upstream_task = %task_id, "following a modern upstream task");
-    let _cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
+    // Noted, so that a gateway restart follows it again ([`resume`]).
+    if let Some(ours) = cx.task_id() {
+        lane.note_task(ours, task_id, &conn).await;
+    }
+    let cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
+    let out = poll(lane, &conn, task_id, created.clone(), cx).await;
+    drop(cancel);
+    if let Some(ours) = cx.task_id() {
+        lane.forget_task(ours).await;
+    }
+    out
+}
+
+/// Follow a modern upstream task again, for a task resumed after a gateway restart: read
+/// it with `tasks/get` (an upstream that no longer knows it fails ours with a message
+/// that says so), then poll it as [`follow`] does. Its input requests are relayed again:
+/// the answers given before the restart went with the old connection's memory, and an
+/// `inputRequests` entry still listed is one the upstream still waits for.
+pub(crate) async fn resume(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    task_id: &str,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
+    let task = match conn
+        .call(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+        .await
+    {
+        Ok(t) => t,
+        Err(CallError::Upstream(e)) => {
+            return Err(crate::upstream_task::forgotten(
+                task_id,
+                &format!(
+                    "the gateway restarted, then it answered tasks/get with: {}",
+                    e.message
+                ),
+            ));
+        }
+        Err(e) => return Err(call_error(lane, &conn, e).await),
+    };
+    let cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
+    let out = poll(lane, &conn, task_id, task, cx).await;
+    drop(cancel);
+    out
+}
+
+/// Poll the upstream task `task_id`, last seen as `task`, to its outcome.
+async fn poll(
+    lane: &Arc<LaneInner>,
+    conn: &Arc<Conn>,
+    task_id: &str,
+    mut task: Value,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
     let mut answered: HashSet<String> = HashSet::new();
-    let mut interval = poll_interval(created);
-    let mut task = created.clone();
+    let mut interval = poll_interval(&task);
     loop {
         match task.get("status").and_then(Value::as_str) {
             Some("completed") => {
@@ -308,7 +360,7 @@ async fn follow(
             if !responses.is_empty() {
                 let update = json!({ "taskId": task_id, "inputResponses": responses });
                 if let Err(e) = conn.call(modern::methods::TASKS_UPDATE, Some(update)).await {
-                    return Err(call_error(lane, &conn, e).await);
+                    return Err(call_error(lane, conn, e).await);
                 }
                 // Read the task again at once: the answer may have finished it.
                 interval = MIN_POLL;
@@ -320,7 +372,7 @@ async fn follow(
             .await
         {
             Ok(t) => t,
-            Err(e) => return Err(call_error(lane, &conn, e).await),
+            Err(e) => return Err(call_error(lane, conn, e).await),
         };
         interval = poll_interval(&task);
     }

@@ -18,14 +18,14 @@ struct State {
     initializes: AtomicUsize,
 }
 
-/// The fake endpoint: its URL and counters.
-struct Fake {
-    url: String,
+/// The fake endpoint: its URL and counters (a legacy HTTP upstream of the gateway too).
+pub(crate) struct Fake {
+    pub(crate) url: String,
     state: Arc<State>,
 }
 
 impl Fake {
-    fn start(modern: bool) -> Self {
+    pub(crate) fn start(modern: bool) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/mcp", listener.local_addr().unwrap());
         let state = Arc::new(State::default());
@@ -40,11 +40,11 @@ impl Fake {
         Self { url, state }
     }
 
-    fn probes(&self) -> usize {
+    pub(crate) fn probes(&self) -> usize {
         self.state.probes.load(Ordering::SeqCst)
     }
 
-    fn initializes(&self) -> usize {
+    pub(crate) fn initializes(&self) -> usize {
         self.state.initializes.load(Ordering::SeqCst)
     }
 

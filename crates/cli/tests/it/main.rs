@@ -45,6 +45,7 @@ mod gateway_policy;
 mod gateway_replicas;
 mod gateway_restart;
 mod gateway_reverse;
+mod gateway_reverse_http;
 mod gateway_sessions;
 mod gateway_supervision;
 mod gateway_upstream_tasks;

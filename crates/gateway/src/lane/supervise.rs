@@ -92,6 +92,30 @@ impl LaneInner {
         (Arc::new(conn), ended, settled)
     }
 
+    /// A new connection of the lane (speaking 2026-07-28 when `modern` and the connector
+    /// chooses the era by transport; else as the connector does).
+    async fn connect_as(
+        &self,
+        modern: bool,
+    ) -> Result<
+        (
+            Arc<Conn>,
+            oneshot::Receiver<String>,
+            Option<BoxFuture<'static, ()>>,
+        ),
+        String,
+    > {
+        let shared = ConnShared::new(self.me.clone(), &self.limits);
+        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let connected = if self.connector.era_by_transport() {
+            self.connector.connect_as(handler, modern).await
+        } else {
+            self.connector.connect(handler).await
+        }
+        .map_err(|e| e.to_string())?;
+        Ok(self.adopt(connected, shared))
+    }
+
     pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
         // A modern upstream has no session to take up.
         if self.limits.upstream_protocol != UpstreamProtocol::Modern
@@ -99,23 +123,27 @@ impl LaneInner {
         {
             return Ok(reattached);
         }
-        let shared = ConnShared::new(self.me.clone(), &self.limits);
-        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
-        let connected = self
-            .connector
-            .connect(handler)
-            .await
-            .map_err(|e| e.to_string())?;
-        let (conn, mut ended, settled) = self.adopt(connected, shared);
         let params = self.init_params.lock().clone();
         let meta = crate::modern_upstream::request_meta(&params);
-        let modern = match self.limits.upstream_protocol {
-            UpstreamProtocol::Legacy => false,
-            UpstreamProtocol::Modern => true,
+        let by_transport = self.limits.upstream_protocol == UpstreamProtocol::Auto
+            && self.connector.era_by_transport();
+        let (conn, ended, settled) = self.connect_as(by_transport).await?;
+        let (modern, conn, mut ended, settled) = match self.limits.upstream_protocol {
+            UpstreamProtocol::Legacy => (false, conn, ended, settled),
+            UpstreamProtocol::Modern => (true, conn, ended, settled),
             UpstreamProtocol::Auto => {
                 let found = crate::modern_upstream::probe(&conn, &meta).await;
                 tracing::info!(upstream = %self.describe(), modern = found, "upstream protocol found");
-                found
+                if by_transport && !found {
+                    // Spec (streamable HTTP, "Backward Compatibility"): the modern request
+                    // was refused without a recognized modern error: fall back to
+                    // `initialize`, on a transport that keeps the legacy session.
+                    drop((conn, ended, settled));
+                    let (conn, ended, settled) = self.connect_as(false).await?;
+                    (false, conn, ended, settled)
+                } else {
+                    (found, conn, ended, settled)
+                }
             }
         };
         let (method, params) = if modern {

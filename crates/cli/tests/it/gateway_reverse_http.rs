@@ -1,0 +1,168 @@
+//! Gateway, the reverse bridge over Streamable HTTP with `--upstream-protocol auto`: a
+//! 2025-11-25 client in front of `mcp-tasks serve` over HTTP, which answers the modern
+//! probe and is spoken to in 2026-07-28 (its tasks kept in a SQLite file the test reads);
+//! a 2025-11-25-only HTTP upstream refuses the probe and gets `initialize` on a new,
+//! legacy connection. A modern upstream task is followed again after a gateway restart.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::client_support::HttpServer;
+use crate::common::{Stdio, TIMEOUT, text_of};
+use crate::gateway_common::{task_result, until_terminal};
+
+fn db(dir: &Path) -> PathBuf {
+    dir.join("up.db")
+}
+
+/// `mcp-tasks serve` over HTTP keeping its tasks in `dir/up.db` (a call not finished
+/// within 100 ms becomes a task).
+fn upstream(dir: &Path) -> HttpServer {
+    let store = format!("sqlite:{}", db(dir).display());
+    HttpServer::start(&["--task-after", "100ms", "--store", &store])
+}
+
+/// The upstream's tasks as its store has them: (request, status).
+fn upstream_tasks(dir: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(db(dir)).unwrap();
+    let mut st = conn
+        .prepare("SELECT request, status FROM tasks ORDER BY seq")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn wait_upstream(dir: &Path, needle: &str, status: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let tasks = upstream_tasks(dir);
+        if tasks.iter().any(|(r, s)| r.contains(needle) && s == status) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no upstream task of {needle} became {status}: {tasks:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn wait_file(path: &Path, exists: bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while path.exists() != exists {
+        assert!(
+            Instant::now() < deadline,
+            "{} never changed",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn task_id(task: &Value) -> String {
+    task["taskId"].as_str().unwrap().to_owned()
+}
+
+#[test]
+fn auto_over_http_speaks_modern_to_our_server_through_a_task_and_a_question() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path());
+    let mut s = Stdio::spawn(&["--upstream-url", &up.url, "--upstream-protocol", "auto"]);
+    s.initialize();
+    // Spoken to in 2026-07-28: every tool is listed `optional`, `ask` (its own
+    // taskSupport `required`) included.
+    let tools = s.ok("tools/list", json!({}))["tools"].clone();
+    let ask = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "ask")
+        .cloned()
+        .unwrap_or_else(|| panic!("{tools}"));
+    assert_eq!(ask["execution"]["taskSupport"], "optional", "{ask}");
+
+    // A task to `completed`: an upstream task of the extension, followed.
+    let id = task_id(&s.create_task("sleep", json!({"ms": 500})));
+    let r = task_result(&mut s, &id);
+    assert_eq!(text_of(&r["result"]), "slept 500", "{r}");
+    assert!(r["result"].get("resultType").is_none(), "{r}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
+    wait_upstream(dir.path(), "500", "completed");
+
+    // Through `input_required`: the upstream's `inputRequests` entry is asked on
+    // tasks/result and answered upstream with tasks/update.
+    let id = task_id(&s.create_task("ask", json!({"question": "shape?"})));
+    s.poll_until(&id, "input_required", |t| t["status"] == "input_required");
+    wait_upstream(dir.path(), "shape?", "input_required");
+    let rid = s.start("tasks/result", json!({"taskId": id}));
+    let req = s.wait_for("elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    });
+    assert_eq!(req["params"]["message"], "shape?");
+    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"answer": "round"}}}));
+    let r = s.response_to(&rid);
+    assert_eq!(text_of(&r["result"]), "round", "{r}");
+    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
+    wait_upstream(dir.path(), "shape?", "completed");
+}
+
+#[test]
+fn auto_over_http_falls_back_to_initialize_for_a_legacy_upstream() {
+    let fake = crate::client_era_cache::Fake::start(false);
+    let mut s = Stdio::spawn(&["--upstream-url", &fake.url, "--upstream-protocol", "auto"]);
+    s.initialize();
+    let tools = s.ok("tools/list", json!({}));
+    assert_eq!(tools["tools"], json!([]), "{tools}");
+    // One modern probe (refused with a legacy 400), then `initialize` on a legacy
+    // connection.
+    assert_eq!(fake.probes(), 1);
+    assert_eq!(fake.initializes(), 1);
+}
+
+#[test]
+fn a_modern_upstream_task_is_followed_again_after_the_gateway_is_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = upstream(dir.path());
+    let store = format!("sqlite:{}", dir.path().join("gw.db").display());
+    let args = [
+        "--store",
+        store.as_str(),
+        "--executor-lease",
+        "1s",
+        "--upstream-url",
+        up.url.as_str(),
+        "--upstream-protocol",
+        "modern",
+    ];
+    let mut a = Stdio::spawn(&args);
+    a.initialize();
+    let id = task_id(&a.create_task("sleep", json!({"ms": 4000})));
+    let note = dir.path().join("gw.db.gateway").join(format!("{id}.json"));
+    wait_file(&note, true);
+    let noted: Value = serde_json::from_slice(&std::fs::read(&note).unwrap()).unwrap();
+    assert!(noted["upstreamTaskId"].is_string(), "{noted}");
+    // No session: a modern upstream has none.
+    assert!(noted.get("upstreamSession").is_none(), "{noted}");
+    wait_upstream(dir.path(), "4000", "working");
+    a.child.kill().unwrap();
+    let _ = a.child.wait();
+    drop(a);
+
+    let mut b = Stdio::spawn(&args);
+    b.initialize();
+    let t = until_terminal(&mut b, &id);
+    assert_eq!(t["status"], "completed", "{t}");
+    assert_eq!(text_of(&task_result(&mut b, &id)["result"]), "slept 4000");
+    wait_file(&note, false);
+    // The one upstream task, not a second call.
+    let sleeps: Vec<_> = upstream_tasks(dir.path())
+        .into_iter()
+        .filter(|(r, _)| r.contains("4000"))
+        .collect();
+    assert_eq!(sleeps.len(), 1, "{sleeps:?}");
+    assert_eq!(sleeps[0].1, "completed");
+}

@@ -65,7 +65,12 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn start(extra: &[&str]) -> Self {
-        let mut args = vec!["serve", "--listen", "127.0.0.1:0"];
+        Self::start_at("127.0.0.1:0", extra)
+    }
+
+    /// Listening on `listen` (a fixed address: a server restarted where it was).
+    pub fn start_at(listen: &str, extra: &[&str]) -> Self {
+        let mut args = vec!["serve", "--listen", listen];
         if !extra.contains(&"--store") {
             args.extend(["--store", "memory"]);
         }

@@ -166,3 +166,45 @@ fn a_modern_upstream_task_is_followed_again_after_the_gateway_is_killed() {
     assert_eq!(sleeps.len(), 1, "{sleeps:?}");
     assert_eq!(sleeps[0].1, "completed");
 }
+
+#[test]
+fn a_modern_upstream_task_the_upstream_forgot_fails_clearly_after_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    // The upstream keeps its tasks in memory: restarted, it has forgotten them.
+    let up = HttpServer::start(&["--task-after", "100ms"]);
+    let url = up.url.clone();
+    let store = format!("sqlite:{}", dir.path().join("gw.db").display());
+    let args = [
+        "--store",
+        store.as_str(),
+        "--executor-lease",
+        "1s",
+        "--upstream-url",
+        url.as_str(),
+        "--upstream-protocol",
+        "auto",
+    ];
+    let mut a = Stdio::spawn(&args);
+    a.initialize();
+    let id = task_id(&a.create_task("sleep", json!({"ms": 60_000})));
+    let note = dir.path().join("gw.db.gateway").join(format!("{id}.json"));
+    wait_file(&note, true);
+    a.child.kill().unwrap();
+    let _ = a.child.wait();
+    drop(a);
+    drop(up);
+    let addr = url
+        .strip_prefix("http://")
+        .and_then(|r| r.split('/').next())
+        .unwrap()
+        .to_owned();
+    let _up = HttpServer::start_at(&addr, &["--task-after", "100ms"]);
+
+    let mut b = Stdio::spawn(&args);
+    b.initialize();
+    let t = until_terminal(&mut b, &id);
+    assert_eq!(t["status"], "failed", "{t}");
+    let msg = t["statusMessage"].as_str().unwrap_or_default();
+    assert!(msg.contains("no longer knows its task"), "{msg}");
+    wait_file(&note, false);
+}

@@ -209,7 +209,14 @@ async fn task_events_are_audited_at_info() {
             .filter(|l| l.contains("mcp_tasks::audit"))
             .map(str::to_owned)
             .collect();
-        if lines.len() >= 5 || std::time::Instant::now() > deadline {
+        // Wait for the lines asserted below, not for a count: other audit lines (the
+        // cancelled task's own "task finished") may come first, in any order.
+        let has = |event: &str, id: &str| lines.iter().any(|l| l.contains(event) && l.contains(id));
+        let all = has("task created", &done)
+            && has("task finished", &done)
+            && has("task result retrieved", &done)
+            && has("task cancelled", &stopped);
+        if all || std::time::Instant::now() > deadline {
             break lines;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;

@@ -45,6 +45,11 @@
 //! inserts). `fail_orphans`: three (the
 //! skipping sweep, the waiting one for the rows it skipped, the expired leases).
 //!
+//! Creations and terminal transitions go through **group commit** (the `group` module):
+//! queued (at most [`PgOptions::write_queue`], default 1,024; past it a caller waits) and
+//! written by two writers in batches of up to 64, one statement and one commit per batch,
+//! each caller still getting its own answer once the batch committed.
+//!
 //! # Wake-ups
 //!
 //! See the `listen` module: a waiter of this store wakes at once after a change made

@@ -45,6 +45,11 @@
 //! inserts). `fail_orphans`: three (the
 //! skipping sweep, the waiting one for the rows it skipped, the expired leases).
 //!
+//! Creations and terminal transitions go through **group commit** (the `group` module):
+//! queued (at most [`PgOptions::write_queue`], default 1,024; past it a caller waits) and
+//! written by two writers in batches of up to 64, one statement and one commit per batch,
+//! each caller still getting its own answer once the batch committed.
+//!
 //! # Wake-ups
 //!
 //! See the `listen` module: a waiter of this store wakes at once after a change made
@@ -59,10 +64,9 @@ use async_trait::async_trait;
 use backon::BackoffBuilder;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod, Runtime};
 use mcp_tasks_core::status::allowed_predecessors;
-use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    AdoptQuery, HistoryEntry, Limit, Limits, ListQuery, NewTask, OrphanSweep, Outcome, StoreError,
+    AdoptQuery, HistoryEntry, Limits, ListQuery, NewTask, OrphanSweep, Outcome, StoreError,
     TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::{ErrorObject, codes};
@@ -71,6 +75,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 mod announce;
+mod group;
 mod inputs;
 mod listen;
 mod notes;
@@ -78,7 +83,9 @@ mod ops;
 mod options;
 mod schema;
 mod sessions;
+mod write;
 
+pub use group::QUEUE as WRITE_QUEUE;
 pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{MAX_RELAYED_BYTES, PgSessions, SessionEnded, SessionRow};
@@ -95,7 +102,8 @@ pub struct PgStore {
     target: String,
     key: [u8; 32],
     listener: Arc<Listener>,
-    announcer: announce::Announcer,
+    writer: Arc<write::Writer>,
+    queue: group::Queue,
     task: tokio::task::JoinHandle<()>,
 }
 
@@ -151,6 +159,13 @@ impl PgStore {
         let task = tokio::spawn(listen::run(cfg.clone(), Arc::clone(&listener)));
         let announcer =
             announce::Announcer::start(pool.clone(), cfg.options.schema.clone(), target.clone());
+        let writer = Arc::new(write::Writer {
+            pool: pool.clone(),
+            target: target.clone(),
+            listener: Arc::clone(&listener),
+            announcer,
+        });
+        let queue = group::Queue::start(Arc::clone(&writer), cfg.options.write_queue);
         tracing::debug!(store = %cfg.description(), "PostgreSQL task store open");
         Ok(Self {
             pool,
@@ -158,7 +173,8 @@ impl PgStore {
             target,
             key,
             listener,
-            announcer,
+            writer,
+            queue,
             task,
         })
     }
@@ -166,6 +182,20 @@ impl PgStore {
     /// The store as a URL without its password.
     pub fn description(&self) -> String {
         self.cfg.description()
+    }
+
+    /// What group commit has done so far: `(batches, jobs, fallbacks)`, where a batch is
+    /// what one writer took at once (one job alone, or several written in one statement),
+    /// and a fallback a batch of several that failed as a whole and was written again
+    /// one job at a time. For tests and figures.
+    #[doc(hidden)]
+    pub fn group_counts(&self) -> (u64, u64, u64) {
+        let c = &self.queue.counts;
+        (
+            c.batches.load(Ordering::Relaxed),
+            c.jobs.load(Ordering::Relaxed),
+            c.fallbacks.load(Ordering::Relaxed),
+        )
     }
 
     /// Whether the listener connection is up and listening for changes of other processes.
@@ -230,10 +260,7 @@ impl PgStore {
     /// After a committed change of `ids`: wake their waiters here, and announce the change
     /// to the other replicas (`announce`).
     fn woke(&self, ids: impl IntoIterator<Item = impl AsRef<str>>) {
-        for id in ids {
-            self.listener.wake.notify(id.as_ref());
-            self.announcer.changed(id.as_ref());
-        }
+        self.writer.woke(ids);
     }
 
     /// The compare-and-swap of `t` on `c` (a pooled connection or a transaction).
@@ -264,112 +291,20 @@ impl PgStore {
         rows.first().map(ops::read_record).transpose()
     }
 
-    /// What a transition answers: the record it wrote (its waiters woken), or, when it was
-    /// not applied, the task as it is now, or missing.
+    /// What a transition answers: the record it wrote (its waiters woken already), or,
+    /// when it was not applied, the task as it is now, or missing.
     async fn settled(
         &self,
         applied: Option<TaskRecord>,
         task_id: &str,
     ) -> Result<TransitionResult, StoreError> {
         if let Some(rec) = applied {
-            self.woke([&rec.task_id]);
             return Ok(TransitionResult::Applied(rec));
         }
         Ok(match self.get(task_id).await? {
             Some(rec) => TransitionResult::Rejected(rec),
             None => TransitionResult::Missing,
         })
-    }
-
-    /// A creation checked against `limits`: one call of `create_task`, which holds the
-    /// quota key's lock (and the store's, under a store-wide byte limit) from its counts to
-    /// its commit. Refused, it returns the counts, and [`Limits::check_create`] names the
-    /// limit.
-    async fn create_limited(&self, t: &NewTask, limits: &Limits) -> Result<i64, StoreError> {
-        let err = |e: tokio_postgres::Error| self.err(&e);
-        let c = self.conn().await?;
-        let st = c.prepare_cached(ops::CREATE).await.map_err(err)?;
-        let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
-        let (active, tasks, bytes, total) = (
-            limits.max_active.map(i64::from),
-            max(limits.max_tasks),
-            max(limits.max_bytes),
-            max(limits.max_total_bytes),
-        );
-        let columns = NewRow::of(t);
-        let mut params = columns.params();
-        params.extend([&active as &(dyn ToSql + Sync), &tasks, &bytes, &total]);
-        let row = c.query_one(&st, &params).await.map_err(err)?;
-        if let Some(seq) = row.get::<_, Option<i64>>(0) {
-            return Ok(seq);
-        }
-        let n = |i: usize| ops::to_u64(row.get::<_, i64>(i));
-        match row.get::<_, Option<&str>>(1) {
-            Some("duplicate") => Err(StoreError::Duplicate(t.task_id.clone())),
-            _ => {
-                limits.check_create(n(2), n(3), n(4), n(5), t.stored_bytes())?;
-                Err(StoreError::Corrupt(format!(
-                    "{}: create_task refused a task that is within its limits",
-                    self.target
-                )))
-            }
-        }
-    }
-
-    /// The insert of `t`; its `seq`, or `None` when the id exists already.
-    async fn insert(
-        &self,
-        c: &(impl tokio_postgres::GenericClient + Sync),
-        cache: &deadpool_postgres::StatementCache,
-        t: &NewTask,
-    ) -> Result<Option<i64>, StoreError> {
-        let err = |e: tokio_postgres::Error| self.err(&e);
-        let st = cache.prepare(c.client(), ops::INSERT).await.map_err(err)?;
-        let columns = NewRow::of(t);
-        let row = c.query_opt(&st, &columns.params()).await.map_err(err)?;
-        Ok(row.map(|r| r.get(0)))
-    }
-}
-
-/// The columns of a new task, as the parameters `$1` to `$12` of [`ops::INSERT`] and of
-/// [`ops::CREATE`] (which adds the limits after them).
-struct NewRow<'a> {
-    t: &'a NewTask,
-    request: &'a [u8],
-    ttl_ms: Option<i64>,
-    expires_at: Option<i64>,
-    poll_interval_ms: Option<i64>,
-    bytes: i64,
-}
-
-impl<'a> NewRow<'a> {
-    fn of(t: &'a NewTask) -> Self {
-        Self {
-            t,
-            request: t.request.as_bytes(),
-            ttl_ms: t.ttl_ms.map(u64::cast_signed),
-            expires_at: ops::expires_at(t.created_at_ms, t.ttl_ms),
-            poll_interval_ms: t.poll_interval_ms.map(u64::cast_signed),
-            bytes: i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX),
-        }
-    }
-
-    fn params(&self) -> Vec<&(dyn ToSql + Sync)> {
-        let t = self.t;
-        vec![
-            &t.task_id,
-            &t.owner,
-            &t.status_message,
-            &t.created_at_ms,
-            &self.ttl_ms,
-            &self.expires_at,
-            &self.poll_interval_ms,
-            &t.method,
-            &self.request,
-            &t.executor,
-            &t.quota_key,
-            &self.bytes,
-        ]
     }
 }
 
@@ -414,17 +349,7 @@ async fn first_connection(
 #[async_trait]
 impl TaskStore for PgStore {
     async fn create(&self, t: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
-        let seq = if *limits == Limits::NONE {
-            let c = self.conn().await?;
-            self.insert(&**c, &c.statement_cache, &t)
-                .await?
-                .ok_or_else(|| StoreError::Duplicate(t.task_id.clone()))?
-        } else {
-            self.create_limited(&t, limits).await?
-        };
-        let rec = t.into_record(seq);
-        self.woke([&rec.task_id]);
-        Ok(rec)
+        self.queue.create(t, *limits).await
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -436,11 +361,7 @@ impl TaskStore for PgStore {
     }
 
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
-        let applied = {
-            let c = self.conn().await?;
-            self.cas(&c, &c.statement_cache, &t).await?
-        };
-        self.settled(applied, &t.task_id).await
+        self.transition_within(t, &Limits::NONE).await
     }
 
     async fn transition_within(
@@ -448,51 +369,16 @@ impl TaskStore for PgStore {
         t: Transition,
         limits: &Limits,
     ) -> Result<TransitionResult, StoreError> {
-        let checked = t.to.is_terminal()
-            && t.outcome.is_some()
-            && (limits.max_bytes.is_some() || limits.max_total_bytes.is_some());
-        if !checked {
-            return self.transition(t).await;
-        }
-        // What is stored instead over each byte limit, decided by the function.
-        let over = |limit: Limit, max: Option<u64>| {
-            max.map(|max| {
-                within_limits(t.clone(), |_| Err(StoreError::LimitExceeded { limit, max }))
-            })
+        let applied = if t.to.is_terminal() {
+            self.queue.finish(&t, limits).await?
+        } else {
+            let c = self.conn().await?;
+            let rec = self.cas(&c, &c.statement_cache, &t).await?;
+            if let Some(r) = &rec {
+                self.woke([&r.task_id]);
+            }
+            rec
         };
-        let over_bytes = over(Limit::StoredBytes, limits.max_bytes);
-        let over_total = over(Limit::StoreBytes, limits.max_total_bytes);
-        let message = |o: &Option<Transition>| o.as_ref().and_then(|t| t.status_message.clone());
-        let json = |o: &Option<Transition>| {
-            o.as_ref()
-                .and_then(|t| t.outcome.as_ref())
-                .map(|o| o.json.as_bytes().to_vec())
-        };
-        let max = |m: Option<u64>| m.map(|m| i64::try_from(m).unwrap_or(i64::MAX));
-        let from: Vec<&str> = allowed_predecessors(t.to)
-            .iter()
-            .map(|s| s.as_str())
-            .collect();
-        let applied = self
-            .record(
-                &ops::finish(),
-                &[
-                    &t.task_id,
-                    &t.to.as_str(),
-                    &t.status_message,
-                    &t.at_ms,
-                    &from,
-                    &t.outcome.as_ref().map(|o| o.kind.as_str()),
-                    &t.outcome.as_ref().map(|o| o.json.as_bytes()),
-                    &max(limits.max_bytes),
-                    &max(limits.max_total_bytes),
-                    &message(&over_bytes),
-                    &json(&over_bytes),
-                    &message(&over_total),
-                    &json(&over_total),
-                ],
-            )
-            .await?;
         self.settled(applied, &t.task_id).await
     }
 

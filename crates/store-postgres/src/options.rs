@@ -27,6 +27,10 @@ pub struct PgOptions {
     /// `mcp_tasks`), created when missing. Several stores may share one database in
     /// separate schemas.
     pub schema: String,
+    /// How many creations and terminal transitions wait at most to be written by group
+    /// commit (`?write_queue=N`, default [`crate::WRITE_QUEUE`], 1,024): past it a caller
+    /// waits for room. Two writers take them in batches of up to 64, one transaction each.
+    pub write_queue: usize,
 }
 
 impl Default for PgOptions {
@@ -37,6 +41,7 @@ impl Default for PgOptions {
             connect_for: Duration::from_secs(30),
             fallback_poll: Duration::from_secs(2),
             schema: "mcp_tasks".into(),
+            write_queue: crate::group::QUEUE,
         }
     }
 }
@@ -67,7 +72,7 @@ pub fn is_postgres_url(url: &str) -> bool {
 impl PgConfig {
     /// Parse a store URL `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?OPTIONS]` (or
     /// `postgresql://...`). The store's own options are `pool=N`, `statement_timeout=5s`,
-    /// `connect_for=30s`, `fallback_poll=2s` and `schema=NAME` (durations in humantime
+    /// `connect_for=30s`, `fallback_poll=2s`, `write_queue=1024` and `schema=NAME` (durations in humantime
     /// syntax); any other option is passed to the PostgreSQL client (`connect_timeout`,
     /// `application_name`, `keepalives_idle`, ...). With no password in the URL, the
     /// password comes from `PGPASSWORD` when it is set.
@@ -108,6 +113,11 @@ impl PgConfig {
                         })?;
                 }
                 "statement_timeout" => options.statement_timeout = duration(v)?,
+                "write_queue" => {
+                    options.write_queue = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                        bad(format!("write_queue must be a number above 0, not {v:?}"))
+                    })?;
+                }
                 "connect_for" => options.connect_for = duration(v)?,
                 "fallback_poll" => {
                     options.fallback_poll = duration(v)?;
@@ -238,7 +248,7 @@ mod tests {
     #[test]
     fn urls_parse() {
         let c = PgConfig::parse_with_env(
-            "postgres://alice:s3cret@db.example:6543/tasks?pool=4&statement_timeout=250ms&schema=t1",
+            "postgres://alice:s3cret@db.example:6543/tasks?pool=4&statement_timeout=250ms&schema=t1&write_queue=8",
             None,
         )
         .unwrap();
@@ -251,6 +261,7 @@ mod tests {
         assert_eq!(c.options.pool, 4);
         assert_eq!(c.options.statement_timeout, Duration::from_millis(250));
         assert_eq!(c.options.schema, "t1");
+        assert_eq!(c.options.write_queue, 8);
         assert_eq!(
             c.pool_config().get_options(),
             Some("-c search_path=t1 -c statement_timeout=250")
@@ -274,6 +285,7 @@ mod tests {
         for bad in [
             "postgres://u:hunter2@h/d?pool=0",
             "postgres://u:hunter2@h/d?pool=many",
+            "postgres://u:hunter2@h/d?write_queue=0",
             "postgres://u:hunter2@h/d?statement_timeout=soon",
             "postgres://u:hunter2@h/d?schema=Bad-Name",
             "postgres://u:hunter2@h/d?nonsense=1",

@@ -4,6 +4,7 @@
 
 mod common;
 mod conformance;
+mod group;
 mod inputs;
 mod listing;
 mod notes;

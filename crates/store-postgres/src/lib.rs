@@ -237,6 +237,41 @@ impl PgStore {
         c.query(&st, params).await.map_err(|e| self.err(&e))
     }
 
+    /// [`Self::query`] for the sweeps' statements, run again (at most 3 times in all) when
+    /// PostgreSQL broke a deadlock by aborting it. A sweep's set-based statement locks the
+    /// usage counters of its keys in key order, a group-commit batch locks them row by row
+    /// in shard order, so the two can deadlock; the sweep is idempotent and its aborted
+    /// transaction changed nothing, so running it again is safe (the batch falls back to
+    /// one row at a time on its side).
+    async fn query_retrying(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<tokio_postgres::Row>, StoreError> {
+        let mut attempt = 1;
+        loop {
+            let c = self.conn().await?;
+            let st = c.prepare_cached(sql).await.map_err(|e| self.err(&e))?;
+            match c.query(&st, params).await {
+                Ok(rows) => return Ok(rows),
+                Err(e) if attempt < 3 && is_deadlock(&e) => attempt += 1,
+                Err(e) => return Err(self.err(&e)),
+            }
+        }
+    }
+
+    async fn records_retrying(
+        &self,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Vec<TaskRecord>, StoreError> {
+        self.query_retrying(sql, params)
+            .await?
+            .iter()
+            .map(ops::read_record)
+            .collect()
+    }
+
     async fn records(
         &self,
         sql: &str,
@@ -398,7 +433,7 @@ impl TaskStore for PgStore {
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
         let ids: Vec<String> = self
-            .query(ops::DELETE_EXPIRED, &[&now_ms, &limit])
+            .query_retrying(ops::DELETE_EXPIRED, &[&now_ms, &limit])
             .await?
             .iter()
             .map(|r| r.get(0))
@@ -426,10 +461,10 @@ impl TaskStore for PgStore {
         // held (a transition under way, or another replica's sweep): those still orphaned
         // once it committed are failed too, so a sweep misses no orphan.
         let mut recs = self
-            .records(&ops::fail_orphans(true), &[&now_ms, &message, &json])
+            .records_retrying(&ops::fail_orphans(true), &[&now_ms, &message, &json])
             .await?;
         recs.extend(
-            self.records(&ops::fail_orphans(false), &[&now_ms, &message, &json])
+            self.records_retrying(&ops::fail_orphans(false), &[&now_ms, &message, &json])
                 .await?,
         );
         self.query(ops::FORGET_LEASES, &[&now_ms]).await?;
@@ -471,4 +506,9 @@ impl TaskStore for PgStore {
             db: schema::Db::new(&self.pool, &self.target),
         }))
     }
+}
+
+/// Whether PostgreSQL aborted the statement to break a deadlock (SQLSTATE 40P01).
+fn is_deadlock(e: &tokio_postgres::Error) -> bool {
+    e.code() == Some(&tokio_postgres::error::SqlState::T_R_DEADLOCK_DETECTED)
 }

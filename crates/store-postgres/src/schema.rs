@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 6;
+pub const SCHEMA_VERSION: i32 = 7;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -327,6 +327,8 @@ const MIGRATIONS: &[&str] = &[
     // 5 -> 6: a task's change is announced after its commit by the store (`announce`), not
     // by a trigger in its transaction (which serialised the commits of all changes).
     "DROP TRIGGER tasks_notify ON tasks;",
+    // 6 -> 7: relayed messages too large for a notification.
+    crate::relay::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -225,3 +225,59 @@ async fn answers_outgrowing_the_state_bound_end_the_call_with_a_precise_error() 
         "{e}"
     );
 }
+
+/// A handler that is not deterministic up to its questions (its first run elicits, later
+/// runs sample): on the re-run the recorded answer (to an `elicitation/create`) is not
+/// handed to the `sampling/createMessage` asked in its place; that question is asked
+/// afresh, under the same key.
+#[tokio::test]
+async fn a_re_run_asking_another_method_than_recorded_is_asked_afresh() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let fickle = {
+        let runs = Arc::clone(&runs);
+        Tool::new(
+            "fickle",
+            "Elicits the first time, samples afterwards.",
+            json!({"type": "object"}),
+            move |_args: Value, cx| {
+                let first = runs.fetch_add(1, Ordering::SeqCst) == 0;
+                async move {
+                    let r = if first {
+                        cx.elicit(json!({"mode": "form", "message": "Name?",
+                            "requestedSchema": {"type": "object", "properties": {}}}))
+                            .await?
+                    } else {
+                        cx.sample(json!({"messages": [], "maxTokens": 5})).await?
+                    };
+                    Ok(CallToolResult::text(r.to_string()))
+                }
+            },
+        )
+    };
+    let store = Arc::new(MemoryStore::new());
+    let mut wires = Vec::new();
+    for _ in 0..2 {
+        let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
+        let server = Server::new(ServerConfig::default(), vec![fickle.clone()], Some(engine));
+        let (wire, (reader, writer)) = Wire::pair();
+        tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+        wires.push(wire);
+    }
+    let caps = json!({"elicitation": {"form": {}}, "sampling": {}});
+    let r = wires[0]
+        .ok_modern("tools/call", json!({"name": "fickle"}), caps.clone())
+        .await;
+    let (k1, s1) = asked(&r, "Name?");
+    let r = wires[1]
+        .ok_modern(
+            "tools/call",
+            json!({"name": "fickle", "requestState": s1, "inputResponses": {k1: accept("Ada")}}),
+            caps,
+        )
+        .await;
+    assert_eq!(r["resultType"], "input_required", "{r}");
+    assert_eq!(
+        r["inputRequests"]["q1"]["method"], "sampling/createMessage",
+        "{r}"
+    );
+}

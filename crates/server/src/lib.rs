@@ -62,6 +62,8 @@ pub use extension::{
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, serve_http};
 pub use mcp_tasks_proto::{CallToolResult, ContentBlock};
+/// The longest 2026-07-28 `requestState` a server issues or accepts (see the tool docs).
+pub use modern::mrtr_state::MAX_REQUEST_STATE_BYTES;
 #[cfg(feature = "schemars")]
 pub use schemars;
 pub use serve::serve_stdio;

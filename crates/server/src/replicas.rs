@@ -56,8 +56,10 @@ mod pg {
     use std::sync::Arc;
 
     use async_trait::async_trait;
-    use mcp_tasks_rpc::http::{Ended, EndedCallback, SessionDirectory, SharedSession};
-    use mcp_tasks_store_postgres::{PgSessions, PgStore, SessionEnded, SessionRow};
+    use mcp_tasks_rpc::http::{
+        Ended, EndedCallback, RelayFailure, SessionDirectory, SharedSession,
+    };
+    use mcp_tasks_store_postgres::{PgSessions, PgStore, RelayError, SessionEnded, SessionRow};
 
     use super::Directory;
 
@@ -119,11 +121,18 @@ mod pg {
             self.0.existing(ids).await.map_err(text)
         }
 
-        async fn relay(&self, session: &str, message: &serde_json::Value) -> Result<(), String> {
+        async fn relay(
+            &self,
+            session: &str,
+            message: &serde_json::Value,
+        ) -> Result<(), RelayFailure> {
             self.0
                 .relay(session, &message.to_string())
                 .await
-                .map_err(text)
+                .map_err(|e| match e {
+                    RelayError::Refused(why) => RelayFailure::Refused(why),
+                    other => RelayFailure::Failed(other.to_string()),
+                })
         }
 
         fn on_ended(&self, f: EndedCallback) {

@@ -16,6 +16,18 @@
 //! Either way the session validates the arguments against the input schema before the
 //! handler runs (see [`Tool::check_arguments`]); a handler never sees arguments its schema
 //! rejects, so it need not re-check ranges by hand.
+//!
+//! **Handlers that ask may be re-run.** In a direct (non-task) 2026-07-28 call, a question
+//! ([`ToolContext::elicit`], [`ToolContext::sample`], [`ToolContext::request`]) is
+//! answered to the client as an `InputRequiredResult`, and the client retries with the
+//! answers. When the retry reaches the process that asked, the handler simply goes on.
+//! When it reaches another replica (or the parked call expired), the handler is run again
+//! from the start and its questions, in the order asked, get the answers recorded in the
+//! `requestState` (at most [`crate::MAX_REQUEST_STATE_BYTES`]) until it asks something
+//! new or finishes. So a handler must be deterministic up to its questions (same
+//! arguments and answers: the same questions, by method, in the same order), and what it
+//! does before a question may run again: keep side effects after the last question, or
+//! make them idempotent. A task's handler runs once.
 
 use std::future::Future;
 use std::sync::Arc;

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -329,6 +329,8 @@ const MIGRATIONS: &[&str] = &[
     "DROP TRIGGER tasks_notify ON tasks;",
     // 6 -> 7: the batch functions of group commit (`group`, `write`).
     crate::write::MIGRATION,
+    // 7 -> 8: relayed messages too large for a notification.
+    crate::relay::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -17,6 +17,7 @@ use tokio_postgres::types::ToSql;
 use crate::PgStore;
 use crate::listen::{listen_on, new_backoff};
 use crate::options::PgConfig;
+use crate::relay::{self, RelayError, RelayLimits};
 use crate::schema::Db;
 
 /// Schema version 2 -> 3: the shared sessions.
@@ -66,7 +67,9 @@ const FIND: &str =
     "SELECT principal, owner, state, expires_ms FROM sessions WHERE id = $1 AND expires_ms > $2";
 const TOUCH: &str = "UPDATE sessions SET expires_ms = greatest(expires_ms, $2) WHERE id = $1";
 const REMOVE: &str = "DELETE FROM sessions WHERE id = $1";
-const SWEEP: &str = "DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
+/// Also sweeps the relayed messages past their TTL (`relay.rs`), in the same statement.
+const SWEEP: &str = "WITH relayed AS (DELETE FROM relayed_messages WHERE expires_ms <= $1) \
+     DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
      WHERE expires_ms <= $1 ORDER BY expires_ms LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING id";
 const RELAY: &str = "SELECT pg_notify($1, $2)";
 const EXISTING: &str = "SELECT id FROM sessions WHERE id = ANY($1)";
@@ -124,8 +127,9 @@ pub enum SessionEnded {
     },
 }
 
-/// The largest relayed message (bytes of the notification's payload): PostgreSQL's
-/// limit on a `NOTIFY` payload is 8000 bytes.
+/// The largest relayed message carried by the notification itself (bytes of its payload):
+/// PostgreSQL's limit on a `NOTIFY` payload is 8000 bytes. A larger one goes through the
+/// table `relayed_messages` (`RelayLimits`).
 pub const MAX_RELAYED_BYTES: usize = 7900;
 
 type Callback = Arc<dyn Fn(SessionEnded) + Send + Sync>;
@@ -137,6 +141,7 @@ type Callback = Arc<dyn Fn(SessionEnded) + Send + Sync>;
 pub struct PgSessions {
     db: Db,
     cfg: PgConfig,
+    limits: RelayLimits,
     listener: Arc<Mutex<Option<tokio::task::JoinHandle<()>>>>,
 }
 
@@ -158,6 +163,7 @@ impl PgStore {
         PgSessions {
             db: Db::new(&self.pool, &self.target),
             cfg: self.cfg.clone(),
+            limits: RelayLimits::default(),
             listener: Arc::new(Mutex::new(None)),
         }
     }
@@ -266,25 +272,61 @@ impl PgSessions {
         self.ids(EXISTING, &[&ids]).await
     }
 
+    /// These bounds for the relayed messages stored in the table (default
+    /// [`RelayLimits::default`]).
+    #[must_use]
+    pub fn with_relay_limits(mut self, limits: RelayLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// Pass `message` (JSON text) of the client of `session` to every replica's listener
-    /// ([`SessionEnded::Message`]), on the sessions' channel: one round trip, nothing
-    /// stored. A message over [`MAX_RELAYED_BYTES`] is refused.
+    /// ([`SessionEnded::Message`]), on the sessions' channel: one round trip. A message
+    /// whose notification fits [`MAX_RELAYED_BYTES`] is carried by it (nothing stored); a
+    /// larger one is stored in `relayed_messages` for [`RelayLimits::ttl`] and the
+    /// notification names its row, which each listener reads (one more round trip per
+    /// replica).
     ///
     /// # Errors
-    /// The message is too large, or the database fails.
-    pub async fn relay(&self, session: &str, message: &str) -> Result<(), StoreError> {
-        let payload = serde_json::json!({"session": session, "message": message}).to_string();
-        if payload.len() > MAX_RELAYED_BYTES {
-            return Err(StoreError::Corrupt(format!(
-                "a relayed message of {} bytes is over the {MAX_RELAYED_BYTES} bytes a notification carries",
-                payload.len()
-            )));
-        }
+    /// [`RelayError::Refused`] for a message over [`RelayLimits::max_message`], or when
+    /// the stored messages would pass [`RelayLimits::max_total`]; else the database fails.
+    pub async fn relay(&self, session: &str, message: &str) -> Result<(), RelayError> {
         let channel = format!("{}_sessions", self.cfg.options.schema);
-        self.db
-            .query(RELAY, &[&channel, &payload])
-            .await
-            .map(|_| ())
+        let payload = serde_json::json!({"session": session, "message": message}).to_string();
+        if payload.len() <= MAX_RELAYED_BYTES {
+            return self
+                .db
+                .query(RELAY, &[&channel, &payload])
+                .await
+                .map(|_| ())
+                .map_err(RelayError::from);
+        }
+        let l = self.limits;
+        if message.len() > l.max_message {
+            return Err(relay::too_large(message.len(), l.max_message));
+        }
+        let ttl = i64::try_from(l.ttl.as_millis()).unwrap_or(i64::MAX);
+        let rows = self
+            .db
+            .query(
+                relay::STORE,
+                &[
+                    &channel,
+                    &session,
+                    &message.as_bytes(),
+                    &relay::now_ms(),
+                    &ttl,
+                    &relay::to_i64(l.max_total),
+                ],
+            )
+            .await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Corrupt("relay_store returned no row".into()))?;
+        if row.get::<_, Option<i64>>(0).is_none() {
+            return Err(relay::full(message.len(), row.get(1), l.max_total));
+        }
+        Ok(())
     }
 
     /// Call `f` with the id of every session that ends from now on, on any replica, and
@@ -292,18 +334,18 @@ impl PgSessions {
     /// earlier callback.
     pub fn on_ended(&self, f: impl Fn(SessionEnded) + Send + Sync + 'static) {
         let f: Callback = Arc::new(f);
-        let task = tokio::spawn(listen_forever(self.cfg.clone(), f));
+        let task = tokio::spawn(listen_forever(self.cfg.clone(), self.db.clone(), f));
         if let Some(old) = self.listener.lock().replace(task) {
             old.abort();
         }
     }
 }
 
-async fn listen_forever(cfg: PgConfig, f: Callback) {
+async fn listen_forever(cfg: PgConfig, db: Db, f: Callback) {
     let mut backoff = new_backoff();
     loop {
         let mut listened = false;
-        if let Err(e) = listen_once(&cfg, &f, &mut listened).await {
+        if let Err(e) = listen_once(&cfg, &db, &f, &mut listened).await {
             tracing::warn!(store = %cfg.description(), error = %e, "the session listener failed; reconnecting");
         }
         if listened {
@@ -316,6 +358,7 @@ async fn listen_forever(cfg: PgConfig, f: Callback) {
 
 async fn listen_once(
     cfg: &PgConfig,
+    db: &Db,
     f: &Callback,
     listened: &mut bool,
 ) -> Result<(), tokio_postgres::Error> {
@@ -324,20 +367,39 @@ async fn listen_once(
         *listened = true;
         f(SessionEnded::Resync);
     };
-    listen_on(cfg, &channel, listening, |payload| deliver(f, payload)).await
+    listen_on(cfg, &channel, listening, |payload| deliver(db, f, payload)).await
 }
 
-fn deliver(f: &Callback, p: &str) {
-    // A session id is visible ASCII without `{`; a relayed message is a JSON object.
+fn deliver(db: &Db, f: &Callback, p: &str) {
+    // A session id is visible ASCII without `{`; a relayed message is a JSON object,
+    // carrying the message or naming its row in `relayed_messages`.
     if p.starts_with('{') {
         let v: serde_json::Value = serde_json::from_str(p).unwrap_or_default();
-        if let (Some(session), Some(message)) = (
-            v.get("session").and_then(serde_json::Value::as_str),
-            v.get("message").and_then(serde_json::Value::as_str),
-        ) {
+        let Some(session) = v.get("session").and_then(serde_json::Value::as_str) else {
+            return;
+        };
+        let session = session.to_owned();
+        if let Some(message) = v.get("message").and_then(serde_json::Value::as_str) {
             f(SessionEnded::Message {
-                session: session.to_owned(),
+                session,
                 message: message.to_owned(),
+            });
+        } else if let Some(row) = v.get("row").and_then(serde_json::Value::as_i64) {
+            let (db, f) = (db.clone(), Arc::clone(f));
+            tokio::spawn(async move {
+                match db.query(relay::FETCH, &[&row, &session]).await {
+                    Ok(rows) => {
+                        let Some(bytes) = rows.first().map(|r| r.get::<_, Vec<u8>>(0)) else {
+                            return;
+                        };
+                        if let Ok(message) = String::from_utf8(bytes) {
+                            f(SessionEnded::Message { session, message });
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(session = %session, error = %e, "could not read a relayed message");
+                    }
+                }
             });
         }
     } else {

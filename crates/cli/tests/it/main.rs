@@ -86,6 +86,7 @@ mod rate_limits;
 mod replicas;
 mod replicas_failover;
 mod replicas_input;
+mod replicas_mrtr;
 mod replicas_plain;
 mod replicas_wake;
 mod status_notifications;

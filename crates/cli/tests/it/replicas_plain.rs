@@ -197,3 +197,73 @@ async fn a_cancel_received_by_another_replica_stops_a_plain_call() {
         "progress {last_progress:?} after the cancel"
     );
 }
+
+/// A sampling answer far over a notification's payload (PostgreSQL's 8000 bytes) POSTed
+/// to B still reaches the plain call on A: B stores it in `relayed_messages` and the
+/// notification names the row. An answer over the 1 MiB a relayed message may carry is
+/// refused with 400 and a JSON-RPC error saying so (not accepted and lost), and the call
+/// keeps waiting for a valid one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_sampling_answer_on_another_replica_reaches_the_call_and_an_oversized_one_is_refused()
+ {
+    let cluster = Cluster::start(&[]).await;
+    let alice = initialized(&cluster, "tok-alice").await;
+    let mut a = cluster.at(0, &alice);
+    let b = cluster.at(1, &alice);
+    let (call_id, resp) = a
+        .request(
+            "tools/call",
+            json!({"name": "summarize", "arguments": {"text": "a long text"}}),
+        )
+        .await;
+    assert!(resp.is_sse(), "{resp:?}");
+    let mut sse = resp.sse();
+    let request = loop {
+        let e = sse.next().await.expect("A's stream has events");
+        if let Some(m) = e
+            .message()
+            .filter(|m| m["method"] == "sampling/createMessage")
+        {
+            break m;
+        }
+    };
+    let answer = |text: &str| {
+        json!({"jsonrpc": "2.0", "id": request["id"], "result": {
+            "role": "assistant", "model": "m", "stopReason": "endTurn",
+            "content": {"type": "text", "text": text},
+        }})
+    };
+    let huge = "h".repeat(1024 * 1024 + 1);
+    let r = b.post(&answer(&huge)).await;
+    assert_eq!(r.status, 400, "{r:?}");
+    let e = r.json().await;
+    let m = e["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        m.contains("another replica") && m.contains("over the 1048576 bytes"),
+        "{e}"
+    );
+    let large = "l".repeat(200_000);
+    let at = Instant::now();
+    let r = b.post(&answer(&large)).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let result = loop {
+        let e = sse.next().await.expect("the call's response on A's stream");
+        if let Some(m) = e.message().filter(|m| m["id"] == json!(call_id)) {
+            break m;
+        }
+    };
+    eprintln!(
+        "a 200 KB answer on B reached the call on A within {:?}",
+        at.elapsed()
+    );
+    check_response("tools/call", &result);
+    assert_eq!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::len),
+        Some(large.len()),
+    );
+}

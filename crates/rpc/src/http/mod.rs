@@ -70,7 +70,7 @@ pub fn fuzz_oauth(bytes: &[u8]) {
     oauth::fuzz(bytes);
 }
 use session::shared::LoadError;
-pub use session::shared::{Ended, EndedCallback, SessionDirectory, SharedSession};
+pub use session::shared::{Ended, EndedCallback, RelayFailure, SessionDirectory, SharedSession};
 pub use ui::{UI_PATH, UiApi, UiAssets, UiEndpoint, UiMethod, UiRequest, UiResponse};
 
 use crate::peer::Handler;

@@ -16,6 +16,7 @@
 mod deferred;
 mod listen;
 pub(crate) mod mrtr;
+pub(crate) mod mrtr_state;
 mod tasks;
 mod tools;
 

@@ -2,25 +2,34 @@
 //! something (`ToolContext::elicit`, `sample`) is answered with an `InputRequiredResult`,
 //! and the call goes on when the client retries with `inputResponses`.
 //!
-//! The handler is kept waiting, not re-run: its questions wait for their answers while the
-//! call is parked under a random handle, which is the `requestState`. A retry naming a
-//! live handle, from the same principal, for the same tool and arguments, hands the
-//! answers to the waiting questions and waits again for the handler to finish or ask
-//! more. Any other `requestState` (unknown, expired, another caller's, another call's) is
-//! ignored: the call starts afresh, which the spec allows ("the server SHOULD respond
-//! with a new `InputRequiredResult` requesting the missing information again"). Tool
-//! authors write straight-line code in both eras; side effects before a question are not
-//! repeated. The cost: the retry must reach this process (true on stdio; several HTTP
-//! replicas need routing by `requestState`), and parked calls are bounded
-//! ([`MAX_PARKED`], [`PARK_TTL`]).
+//! Two ways to go on, one `requestState` ([`super::mrtr_state`]):
 //!
-//! Spec (MRTR): "If a client request contains a `requestState` field, servers MUST treat
-//! `requestState` as an attacker-controlled input. If `requestState` influences
-//! authorization, resource access, or business logic, servers MUST protect its integrity
-//! ... and MUST reject state that fails verification." The handle carries no data: it
-//! names server-side state (122 random bits from the OS CSPRNG), checked against the
-//! caller ("the authenticated principal, rejecting state presented by a different
-//! principal"), a short expiry, and the originating request (tool name and arguments).
+//! * **Fast path**: the replica that answered `input_required` keeps the handler waiting
+//!   in its question, the call parked under a random handle named in the state. A retry
+//!   reaching it hands the answers to the waiting questions, and the handler goes on from
+//!   where it was (side effects before a question are not repeated).
+//! * **Re-run**: any other replica (or this one after the parked call expired or was
+//!   taken) runs the handler again from the start, feeding its questions, in the order it
+//!   asks them (`q1`, `q2`, ...), the answers the state carries and the retry's
+//!   `inputResponses`, until it asks a question not answered yet (a new
+//!   `InputRequiredResult`) or finishes. Handlers must therefore be deterministic up to
+//!   their questions: given the same arguments and answers, they ask the same questions
+//!   in the same order (the method of each is checked; a question that differs from the
+//!   recorded one is asked afresh and the rest of the record is dropped); what they do
+//!   before a question may run again.
+//!
+//! The state carries the answers collected so far, bound by a keyed hash (HMAC-SHA256 with
+//! a key derived from the store's key, shared by every replica on one database): a client
+//! can neither forge nor alter an earlier answer; a state that fails verification is
+//! refused (-32602). A genuine state for another caller, tool or arguments, or past its
+//! expiry, is ignored: the call starts afresh, which the spec allows ("the server SHOULD
+//! respond with a new `InputRequiredResult` requesting the missing information again").
+//! Bounds: parked calls ([`MAX_PARKED`], [`PARK_TTL`], also the state's expiry) and the
+//! state's size ([`super::mrtr_state::MAX_REQUEST_STATE_BYTES`]).
+//!
+//! Spec (MRTR): "Notably, it allows servers to request additional information without
+//! maintaining any server-side state." and "the server processing the retry does not need
+//! any information beyond what is directly present in the retry request."
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
@@ -34,16 +43,18 @@ use mcp_tasks_rpc::RequestContext;
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, OnceCell, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::mrtr_state::{self as st, MAX_REQUEST_STATE_BYTES, Recorded, State};
 use super::tools::ToolCall;
 use crate::session::Session;
-use crate::tool::{Tool, ToolContext};
+use crate::tool::ToolContext;
 
 /// Most calls parked at once, per server.
 pub(crate) const MAX_PARKED: usize = 1024;
-/// How long a parked call waits for its retry.
+/// How long a parked call waits for its retry (and how long its `requestState` is
+/// honoured on any replica).
 pub(crate) const PARK_TTL: Duration = Duration::from_secs(600);
 /// How long, once a question is asked, to wait for more before answering (a handler that
 /// asks two things at once gets both into one `InputRequiredResult`).
@@ -60,8 +71,14 @@ struct Question {
 
 /// A direct call whose handler may ask questions.
 struct Call {
-    questions: Mutex<BTreeMap<String, Question>>,
+    /// The questions waiting for answers, by number (key `q<n>`).
+    questions: Mutex<BTreeMap<u64, Question>>,
     next: Mutex<u64>,
+    /// The answers the handler was given, by question number: what a `requestState` of
+    /// the call carries.
+    answered: Mutex<BTreeMap<u64, Recorded>>,
+    /// Recorded answers a re-run hands to the handler's questions, by number.
+    script: Mutex<BTreeMap<u64, Recorded>>,
     asked: Notify,
     /// The request now serving the call (its progress goes there).
     current: Mutex<Option<RequestContext>>,
@@ -90,13 +107,34 @@ impl RequestorChannel for Asking {
         let (tx, rx) = oneshot::channel();
         let cancel = {
             let call = self.0.upgrade().ok_or_else(gone)?;
-            let key = {
+            let n = {
                 let mut n = call.next.lock();
                 *n += 1;
-                format!("q{n}")
+                *n
             };
+            // A re-run: the recorded answer to this question, if it is the same question.
+            let recorded = {
+                let mut script = call.script.lock();
+                match script.remove(&n) {
+                    Some(r) if r.method == method => Some(r),
+                    Some(_) => {
+                        tracing::debug!(
+                            question = n,
+                            "a re-run handler asked another question than recorded; asking afresh"
+                        );
+                        script.clear();
+                        None
+                    }
+                    None => None,
+                }
+            };
+            if let Some(r) = recorded {
+                let response = r.response.clone();
+                call.answered.lock().insert(n, r);
+                return Ok(response);
+            }
             call.questions.lock().insert(
-                key,
+                n,
                 Question {
                     method: method.to_owned(),
                     params,
@@ -132,15 +170,19 @@ struct ParkedCall {
     call: Arc<Call>,
 }
 
-/// The calls of a server waiting for their retry, by `requestState`.
+/// The calls of a server waiting for their retry, by handle, and the key of its
+/// `requestState`s.
 #[derive(Default)]
-pub(crate) struct Parked(Mutex<HashMap<String, ParkedCall>>);
+pub(crate) struct Parked {
+    calls: Mutex<HashMap<String, ParkedCall>>,
+    key: OnceCell<[u8; 32]>,
+}
 
 impl Parked {
     /// The call `handle` names, if it is live and was made by `who` for `name` with
     /// `args`; it is taken out either way.
     fn take(&self, handle: &str, who: &Requester, name: &str, args: &Value) -> Option<Arc<Call>> {
-        let p = self.0.lock().remove(handle)?;
+        let p = self.calls.lock().remove(handle)?;
         (p.principal == who.principal
             && p.name == name
             && &p.args == args
@@ -148,25 +190,23 @@ impl Parked {
         .then_some(p.call)
     }
 
-    /// Park `call` under `handle` (a fresh one when `None`); `None` when too many calls
-    /// are parked.
+    /// Park `call` under `handle`; `false` when too many calls are parked.
     fn park(
         &self,
-        handle: Option<String>,
+        handle: String,
         who: &Requester,
         name: &str,
         args: &Value,
         call: Arc<Call>,
-    ) -> Option<String> {
+    ) -> bool {
         let now = Instant::now();
-        let mut m = self.0.lock();
+        let mut m = self.calls.lock();
         m.retain(|_, p| p.expires > now);
         if m.len() >= MAX_PARKED {
-            return None;
+            return false;
         }
-        let handle = handle.unwrap_or_else(mcp_tasks_core::engine::new_task_id);
         m.insert(
-            handle.clone(),
+            handle,
             ParkedCall {
                 principal: who.principal.clone(),
                 name: name.to_owned(),
@@ -175,15 +215,36 @@ impl Parked {
                 call,
             },
         );
-        Some(handle)
+        true
+    }
+
+    /// The key of this server's states: derived from the store's key (the same on every
+    /// replica of one database), or random per process without a task store.
+    async fn key(&self, session: &Session) -> Result<&[u8; 32], ErrorObject> {
+        self.key
+            .get_or_try_init(|| async {
+                match &session.state.engine {
+                    Some(engine) => engine
+                        .store()
+                        .cursor_key()
+                        .await
+                        .map(|k| st::derive_key(&k))
+                        .map_err(|e| {
+                            ErrorObject::internal(format!("the store's key is unavailable: {e}"))
+                        }),
+                    None => Ok(st::random_key()),
+                }
+            })
+            .await
     }
 }
 
 /// Serve a direct call of `tool` whose handler may ask `caps`' questions.
 ///
 /// # Errors
-/// The handler's JSON-RPC error; -32602 for a malformed retry; -32603 when too many calls
-/// wait for input.
+/// The handler's JSON-RPC error; -32602 for a malformed retry, a `requestState` that
+/// fails verification or is over its bound, or answers that outgrow that bound; -32603
+/// when too many calls wait for input.
 pub(super) async fn call(
     session: &Session,
     cx: &RequestContext,
@@ -193,20 +254,31 @@ pub(super) async fn call(
         .map_err(|e| ErrorObject::invalid_params(format!("inputResponses/requestState: {e}")))?;
     let who = &session.requester;
     let parked = &session.state.parked;
-    let resumed = retry
-        .request_state
-        .as_deref()
-        .and_then(|h| parked.take(h, who, &req.tool.name, &req.args));
-    let call = match resumed {
-        Some(call) => {
-            if let Err(e) = answer(&call, retry.input_responses.unwrap_or_default()) {
-                // A malformed answer changes nothing: the call waits on under its handle.
-                parked.park(retry.request_state, who, &req.tool.name, &req.args, call);
-                return Err(e);
+    let key = parked.key(session).await?;
+    let binding = st::binding(who.principal.as_deref(), &req.tool.name, &req.args);
+    let state = match retry.request_state.as_deref() {
+        Some(text) => Some(st::decode(key, text, MAX_REQUEST_STATE_BYTES)?),
+        None => None,
+    }
+    // A genuine state of another caller or call, or expired: the call starts afresh.
+    .filter(|s| s.binding == binding && s.expires_ms > st::now_ms());
+    let responses = retry.input_responses.unwrap_or_default();
+    let call = match state {
+        Some(state) => match parked.take(&state.handle, who, &req.tool.name, &req.args) {
+            Some(call) => {
+                if let Err(e) = answer(&call, responses) {
+                    // A malformed answer changes nothing: the call waits on under its handle.
+                    parked.park(state.handle, who, &req.tool.name, &req.args, call);
+                    return Err(e);
+                }
+                call
             }
-            call
-        }
-        None => start(req.tool, req.args.clone(), req.params, req.caps),
+            None => {
+                let script = replay_script(state, responses)?;
+                start(&req, script)
+            }
+        },
+        None => start(&req, BTreeMap::new()),
     };
     *call.current.lock() = Some(cx.clone());
     let Some(mut work) = call.work.lock().take() else {
@@ -227,30 +299,73 @@ pub(super) async fn call(
             }
         }
         // The handler waits for answers: hand the questions to the client.
-        let requests: Map<String, Value> = call
-            .questions
-            .lock()
-            .iter()
-            .map(|(k, q)| (k.clone(), json!({"method": q.method, "params": q.params})))
-            .collect();
+        let (requests, asked): (Map<String, Value>, BTreeMap<u64, String>) = {
+            let qs = call.questions.lock();
+            (
+                qs.iter()
+                    .map(|(n, q)| {
+                        (
+                            format!("q{n}"),
+                            json!({"method": q.method, "params": q.params}),
+                        )
+                    })
+                    .collect(),
+                qs.iter().map(|(n, q)| (*n, q.method.clone())).collect(),
+            )
+        };
+        let handle = mcp_tasks_core::engine::new_task_id();
+        let state = State {
+            handle: handle.clone(),
+            binding,
+            expires_ms: st::expiry(PARK_TTL),
+            answers: call.answered.lock().clone(),
+            asked,
+        };
+        // Over the bound, the call ends here (dropped: its handler is aborted).
+        let text = st::encode(key, &state, MAX_REQUEST_STATE_BYTES)?;
         *call.work.lock() = Some(work);
         *call.current.lock() = None;
-        let Some(handle) = parked.park(None, who, &req.tool.name, &req.args, Arc::clone(&call))
-        else {
+        if !parked.park(handle, who, &req.tool.name, &req.args, Arc::clone(&call)) {
             return Err(ErrorObject::internal(
                 "too many calls are waiting for input; try again later",
             ));
-        };
-        let result = InputRequiredResult::new(requests, Some(handle));
+        }
+        let result = InputRequiredResult::new(requests, Some(text));
         return serde_json::to_value(result).map_err(ErrorObject::internal);
     }
 }
 
-/// Start the handler of a new call.
-fn start(tool: &Tool, args: Value, params: Value, caps: Value) -> Arc<Call> {
+/// The answers a re-run hands to the handler: those `state` carries and the retry's
+/// `responses` to the questions it asked (validated as [`answer`] does; others ignored).
+fn replay_script(
+    state: State,
+    responses: Map<String, Value>,
+) -> Result<BTreeMap<u64, Recorded>, ErrorObject> {
+    let mut script = state.answers;
+    for (key, response) in responses {
+        let Some((n, method)) = question_number(&key).and_then(|n| state.asked.get_key_value(&n))
+        else {
+            continue;
+        };
+        check_answer(&key, method, &response)?;
+        script.insert(
+            *n,
+            Recorded {
+                method: method.clone(),
+                response,
+            },
+        );
+    }
+    Ok(script)
+}
+
+/// Start the handler of a new call (a re-run when `script` holds recorded answers).
+fn start(req: &ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> Arc<Call> {
     let call = Arc::new(Call {
         questions: Mutex::new(BTreeMap::new()),
         next: Mutex::new(0),
+        answered: Mutex::new(BTreeMap::new()),
+        script: Mutex::new(script),
         asked: Notify::new(),
         current: Mutex::new(None),
         work: Mutex::new(None),
@@ -258,13 +373,14 @@ fn start(tool: &Tool, args: Value, params: Value, caps: Value) -> Arc<Call> {
     });
     let tcx = ToolContext::new(
         Arc::new(Asking(Arc::downgrade(&call))),
-        mcp_tasks_proto::mcp::progress_token(Some(&params)),
+        mcp_tasks_proto::mcp::progress_token(Some(&req.params)),
         call.cancel.clone(),
-        Arc::new(caps),
+        Arc::new(req.caps.clone()),
         None,
     )
-    .with_request_params(strip_retry(params));
-    let handler = Arc::clone(&tool.handler);
+    .with_request_params(strip_retry(req.params.clone()));
+    let handler = Arc::clone(&req.tool.handler);
+    let args = req.args.clone();
     let work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });
     *call.work.lock() = Some(work);
     call
@@ -279,34 +395,55 @@ fn strip_retry(mut params: Value) -> Value {
     params
 }
 
+/// The number of the question key `q<n>`.
+fn question_number(key: &str) -> Option<u64> {
+    key.strip_prefix('q')
+        .filter(|d| !d.starts_with('0'))
+        .and_then(|d| d.parse().ok())
+}
+
+/// Spec (MRTR): "Servers SHOULD validate that the data provided by the client is a valid
+/// `InputResponses` object": a response must be an object, and an answer to an
+/// `elicitation/create` needs a valid `action`.
+fn check_answer(key: &str, method: &str, response: &Value) -> Result<(), ErrorObject> {
+    let valid = response.is_object()
+        && (method != methods::ELICITATION_CREATE
+            || matches!(
+                response.get("action").and_then(Value::as_str),
+                Some("accept" | "decline" | "cancel")
+            ));
+    if valid {
+        Ok(())
+    } else {
+        Err(ErrorObject::invalid_params(format!(
+            "inputResponses[{key:?}] is not a valid answer to its {method}"
+        )))
+    }
+}
+
 /// Hand the answers of a retry to the questions they answer; unknown keys are ignored.
 ///
 /// Spec (MRTR): "If additional, unexpected parameters are provided in the
 /// `InputResponses` object, the server SHOULD ignore any information it does not
-/// recognize or need." and "Servers SHOULD validate that the data provided by the client
-/// is a valid `InputResponses` object": a response must be an object, and an answer to an
-/// `elicitation/create` needs a valid `action` (checked before anything is handed over).
+/// recognize or need." Every answer is checked ([`check_answer`]) before anything is
+/// handed over.
 fn answer(call: &Call, responses: Map<String, Value>) -> Result<(), ErrorObject> {
     let mut questions = call.questions.lock();
     for (key, response) in &responses {
-        let Some(q) = questions.get(key) else {
-            continue;
-        };
-        let valid = response.is_object()
-            && (q.method != methods::ELICITATION_CREATE
-                || matches!(
-                    response.get("action").and_then(Value::as_str),
-                    Some("accept" | "decline" | "cancel")
-                ));
-        if !valid {
-            return Err(ErrorObject::invalid_params(format!(
-                "inputResponses[{key:?}] is not a valid answer to its {}",
-                q.method
-            )));
+        if let Some(q) = question_number(key).and_then(|n| questions.get(&n)) {
+            check_answer(key, &q.method, response)?;
         }
     }
+    let mut answered = call.answered.lock();
     for (key, response) in responses {
-        if let Some(q) = questions.remove(&key) {
+        if let Some((n, q)) = question_number(&key).and_then(|n| questions.remove_entry(&n)) {
+            answered.insert(
+                n,
+                Recorded {
+                    method: q.method,
+                    response: response.clone(),
+                },
+            );
             let _ = q.answer.send(Ok(response));
         }
     }

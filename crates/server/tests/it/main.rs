@@ -13,5 +13,6 @@ mod lifecycle;
 mod modern;
 mod modern_http;
 mod modern_tasks;
+mod mrtr_replay;
 mod output_schema;
 mod tasks;

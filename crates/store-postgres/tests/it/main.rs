@@ -9,6 +9,7 @@ mod inputs;
 mod listing;
 mod notes;
 mod open;
+mod relay;
 mod sessions;
 mod usage;
 mod wake;

@@ -106,8 +106,8 @@ async fn sessions_are_shared_bounded_swept_and_their_end_is_notified() {
 }
 
 /// A message relayed on one store reaches the listener of another (session id and text
-/// intact); one over `MAX_RELAYED_BYTES` (a NOTIFY payload is at most 8000 bytes) is
-/// refused with an error, and a message just under it still goes through.
+/// intact), carried by the notification up to `MAX_RELAYED_BYTES` (a NOTIFY payload is at
+/// most 8000 bytes; larger ones go through the table: `relay.rs`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn relayed_messages_reach_every_listener_within_the_payload_bound() {
     use mcp_tasks_store_postgres::MAX_RELAYED_BYTES;
@@ -137,8 +137,6 @@ async fn relayed_messages_reach_every_listener_within_the_payload_bound() {
             message: msg.to_owned()
         }
     );
-    let big = format!(r#"{{"x":"{}"}}"#, "a".repeat(MAX_RELAYED_BYTES));
-    assert!(a.relay("s1", &big).await.is_err(), "over the bound");
     let fits = format!(r#"{{"x":"{}"}}"#, "a".repeat(MAX_RELAYED_BYTES - 100));
     a.relay("s2", &fits).await.expect("under the bound");
     let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())

@@ -102,7 +102,9 @@ pub(super) async fn post(
                         .flatten()
                         .and_then(request_id_of);
                     let n = Message::Notification(n);
-                    shared.relay_if_foreign(&session, &n).await;
+                    if let Err(why) = shared.relay_if_foreign(&session, &n).await {
+                        return relay_refused(&why);
+                    }
                     session.peer.receive(n).await;
                     if let Some(id) = cancelled {
                         session.request_cancelled(&id);
@@ -113,13 +115,25 @@ pub(super) async fn post(
                     // Answers to what the server asked, possibly on another stream or
                     // session: the peer (and behind it the handler) routes them by id;
                     // one answering a request of another replica's goes there too.
-                    shared.relay_if_foreign(&session, &response).await;
+                    if let Err(why) = shared.relay_if_foreign(&session, &response).await {
+                        return relay_refused(&why);
+                    }
                     session.peer.receive(response).await;
                     empty(StatusCode::ACCEPTED)
                 }
             }
         }
     }
+}
+
+/// A message this replica had to relay to the others and could not (over the
+/// directory's bounds): 400 with a JSON-RPC error saying why, rather than a 202 for a
+/// message nobody will receive.
+fn relay_refused(why: &str) -> Response {
+    bad_request(format!(
+        "Bad Request: this message answers or cancels a request held by another replica, \
+         and could not be passed on: {why}"
+    ))
 }
 
 /// A W3C `traceparent` (and `tracestate`) header of the POST, into the request's `_meta`

@@ -57,6 +57,17 @@ impl SharedSession {
     }
 }
 
+/// Why [`SessionDirectory::relay`] did not pass a message on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum RelayFailure {
+    /// Over one of the directory's bounds (too large, or too much in flight): the client
+    /// is told (HTTP 400 with a JSON-RPC error), since the message is otherwise lost.
+    Refused(String),
+    /// The directory failed (logged; the message is still applied locally).
+    Failed(String),
+}
+
 /// What the directory tells the replicas about ended sessions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -113,7 +124,10 @@ pub trait SessionDirectory: Send + Sync + 'static {
     /// sent to this replica about a request this replica does not hold, to every replica
     /// (as [`Ended::Relayed`]): the one whose request it answers or cancels applies it.
     /// A directory without replicas does nothing.
-    async fn relay(&self, session: &str, message: &Value) -> Result<(), String> {
+    ///
+    /// # Errors
+    /// [`RelayFailure::Refused`] when the message is over a bound of the directory.
+    async fn relay(&self, session: &str, message: &Value) -> Result<(), RelayFailure> {
         let _ = (session, message);
         Ok(())
     }
@@ -266,9 +280,16 @@ impl Shared {
     /// With a directory: pass `message` from the client of session `s` to the other
     /// replicas when this one holds no request it answers or cancels (a plain call's
     /// request went out, or its handler runs, on the replica its POST reached).
-    pub(crate) async fn relay_if_foreign(&self, s: &HttpSession, message: &Message) {
+    ///
+    /// # Errors
+    /// Why the directory refused the message (over its bounds): the caller answers 400.
+    pub(crate) async fn relay_if_foreign(
+        &self,
+        s: &HttpSession,
+        message: &Message,
+    ) -> Result<(), String> {
         let Some(dir) = &self.config.sessions else {
-            return;
+            return Ok(());
         };
         let foreign = match message {
             Message::Response(r) => !s.peer.pending().contains(&r.id),
@@ -279,13 +300,21 @@ impl Shared {
             _ => false,
         };
         if !foreign {
-            return;
+            return Ok(());
         }
         let Ok(value) = serde_json::from_str::<Value>(&message.to_json()) else {
-            return;
+            return Ok(());
         };
-        if let Err(e) = dir.relay(&s.id, &value).await {
-            tracing::warn!(session = %s.id, error = %e, "could not relay a message to the other replicas");
+        match dir.relay(&s.id, &value).await {
+            Ok(()) => Ok(()),
+            Err(RelayFailure::Refused(why)) => {
+                tracing::warn!(session = %s.id, reason = %why, "a message to relay to the other replicas was refused");
+                Err(why)
+            }
+            Err(RelayFailure::Failed(e)) => {
+                tracing::warn!(session = %s.id, error = %e, "could not relay a message to the other replicas");
+                Ok(())
+            }
         }
     }
 

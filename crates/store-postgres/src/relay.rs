@@ -1,0 +1,148 @@
+//! Messages relayed between replicas that a notification cannot carry (issue 17): a
+//! `NOTIFY` payload is at most 8000 bytes, so a larger message (a big sampling or
+//! elicitation answer) is written to the table `relayed_messages` and the notification
+//! names its row; each replica's session listener reads the row. Rows are never updated;
+//! they live [`RelayLimits::ttl`] (every replica may read them meanwhile) and are swept by
+//! the next large relay and by the sessions' periodic sweep ([`crate::PgSessions::sweep`]).
+//!
+//! Bounds (documented defaults, [`RelayLimits::default`]): a message of at most
+//! [`MAX_RELAYED_MESSAGE_BYTES`] (1 MiB), at most [`MAX_RELAYED_TOTAL_BYTES`] (16 MiB)
+//! stored at once across all replicas (checked under an advisory lock), each kept
+//! [`RELAYED_TTL`] (30 s). A relay over a bound is refused with [`RelayError::Refused`],
+//! which the HTTP layer turns into a 400 for the client: never a silent loss.
+
+use std::time::Duration;
+
+use mcp_tasks_core::StoreError;
+
+/// Schema version 7 -> 8: the relayed messages too large for a notification.
+pub(crate) const MIGRATION: &str = "
+    CREATE TABLE relayed_messages (
+        id         bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        session    text NOT NULL,
+        -- The JSON-RPC message, as JSON text.
+        message    bytea NOT NULL,
+        -- Milliseconds since the epoch; swept after it.
+        expires_ms bigint NOT NULL
+    );
+    CREATE INDEX relayed_messages_expires ON relayed_messages (expires_ms);
+    -- Store a relayed message within the total bound (under the store's advisory lock, so
+    -- concurrent relays on any replicas never exceed it), after sweeping expired rows, and
+    -- announce its row on the sessions' channel. Returns the row id (NULL when the total
+    -- bound refuses it) and the bytes stored before it.
+    CREATE FUNCTION relay_store(p_channel text, p_session text, p_message bytea, p_now bigint,
+                                p_ttl bigint, p_max_total bigint)
+        RETURNS TABLE (row_id bigint, used bigint)
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    BEGIN
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended('mcp-tasks relayed_messages ' || current_schema(), 0));
+        DELETE FROM relayed_messages WHERE expires_ms <= p_now;
+        SELECT coalesce(sum(octet_length(message)), 0)::bigint INTO used FROM relayed_messages;
+        row_id := NULL;
+        IF used + octet_length(p_message) <= p_max_total THEN
+            INSERT INTO relayed_messages (session, message, expires_ms)
+                VALUES (p_session, p_message, p_now + p_ttl) RETURNING id INTO row_id;
+            PERFORM pg_notify(p_channel,
+                json_build_object('session', p_session, 'row', row_id)::text);
+        END IF;
+        RETURN NEXT;
+    END $$;
+";
+
+pub(crate) const STORE: &str = "SELECT row_id, used FROM relay_store($1, $2, $3, $4, $5, $6)";
+pub(crate) const FETCH: &str =
+    "SELECT message FROM relayed_messages WHERE id = $1 AND session = $2";
+
+/// The largest relayed message (bytes of its JSON text) by default.
+pub const MAX_RELAYED_MESSAGE_BYTES: usize = 1024 * 1024;
+/// The most bytes of relayed messages stored at once (all replicas) by default.
+pub const MAX_RELAYED_TOTAL_BYTES: usize = 16 * 1024 * 1024;
+/// How long a stored relayed message is kept by default.
+pub const RELAYED_TTL: Duration = Duration::from_secs(30);
+
+/// The bounds of the relayed messages stored in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RelayLimits {
+    /// The largest message (bytes).
+    pub max_message: usize,
+    /// The most bytes stored at once.
+    pub max_total: usize,
+    /// How long a stored message is kept.
+    pub ttl: Duration,
+}
+
+impl Default for RelayLimits {
+    fn default() -> Self {
+        Self {
+            max_message: MAX_RELAYED_MESSAGE_BYTES,
+            max_total: MAX_RELAYED_TOTAL_BYTES,
+            ttl: RELAYED_TTL,
+        }
+    }
+}
+
+impl RelayLimits {
+    /// These bounds.
+    pub fn new(max_message: usize, max_total: usize, ttl: Duration) -> Self {
+        Self {
+            max_message,
+            max_total,
+            ttl,
+        }
+    }
+}
+
+/// Why a message was not relayed.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum RelayError {
+    /// Over a bound ([`RelayLimits`]): the client should be told (the message is lost
+    /// otherwise).
+    Refused(String),
+    /// The database failed.
+    Store(StoreError),
+}
+
+impl std::fmt::Display for RelayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Refused(m) => f.write_str(m),
+            Self::Store(e) => e.fmt(f),
+        }
+    }
+}
+
+impl std::error::Error for RelayError {}
+
+impl From<StoreError> for RelayError {
+    fn from(e: StoreError) -> Self {
+        Self::Store(e)
+    }
+}
+
+pub(crate) fn to_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+pub(crate) fn too_large(len: usize, max: usize) -> RelayError {
+    RelayError::Refused(format!(
+        "the message is {len} bytes, over the {max} bytes a message relayed to another replica may carry"
+    ))
+}
+
+pub(crate) fn full(len: usize, used: i64, max: usize) -> RelayError {
+    RelayError::Refused(format!(
+        "the message of {len} bytes does not fit: {used} of the {max} bytes of messages relayed \
+         between replicas are in use; try again later"
+    ))
+}
+
+/// Milliseconds since the Unix epoch.
+pub(crate) fn now_ms() -> i64 {
+    let d = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

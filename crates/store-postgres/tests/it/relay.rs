@@ -1,0 +1,162 @@
+//! Relayed messages too large for a notification go through the table
+//! `relayed_messages` (issue 17): they reach every listener intact, within the bounds (1
+//! MiB per message, 16 MiB stored at once, 30 s), and a relay over a bound is refused
+//! with a message saying which, never lost silently.
+
+use std::time::Duration;
+
+use mcp_tasks_store_postgres::{
+    MAX_RELAYED_BYTES, MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_TOTAL_BYTES, PgStore, RELAYED_TTL,
+    RelayError, RelayLimits, SessionEnded,
+};
+use tokio::sync::mpsc;
+
+use crate::common::TestDb;
+
+/// A JSON message of exactly `len` bytes.
+fn message(len: usize) -> String {
+    let head = r#"{"x":""#;
+    let fill = len - head.len() - 2;
+    format!(r#"{head}{}"}}"#, "a".repeat(fill))
+}
+
+async fn rows(db: &TestDb) -> (i64, i64) {
+    let c = db.client().await;
+    let r = c
+        .query_one(
+            "SELECT count(*), coalesce(sum(octet_length(message)), 0)::bigint \
+             FROM mcp_tasks.relayed_messages",
+            &[],
+        )
+        .await
+        .unwrap();
+    (r.get(0), r.get(1))
+}
+
+#[test]
+fn the_documented_defaults() {
+    let d = RelayLimits::default();
+    assert_eq!(d.max_message, 1024 * 1024);
+    assert_eq!(d.max_total, 16 * 1024 * 1024);
+    assert_eq!(d.ttl, Duration::from_secs(30));
+    assert_eq!(
+        (
+            MAX_RELAYED_MESSAGE_BYTES,
+            MAX_RELAYED_TOTAL_BYTES,
+            RELAYED_TTL
+        ),
+        (d.max_message, d.max_total, d.ttl)
+    );
+}
+
+/// A 100 KB message and one of exactly 1 MiB reach the other store's listener intact
+/// through the table; 1 MiB + 1 byte is refused naming the bound, and nothing is stored
+/// for it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn large_messages_go_through_the_table_up_to_the_per_message_bound() {
+    let db = TestDb::new().await;
+    let url = db.url("pool=2");
+    let a = PgStore::connect(&url).await.expect("store a").sessions();
+    let b = PgStore::connect(&url).await.expect("store b").sessions();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    b.on_ended(move |e| {
+        let _ = tx.send(e);
+    });
+    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the listener connects")
+        .unwrap();
+    assert_eq!(first, SessionEnded::Resync);
+    for len in [MAX_RELAYED_BYTES + 1, 100_000, MAX_RELAYED_MESSAGE_BYTES] {
+        let msg = message(len);
+        a.relay("s1", &msg)
+            .await
+            .expect("relayed through the table");
+        let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("the large message arrives")
+            .unwrap();
+        assert_eq!(
+            got,
+            SessionEnded::Message {
+                session: "s1".to_owned(),
+                message: msg
+            },
+            "{len} bytes"
+        );
+    }
+    let before = rows(&db).await;
+    assert_eq!(before.0, 3, "three rows stored");
+    let e = a
+        .relay("s1", &message(MAX_RELAYED_MESSAGE_BYTES + 1))
+        .await
+        .unwrap_err();
+    let RelayError::Refused(why) = e else {
+        panic!("refused expected: {e:?}")
+    };
+    assert!(
+        why.contains(&format!("{} bytes", MAX_RELAYED_MESSAGE_BYTES + 1))
+            && why.contains(&format!("over the {MAX_RELAYED_MESSAGE_BYTES} bytes")),
+        "{why}"
+    );
+    assert_eq!(rows(&db).await, before, "nothing stored for it");
+}
+
+/// The total bound holds across stores (replicas): 16 MiB of 1 MiB messages fit, the next
+/// byte is refused saying how much is in use; once the stored ones pass their TTL (short
+/// here) they are swept by the next relay, which fits again, and by `sweep`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn the_total_bound_refuses_until_the_ttl_sweeps_the_stored_messages() {
+    let db = TestDb::new().await;
+    let url = db.url("pool=2");
+    let ttl = Duration::from_millis(1500);
+    let limits = RelayLimits::new(MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_TOTAL_BYTES, ttl);
+    let a = PgStore::connect(&url)
+        .await
+        .expect("store a")
+        .sessions()
+        .with_relay_limits(limits);
+    let b = PgStore::connect(&url)
+        .await
+        .expect("store b")
+        .sessions()
+        .with_relay_limits(limits);
+    let mib = message(MAX_RELAYED_MESSAGE_BYTES);
+    for i in 0..16 {
+        let s = if i % 2 == 0 { &a } else { &b };
+        s.relay("s", &mib).await.expect("within the total bound");
+    }
+    let used = i64::try_from(MAX_RELAYED_TOTAL_BYTES).unwrap();
+    assert_eq!(rows(&db).await, (16, used));
+    let e = b
+        .relay("s", &message(MAX_RELAYED_BYTES + 1))
+        .await
+        .unwrap_err();
+    let RelayError::Refused(why) = e else {
+        panic!("refused expected: {e:?}")
+    };
+    assert!(
+        why.contains(&format!("{used} of the {MAX_RELAYED_TOTAL_BYTES} bytes")),
+        "{why}"
+    );
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    // The next relay sweeps the expired rows first, then fits.
+    b.relay("s", &message(MAX_RELAYED_BYTES + 1))
+        .await
+        .expect("fits after the TTL");
+    assert_eq!(rows(&db).await.0, 1);
+    tokio::time::sleep(ttl + Duration::from_millis(200)).await;
+    let now = i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap();
+    a.sweep(now).await.expect("sweep");
+    assert_eq!(
+        rows(&db).await,
+        (0, 0),
+        "the periodic sweep deletes them too"
+    );
+}

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use async_trait::async_trait;
+use mcp_tasks_proto::modern::RequestMeta;
 use mcp_tasks_proto::{ErrorObject, Message, Notification, Request, RequestId, methods};
 use serde_json::Value;
 use tokio::sync::{Notify, mpsc};
@@ -306,6 +307,7 @@ impl Peer {
                     id: r.id.clone(),
                     cancel: CancellationToken::new(),
                     delivery,
+                    modern_meta: None,
                 };
                 let handler = Arc::clone(&self.inner.handler);
                 let id = r.id.clone();
@@ -379,6 +381,7 @@ impl Peer {
                 id: id.clone(),
                 cancel: token.clone(),
                 delivery,
+                modern_meta: None,
             };
             let handler = Arc::clone(&peer.inner.handler);
             let fut = handler.handle_request(cx, req);
@@ -438,6 +441,10 @@ pub struct RequestContext {
     pub cancel: CancellationToken,
     /// How what is sent on this request's route reaches the other side.
     pub delivery: RouteDelivery,
+    /// The request's 2026-07-28 `_meta`, when the transport already read and checked it
+    /// (Streamable HTTP does, to answer a malformed one with 400): the handler need not
+    /// parse it again. `None`: read it from the request.
+    pub modern_meta: Option<Arc<RequestMeta>>,
 }
 
 impl RequestContext {

@@ -170,6 +170,8 @@ pub struct ServerState {
     background: Background,
     /// 2026-07-28 direct calls waiting for the client's answers (multi round-trip).
     pub(crate) parked: modern::mrtr::Parked,
+    /// `_meta["io.modelcontextprotocol/serverInfo"]` of every 2026-07-28 result, made once.
+    pub(crate) server_info: serde_json::Value,
     /// Sessions shared with the other replicas on the store's database (PostgreSQL).
     #[cfg(feature = "http")]
     pub(crate) shared_sessions: std::sync::OnceLock<replicas::Directory>,
@@ -240,8 +242,10 @@ impl Server {
         if let Some(ext) = &extension {
             ext.set_metrics(&metrics);
         }
+        let server_info = modern::server_info_meta(&config);
         Self {
             state: Arc::new(ServerState {
+                server_info,
                 config,
                 tools,
                 engine,

@@ -180,18 +180,24 @@ impl Session {
     ) -> Result<Value, ErrorObject> {
         // The era is a property of each request: modern `_meta` is served statelessly,
         // anything else by this session as 2025-11-25 (docs/adr/0005-two-generations.md).
-        match crate::modern::era(self, params.as_ref()) {
-            Era::Legacy => {}
-            Era::Modern(meta) => {
-                let req = crate::modern::ModernRequest {
-                    session: self,
-                    cx: &cx,
-                    method: &method,
-                    meta: &meta,
-                };
-                return crate::modern::handle(req, params).await;
-            }
-            Era::Refused(e) => return Err(e),
+        // A transport that read the modern `_meta` already hands it over checked
+        // (`RequestContext::modern_meta`): it is not parsed again.
+        let modern = match cx.modern_meta.clone() {
+            Some(meta) if crate::modern::serves_modern(self) => Some(meta),
+            _ => match crate::modern::era(self, params.as_ref()) {
+                Era::Legacy => None,
+                Era::Modern(meta) => Some(Arc::new(meta)),
+                Era::Refused(e) => return Err(e),
+            },
+        };
+        if let Some(meta) = modern {
+            let req = crate::modern::ModernRequest {
+                session: self,
+                cx: &cx,
+                method: &method,
+                meta: &meta,
+            };
+            return crate::modern::handle(req, params).await;
         }
         match method.as_str() {
             methods::INITIALIZE => {

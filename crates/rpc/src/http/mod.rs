@@ -33,6 +33,7 @@ mod handlers;
 mod metrics;
 mod oauth;
 mod session;
+mod stateless;
 mod stream;
 #[cfg(feature = "http-tls")]
 mod tls;
@@ -353,6 +354,8 @@ pub(crate) struct Shared {
     shutdown: CancellationToken,
     /// Set by [`HttpServer::drain`]: `/readyz` answers 503 while everything else is served.
     draining: std::sync::atomic::AtomicBool,
+    /// The handlers of modern (sessionless) requests, per principal.
+    stateless: stateless::Peers,
 }
 
 impl Shared {
@@ -479,6 +482,7 @@ impl HttpServer {
             replay_bytes: Arc::default(),
             shutdown: CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
+            stateless: stateless::Peers::new(stateless::MAX_CACHED_PRINCIPALS),
         });
         if let Some(dir) = &shared.config.sessions {
             let weak = Arc::downgrade(&shared);

@@ -59,13 +59,7 @@ pub(crate) fn supported_versions() -> Vec<&'static str> {
 /// is for versions it can use per request; here every supported one needs `initialize`).
 /// A gateway serves them ([`tools_for`]).
 pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
-    if session
-        .state
-        .extension
-        .as_ref()
-        .is_some_and(|e| !e.serves_modern())
-        && modern::is_modern_form(params)
-    {
+    if !serves_modern(session) && modern::is_modern_form(params) {
         let requested = params
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(modern::PROTOCOL_VERSION_META))
@@ -77,6 +71,16 @@ pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
         ));
     }
     modern::request_era(params, &supported_versions())
+}
+
+/// Whether `session` serves modern requests: a plain server does, one composed with an
+/// extension only when the extension does ([`crate::ExtensionFactory::serves_modern`]).
+pub(crate) fn serves_modern(session: &Session) -> bool {
+    session
+        .state
+        .extension
+        .as_ref()
+        .is_none_or(|e| e.serves_modern())
 }
 
 /// What every handler of a modern request is given besides its params.
@@ -134,7 +138,7 @@ pub(crate) async fn handle(
             )));
         }
     };
-    modern::stamp_result(&mut result, &ResultType::Complete, &server_info(session));
+    stamp_complete(&mut result, &session.state.server_info);
     Ok(result)
 }
 
@@ -151,10 +155,33 @@ async fn tools_for(session: &Session) -> Result<Option<Arc<dyn ToolSource>>, Err
     }
 }
 
-/// `serverInfo`, from the configuration.
-fn server_info(session: &Session) -> Implementation {
-    let cfg = &session.state.config;
-    Implementation::new(cfg.name.clone(), cfg.version.clone())
+/// [`modern::stamp_result`] of a `complete` result, with the `serverInfo` JSON made once
+/// ([`server_info_meta`]) rather than serialized again for every result.
+///
+/// Spec (basic): "The `result` MUST include a `resultType` field" and "Servers SHOULD
+/// include the following `io.modelcontextprotocol/*` field in every result's `_meta`".
+fn stamp_complete(result: &mut Value, server_info: &Value) {
+    let Some(obj) = result.as_object_mut() else {
+        return;
+    };
+    obj.entry("resultType")
+        .or_insert_with(|| Value::String(ResultType::Complete.as_str().to_owned()));
+    let meta = obj
+        .entry("_meta")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    if let Some(meta) = meta.as_object_mut() {
+        meta.entry(modern::SERVER_INFO_META)
+            .or_insert_with(|| server_info.clone());
+    }
+}
+
+/// `serverInfo`, from the configuration, as the JSON every result's `_meta` carries (made
+/// once per server: [`crate::ServerState`] keeps it).
+pub(crate) fn server_info_meta(cfg: &crate::ServerConfig) -> Value {
+    json!(Implementation::new(cfg.name.clone(), cfg.version.clone()))
 }
 
 /// Whether this server declares the tasks extension: it has a task engine.
@@ -192,4 +219,29 @@ fn discover(session: &Session) -> Value {
         extra: Map::new(),
     };
     serde_json::to_value(result).unwrap_or_else(|_| json!({}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The server's stamp is the protocol crate's, with the identity serialized once.
+    #[test]
+    fn stamp_complete_stamps_as_stamp_result_does() {
+        let server = Implementation::new("srv".to_owned(), "1.2.3".to_owned());
+        let info = json!(server);
+        for v in [
+            json!({}),
+            json!({"resultType": "task", "x": 1}),
+            json!({"_meta": {"k": "v"}}),
+            json!({"_meta": 3}),
+            json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "other"}}}),
+            json!([1, 2]),
+        ] {
+            let (mut a, mut b) = (v.clone(), v.clone());
+            modern::stamp_result(&mut a, &ResultType::Complete, &server);
+            stamp_complete(&mut b, &info);
+            assert_eq!(a, b, "{v}");
+        }
+    }
 }

@@ -4,9 +4,9 @@
 //! A request is modern when its body's `_meta` names a protocol version, or its
 //! `MCP-Protocol-Version` header names a modern one (then a body without the `_meta`
 //! field is a header mismatch). Everything else is served as 2025-11-25 by the session
-//! machinery, unchanged. A modern request is answered by a session made for it alone
-//! (its handler comes from the same [`crate::http::SessionFactory`], with the same
-//! principal) that ends with the answer: no `Mcp-Session-Id` is minted, and one sent is
+//! machinery, unchanged. A modern request is answered without a session, by the handler
+//! of its principal's modern requests (from the same [`crate::http::SessionFactory`]; see
+//! `crate::http::stateless`): no `Mcp-Session-Id` is minted, and one sent is
 //! ignored. Spec (streamable HTTP, earlier revisions): "An `Mcp-Session-Id` header on a
 //! request: ignore it, and do not mint or echo session IDs."
 
@@ -18,11 +18,9 @@ use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META}
 use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
 use serde_json::Value;
 
-use super::post::{Answer, answer};
+use super::post::json_message_response;
 use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
-use crate::http::session::HttpSession;
-use crate::http::{ReplyMode, Shared};
-use crate::peer::Peer;
+use crate::http::{Shared, stateless};
 
 /// `Mcp-Method`: the JSON-RPC method, mirrored.
 const MCP_METHOD: &str = "mcp-method";
@@ -57,12 +55,14 @@ pub(super) async fn post(
         .copied()
         .chain(shared.config.protocol_versions.iter().map(String::as_str))
         .collect();
-    if let Era::Refused(e) = modern::request_era(req.params.as_ref(), &supported) {
+    let meta = match modern::request_era(req.params.as_ref(), &supported) {
+        Era::Modern(meta) => Some(Arc::new(meta)),
         // Spec (basic, `_meta`): "A request missing any required field is malformed; the
         // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On
         // HTTP, the response status MUST be `400 Bad Request`."
-        return refuse(&e);
-    }
+        Era::Refused(e) => return refuse(&e),
+        Era::Legacy => None,
+    };
     if !acc.json {
         return not_acceptable("application/json (a 2026-07-28 request is answered as JSON)");
     }
@@ -74,36 +74,20 @@ pub(super) async fn post(
         );
         return json_response(StatusCode::NOT_FOUND, error_body(Some(&id), &e));
     }
-    // A session for this request alone: no id is minted (none is ever sent, and it is
-    // in no directory), and its router runs in this request's task rather than a task
-    // of its own.
-    let (peer, outbound) = Peer::new(shared.factory.create(principal.as_deref()));
-    let session = HttpSession::unrouted(
-        String::new(),
-        principal,
-        peer,
-        shared.config.limits(),
-        Arc::clone(&shared.replay_bytes),
-    );
-    let answered = {
-        let route = Arc::clone(&session).route_all(outbound);
-        let answering = answer(shared, &session, req, ReplyMode::Json);
-        tokio::pin!(route, answering);
-        tokio::select! {
-            biased;
-            a = &mut answering => a,
-            () = &mut route => answering.await,
-        }
-    };
+    // No session: the handler of the principal's modern requests serves it in a task of
+    // its own (see `crate::http::stateless`).
+    let peer = shared
+        .stateless
+        .get(shared.factory.as_ref(), principal.as_deref());
+    let answered = stateless::serve(peer, req, meta).await;
     let status = match &answered {
-        Answer::Json(Message::Error(e)) => status_of(e.error.code),
+        Message::Error(e) => status_of(e.error.code),
         _ => StatusCode::OK,
     };
-    let mut r = answered.into_response(&session);
+    let mut r = json_message_response(answered);
     if r.status() == StatusCode::OK {
         *r.status_mut() = status;
     }
-    session.end();
     r
 }
 

@@ -333,23 +333,8 @@ impl Answer {
     /// `data.retryAfterMs`); an SSE stream has begun with 200 and carries it as it is.
     pub(super) fn into_response(self, session: &HttpSession) -> Response {
         match self {
-            Self::Json(Message::Error(e)) if e.error.code == codes::RATE_LIMITED => {
-                let retry_ms = e
-                    .error
-                    .data
-                    .as_ref()
-                    .and_then(|d| d.get("retryAfterMs"))
-                    .and_then(Value::as_u64)
-                    .unwrap_or(1000);
-                let mut r =
-                    json_response(StatusCode::TOO_MANY_REQUESTS, Message::Error(e).to_json());
-                r.headers_mut().insert(
-                    header::RETRY_AFTER,
-                    HeaderValue::from(retry_ms.div_ceil(1000).max(1)),
-                );
-                r
-            }
-            Self::Json(m) | Self::Busy(m) => json_response(StatusCode::OK, m.to_json()),
+            Self::Json(m) => json_message_response(m),
+            Self::Busy(m) => json_response(StatusCode::OK, m.to_json()),
             Self::Stream(reader) => sse_response(reader),
             Self::Gone if session.ended.is_cancelled() => http_error(
                 StatusCode::NOT_FOUND,
@@ -359,6 +344,30 @@ impl Answer {
             // Spec (cancellation): the receiver does not answer a cancelled request.
             Self::Gone => empty(StatusCode::NO_CONTENT),
         }
+    }
+}
+
+/// One JSON-RPC answer as a JSON response: status 200, except a JSON-RPC error
+/// [`codes::RATE_LIMITED`], which is status 429 with `Retry-After` (whole seconds,
+/// rounded up, from `data.retryAfterMs`).
+pub(super) fn json_message_response(m: Message) -> Response {
+    match m {
+        Message::Error(e) if e.error.code == codes::RATE_LIMITED => {
+            let retry_ms = e
+                .error
+                .data
+                .as_ref()
+                .and_then(|d| d.get("retryAfterMs"))
+                .and_then(Value::as_u64)
+                .unwrap_or(1000);
+            let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, Message::Error(e).to_json());
+            r.headers_mut().insert(
+                header::RETRY_AFTER,
+                HeaderValue::from(retry_ms.div_ceil(1000).max(1)),
+            );
+            r
+        }
+        m => json_response(StatusCode::OK, m.to_json()),
     }
 }
 

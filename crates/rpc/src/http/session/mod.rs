@@ -162,10 +162,8 @@ impl HttpSession {
         session
     }
 
-    /// A session around `peer` whose router is not spawned: the caller drives
-    /// [`Self::route_all`] itself, beside the one request it serves (a request-scoped
-    /// session of a 2026-07-28 request, which needs no task of its own).
-    pub(crate) fn unrouted(
+    /// A session around `peer` whose router is not spawned yet.
+    fn unrouted(
         id: String,
         principal: Option<String>,
         peer: Peer,

@@ -237,7 +237,7 @@ impl Client {
                         // The modern attempt's transport has no session: start afresh.
                         rpc.peer.close();
                         drop(transport);
-                        let (peer, rx) = Peer::new(handler);
+                        let (peer, rx) = Peer::new(handler.clone());
                         transport = http_transport(peer.clone(), rx, http, Era::Legacy)?;
                         rpc = Rpc::new(peer, Arc::clone(&shared));
                     }
@@ -259,6 +259,42 @@ impl Client {
             .await;
         let init = match init.and_then(|v| read_initialize(&v)) {
             Ok(i) => i,
+            Err(ClientError::Rpc { error, .. })
+                if config.protocol == Protocol::Auto && modern::refuses_initialize(&error) =>
+            {
+                // The probe went unanswered (a server slow to start: on stdio it reads the
+                // probe late and answers it after our timeout), and the server now
+                // refuses `initialize` as a modern one: it is modern after all. Spec
+                // (versioning): "a recognized modern JSON-RPC error (such as
+                // `UnsupportedProtocolVersionError`) identifies a modern server".
+                tracing::debug!(
+                    code = error.code,
+                    "initialize refused by a 2026-07-28 server: server/discover again"
+                );
+                if let Some(http) = &http {
+                    rpc.peer.close();
+                    drop(transport);
+                    let (peer, rx) = Peer::new(handler);
+                    transport = http_transport(peer.clone(), rx, http, Era::Modern)?;
+                    rpc = Rpc::new(peer, Arc::clone(&shared));
+                }
+                return match modern::probe(&rpc, &config).await {
+                    Ok(Probe::Modern(discover)) => {
+                        Ok(Self::modern(&config, rpc, transport, &discover))
+                    }
+                    Ok(Probe::Legacy(why)) => {
+                        rpc.peer.close();
+                        Err(ClientError::Protocol(format!(
+                            "the server refused initialize as a {} server but then: {why}",
+                            wire::PROTOCOL_VERSION
+                        )))
+                    }
+                    Err(e) => {
+                        rpc.peer.close();
+                        Err(e)
+                    }
+                };
+            }
             Err(e) => {
                 rpc.peer.close();
                 return Err(e);

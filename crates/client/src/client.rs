@@ -289,6 +289,39 @@ impl Client {
         }
         let init = match initialize(&rpc, &config).await {
             Ok(i) => i,
+            Err(ClientError::Rpc { error, .. })
+                if config.protocol == Protocol::Auto && modern::refuses_initialize(&error) =>
+            {
+                // The probe went unanswered (a server slow to start: on stdio it reads the
+                // probe late and answers it after our timeout), and the server now
+                // refuses `initialize` as a modern one: it is modern after all. Spec
+                // (versioning): "a recognized modern JSON-RPC error (such as
+                // `UnsupportedProtocolVersionError`) identifies a modern server".
+                tracing::debug!(
+                    code = error.code,
+                    "initialize refused by a 2026-07-28 server: server/discover again"
+                );
+                reopen(Era::Modern, &mut rpc, &mut transport)?;
+                return match modern::probe(&rpc, &config).await {
+                    Ok(Probe::Modern(discover)) => {
+                        if let Some(u) = &url {
+                            cache.put(u, Known::Modern(discover.clone()));
+                        }
+                        Ok(Self::modern(&config, rpc, transport, &discover, url))
+                    }
+                    Ok(Probe::Legacy(why)) => {
+                        rpc.peer.close();
+                        Err(ClientError::Protocol(format!(
+                            "the server refused initialize as a {} server but then: {why}",
+                            wire::PROTOCOL_VERSION
+                        )))
+                    }
+                    Err(e) => {
+                        rpc.peer.close();
+                        Err(e)
+                    }
+                };
+            }
             Err(e) => {
                 rpc.peer.close();
                 return Err(e);

@@ -216,7 +216,10 @@ impl Conn {
         };
         let started = Instant::now();
         let mut answer = self.peer.request_with(method, params, options).await;
+        // `server/discover` keeps its `_meta` serverInfo: it is the upstream's identity,
+        // which the lane's `initialize`-like result carries on (`init_of_discover`).
         if self.is_modern()
+            && method != mcp_tasks_proto::modern::methods::SERVER_DISCOVER
             && let Ok(v) = &mut answer
         {
             crate::modern_upstream::strip_complete(v);

@@ -146,6 +146,22 @@ pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
     }
 }
 
+/// Whether `error`, the upstream's answer to `initialize`, says it is a 2026-07-28 server
+/// that does not take `initialize` (FastMCP 4 once it has answered `server/discover` on
+/// the connection): an `UnsupportedProtocolVersionError` whose `supported` list names
+/// 2026-07-28.
+///
+/// Spec (versioning): "a recognized modern JSON-RPC error (such as
+/// `UnsupportedProtocolVersionError`) identifies a modern server".
+pub(crate) fn refuses_initialize(error: &ErrorObject) -> bool {
+    error.code == modern::codes::UNSUPPORTED_PROTOCOL_VERSION
+        && error
+            .data
+            .clone()
+            .and_then(|d| serde_json::from_value::<modern::UnsupportedVersionData>(d).ok())
+            .is_some_and(|d| d.supported.iter().any(|v| v == modern::PROTOCOL_VERSION))
+}
+
 /// The error of a call the upstream did not answer.
 async fn call_error(lane: &LaneInner, conn: &Conn, e: CallError) -> ErrorObject {
     match e {
@@ -189,7 +205,9 @@ pub(crate) async fn call_tool(
 ) -> Result<Value, ErrorObject> {
     let _routes = lane.register_call(cx, true);
     for _ in 0..MAX_INPUT_ROUNDS {
-        let v = match conn.call(methods::TOOLS_CALL, Some(params.clone())).await {
+        let mut creating = Creating::start(&conn, params.clone(), cx);
+        let answer = creating.answer().await;
+        let v = match answer {
             Ok(v) => v,
             Err(e) => return Err(call_error(lane, &conn, e).await),
         };
@@ -229,6 +247,74 @@ pub(crate) async fn call_tool(
             "the upstream asked for input more than {MAX_INPUT_ROUNDS} times in one tools/call"
         ),
     ))
+}
+
+/// An upstream `tools/call` in flight, run apart from the call that awaits it, so that
+/// it outlives that call being cancelled: the task it creates is then cancelled upstream
+/// as soon as its id is known (`tasks/cancel`), not left running unseen. Dropped for any
+/// other reason (the call was not cancelled) the request is abandoned (over modern HTTP
+/// its POST is dropped, which cancels it).
+struct Creating {
+    conn: Arc<Conn>,
+    call: Option<tokio::task::JoinHandle<Result<Value, CallError>>>,
+    cancel: tokio_util::sync::CancellationToken,
+}
+
+impl Creating {
+    fn start(conn: &Arc<Conn>, params: Value, cx: &ToolContext) -> Self {
+        let c = Arc::clone(conn);
+        let call = tokio::spawn(async move { c.call(methods::TOOLS_CALL, Some(params)).await });
+        Self {
+            conn: Arc::clone(conn),
+            call: Some(call),
+            cancel: cx.cancellation().clone(),
+        }
+    }
+
+    /// The upstream's answer.
+    async fn answer(&mut self) -> Result<Value, CallError> {
+        let Some(call) = self.call.as_mut() else {
+            return Err(CallError::Lost(None));
+        };
+        let r = call.await;
+        self.call = None;
+        r.unwrap_or_else(|e| {
+            Err(CallError::Failed(ErrorObject::internal(format!(
+                "the upstream tools/call failed: {e}"
+            ))))
+        })
+    }
+}
+
+impl Drop for Creating {
+    fn drop(&mut self) {
+        let Some(call) = self.call.take() else {
+            return;
+        };
+        if !self.cancel.is_cancelled() {
+            call.abort();
+            return;
+        }
+        let conn = Arc::clone(&self.conn);
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(async move {
+                let Ok(Ok(v)) = call.await else { return };
+                if ResultType::of(&v) != ResultType::Task {
+                    return;
+                }
+                let Some(task_id) = v.get("taskId").and_then(Value::as_str) else {
+                    return;
+                };
+                match conn
+                    .call(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
+                    .await
+                {
+                    Ok(_) => tracing::info!(upstream_task = %task_id, "upstream task cancelled (created after its call was cancelled)"),
+                    Err(e) => tracing::warn!(upstream_task = %task_id, error = ?e, "upstream task cancel failed"),
+                }
+            });
+        }
+    }
 }
 
 /// The poll interval a task asks for, within bounds.
@@ -402,6 +488,18 @@ mod tests {
             p["_meta"][modern::PROTOCOL_VERSION_META],
             modern::PROTOCOL_VERSION
         );
+    }
+
+    #[test]
+    fn an_initialize_refused_by_a_modern_upstream_is_told() {
+        let e = modern::unsupported_version("2025-11-25", &[modern::PROTOCOL_VERSION]);
+        assert!(refuses_initialize(&e));
+        let e = modern::unsupported_version("2025-11-25", &["2099-01-01"]);
+        assert!(!refuses_initialize(&e));
+        assert!(!refuses_initialize(&ErrorObject::new(
+            -32602,
+            "bad version"
+        )));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::time::Instant;
 use futures::{FutureExt, StreamExt};
 use mcp_tasks_client::{Client, ClientError, Task, TaskHandle, TaskStatus};
 use mcp_tasks_proto::methods;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use super::Out;
@@ -19,6 +20,8 @@ use crate::term::{self, Screen};
 pub(crate) struct Report {
     live: Option<Live>,
     started: Instant,
+    /// The status and message of the last status line printed (not on a terminal).
+    shown: Mutex<Option<(TaskStatus, Option<String>)>>,
 }
 
 impl Report {
@@ -27,14 +30,25 @@ impl Report {
         Self {
             live: Screen::get().is_tty().then(|| Live::start(what)),
             started: Instant::now(),
+            shown: Mutex::new(None),
         }
     }
 
-    /// The task changed (or was first seen).
+    /// The task changed (or was first seen). Off a terminal a line is printed only when
+    /// the status or its message differ from the last line's: a poll that sees only a new
+    /// `lastUpdatedAt` (servers that stamp every `tasks/get` with the time of the read,
+    /// such as FastMCP 4) prints nothing.
     pub(crate) fn status(&self, out: &Out, t: &Task) {
         match &self.live {
             Some(live) => live.task(t),
-            None => out.status(t),
+            None => {
+                let now = (t.status, t.status_message.clone());
+                let mut shown = self.shown.lock();
+                if shown.as_ref() != Some(&now) {
+                    *shown = Some(now);
+                    out.status(t);
+                }
+            }
         }
     }
 
@@ -139,7 +153,7 @@ pub(crate) async fn follow(
 
 /// The first Ctrl-C on a task: cancel it and wait for `cancelled`, unless a second
 /// Ctrl-C comes first. Exit 130 either way.
-async fn cancel_interrupted(
+pub(crate) async fn cancel_interrupted(
     task: &TaskHandle,
     out: &Out,
     report: &Report,

@@ -30,7 +30,7 @@ use mcp_tasks_client::{CallOptions, Client, ClientError, Started, TaskSupport, t
 
 use arguments::build_arguments;
 pub(crate) use connect::{AnswerArgs, ConnectArgs, client_config, connect, nonzero, or_interrupt};
-pub(crate) use follow::{Report, follow, show_progress};
+pub(crate) use follow::{Report, cancel_interrupted, follow, show_progress};
 pub(crate) use out::{Exit, Out, exit, exit_with, task_json};
 
 use crate::term::interrupt::Interrupts;
@@ -102,47 +102,96 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let report = Arc::new(Report::new(&args.tool));
     let progress = show_progress(client, Some(token), Arc::clone(&report));
     let mut interrupts = Interrupts::new();
-    let started = if client.is_modern() {
-        if args.task || args.ttl.is_some() {
-            report.line(
-                "mcp-tasks: the server speaks 2026-07-28: it decides whether the call runs as a task (--task and --ttl are not sent)",
-            );
-        }
-        tokio::select! {
-            r = client.start_call(&args.tool, arguments, &options) => Some(r),
-            () = interrupts.next() => None,
-        }
-    } else if as_task {
-        tokio::select! {
-            r = client.call_tool_as_task(&args.tool, arguments, &options) => Some(match r {
+    let modern = client.is_modern();
+    if modern && (args.task || args.ttl.is_some()) {
+        report.line(
+            "mcp-tasks: the server speaks 2026-07-28: it decides whether the call runs as a task (--task and --ttl are not sent)",
+        );
+    }
+    let start = async {
+        if modern {
+            client.start_call(&args.tool, arguments, &options).await
+        } else if as_task {
+            match client
+                .call_tool_as_task(&args.tool, arguments, &options)
+                .await
+            {
                 Ok(task) => Ok(Started::Task(task)),
                 // No task: the server answered at once (bad arguments); that is the outcome.
                 Err(ClientError::NotStarted(r)) => Ok(Started::Result(*r)),
                 Err(e) => Err(e),
-            }),
-            () = interrupts.next() => None,
-        }
-    } else {
-        tokio::select! {
-            r = client.call_tool_with(&args.tool, arguments, &options) => Some(r.map(Started::Result)),
-            () = interrupts.next() => None,
+            }
+        } else {
+            client
+                .call_tool_with(&args.tool, arguments, &options)
+                .await
+                .map(Started::Result)
         }
     };
+    // A call that may become a task is not left at the first Ctrl-C: its task would be
+    // created unseen and left running. It is awaited (a bounded while) and its task
+    // cancelled like one interrupted while followed.
+    let may_create = modern || as_task;
+    let started = starting(start, may_create, &report, &mut interrupts).await;
     let code = match started {
-        Some(Ok(Started::Task(task))) => follow(&task, out, &report, &mut interrupts).await,
+        Some((Ok(Started::Task(task)), true)) => {
+            cancel_interrupted(&task, out, &report, &mut interrupts).await
+        }
+        Some((Ok(Started::Result(_)), true)) => {
+            report.finish();
+            out.interrupted(None)
+        }
+        Some((Ok(Started::Task(task)), false)) => {
+            follow(&task, out, &report, &mut interrupts).await
+        }
         None => {
             report.finish();
             out.interrupted(None)
         }
-        Some(Ok(Started::Result(r))) => {
+        Some((Ok(Started::Result(r)), false)) => {
             report.finish();
             out.result(None, &r)
         }
-        Some(Err(e)) => {
+        Some((Err(e), _)) => {
             report.finish();
             out.error(None, &e)
         }
     };
     progress.abort();
     code
+}
+
+/// How long a call interrupted while it starts is still awaited, to learn the task it
+/// may create (and cancel it). A 2025-11-25 `CreateTaskResult` comes at once; a
+/// 2026-07-28 server answers once it decides (`--task-after` of our server: 1 s by
+/// default). Past it the call is left (its request cancelled).
+pub(crate) const CREATE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Drive `start` to its outcome; `None` when left on Ctrl-C, else the outcome and whether
+/// a Ctrl-C came while it started (then a task it created is to be cancelled).
+async fn starting<F>(
+    start: F,
+    may_create: bool,
+    report: &Report,
+    interrupts: &mut Interrupts,
+) -> Option<(Result<Started, ClientError>, bool)>
+where
+    F: std::future::Future<Output = Result<Started, ClientError>>,
+{
+    tokio::pin!(start);
+    tokio::select! {
+        r = &mut start => return Some((r, false)),
+        () = interrupts.next() => {}
+    }
+    if !may_create {
+        return None;
+    }
+    report.line(
+        "mcp-tasks: interrupted while the call starts: waiting for its task to cancel it (Ctrl-C again to leave)",
+    );
+    tokio::select! {
+        r = &mut start => Some((r, true)),
+        () = interrupts.next() => None,
+        () = tokio::time::sleep(CREATE_GRACE) => None,
+    }
 }

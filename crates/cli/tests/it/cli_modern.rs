@@ -220,6 +220,47 @@ fn ctrl_c_cancels_a_modern_task() {
     assert_eq!(v["task"]["status"], "cancelled", "{v}");
 }
 
+/// Ctrl-C while the call is still being made a task (the server decides after
+/// `--task-after 2s`): the CLI waits for the task and cancels it once its id is known,
+/// rather than leave it running unseen.
+#[test]
+fn ctrl_c_while_a_modern_call_starts_cancels_the_task_it_becomes() {
+    let srv = HttpServer::start(&["--task-after", "2s"]);
+    let args = [
+        "call", "sleep", "--arg", "ms=60000", "--task", "--json", "--url", &srv.url,
+    ];
+    let mut child = cli_auto(&args).spawn().unwrap();
+    let err = child.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
+            let Ok(line) = line else { break };
+            // Printed just before the tools/call goes out.
+            if line.contains("it decides whether the call runs as a task") {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    rx.recv_timeout(Duration::from_secs(20))
+        .expect("the call did not start");
+    std::thread::sleep(Duration::from_millis(300));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let o = wait_output(child, Duration::from_secs(20));
+    let err = reader.join().unwrap();
+    assert_eq!(o.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted while the call starts"), "{err}");
+    let v = json_out(&o);
+    assert_eq!(v["task"]["status"], "cancelled", "{v}\n{err}");
+}
+
 /// Start `sleep 60000` as a task over HTTP in `era`; its id.
 fn running_task(url: &str, era: &str) -> String {
     // --task makes it one in 2025-11-25; in 2026-07-28 it outlives --task-after.

@@ -71,6 +71,7 @@ mod input_required;
 mod inspector_modern;
 mod interop_ext_tasks;
 mod interop_fastmcp;
+mod interop_fastmcp_server;
 mod lifecycle;
 mod limits;
 mod log_format;

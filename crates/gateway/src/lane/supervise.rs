@@ -146,15 +146,34 @@ impl LaneInner {
                 }
             }
         };
-        let (method, params) = if modern {
-            conn.set_modern(meta);
+        let (mut method, params) = if modern {
+            conn.set_modern(meta.clone());
             (mcp_tasks_proto::modern::methods::SERVER_DISCOVER, None)
         } else {
             (methods::INITIALIZE, Some(params))
         };
-        let init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, params))
+        let mut modern = modern;
+        let mut init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, params))
             .await
             .map_err(|_| format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}"))?;
+        if let Err(CallError::Upstream(e)) = &init
+            && !modern
+            && self.limits.upstream_protocol == UpstreamProtocol::Auto
+            && crate::modern_upstream::refuses_initialize(e)
+        {
+            // The probe went unanswered in time (an upstream slow to start reads it late
+            // and answers it after our bound), and `initialize` is now refused as by a
+            // modern server: it is one after all.
+            tracing::info!(upstream = %self.describe(), "upstream refused initialize as a 2026-07-28 server: server/discover again");
+            conn.set_modern(meta);
+            modern = true;
+            method = mcp_tasks_proto::modern::methods::SERVER_DISCOVER;
+            init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, None))
+                .await
+                .map_err(|_| {
+                    format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}")
+                })?;
+        }
         let init = match init {
             Ok(v) => v,
             Err(CallError::Upstream(e)) => {

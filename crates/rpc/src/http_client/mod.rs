@@ -115,6 +115,9 @@ struct State {
     reinitializations: AtomicU64,
     resumptions: AtomicU64,
     next_internal_id: AtomicU64,
+    /// 2026-07-28: the requests whose POST is in flight, by id; firing one's token drops
+    /// its POST (the cancellation of that request, see `streams::drive`).
+    in_flight: Mutex<std::collections::HashMap<mcp_tasks_proto::RequestId, CancellationToken>>,
 }
 
 /// A running Streamable HTTP client transport. Dropping it stops it (and, best effort,
@@ -179,6 +182,7 @@ impl HttpClientTransport {
             reinitializations: AtomicU64::new(0),
             resumptions: AtomicU64::new(0),
             next_internal_id: AtomicU64::new(1),
+            in_flight: Mutex::new(std::collections::HashMap::new()),
         });
         if resuming {
             state.start_standalone();

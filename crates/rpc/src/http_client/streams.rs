@@ -10,6 +10,7 @@ use reqwest::header::{self, HeaderMap};
 use reqwest::{Response, StatusCode};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::state::{is_event_stream, reply_id};
 use super::{StandaloneState, State, transport_error};
@@ -385,8 +386,37 @@ pub(super) async fn drive(state: Arc<State>, mut outbound: mpsc::Receiver<Outbou
                 // Everything after initialize needs its session id.
                 Arc::clone(&state).send_request(r).await;
             }
+            Message::Request(r) if state.config.modern => {
+                let id = r.id.clone();
+                let stop = CancellationToken::new();
+                state.in_flight.lock().insert(id.clone(), stop.clone());
+                let s = Arc::clone(&state);
+                tokio::spawn(async move {
+                    tokio::select! {
+                        () = Arc::clone(&s).send_request(r) => {}
+                        () = stop.cancelled() => {
+                            tracing::debug!(%id, "request cancelled: its POST is dropped");
+                        }
+                    }
+                    s.in_flight.lock().remove(&id);
+                });
+            }
             Message::Request(r) => {
                 tokio::spawn(Arc::clone(&state).send_request(r));
+            }
+            Message::Notification(n) if state.config.modern && n.method == methods::CANCELLED => {
+                // Spec (2026-07-28, cancellation): "Streamable HTTP: Closing the SSE
+                // response stream is the cancellation signal. ... No
+                // `notifications/cancelled` message is required or expected." The POST of
+                // the request is dropped (its connection closed) instead.
+                let id = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|v| serde_json::from_value::<RequestId>(v.clone()).ok());
+                if let Some(stop) = id.and_then(|id| state.in_flight.lock().remove(&id)) {
+                    stop.cancel();
+                }
             }
             m @ Message::Notification(_) => {
                 let initialized =

@@ -407,3 +407,72 @@ async fn a_resumed_session_is_used_without_initialize_and_replaced_when_gone() {
     assert_eq!(t.reinitializations(), 1);
     assert_eq!(first(&seen, "initialize").body["params"], init_params);
 }
+
+/// 2026-07-28: a request given up on (here by its timeout) is cancelled by dropping its
+/// POST, and no `notifications/cancelled` is sent. Spec (cancellation, "Transport-Specific
+/// Cancellation"): "Streamable HTTP: Closing the SSE response stream is the cancellation
+/// signal. ... No `notifications/cancelled` message is required or expected."
+#[tokio::test]
+async fn a_modern_request_given_up_on_is_cancelled_by_dropping_its_post() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let (closed_tx, closed_rx) = tokio::sync::oneshot::channel::<String>();
+    let posts = Arc::new(Mutex::new(Vec::<String>::new()));
+    let log = Arc::clone(&posts);
+    tokio::spawn(async move {
+        let mut closed_tx = Some(closed_tx);
+        loop {
+            let Ok((sock, _)) = listener.accept().await else {
+                return;
+            };
+            // Read the head and body, never answer, and report when the client hangs up.
+            let mut r = BufReader::new(sock);
+            let mut head = String::new();
+            let mut len = 0usize;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+                if line.trim_end().is_empty() {
+                    break;
+                }
+                head.push_str(&line);
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body).await;
+            let method = serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null)["method"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
+            log.lock().push(method.clone());
+            let mut rest = Vec::new();
+            let _ = r.read_to_end(&mut rest).await;
+            if let Some(tx) = closed_tx.take() {
+                let _ = tx.send(method);
+            }
+        }
+    });
+    let (peer, _t) = start_with(&url, |c| c.modern = true);
+    let params =
+        json!({"name": "slow", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
+    let r = peer
+        .request_with(
+            "tools/call",
+            Some(params),
+            crate::RequestOptions::new(crate::Route::Standalone)
+                .timeout(Some(Duration::from_millis(200))),
+        )
+        .await;
+    assert!(r.is_err(), "{r:?}");
+    let hung_up = tokio::time::timeout(Duration::from_secs(5), closed_rx)
+        .await
+        .expect("the POST of the given-up request was not dropped")
+        .unwrap();
+    assert_eq!(hung_up, "tools/call");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(*posts.lock(), ["tools/call"], "a notification was POSTed");
+}

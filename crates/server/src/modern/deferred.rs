@@ -85,6 +85,28 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Fires the handler's cancellation when dropped after its task was cancelled.
+///
+/// The engine stops a cancelled task by dropping its work future (it does not poll it
+/// again), so the runner's own `select!` on the task's token never runs; without this the
+/// handler would be aborted with its [`ToolContext::cancellation`] never fired, and a
+/// handler that reacts to it on drop (a gateway cancelling its upstream task) would take
+/// the cancellation for a shutdown. It fires the token, then aborts the handler.
+struct CancelOnDrop {
+    task: CancellationToken,
+    handler: CancellationToken,
+    work: Option<AbortOnDrop>,
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if self.task.is_cancelled() {
+            self.handler.cancel();
+        }
+        drop(self.work.take());
+    }
+}
+
 /// Run `tool`; answer with its result if it finishes within the server's `task_after`,
 /// else with the `CreateTaskResult` of the task that adopts it.
 ///
@@ -141,8 +163,13 @@ pub(super) async fn call(
             ..
         } = run;
         deferred.task.send_replace(Some(channel));
+        let stop = CancelOnDrop {
+            task: task_cancel.clone(),
+            handler: cancel.clone(),
+            work: Some(abort),
+        };
         Box::pin(async move {
-            let _abort = abort;
+            let _stop = stop;
             tokio::select! {
                 r = work => joined(r),
                 () = task_cancel.cancelled() => {

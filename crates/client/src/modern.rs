@@ -124,12 +124,7 @@ pub(crate) async fn probe(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, Cli
 /// not take `initialize`: an `UnsupportedProtocolVersionError` whose `supported` list names
 /// a 2026-07-28 version (FastMCP 4 on a connection that already served `server/discover`).
 pub(crate) fn refuses_initialize(error: &ErrorObject) -> bool {
-    error.code == modern::codes::UNSUPPORTED_PROTOCOL_VERSION
-        && error
-            .data
-            .clone()
-            .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok())
-            .is_some_and(|d| d.supported.iter().any(|v| is_modern_version(v)))
+    modern::names_a_modern_version(error)
 }
 
 /// A modern error to the probe: fall back only when the server names an `initialize`

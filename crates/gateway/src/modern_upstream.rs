@@ -154,12 +154,7 @@ pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
 /// Spec (versioning): "a recognized modern JSON-RPC error (such as
 /// `UnsupportedProtocolVersionError`) identifies a modern server".
 pub(crate) fn refuses_initialize(error: &ErrorObject) -> bool {
-    error.code == modern::codes::UNSUPPORTED_PROTOCOL_VERSION
-        && error
-            .data
-            .clone()
-            .and_then(|d| serde_json::from_value::<modern::UnsupportedVersionData>(d).ok())
-            .is_some_and(|d| d.supported.iter().any(|v| v == modern::PROTOCOL_VERSION))
+    modern::names_a_modern_version(error)
 }
 
 /// The error of a call the upstream did not answer.

@@ -3,14 +3,13 @@
 //! own `mcp-tasks serve` over stdio, spoken to in 2026-07-28 (it answers with SEP-2663
 //! tasks and `inputRequests`), keeping its tasks in a SQLite file the test reads.
 
-use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::path::Path;
 
 use serde_json::{Value, json};
 
 use crate::client_support::HttpServer;
-use crate::common::{Stdio, TIMEOUT, bin, text_of};
-use crate::gateway_common::{task_result, until_terminal};
+use crate::common::{Stdio, bin, text_of};
+use crate::gateway_common::{task_result, until_terminal, upstream_db, wait_upstream};
 
 /// A gateway on stdio in front of a modern `mcp-tasks serve` keeping its tasks in
 /// `dir/up.db` (a call not finished within 100 ms becomes an upstream task), initialized
@@ -19,21 +18,17 @@ fn gateway(dir: &Path) -> Stdio {
     let upstream = format!(
         "{} serve --stdio --task-after 100ms --store sqlite:{}",
         bin(),
-        db(dir).display()
+        upstream_db(dir).display()
     );
     let mut s = Stdio::spawn(&["--upstream-cmd", &upstream, "--upstream-protocol", "modern"]);
     s.initialize();
     s
 }
 
-fn db(dir: &Path) -> PathBuf {
-    dir.join("up.db")
-}
-
 /// The same in front of `mcp-tasks serve` over Streamable HTTP, the protocol chosen by
 /// `MCP_TASKS_UPSTREAM_PROTOCOL` (the environment variable of the flag).
 fn http_gateway(dir: &Path) -> (Stdio, HttpServer) {
-    let store = format!("sqlite:{}", db(dir).display());
+    let store = format!("sqlite:{}", upstream_db(dir).display());
     let up = HttpServer::start(&["--task-after", "100ms", "--store", &store]);
     let mut s = Stdio::spawn_args(
         &[
@@ -48,34 +43,6 @@ fn http_gateway(dir: &Path) -> (Stdio, HttpServer) {
     );
     s.initialize();
     (s, up)
-}
-
-/// The upstream's tasks as its store has them: (method, status).
-fn upstream_tasks(dir: &Path) -> Vec<(String, String)> {
-    let conn = rusqlite::Connection::open(db(dir)).unwrap();
-    let mut st = conn
-        .prepare("SELECT request, status FROM tasks ORDER BY seq")
-        .unwrap();
-    st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-}
-
-/// Wait until the upstream store has a task whose request mentions `needle` in `status`.
-fn wait_upstream(dir: &Path, needle: &str, status: &str) {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let tasks = upstream_tasks(dir);
-        if tasks.iter().any(|(r, s)| r.contains(needle) && s == status) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no upstream task of {needle} became {status}: {tasks:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn task_id(task: &Value) -> String {
@@ -230,7 +197,7 @@ fn auto_finds_a_modern_upstream_and_falls_back_for_a_legacy_one() {
     let upstream = format!(
         "{} serve --stdio --task-after 100ms --store sqlite:{}",
         bin(),
-        db(dir.path()).display()
+        upstream_db(dir.path()).display()
     );
     let mut s = Stdio::spawn(&["--upstream-cmd", &upstream, "--upstream-protocol", "auto"]);
     s.initialize();

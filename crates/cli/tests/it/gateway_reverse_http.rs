@@ -4,51 +4,22 @@
 //! a 2025-11-25-only HTTP upstream refuses the probe and gets `initialize` on a new,
 //! legacy connection. A modern upstream task is followed again after a gateway restart.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 use crate::client_support::HttpServer;
 use crate::common::{Stdio, TIMEOUT, text_of};
-use crate::gateway_common::{task_result, until_terminal};
-
-fn db(dir: &Path) -> PathBuf {
-    dir.join("up.db")
-}
+use crate::gateway_common::{
+    task_result, until_terminal, upstream_db, upstream_tasks, wait_upstream,
+};
 
 /// `mcp-tasks serve` over HTTP keeping its tasks in `dir/up.db` (a call not finished
 /// within 100 ms becomes a task).
 fn upstream(dir: &Path) -> HttpServer {
-    let store = format!("sqlite:{}", db(dir).display());
+    let store = format!("sqlite:{}", upstream_db(dir).display());
     HttpServer::start(&["--task-after", "100ms", "--store", &store])
-}
-
-/// The upstream's tasks as its store has them: (request, status).
-fn upstream_tasks(dir: &Path) -> Vec<(String, String)> {
-    let conn = rusqlite::Connection::open(db(dir)).unwrap();
-    let mut st = conn
-        .prepare("SELECT request, status FROM tasks ORDER BY seq")
-        .unwrap();
-    st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect()
-}
-
-fn wait_upstream(dir: &Path, needle: &str, status: &str) {
-    let deadline = Instant::now() + TIMEOUT;
-    loop {
-        let tasks = upstream_tasks(dir);
-        if tasks.iter().any(|(r, s)| r.contains(needle) && s == status) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no upstream task of {needle} became {status}: {tasks:?}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 fn wait_file(path: &Path, exists: bool) {

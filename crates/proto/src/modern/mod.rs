@@ -258,6 +258,23 @@ pub fn unsupported_version(requested: &str, supported: &[&str]) -> ErrorObject {
     .with_data(json!(data))
 }
 
+/// Whether `error` is an `UnsupportedProtocolVersionError` whose `data.supported` names a
+/// modern revision we speak: the answer of a modern peer to `initialize` (or to any
+/// request in another revision). Spec (versioning): "a recognized modern JSON-RPC error
+/// (such as `UnsupportedProtocolVersionError`) identifies a modern server".
+pub fn names_a_modern_version(error: &ErrorObject) -> bool {
+    error.code == codes::UNSUPPORTED_PROTOCOL_VERSION
+        && error
+            .data
+            .clone()
+            .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok())
+            .is_some_and(|d| {
+                d.supported
+                    .iter()
+                    .any(|v| MODERN_VERSIONS.contains(&v.as_str()))
+            })
+}
+
 /// `-32021` with `data.requiredCapabilities = required`.
 pub fn missing_capability(required: ClientCapabilities, detail: &str) -> ErrorObject {
     let data = MissingCapabilityData {

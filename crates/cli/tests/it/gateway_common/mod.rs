@@ -272,3 +272,37 @@ impl Drop for HttpUpstream {
         let _ = self.child.wait();
     }
 }
+
+/// The SQLite file an upstream `mcp-tasks serve` of the reverse-bridge tests keeps its
+/// tasks in, under `dir`.
+pub fn upstream_db(dir: &Path) -> PathBuf {
+    dir.join("up.db")
+}
+
+/// The upstream's tasks as its store (`upstream_db(dir)`) has them: (request, status).
+pub fn upstream_tasks(dir: &Path) -> Vec<(String, String)> {
+    let conn = rusqlite::Connection::open(upstream_db(dir)).unwrap();
+    let mut st = conn
+        .prepare("SELECT request, status FROM tasks ORDER BY seq")
+        .unwrap();
+    st.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+/// Wait until the upstream store has a task whose request mentions `needle` in `status`.
+pub fn wait_upstream(dir: &Path, needle: &str, status: &str) {
+    let deadline = Instant::now() + TIMEOUT;
+    loop {
+        let tasks = upstream_tasks(dir);
+        if tasks.iter().any(|(r, s)| r.contains(needle) && s == status) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no upstream task of {needle} became {status}: {tasks:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -84,6 +84,7 @@ mod options;
 mod relay;
 mod schema;
 mod sessions;
+mod setbased;
 mod write;
 
 pub use group::QUEUE as WRITE_QUEUE;
@@ -243,8 +244,10 @@ impl PgStore {
 
     /// [`Self::query`] for the sweeps' statements, run again (at most 3 times in all) when
     /// PostgreSQL broke a deadlock by aborting it. A sweep's set-based statement locks the
-    /// usage counters of its keys in key order, a group-commit batch locks them row by row
-    /// in shard order, so the two can deadlock; the sweep is idempotent and its aborted
+    /// usage counters of its keys in key order, a group-commit batch of terminal
+    /// transitions (`finish_tasks`) locks them row by row in shard order, so the two can
+    /// deadlock (a batch of creations no longer can: `setbased` takes them up front in the
+    /// sweeps' order); the sweep is idempotent and its aborted
     /// transaction changed nothing, so running it again is safe (the batch falls back to
     /// one row at a time on its side).
     async fn query_retrying(

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 8;
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -331,6 +331,8 @@ const MIGRATIONS: &[&str] = &[
     crate::write::MIGRATION,
     // 7 -> 8: relayed messages too large for a notification.
     crate::relay::MIGRATION,
+    // 8 -> 9: `create_tasks` set-based: one insert per batch (`setbased`).
+    crate::setbased::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -2,6 +2,10 @@
 //! each alone (one statement) or many in one statement, hence one transaction and one
 //! commit (`create_tasks`, `finish_tasks`: schema version 7, [`MIGRATION`]).
 //!
+//! `create_tasks` is replaced at schema version 9 by a set-based one (`setbased`): one
+//! insert per batch, every lock taken up front; what follows describes version 7's, which
+//! `finish_tasks` still is.
+//!
 //! A batch function takes the advisory locks of every quota key of its rows first, in
 //! `hashtext` order, then the store-wide one when a row has a store-wide byte limit, and
 //! only then runs the one-row function (`create_task`, `finish_task`) of each row, whose own

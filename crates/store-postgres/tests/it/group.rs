@@ -95,6 +95,7 @@ async fn batched_writes_answer_each_caller_exactly() {
         }
     }
     assert_eq!(ids.len(), 100);
+    crate::batch::assert_counters_match(&db.client().await).await;
     let (batches, jobs, _) = s.group_counts();
     assert!(
         batches < jobs,
@@ -138,6 +139,7 @@ async fn batched_writes_answer_each_caller_exactly() {
             "what the winner was told is what is stored"
         );
     }
+    crate::batch::assert_counters_match(&db.client().await).await;
     let (batches2, jobs2, _) = s.group_counts();
     assert!(
         batches2 - batches < jobs2 - jobs,

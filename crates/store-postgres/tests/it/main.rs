@@ -2,6 +2,7 @@
 //! URL is `MCP_TASKS_TEST_PG` (default `postgres://postgres@127.0.0.1:5432/postgres`);
 //! each test creates a database of its own with a random name and drops it at the end.
 
+mod batch;
 mod common;
 mod conformance;
 mod group;

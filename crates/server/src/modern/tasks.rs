@@ -140,7 +140,7 @@ pub(super) async fn handle(
     let who = &session.requester;
     let task_id = serve::task_id_param(params)?;
     let result = match method {
-        methods::TASKS_GET => json!(get(engine, who, task_id, true).await?),
+        methods::TASKS_GET => get_value(get(engine, who, task_id, true).await?)?,
         methods::TASKS_CANCEL => {
             // Spec: "The server MUST acknowledge the request with an empty result" and the
             // task "MAY ultimately reach a terminal status other than `cancelled` if the
@@ -256,6 +256,24 @@ pub(super) async fn get(
     Ok(GetTaskResult::new(detailed))
 }
 
+/// `result` as the JSON of the answer, the inline payload moved in rather than copied.
+///
+/// `serde_json::to_value` of the whole result would copy the payload (a deep copy of a
+/// tree that can be large) and drop the original; the rest is converted and the payload
+/// put in its place. Same JSON as `to_value(result)` (test
+/// `the_answer_of_a_get_is_to_value_of_its_result`).
+///
+/// # Errors
+/// -32603 when the result cannot be converted (it can: every field is JSON already).
+fn get_value(mut result: GetTaskResult) -> Result<Value, ErrorObject> {
+    let payload = result.task.result.take();
+    let mut value = serde_json::to_value(result).map_err(ErrorObject::internal)?;
+    if let (Some(payload), Some(obj)) = (payload, value.as_object_mut()) {
+        obj.insert("result".to_owned(), payload);
+    }
+    Ok(value)
+}
+
 /// Give the inline `result` of a completed task the `resultType` every 2026-07-28 result
 /// carries, unless it has one.
 ///
@@ -355,4 +373,39 @@ async fn answer(
             .map_err(|e| e.to_rpc("Failed to update task"))?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Moving the payload in gives the JSON `to_value` of the whole result gives: with a
+    /// payload, an error, input requests, `_meta`, or none of them.
+    #[test]
+    fn the_answer_of_a_get_is_to_value_of_its_result() {
+        let task = json!({"taskId": "t-1", "status": "completed", "createdAt": "2026-12-04T13:00:00Z",
+            "lastUpdatedAt": "2026-12-04T13:00:01Z", "ttlMs": 60000, "pollIntervalMs": 1000});
+        let payloads = [
+            json!({"task": task, "result": {"content": [{"type": "text", "text": "a\"b"}], "resultType": "complete", "_meta": {"k": 1}}}),
+            json!({"task": task, "result": {"z": null}, "_meta": {"m": [1, 2]}}),
+            json!({"task": task, "result": [1, "x"]}),
+            json!({"task": task, "error": {"code": -32603, "message": "boom"}}),
+            json!({"task": task}),
+        ];
+        for p in payloads {
+            let mut fields = p["task"].as_object().unwrap().clone();
+            for k in ["result", "error"] {
+                if let Some(v) = p.get(k) {
+                    fields.insert(k.to_owned(), v.clone());
+                }
+            }
+            let detailed: DetailedTask = serde_json::from_value(Value::Object(fields)).unwrap();
+            let mut r = GetTaskResult::new(detailed);
+            r.meta = p.get("_meta").and_then(Value::as_object).cloned();
+            let expected = serde_json::to_value(&r).unwrap();
+            let got = get_value(r).unwrap();
+            assert_eq!(got, expected, "{p}");
+            assert_eq!(got.to_string(), expected.to_string(), "{p}");
+        }
+    }
 }

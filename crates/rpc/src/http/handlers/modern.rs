@@ -50,12 +50,21 @@ pub(super) async fn post(
     if let Err(e) = check_headers(headers, &req) {
         return refuse(&e);
     }
-    let supported: Vec<&str> = MODERN_VERSIONS
-        .iter()
-        .copied()
-        .chain(shared.config.protocol_versions.iter().map(String::as_str))
-        .collect();
-    let meta = match modern::request_era(req.params.as_ref(), &supported) {
+    // The versions a refusal lists; no list is built per request when the server adds
+    // none to the modern ones.
+    let extra = &shared.config.protocol_versions;
+    let listed: Vec<&str>;
+    let supported: &[&str] = if extra.is_empty() {
+        MODERN_VERSIONS
+    } else {
+        listed = MODERN_VERSIONS
+            .iter()
+            .copied()
+            .chain(extra.iter().map(String::as_str))
+            .collect();
+        &listed
+    };
+    let meta = match modern::request_era(req.params.as_ref(), supported) {
         Era::Modern(meta) => Some(Arc::new(meta)),
         // Spec (basic, `_meta`): "A request missing any required field is malformed; the
         // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On

@@ -121,20 +121,12 @@ impl Queue {
 /// One writer: take what waits (up to [`BATCH`]), write it, answer, again.
 async fn run(w: Arc<Writer>, rx: Arc<Mutex<mpsc::Receiver<Job>>>, counts: Arc<Counts>) {
     loop {
-        let jobs = {
-            let mut rx = rx.lock().await;
-            let Some(first) = rx.recv().await else {
-                return;
-            };
-            let mut jobs = vec![first];
-            while jobs.len() < BATCH {
-                match rx.try_recv() {
-                    Ok(j) => jobs.push(j),
-                    Err(_) => break,
-                }
-            }
-            jobs
-        };
+        // The receiver is shared by the writers: the one holding it waits for the next
+        // job and takes what else already waits (up to a batch), then lets the other in.
+        let mut jobs = Vec::with_capacity(BATCH);
+        if rx.lock().await.recv_many(&mut jobs, BATCH).await == 0 {
+            return;
+        }
         counts.jobs.fetch_add(jobs.len() as u64, Ordering::Relaxed);
         let mut creates = Vec::new();
         let mut finishes = Vec::new();

@@ -61,6 +61,10 @@ impl TaskStore for Instrumented {
     async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         self.timed("get", self.inner.get_summary(task_id)).await
     }
+    async fn get_without_request(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.timed("get", self.inner.get_without_request(task_id))
+            .await
+    }
     async fn history(
         &self,
         task_id: &str,

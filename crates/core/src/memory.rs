@@ -136,6 +136,15 @@ impl TaskStore for MemoryStore {
             .map(TaskRecord::summary))
     }
 
+    async fn get_without_request(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        let inner = self.inner.lock();
+        Ok(inner.tasks.get(task_id).map(|r| TaskRecord {
+            request: String::new(),
+            outcome: r.outcome.clone(),
+            ..r.summary()
+        }))
+    }
+
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
         self.transition_within(t, &Limits::NONE).await
     }

@@ -124,6 +124,14 @@ impl TaskRecord {
     pub fn stored_bytes(&self) -> u64 {
         len_u64(&self.request) + self.outcome.as_ref().map_or(0, |o| len_u64(&o.json))
     }
+
+    /// The record without its request (what [`crate::TaskStore::get_without_request`]
+    /// returns): the request may be megabytes, and a `tasks/get` never needs it.
+    pub fn without_request(mut self) -> TaskRecord {
+        self.request = String::new();
+        self
+    }
+
     /// This task without its request and outcome (an empty `request`, no `outcome`): what
     /// `tasks/get` and `tasks/cancel` need, without copying what may be megabytes.
     pub fn summary(&self) -> TaskRecord {

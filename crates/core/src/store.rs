@@ -265,6 +265,13 @@ pub trait TaskStore: Send + Sync + 'static {
         Ok(self.get(task_id).await?.map(|r| r.summary()))
     }
 
+    /// The task as [`TaskRecord::without_request`]: its outcome read, its request not (a
+    /// 2026-07-28 `tasks/get` carries a finished task's result inline, never the request
+    /// it wrapped, which may be megabytes). The default reads the whole task.
+    async fn get_without_request(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        Ok(self.get(task_id).await?.map(TaskRecord::without_request))
+    }
+
     /// Apply a transition atomically.
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError>;
 

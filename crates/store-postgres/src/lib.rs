@@ -402,6 +402,10 @@ impl TaskStore for PgStore {
         self.record(ops::GET_SUMMARY, &[&task_id]).await
     }
 
+    async fn get_without_request(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        self.record(ops::GET_WITHOUT_REQUEST, &[&task_id]).await
+    }
+
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
         self.transition_within(t, &Limits::NONE).await
     }

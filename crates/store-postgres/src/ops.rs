@@ -50,6 +50,11 @@ pub(crate) const GET_SUMMARY: &str = "SELECT seq, task_id, owner, status, status
      created_ms, last_updated_ms, ttl_ms, poll_interval_ms, method, ''::bytea, NULL::text, \
      NULL::bytea, executor, quota_key FROM tasks WHERE task_id = $1";
 
+/// One task without its request: it is not read.
+pub(crate) const GET_WITHOUT_REQUEST: &str = "SELECT seq, task_id, owner, status, \
+     status_message, created_ms, last_updated_ms, ttl_ms, poll_interval_ms, method, ''::bytea, \
+     outcome_kind, outcome, executor, quota_key FROM tasks WHERE task_id = $1";
+
 /// The compare-and-swap of a non-terminal transition: one `UPDATE ... WHERE status =
 /// ANY(allowed predecessors)`. Under concurrent writers PostgreSQL waits for the row's
 /// lock and re-checks the condition on the row as committed, so this is a true

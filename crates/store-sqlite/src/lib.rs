@@ -335,6 +335,17 @@ impl TaskStore for SqliteStore {
         self.read(move |c| ops::get(c, &id)).await
     }
 
+    async fn get_without_request(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
+        if let Some(r) = self
+            .shared
+            .try_read_now(&|c| ops::get_without_request(c, task_id))
+        {
+            return r;
+        }
+        let id = task_id.to_owned();
+        self.read(move |c| ops::get_without_request(c, &id)).await
+    }
+
     async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         if let Some(r) = self.shared.try_read_now(&|c| ops::get_summary(c, task_id)) {
             return r;

@@ -367,6 +367,20 @@ pub(crate) fn get_summary(
     .optional()
 }
 
+/// One task without its request ([`TaskRecord::without_request`]): it is not read.
+pub(crate) fn get_without_request(
+    conn: &Connection,
+    task_id: &str,
+) -> rusqlite::Result<Option<TaskRecord>> {
+    conn.prepare_cached(
+        "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
+         ttl_ms, poll_interval_ms, method, '', outcome_kind, outcome, executor, quota_key \
+         FROM tasks WHERE task_id = ?1",
+    )?
+    .query_row([task_id], read_record)
+    .optional()
+}
+
 /// One task.
 pub(crate) fn get(conn: &Connection, task_id: &str) -> rusqlite::Result<Option<TaskRecord>> {
     conn.prepare_cached(&format!("SELECT {COLS} FROM tasks WHERE task_id = ?1"))?

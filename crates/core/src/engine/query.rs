@@ -22,6 +22,8 @@ pub(super) enum Read {
     Full,
     /// All but the request and outcome (see [`TaskStore::get_summary`]).
     Summary,
+    /// All but the request (see [`TaskStore::get_without_request`]).
+    Outcome,
 }
 
 impl TaskEngine {
@@ -41,6 +43,7 @@ impl TaskEngine {
         let rec = match read {
             Read::Full => store.get(task_id).await?,
             Read::Summary => store.get_summary(task_id).await?,
+            Read::Outcome => store.get_without_request(task_id).await?,
         };
         self.seen_by(rec, who, task_id, method)
     }
@@ -124,22 +127,36 @@ impl TaskEngine {
         who: &Requester,
         poll: bool,
     ) -> Result<(Task, Option<Result<Value, ErrorObject>>), EngineError> {
-        let rec = self
-            .visible(task_id, who, Read::Full, methods::TASKS_GET)
+        let (task, outcome) = self.get_with_stored_outcome(task_id, who, poll).await?;
+        let outcome = outcome.map(|o| {
+            o.decode().map(|mut v| {
+                mcp_tasks_proto::meta::strip_related_task(&mut v);
+                v
+            })
+        });
+        Ok((task, outcome))
+    }
+
+    /// [`Self::get_with_outcome`] with the outcome as stored (its JSON text, not decoded):
+    /// for an answer that writes the stored text as it is rather than through a `Value`.
+    /// The stored text may carry a related-task `_meta` that the answer must not: the
+    /// caller strips it.
+    ///
+    /// # Errors
+    /// As [`Self::poll`] (or [`Self::get`]).
+    pub async fn get_with_stored_outcome(
+        &self,
+        task_id: &str,
+        who: &Requester,
+        poll: bool,
+    ) -> Result<(Task, Option<crate::Outcome>), EngineError> {
+        let mut rec = self
+            .visible(task_id, who, Read::Outcome, methods::TASKS_GET)
             .await?;
         if poll {
             self.polled(&rec, who)?;
         }
-        let outcome = rec
-            .outcome
-            .as_ref()
-            .filter(|_| rec.status.is_terminal())
-            .map(|o| {
-                o.decode().map(|mut v| {
-                    mcp_tasks_proto::meta::strip_related_task(&mut v);
-                    v
-                })
-            });
+        let outcome = rec.outcome.take().filter(|_| rec.status.is_terminal());
         Ok((rec.to_wire(), outcome))
     }
 

@@ -83,6 +83,14 @@ pub async fn create_get_round_trip(store: Store) {
             Some(expected.summary()),
             "get_summary must return every field but the request and outcome"
         );
+        assert_eq!(
+            store
+                .get_without_request(&t.task_id)
+                .await
+                .expect("get_without_request"),
+            Some(expected.clone().without_request()),
+            "get_without_request must return every field but the request"
+        );
         if let Some(prev) = last_seq {
             assert!(
                 rec.seq > prev,
@@ -193,6 +201,15 @@ pub async fn legal_transitions(store: Store) {
                 store.get_summary(&id).await.expect("get_summary"),
                 Some(expected.summary()),
                 "get_summary after {} -> {to}",
+                prev.status
+            );
+            assert_eq!(
+                store
+                    .get_without_request(&id)
+                    .await
+                    .expect("get_without_request"),
+                Some(expected.clone().without_request()),
+                "get_without_request after {} -> {to}: the outcome, not the request",
                 prev.status
             );
             assert_eq!(

@@ -358,6 +358,30 @@ impl Message {
     }
 }
 
+/// The response to `id` with `result`, the JSON text of a result, as one line of JSON:
+/// the bytes [`Message::to_json`] writes for the same response (keys in the same order),
+/// without the result ever being a [`Value`] tree (a transport that answers at once
+/// writes a handler's serialized result this way). `result` must be JSON text: it is
+/// copied, not checked.
+pub fn response_json(id: &RequestId, result: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(result.len() + 64);
+    out.push_str("{\"id\":");
+    match id {
+        // Writing into a `String` cannot fail.
+        RequestId::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        RequestId::String(s) => {
+            out.push_str(&serde_json::to_string(s).unwrap_or_else(|_| "null".to_owned()));
+        }
+    }
+    out.push_str(",\"jsonrpc\":\"2.0\",\"result\":");
+    out.push_str(result);
+    out.push('}');
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -440,6 +464,22 @@ mod tests {
         ] {
             assert_eq!(m.to_json(), m.to_value().to_string());
             assert_eq!(Message::parse(m.to_json().as_bytes()).unwrap(), m);
+        }
+    }
+
+    /// A serialized result makes the same bytes as the response holding it as a `Value`.
+    #[test]
+    fn response_json_writes_what_to_json_writes() {
+        let result = json!({"content": [{"type": "text", "text": "a\"b\n\u{e9}"}], "z": null});
+        let text = result.to_string();
+        for id in [
+            RequestId::Number(-3),
+            RequestId::String("r\"1\u{e9}".into()),
+        ] {
+            assert_eq!(
+                response_json(&id, &text),
+                Message::reply(id.clone(), Ok(result.clone())).to_json()
+            );
         }
     }
 }

@@ -9,7 +9,10 @@
 //! Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
 //! fields in `_meta`; fields marked as required MUST be included on every request."
 
+mod parse;
 pub mod tasks;
+
+pub use parse::parse_request;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -97,6 +100,26 @@ impl Implementation {
             extra: Map::new(),
         }
     }
+
+    /// The implementation `v` describes, its fields moved out of it; `None` unless `v` is
+    /// an object with a string `name` and `version` (what deserializing it accepts).
+    /// Written by hand: the derived deserializer of the flattened `extra` buffers every
+    /// field first, a cost paid on every 2026-07-28 request (its `clientInfo`).
+    pub fn from_value(v: Value) -> Option<Self> {
+        let Value::Object(mut m) = v else {
+            return None;
+        };
+        let (Some(Value::String(name)), Some(Value::String(version))) =
+            (m.remove("name"), m.remove("version"))
+        else {
+            return None;
+        };
+        Some(Self {
+            name,
+            version,
+            extra: m,
+        })
+    }
 }
 
 /// `ClientCapabilities`, kept whole (an open set): read with the accessors.
@@ -182,52 +205,106 @@ pub fn is_modern_form(params: Option<&Value>) -> bool {
 /// the server MUST reject it with JSON-RPC error code `-32602` (Invalid params)."
 /// `supported` is every version the server speaks, the `initialize` ones included.
 pub fn request_era(params: Option<&Value>, supported: &[&str]) -> Era {
-    if !is_modern_form(params) {
+    let meta = match checked_meta(params, supported) {
+        Checked::Legacy => return Era::Legacy,
+        Checked::Refused(e) => return Era::Refused(e),
+        Checked::Modern(meta) => meta,
+    };
+    let client_capabilities = match meta.get(CLIENT_CAPABILITIES_META) {
+        Some(Value::Object(c)) => ClientCapabilities(c.clone()),
+        _ => ClientCapabilities::default(),
+    };
+    Era::Modern(RequestMeta {
+        protocol_version: meta_str(meta, PROTOCOL_VERSION_META).unwrap_or_default(),
+        client_capabilities,
+        client_info: meta
+            .get(CLIENT_INFO_META)
+            .and_then(|v| Implementation::deserialize(v).ok()),
+        log_level: meta_str(meta, LOG_LEVEL_META),
+    })
+}
+
+/// [`request_era`] of a request the caller owns: the fields of a modern `_meta` are
+/// moved out of it rather than copied (its `clientCapabilities`, `clientInfo` and
+/// `logLevel` keys are gone from `params` afterwards; the protocol version stays, so the
+/// params still read as modern-form). For a transport that hands the checked
+/// [`RequestMeta`] on with the request.
+pub fn take_request_era(params: Option<&mut Value>, supported: &[&str]) -> Era {
+    let Some(params) = params else {
         return Era::Legacy;
+    };
+    let version = match checked_meta(Some(params), supported) {
+        Checked::Legacy => return Era::Legacy,
+        Checked::Refused(e) => return Era::Refused(e),
+        Checked::Modern(meta) => meta_str(meta, PROTOCOL_VERSION_META).unwrap_or_default(),
+    };
+    let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) else {
+        return Era::Legacy;
+    };
+    let client_capabilities = match meta.remove(CLIENT_CAPABILITIES_META) {
+        Some(Value::Object(c)) => ClientCapabilities(c),
+        _ => ClientCapabilities::default(),
+    };
+    let client_info = meta
+        .remove(CLIENT_INFO_META)
+        .and_then(Implementation::from_value);
+    let log_level = match meta.remove(LOG_LEVEL_META) {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    Era::Modern(RequestMeta {
+        protocol_version: version,
+        client_capabilities,
+        client_info,
+        log_level,
+    })
+}
+
+/// The string at `key` of `meta`.
+fn meta_str(meta: &Map<String, Value>, key: &str) -> Option<String> {
+    meta.get(key).and_then(Value::as_str).map(str::to_owned)
+}
+
+/// What checking a request's `_meta` found.
+enum Checked<'a> {
+    Legacy,
+    Refused(ErrorObject),
+    /// A well-formed modern `_meta`: its version is a modern one and its
+    /// `clientCapabilities` an object.
+    Modern(&'a Map<String, Value>),
+}
+
+/// Check the `_meta` of a request with these `params` (see [`request_era`]).
+fn checked_meta<'a>(params: Option<&'a Value>, supported: &[&str]) -> Checked<'a> {
+    if !is_modern_form(params) {
+        return Checked::Legacy;
     }
     let meta = params
         .and_then(|p| p.get("_meta"))
         .and_then(Value::as_object);
     let Some(meta) = meta else {
-        return Era::Legacy;
+        return Checked::Legacy;
     };
     let version = match meta.get(PROTOCOL_VERSION_META) {
         Some(Value::String(v)) => v,
         _ => {
-            return Era::Refused(ErrorObject::invalid_params(format!(
+            return Checked::Refused(ErrorObject::invalid_params(format!(
                 "`_meta[\"{PROTOCOL_VERSION_META}\"]` must be a string"
             )));
         }
     };
     if !MODERN_VERSIONS.contains(&version.as_str()) {
-        return Era::Refused(unsupported_version(version, supported));
+        return Checked::Refused(unsupported_version(version, supported));
     }
-    let client_capabilities = match meta.get(CLIENT_CAPABILITIES_META) {
-        Some(Value::Object(c)) => ClientCapabilities(c.clone()),
-        Some(_) => {
-            return Era::Refused(ErrorObject::invalid_params(format!(
-                "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` must be an object"
-            )));
-        }
-        None => {
-            return Era::Refused(ErrorObject::invalid_params(format!(
-                "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` is required on every 2026-07-28 request"
-            )));
-        }
-    };
-    let client_info = meta
-        .get(CLIENT_INFO_META)
-        .and_then(|v| Implementation::deserialize(v).ok());
-    let log_level = meta
-        .get(LOG_LEVEL_META)
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    Era::Modern(RequestMeta {
-        protocol_version: version.clone(),
-        client_capabilities,
-        client_info,
-        log_level,
-    })
+    match meta.get(CLIENT_CAPABILITIES_META) {
+        Some(Value::Object(_)) => Checked::Modern(meta),
+        Some(_) => Checked::Refused(ErrorObject::invalid_params(format!(
+            "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` must be an object"
+        ))),
+        None => Checked::Refused(ErrorObject::invalid_params(format!(
+            "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` is required on every 2026-07-28 request"
+        ))),
+    }
 }
 
 /// A request's `_meta` with the modern fields (what a client puts on every request).

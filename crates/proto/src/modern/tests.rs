@@ -284,6 +284,71 @@ fn malformed_or_unsupported_meta_is_refused_precisely() {
     assert!(e.message.contains("must be an object"), "{e}");
 }
 
+/// An implementation read by hand is the one deserialization gives, or none when that
+/// fails.
+#[test]
+fn an_implementation_from_a_value_is_what_deserializing_it_gives() {
+    for v in [
+        json!({"name": "c", "version": "1"}),
+        json!({"name": "c", "version": "1", "title": "C", "icons": [{"src": "x"}]}),
+        json!({"name": "c"}),
+        json!({"name": 3, "version": "1"}),
+        json!({"name": "c", "version": null}),
+        json!(["c", "1"]),
+        json!("c"),
+    ] {
+        let derived = Implementation::deserialize(&v).ok();
+        assert_eq!(Implementation::from_value(v.clone()), derived, "{v}");
+    }
+}
+
+/// Taking the era from owned params finds what reading it does (the same meta, the same
+/// refusal), and leaves the params modern-form without the fields it moved out.
+#[test]
+fn taking_the_era_finds_what_reading_it_does() {
+    let supported = &["2026-07-28", "2025-11-25"];
+    let cases = [
+        json!({"name": "x"}),
+        json!({"_meta": {"progressToken": 1}}),
+        meta_params(json!({
+            PROTOCOL_VERSION_META: "2026-07-28",
+            CLIENT_CAPABILITIES_META: {"extensions": {TASKS_EXTENSION: {}}},
+            CLIENT_INFO_META: {"name": "c", "version": "1"},
+            LOG_LEVEL_META: "info",
+            "progressToken": 7
+        })),
+        meta_params(
+            json!({PROTOCOL_VERSION_META: "2026-07-28", CLIENT_CAPABILITIES_META: {},
+            CLIENT_INFO_META: {"name": 3}, LOG_LEVEL_META: false}),
+        ),
+        meta_params(json!({PROTOCOL_VERSION_META: "1900-01-01", CLIENT_CAPABILITIES_META: {}})),
+        meta_params(json!({PROTOCOL_VERSION_META: 20260728})),
+        meta_params(json!({PROTOCOL_VERSION_META: "2026-07-28"})),
+        meta_params(json!({PROTOCOL_VERSION_META: "2026-07-28", CLIENT_CAPABILITIES_META: []})),
+    ];
+    for params in cases {
+        let read = request_era(Some(&params), supported);
+        let mut owned = params.clone();
+        let taken = take_request_era(Some(&mut owned), supported);
+        assert_eq!(taken, read, "{params}");
+        if matches!(taken, Era::Modern(_)) {
+            let meta = &owned["_meta"];
+            assert_eq!(meta[PROTOCOL_VERSION_META], "2026-07-28");
+            for k in [CLIENT_CAPABILITIES_META, CLIENT_INFO_META, LOG_LEVEL_META] {
+                assert!(meta.get(k).is_none(), "{k} left in {owned}");
+            }
+            assert!(is_modern_form(Some(&owned)));
+            assert_eq!(owned["name"], params["name"]);
+        } else {
+            assert_eq!(
+                owned, params,
+                "a refused or legacy request is left as it came"
+            );
+        }
+    }
+    assert_eq!(take_request_era(None, supported), Era::Legacy);
+}
+
 #[test]
 fn modern_errors_carry_their_data() {
     let e = missing_tasks_extension("tool `x` always runs as a task");

@@ -58,6 +58,20 @@ pub trait Handler: Send + Sync + 'static {
     /// the future is dropped (and no response sent) when the request is cancelled.
     async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject>;
 
+    /// [`Self::handle_request`] with the result as JSON text: what a transport that writes
+    /// the answer at once calls (a 2026-07-28 request over HTTP, `crate::http`), so that a
+    /// handler able to write its result without building a [`Value`] tree first does so.
+    /// The text must be one JSON value (it is sent as it is). The default serializes what
+    /// [`Self::handle_request`] returns.
+    async fn handle_request_text(
+        &self,
+        cx: RequestContext,
+        req: Request,
+    ) -> Result<String, ErrorObject> {
+        let result = self.handle_request(cx, req).await?;
+        serde_json::to_string(&result).map_err(ErrorObject::internal)
+    }
+
     /// Whether a request of `method` must be served before the next incoming message is
     /// read (e.g. `initialize`, whose effect the requests pipelined after it must see).
     /// Such requests cannot be cancelled.

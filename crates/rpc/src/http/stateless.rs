@@ -20,8 +20,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::FutureExt;
+use mcp_tasks_proto::jsonrpc::response_json;
 use mcp_tasks_proto::modern::RequestMeta;
-use mcp_tasks_proto::{ErrorObject, Message, Request};
+use mcp_tasks_proto::{ErrorObject, Message, Request, methods};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -92,19 +94,28 @@ impl Drop for CancelOnDrop {
     }
 }
 
-/// Serve `req` with `peer`'s handler and answer it: the response, or the handler's
-/// error. `meta` is the request's `_meta` as the transport checked it, handed to the
-/// handler in [`RequestContext::modern_meta`] so that it is not parsed again.
+/// Serve `req` with `peer`'s handler and answer it: `Ok` the response as JSON text (the
+/// handler's serialized result, [`Handler::handle_request_text`]: no `Value` tree is
+/// built for it here), `Err` the error response. `meta` is the request's `_meta` as the
+/// transport checked it, handed to the handler in [`RequestContext::modern_meta`] so that
+/// it is not parsed again.
 ///
-/// The handler runs in a task of its own, so that a request whose POST goes away (its
-/// client closed the connection) is cancelled through [`RequestContext::cancel`] and
-/// its handler still runs its cancellation path (it is not simply dropped). A handler
-/// that panics is answered with -32603 (Internal error); the connection and the server
-/// go on. Spec (basic): "-32603 Internal error: Internal JSON-RPC error."
-pub(crate) async fn serve(peer: Peer, req: Request, meta: Option<Arc<RequestMeta>>) -> Message {
+/// A request that may change something runs in a task of its own, so that a request
+/// whose POST goes away (its client closed the connection) is cancelled through
+/// [`RequestContext::cancel`] and its handler still runs its cancellation path (it is not
+/// simply dropped). A read ([`is_read`]) has no cancellation path: it runs in the
+/// request's own task, and is dropped with its POST. A handler that panics is answered
+/// with -32603 (Internal error); the connection and the server go on. Spec (basic):
+/// "-32603 Internal error: Internal JSON-RPC error."
+pub(crate) async fn serve(
+    peer: Peer,
+    req: Request,
+    meta: Option<Arc<RequestMeta>>,
+) -> Result<String, Message> {
     let id = req.id.clone();
     let cancel = CancellationToken::new();
-    let mut guard = CancelOnDrop(Some(cancel.clone()));
+    let read = is_read(&req.method);
+    let mut guard = CancelOnDrop((!read).then(|| cancel.clone()));
     let cx = RequestContext {
         peer: peer.clone(),
         id: id.clone(),
@@ -113,16 +124,37 @@ pub(crate) async fn serve(peer: Peer, req: Request, meta: Option<Arc<RequestMeta
         modern_meta: meta,
     };
     let handler = Arc::clone(peer.handler());
-    let work = tokio::spawn(async move { handler.handle_request(cx, req).await });
-    let out = match work.await {
-        Ok(out) => out,
-        Err(e) if e.is_panic() => Err(panicked(e.into_panic().as_ref())),
-        Err(e) => Err(ErrorObject::internal(format!(
-            "the request's handler stopped: {e}"
-        ))),
+    let out = if read {
+        let work = std::panic::AssertUnwindSafe(handler.handle_request_text(cx, req));
+        match work.catch_unwind().await {
+            Ok(out) => out,
+            Err(panic) => Err(panicked(panic.as_ref())),
+        }
+    } else {
+        let work = tokio::spawn(async move { handler.handle_request_text(cx, req).await });
+        match work.await {
+            Ok(out) => out,
+            Err(e) if e.is_panic() => Err(panicked(e.into_panic().as_ref())),
+            Err(e) => Err(ErrorObject::internal(format!(
+                "the request's handler stopped: {e}"
+            ))),
+        }
     };
     guard.0 = None;
-    Message::reply(id, out)
+    match out {
+        Ok(result) => Ok(response_json(&id, &result)),
+        Err(e) => Err(Message::reply(id, Err(e))),
+    }
+}
+
+/// Whether a request of `method` only reads (nothing to undo when it is dropped midway):
+/// the most frequent modern requests, `tasks/get` above all, are served without a task
+/// spawned for them.
+fn is_read(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TASKS_GET | methods::TOOLS_LIST | methods::SERVER_DISCOVER | methods::PING
+    )
 }
 
 /// The -32603 answer of a handler that panicked, naming the panic's message.
@@ -153,7 +185,7 @@ mod tests {
             _cx: RequestContext,
             req: Request,
         ) -> Result<Value, ErrorObject> {
-            if req.method == "panic" {
+            if req.method == "panic" || req.params.is_some_and(|p| p.get("panic").is_some()) {
                 panic!("boom");
             }
             Ok(json!({"method": req.method}))
@@ -210,16 +242,44 @@ mod tests {
         let made = Counting::default();
         let peers = Peers::new(4);
         let peer = peers.get(&made, Some("alice"));
-        let Message::Error(e) = serve(peer.clone(), request("panic"), None).await else {
+        let Err(Message::Error(e)) = serve(peer.clone(), request("panic"), None).await else {
             panic!("a panic must answer with an error");
         };
         assert_eq!(e.error.code, -32603);
         assert_eq!(e.id, Some(RequestId::Number(7)));
         // The same peer goes on serving.
-        let Message::Response(r) = serve(peer, request("ping"), None).await else {
+        let Ok(text) = serve(peer, request("ping"), None).await else {
             panic!("expected a response");
         };
+        let Ok(Message::Response(r)) = Message::parse(text.as_bytes()) else {
+            panic!("expected a response, not {text}");
+        };
+        assert_eq!(r.id, RequestId::Number(7));
         assert_eq!(r.result, json!({"method": "ping"}));
+    }
+
+    /// A read (served in the request's own task, not a spawned one) that panics is answered
+    /// with -32603 as well, and the peer goes on serving.
+    #[tokio::test]
+    async fn a_panicking_read_is_answered_with_an_internal_error() {
+        let made = Counting::default();
+        let peer = Peers::new(4).get(&made, Some("alice"));
+        assert!(is_read("tasks/get"));
+        let panicking = Request {
+            params: Some(json!({"panic": true})),
+            ..request("tasks/get")
+        };
+        let Err(Message::Error(e)) = serve(peer.clone(), panicking, None).await else {
+            panic!("a panic must answer with an error");
+        };
+        assert_eq!(e.error.code, -32603);
+        let Ok(text) = serve(peer, request("tasks/get"), None).await else {
+            panic!("expected a response");
+        };
+        assert!(
+            text.contains(r#""result":{"method":"tasks/get"}"#),
+            "{text}"
+        );
     }
 
     /// A modern POST whose handler panics: 200 with -32603 for it, and the server answers

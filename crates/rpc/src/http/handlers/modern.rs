@@ -12,9 +12,11 @@
 
 use std::sync::Arc;
 
-use axum::http::{HeaderMap, StatusCode};
+use std::borrow::Cow;
+
+use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;
-use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META};
+use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META, RequestMeta};
 use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
 use serde_json::Value;
 
@@ -22,26 +24,35 @@ use super::post::json_message_response;
 use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
 use crate::http::{Shared, stateless};
 
-/// `Mcp-Method`: the JSON-RPC method, mirrored.
-const MCP_METHOD: &str = "mcp-method";
+/// `Mcp-Method`: the JSON-RPC method, mirrored. (Header names as `HeaderName`s: a `&str`
+/// would be parsed into one on every lookup.)
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
 /// `Mcp-Name`: `params.name`, `params.uri` or (tasks extension) `params.taskId`, mirrored.
-const MCP_NAME: &str = "mcp-name";
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
+/// `MCP-Protocol-Version`.
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(MCP_PROTOCOL_VERSION);
 /// The Base64 sentinel of an encoded header value: `=?base64?...?=`.
 const B64_PREFIX: &str = "=?base64?";
 const B64_SUFFIX: &str = "?=";
 
 /// Whether a POSTed request is modern (see the module docs).
 pub(super) fn is_modern(headers: &HeaderMap, req: &Request) -> bool {
-    modern::is_modern_form(req.params.as_ref())
-        || super::header_str(headers, MCP_PROTOCOL_VERSION)
-            .is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+    header_is_modern(headers) || modern::is_modern_form(req.params.as_ref())
 }
 
-/// Serve one modern request.
+/// Whether the `MCP-Protocol-Version` header names a modern version.
+pub(super) fn header_is_modern(headers: &HeaderMap) -> bool {
+    super::header_str(headers, &PROTOCOL_VERSION)
+        .is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+}
+
+/// Serve one modern request; `checked`: its `_meta`, when read already (see
+/// [`mcp_tasks_proto::modern::parse_request`]).
 pub(super) async fn post(
     shared: &Arc<Shared>,
     headers: &HeaderMap,
-    req: Request,
+    mut req: Request,
+    checked: Option<RequestMeta>,
     principal: Option<String>,
     acc: Accept,
 ) -> Response {
@@ -64,7 +75,13 @@ pub(super) async fn post(
             .collect();
         &listed
     };
-    let meta = match modern::request_era(req.params.as_ref(), supported) {
+    // The checked fields move out of the params (the handler gets them in
+    // `RequestContext::modern_meta`): no copy of the client's capabilities per request.
+    let era = match checked {
+        Some(meta) => Era::Modern(meta),
+        None => modern::take_request_era(req.params.as_mut(), supported),
+    };
+    let meta = match era {
         Era::Modern(meta) => Some(Arc::new(meta)),
         // Spec (basic, `_meta`): "A request missing any required field is malformed; the
         // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On
@@ -88,7 +105,10 @@ pub(super) async fn post(
     let peer = shared
         .stateless
         .get(shared.factory.as_ref(), principal.as_deref());
-    let answered = stateless::serve(peer, req, meta).await;
+    let answered = match stateless::serve(peer, req, meta).await {
+        Ok(body) => return json_response(StatusCode::OK, body),
+        Err(error) => error,
+    };
     let status = match &answered {
         Message::Error(e) => status_of(e.error.code),
         _ => StatusCode::OK,
@@ -144,7 +164,7 @@ fn name_may_be_missing(method: &str) -> bool {
 /// # Errors
 /// `-32020` saying which header and why.
 fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> {
-    let version = required(headers, MCP_PROTOCOL_VERSION, "MCP-Protocol-Version")?;
+    let version = required(headers, &PROTOCOL_VERSION, "MCP-Protocol-Version")?;
     let body_version = req
         .params
         .as_ref()
@@ -163,7 +183,7 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
             )));
         }
     }
-    let method = required(headers, MCP_METHOD, "Mcp-Method")?;
+    let method = required(headers, &MCP_METHOD, "Mcp-Method")?;
     if method != req.method {
         return Err(modern::header_mismatch(format!(
             "Mcp-Method header value '{method}' does not match body value '{}'",
@@ -171,16 +191,16 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
         )));
     }
     if let Some(field) = mcp_tasks_proto::modern::mcp_name_field(&req.method) {
-        if headers.get(MCP_NAME).is_none() && name_may_be_missing(&req.method) {
+        if headers.get(&MCP_NAME).is_none() && name_may_be_missing(&req.method) {
             return Ok(());
         }
-        let header = decode(required(headers, MCP_NAME, "Mcp-Name")?)?;
+        let header = decode(required(headers, &MCP_NAME, "Mcp-Name")?)?;
         let body = req
             .params
             .as_ref()
             .and_then(|p| p.get(field))
             .and_then(Value::as_str);
-        if body != Some(header.as_str()) {
+        if body != Some(&*header) {
             return Err(modern::header_mismatch(format!(
                 "Mcp-Name header value '{header}' does not match body value {}",
                 body.map_or_else(|| format!("(no `params.{field}`)"), |b| format!("'{b}'"))
@@ -191,7 +211,11 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
 }
 
 /// The value of a required header.
-fn required<'a>(headers: &'a HeaderMap, name: &str, shown: &str) -> Result<&'a str, ErrorObject> {
+fn required<'a>(
+    headers: &'a HeaderMap,
+    name: &HeaderName,
+    shown: &str,
+) -> Result<&'a str, ErrorObject> {
     match headers.get(name) {
         None => Err(modern::header_mismatch(format!(
             "the {shown} header is required"
@@ -202,16 +226,17 @@ fn required<'a>(headers: &'a HeaderMap, name: &str, shown: &str) -> Result<&'a s
     }
 }
 
-/// A header value, Base64-decoded when it has the sentinel form.
-fn decode(value: &str) -> Result<String, ErrorObject> {
+/// A header value, Base64-decoded when it has the sentinel form (else borrowed as it is).
+fn decode(value: &str) -> Result<Cow<'_, str>, ErrorObject> {
     let Some(inner) = value
         .strip_prefix(B64_PREFIX)
         .and_then(|v| v.strip_suffix(B64_SUFFIX))
     else {
-        return Ok(value.to_owned());
+        return Ok(Cow::Borrowed(value));
     };
     base64_decode(inner)
         .and_then(|b| String::from_utf8(b).ok())
+        .map(Cow::Owned)
         .ok_or_else(|| modern::header_mismatch("Mcp-Name has an invalid Base64 value"))
 }
 

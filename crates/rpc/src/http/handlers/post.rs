@@ -46,6 +46,15 @@ pub(super) async fn post(
         Ok(b) => b,
         Err(r) => return *r,
     };
+    // A well-formed modern request is read in one pass, its `_meta` straight into its
+    // types (`mcp_tasks_proto::modern::parse_request`); anything else the general way,
+    // which answers what is wrong with it.
+    if super::modern::header_is_modern(&parts.headers)
+        && let Some((mut req, meta)) = mcp_tasks_proto::modern::parse_request(&bytes)
+    {
+        adopt_trace_headers(&parts.headers, &mut req);
+        return super::modern::post(shared, &parts.headers, req, Some(meta), principal, acc).await;
+    }
     let message = match Message::parse(&bytes) {
         Ok(m) => m,
         Err(f) => {
@@ -61,7 +70,7 @@ pub(super) async fn post(
     };
     let message = match message {
         Message::Request(req) if super::modern::is_modern(&parts.headers, &req) => {
-            return super::modern::post(shared, &parts.headers, req, principal, acc).await;
+            return super::modern::post(shared, &parts.headers, req, None, principal, acc).await;
         }
         other => other,
     };

@@ -172,6 +172,8 @@ pub struct ServerState {
     pub(crate) parked: modern::mrtr::Parked,
     /// `_meta["io.modelcontextprotocol/serverInfo"]` of every 2026-07-28 result, made once.
     pub(crate) server_info: serde_json::Value,
+    /// The same as JSON text, for answers written without a `Value` tree.
+    pub(crate) server_info_text: Box<serde_json::value::RawValue>,
     /// Sessions shared with the other replicas on the store's database (PostgreSQL).
     #[cfg(feature = "http")]
     pub(crate) shared_sessions: std::sync::OnceLock<replicas::Directory>,
@@ -243,9 +245,12 @@ impl Server {
             ext.set_metrics(&metrics);
         }
         let server_info = modern::server_info_meta(&config);
+        // A `Value` always serializes (`null` were it ever to fail).
+        let server_info_text = serde_json::value::to_raw_value(&server_info).unwrap_or_default();
         Self {
             state: Arc::new(ServerState {
                 server_info,
+                server_info_text,
                 config,
                 tools,
                 engine,

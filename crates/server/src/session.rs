@@ -16,6 +16,7 @@ use tracing::Instrument;
 use crate::ServerState;
 use crate::extension::{Fallback, SessionParts, ToolSource};
 use crate::handlers;
+use crate::modern::Reply;
 use crate::tool::Tool;
 
 /// What `initialize` settled.
@@ -171,13 +172,15 @@ impl RequestorChannel for RequestChannel {
 }
 
 impl Session {
-    /// A request, to the handler of its method.
+    /// A request, to the handler of its method; `text`: the answer is wanted as JSON text
+    /// (a modern `tasks/get` then writes it without a `Value` tree).
     async fn dispatch(
         &self,
         cx: RequestContext,
         method: String,
         params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
+        text: bool,
+    ) -> Result<Reply, ErrorObject> {
         // The era is a property of each request: modern `_meta` is served statelessly,
         // anything else by this session as 2025-11-25 (docs/adr/0005-two-generations.md).
         // A transport that read the modern `_meta` already hands it over checked
@@ -196,9 +199,22 @@ impl Session {
                 cx: &cx,
                 method: &method,
                 meta: &meta,
+                text,
             };
             return crate::modern::handle(req, params).await;
         }
+        self.dispatch_legacy(cx, method, params)
+            .await
+            .map(Reply::Value)
+    }
+
+    /// A 2025-11-25 request (or one before `initialize`), to the handler of its method.
+    async fn dispatch_legacy(
+        &self,
+        cx: RequestContext,
+        method: String,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
         match method.as_str() {
             methods::INITIALIZE => {
                 let mut result = handlers::initialize::handle(self, params.clone())?;
@@ -237,14 +253,19 @@ impl Session {
     }
 }
 
-#[async_trait]
-impl Handler for Session {
-    /// Counted in `mcp_tasks_requests_total` and `mcp_tasks_request_duration_seconds` by
-    /// method and era, and run in a `request` span ([`request_span`]). Past the
-    /// `requests` rate limit of the requester, refused with -32029 (and
-    /// `data.retryAfterMs`) before anything else.
-    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
-        let era = if modern::is_modern_form(req.params.as_ref()) {
+impl Session {
+    /// Serve one request: counted in `mcp_tasks_requests_total` and
+    /// `mcp_tasks_request_duration_seconds` by method and era, run in a `request` span
+    /// ([`request_span`]), refused with -32029 (and `data.retryAfterMs`) past the
+    /// `requests` rate limit of the requester before anything else.
+    async fn served(
+        &self,
+        cx: RequestContext,
+        req: Request,
+        text: bool,
+    ) -> Result<Reply, ErrorObject> {
+        // A transport that checked the modern `_meta` says so; else it is read here.
+        let era = if cx.modern_meta.is_some() || modern::is_modern_form(req.params.as_ref()) {
             RequestEra::Modern
         } else {
             RequestEra::Legacy
@@ -256,11 +277,29 @@ impl Handler for Session {
             return Err(e);
         }
         let answer = self
-            .dispatch(cx, req.method, req.params)
+            .dispatch(cx, req.method, req.params, text)
             .instrument(span)
             .await;
         timer.finish(answer.is_ok());
         answer
+    }
+}
+
+#[async_trait]
+impl Handler for Session {
+    /// See [`Session::served`].
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
+        self.served(cx, req, false).await?.into_value()
+    }
+
+    /// As [`Self::handle_request`], the answer as JSON text: a modern `tasks/get` writes
+    /// it straight from its fields (see `crate::modern::Reply`).
+    async fn handle_request_text(
+        &self,
+        cx: RequestContext,
+        req: Request,
+    ) -> Result<String, ErrorObject> {
+        self.served(cx, req, true).await?.into_text()
     }
 
     fn is_sequential(&self, method: &str) -> bool {

@@ -14,6 +14,7 @@
 //! `subscriptions/listen`.
 
 mod deferred;
+mod get_text;
 mod listen;
 pub(crate) mod mrtr;
 pub(crate) mod mrtr_state;
@@ -94,6 +95,42 @@ pub(crate) struct ModernRequest<'a> {
     pub(crate) method: &'a str,
     /// Its checked `_meta`.
     pub(crate) meta: &'a RequestMeta,
+    /// Whether its answer is wanted as JSON text ([`Reply::Text`] may come back): the
+    /// transport writes it at once (`Handler::handle_request_text`).
+    pub(crate) text: bool,
+}
+
+/// A modern result: a JSON value, or JSON text written without building one (only when
+/// [`ModernRequest::text`] asked for it; `tasks/get`, the most frequent request).
+pub(crate) enum Reply {
+    /// A result as a value, stamped by [`handle`].
+    Value(Value),
+    /// The JSON text of a result, stamped by whoever wrote it.
+    Text(String),
+}
+
+impl Reply {
+    /// The result as a value.
+    ///
+    /// # Errors
+    /// -32603 when the text is not JSON (it always is: it was serialized).
+    pub(crate) fn into_value(self) -> Result<Value, ErrorObject> {
+        match self {
+            Self::Value(v) => Ok(v),
+            Self::Text(t) => serde_json::from_str(&t).map_err(ErrorObject::internal),
+        }
+    }
+
+    /// The result as JSON text.
+    ///
+    /// # Errors
+    /// -32603 when the value cannot be serialized (a `Value` always can).
+    pub(crate) fn into_text(self) -> Result<String, ErrorObject> {
+        match self {
+            Self::Value(v) => serde_json::to_string(&v).map_err(ErrorObject::internal),
+            Self::Text(t) => Ok(t),
+        }
+    }
 }
 
 /// Serve one modern request with `params`. The result carries `resultType` and
@@ -104,7 +141,7 @@ pub(crate) struct ModernRequest<'a> {
 pub(crate) async fn handle(
     req: ModernRequest<'_>,
     params: Option<Value>,
-) -> Result<Value, ErrorObject> {
+) -> Result<Reply, ErrorObject> {
     let (session, method) = (req.session, req.method);
     let mut result = match method {
         methods::SERVER_DISCOVER => discover(session),
@@ -125,7 +162,10 @@ pub(crate) async fn handle(
         }
         modern::methods::SUBSCRIPTIONS_LISTEN => listen::listen(req, params.as_ref()).await?,
         methods::TASKS_GET | methods::TASKS_CANCEL | modern::methods::TASKS_UPDATE => {
-            tasks::handle(req, params.as_ref()).await?
+            match tasks::handle(req, params.as_ref()).await? {
+                Reply::Value(v) => v,
+                text @ Reply::Text(_) => return Ok(text),
+            }
         }
         methods::INITIALIZE => {
             return Err(ErrorObject::method_not_found(
@@ -139,7 +179,7 @@ pub(crate) async fn handle(
         }
     };
     stamp_complete(&mut result, &session.state.server_info);
-    Ok(result)
+    Ok(Reply::Value(result))
 }
 
 /// The tools of a modern request when they are not the session's own: a server composed

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
-use mcp_tasks_core::{EngineError, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_core::{EngineError, Outcome, OutcomeKind, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::mcp::{TaskStatus, progress_token};
 use mcp_tasks_proto::meta::strip_related_task;
 use mcp_tasks_proto::modern::tasks::{
@@ -25,8 +25,8 @@ use mcp_tasks_proto::{ErrorObject, RequestId, methods};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use super::ModernRequest;
 use super::tools::ToolCall;
+use super::{ModernRequest, Reply};
 use crate::session::Session;
 use crate::tool::ToolContext;
 
@@ -125,7 +125,7 @@ pub(super) fn created(
 pub(super) async fn handle(
     req: ModernRequest<'_>,
     params: Option<&Value>,
-) -> Result<Value, ErrorObject> {
+) -> Result<Reply, ErrorObject> {
     let (session, method, meta) = (req.session, req.method, req.meta);
     if !meta.client_capabilities.has_tasks_extension() {
         return Err(modern::missing_tasks_extension(&format!(
@@ -140,6 +140,15 @@ pub(super) async fn handle(
     let who = &session.requester;
     let task_id = serve::task_id_param(params)?;
     let result = match method {
+        methods::TASKS_GET if req.text => {
+            let (detailed, stored) = read(engine, who, task_id, true).await?;
+            return super::get_text::write(
+                detailed,
+                stored.as_ref(),
+                &session.state.server_info_text,
+            )
+            .map(Reply::Text);
+        }
         methods::TASKS_GET => get_value(get(engine, who, task_id, true).await?)?,
         methods::TASKS_CANCEL => {
             // Spec: "The server MUST acknowledge the request with an empty result" and the
@@ -163,7 +172,7 @@ pub(super) async fn handle(
             json!(AckResult::default())
         }
     };
-    Ok(result)
+    Ok(Reply::Value(result))
 }
 
 /// The params of `tasks/update`, or -32602 naming the field at fault.
@@ -220,10 +229,27 @@ pub(super) async fn get(
     task_id: &str,
     poll: bool,
 ) -> Result<GetTaskResult, ErrorObject> {
-    // One store read: the record with its outcome, which a terminal task's answer
-    // carries inline.
+    let (mut detailed, stored) = read(engine, who, task_id, poll).await?;
+    if let Some(result) = stored {
+        inline_value(&mut detailed, &result);
+    }
+    Ok(GetTaskResult::new(detailed))
+}
+
+/// What [`get`] answers, but a completed task's result still as stored (`Some`, `result`
+/// not set yet): one store read, the record with its outcome, which a terminal task's
+/// answer carries inline.
+///
+/// # Errors
+/// Not found, expired, rate-limited, a store failure.
+pub(super) async fn read(
+    engine: &TaskEngine,
+    who: &mcp_tasks_core::Requester,
+    task_id: &str,
+    poll: bool,
+) -> Result<(DetailedTask, Option<Outcome>), ErrorObject> {
     let (task, outcome) = engine
-        .get_with_outcome(task_id, who, poll)
+        .get_with_stored_outcome(task_id, who, poll)
         .await
         .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
     let mut detailed = DetailedTask::bare(Task::from(&task));
@@ -231,14 +257,13 @@ pub(super) async fn get(
         TaskStatus::Completed | TaskStatus::Failed => {
             // Terminal: the stored outcome, at once.
             match outcome {
-                Some(Ok(mut v)) => {
-                    stamp_complete(&mut v);
+                Some(result) if result.kind == OutcomeKind::Result => {
                     detailed.task.status = TaskStatus::Completed;
-                    detailed.result = Some(v);
+                    return Ok((detailed, Some(result)));
                 }
-                Some(Err(e)) => {
+                Some(error) => {
                     detailed.task.status = TaskStatus::Failed;
-                    detailed.error = Some(e);
+                    detailed.error = error.decode().err();
                 }
                 None => {
                     return Err(EngineError::InvalidParams(format!(
@@ -249,11 +274,29 @@ pub(super) async fn get(
             }
         }
         TaskStatus::InputRequired => {
-            detailed.input_requests = Some(input_requests(engine, task_id).await?)
+            detailed.input_requests = Some(input_requests(engine, task_id).await?);
         }
         TaskStatus::Working | TaskStatus::Cancelled => {}
     }
-    Ok(GetTaskResult::new(detailed))
+    Ok((detailed, None))
+}
+
+/// Put the stored result of a completed task inline in `detailed`, as a value: without
+/// the related-task `_meta` (the extension's inline result has none) and stamped
+/// ([`stamp_complete`]). A stored result that does not parse ends the answer `failed`
+/// with -32603, as its `tasks/result` would.
+pub(super) fn inline_value(detailed: &mut DetailedTask, stored: &Outcome) {
+    match stored.decode() {
+        Ok(mut v) => {
+            strip_related_task(&mut v);
+            stamp_complete(&mut v);
+            detailed.result = Some(v);
+        }
+        Err(e) => {
+            detailed.task.status = TaskStatus::Failed;
+            detailed.error = Some(e);
+        }
+    }
 }
 
 /// `result` as the JSON of the answer, the inline payload moved in rather than copied.
@@ -265,7 +308,7 @@ pub(super) async fn get(
 ///
 /// # Errors
 /// -32603 when the result cannot be converted (it can: every field is JSON already).
-fn get_value(mut result: GetTaskResult) -> Result<Value, ErrorObject> {
+pub(super) fn get_value(mut result: GetTaskResult) -> Result<Value, ErrorObject> {
     let payload = result.task.result.take();
     let mut value = serde_json::to_value(result).map_err(ErrorObject::internal)?;
     if let (Some(payload), Some(obj)) = (payload, value.as_object_mut()) {
@@ -284,7 +327,7 @@ fn get_value(mut result: GetTaskResult) -> Result<Value, ErrorObject> {
 /// 2025-11-25 task stores the same result), so the field is added when it is read here.
 /// The extension's reference requester (`@modelcontextprotocol/ext-tasks` 0.2.2) refuses
 /// an inline result without it ("Protocol value failed schema validation").
-fn stamp_complete(result: &mut Value) {
+pub(super) fn stamp_complete(result: &mut Value) {
     if let Some(map) = result.as_object_mut() {
         map.entry("resultType")
             .or_insert_with(|| Value::String("complete".to_owned()));

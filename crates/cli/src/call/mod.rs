@@ -22,6 +22,8 @@ mod arguments;
 mod connect;
 mod follow;
 mod out;
+#[cfg(test)]
+mod tests;
 
 use std::sync::Arc;
 

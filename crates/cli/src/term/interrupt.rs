@@ -47,6 +47,15 @@ impl Interrupts {
         Self { rx }
     }
 
+    /// Counting what is sent on `counter` instead of the process's Ctrl-Cs (tests: each
+    /// `send_modify(|n| *n += 1)` is one Ctrl-C); like [`Self::new`], only the changes
+    /// that come after it.
+    #[cfg(test)]
+    pub(crate) fn from_counter(mut counter: watch::Receiver<u64>) -> Self {
+        counter.mark_unchanged();
+        Self { rx: counter }
+    }
+
     /// Wait for the next Ctrl-C.
     pub(crate) async fn next(&mut self) {
         if self.rx.changed().await.is_err() {

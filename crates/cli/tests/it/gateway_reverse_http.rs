@@ -2,7 +2,9 @@
 //! 2025-11-25 client in front of `mcp-tasks serve` over HTTP, which answers the modern
 //! probe and is spoken to in 2026-07-28 (its tasks kept in a SQLite file the test reads);
 //! a 2025-11-25-only HTTP upstream refuses the probe and gets `initialize` on a new,
-//! legacy connection. A modern upstream task is followed again after a gateway restart.
+//! legacy connection. A modern upstream task is followed again after a gateway restart. A
+//! call cancelled before the modern upstream answered with its `CreateTaskResult` gets the
+//! task created afterwards cancelled upstream.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -178,4 +180,91 @@ fn a_modern_upstream_task_the_upstream_forgot_fails_clearly_after_a_restart() {
     let msg = t["statusMessage"].as_str().unwrap_or_default();
     assert!(msg.contains("no longer knows its task"), "{msg}");
     wait_file(&note, false);
+}
+
+/// How long `slow_to_create` runs a call before it answers with a `CreateTaskResult`.
+const CREATE_AFTER: Duration = Duration::from_secs(5);
+
+/// `mcp-tasks serve` over HTTP keeping its tasks in `dir/up.db`, whose calls become tasks
+/// only after [`CREATE_AFTER`]: its `CreateTaskResult` comes late.
+fn slow_to_create(dir: &Path) -> HttpServer {
+    let store = format!("sqlite:{}", upstream_db(dir).display());
+    let after = format!("{}s", CREATE_AFTER.as_secs());
+    HttpServer::start(&["--task-after", &after, "--store", &store])
+}
+
+/// A gateway in front of `up`, spoken to in 2026-07-28, its upstream connection up.
+fn gateway_to(up: &HttpServer) -> Stdio {
+    let mut s = Stdio::spawn(&["--upstream-url", &up.url, "--upstream-protocol", "modern"]);
+    s.initialize();
+    s.ok("tools/list", json!({}));
+    s
+}
+
+/// A `sleep` that would run for a day, found in the upstream's store by its `ms`.
+const LONG: &str = "86399999";
+
+fn long_sleep() -> Value {
+    json!({"name": "sleep", "arguments": {"ms": 86_399_999}})
+}
+
+/// Let the call reach the upstream (a modern upstream sends nothing before its
+/// `CreateTaskResult`, so there is nothing to wait for: a second, well within
+/// [`CREATE_AFTER`]), then check that the upstream has no task of it yet: its
+/// `CreateTaskResult` has not been sent (the task is stored before it is).
+fn running_upstream_without_a_task(dir: &Path) {
+    let sent = Instant::now();
+    std::thread::sleep(Duration::from_secs(1));
+    let tasks = upstream_tasks(dir);
+    assert!(
+        sent.elapsed() < CREATE_AFTER,
+        "too slow to cancel before the upstream creates its task"
+    );
+    assert!(
+        !tasks.iter().any(|(r, _)| r.contains(LONG)),
+        "the upstream created its task already: {tasks:?}"
+    );
+}
+
+/// The one upstream task of the long call ends `cancelled` (a bounded wait: it would
+/// only complete after a day).
+fn upstream_task_cancelled(dir: &Path) {
+    wait_upstream(dir, LONG, "cancelled");
+    let tasks = upstream_tasks(dir);
+    let long: Vec<_> = tasks.iter().filter(|(r, _)| r.contains(LONG)).collect();
+    assert_eq!(long.len(), 1, "{tasks:?}");
+    assert_eq!(long[0].1, "cancelled", "{tasks:?}");
+}
+
+/// A plain call through the gateway cancelled (`notifications/cancelled`) while the
+/// modern upstream runs it but has not yet answered with its `CreateTaskResult`: the
+/// task the upstream creates afterwards is cancelled upstream by the gateway
+/// (`tasks/cancel` once its id is known), not left running unseen; the upstream's store
+/// has it `cancelled`.
+#[test]
+fn a_call_cancelled_before_the_upstream_created_its_task_gets_that_task_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = slow_to_create(dir.path());
+    let mut s = gateway_to(&up);
+    let id = s.start("tools/call", long_sleep());
+    running_upstream_without_a_task(dir.path());
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "test"}}));
+    upstream_task_cancelled(dir.path());
+}
+
+/// The same for a task of the gateway (a task-augmented call) cancelled with
+/// `tasks/cancel` before the upstream answered its `tools/call`: the gateway's task ends
+/// `cancelled`, and so does the task the upstream creates afterwards.
+#[test]
+fn a_gateway_task_cancelled_before_the_upstream_created_its_task_gets_that_task_cancelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let up = slow_to_create(dir.path());
+    let mut s = gateway_to(&up);
+    let mut params = long_sleep();
+    params["task"] = json!({});
+    let id = task_id(&s.ok("tools/call", params)["task"]);
+    running_upstream_without_a_task(dir.path());
+    let t = s.ok("tasks/cancel", json!({"taskId": id}));
+    assert_eq!(t["status"], "cancelled", "{t}");
+    upstream_task_cancelled(dir.path());
 }

@@ -358,13 +358,13 @@ pub(crate) fn get_summary(
     conn: &Connection,
     task_id: &str,
 ) -> rusqlite::Result<Option<TaskRecord>> {
-    conn.prepare_cached(
+    one(
+        conn,
         "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
          ttl_ms, poll_interval_ms, method, '', NULL, NULL, executor, quota_key \
          FROM tasks WHERE task_id = ?1",
-    )?
-    .query_row([task_id], read_record)
-    .optional()
+        task_id,
+    )
 }
 
 /// One task without its request ([`TaskRecord::without_request`]): it is not read.
@@ -372,18 +372,27 @@ pub(crate) fn get_without_request(
     conn: &Connection,
     task_id: &str,
 ) -> rusqlite::Result<Option<TaskRecord>> {
-    conn.prepare_cached(
+    one(
+        conn,
         "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
          ttl_ms, poll_interval_ms, method, '', outcome_kind, outcome, executor, quota_key \
          FROM tasks WHERE task_id = ?1",
-    )?
-    .query_row([task_id], read_record)
-    .optional()
+        task_id,
+    )
 }
 
 /// One task.
 pub(crate) fn get(conn: &Connection, task_id: &str) -> rusqlite::Result<Option<TaskRecord>> {
-    conn.prepare_cached(&format!("SELECT {COLS} FROM tasks WHERE task_id = ?1"))?
+    one(
+        conn,
+        &format!("SELECT {COLS} FROM tasks WHERE task_id = ?1"),
+        task_id,
+    )
+}
+
+/// The task `sql` (with `task_id` as `?1`, columns in [`read_record`] order) reads.
+fn one(conn: &Connection, sql: &str, task_id: &str) -> rusqlite::Result<Option<TaskRecord>> {
+    conn.prepare_cached(sql)?
         .query_row([task_id], read_record)
         .optional()
 }

@@ -109,7 +109,7 @@ impl EventKind {
 pub struct Event {
     kind: EventKind,
     principal: Option<String>,
-    session: Option<String>,
+    session: Option<SessionId>,
     task_id: Option<String>,
     method: Option<String>,
     outcome: &'static str,
@@ -119,8 +119,27 @@ pub struct Event {
 /// The digest of a session's internal id written in the log: 16 hex digits of its
 /// SHA-256, enough to tell sessions apart, useless to present as anything.
 fn session_digest(session: &str) -> String {
+    use std::fmt::Write as _;
     let d = sha2::Sha256::digest(session.as_bytes());
-    d.iter().take(8).map(|b| format!("{b:02x}")).collect()
+    let mut hex = String::with_capacity(16);
+    for b in d.iter().take(8) {
+        // Writing into a `String` cannot fail.
+        let _ = write!(hex, "{b:02x}");
+    }
+    hex
+}
+
+/// A session's internal id, kept as it is until a line is written, which carries only its
+/// digest ([`session_digest`]): digesting it when the event is made cost a SHA-256 per
+/// request (every terminal task's `tasks/get` is an event), though most events reach no
+/// file. Its `Debug` shows the digest, never the id.
+#[derive(Clone)]
+struct SessionId(String);
+
+impl std::fmt::Debug for SessionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&session_digest(&self.0))
+    }
 }
 
 impl Event {
@@ -141,7 +160,7 @@ impl Event {
     #[must_use]
     pub fn who(mut self, who: &Requester) -> Self {
         self.principal.clone_from(&who.principal);
-        self.session = who.session.as_deref().map(session_digest);
+        self.session = who.session.clone().map(SessionId);
         self
     }
 
@@ -191,7 +210,10 @@ impl Event {
         m.insert("time".into(), json!(time));
         m.insert("event".into(), json!(self.kind.name()));
         m.insert("principal".into(), json!(self.principal));
-        m.insert("session".into(), json!(self.session));
+        m.insert(
+            "session".into(),
+            json!(self.session.as_ref().map(|s| session_digest(&s.0))),
+        );
         m.insert("taskId".into(), json!(self.task_id));
         m.insert("method".into(), json!(self.method));
         m.insert("outcome".into(), json!(self.outcome));
@@ -202,6 +224,10 @@ impl Event {
     }
 
     fn trace(&self) {
+        // The fields below are copied out for the line: not when nobody reads it.
+        if !tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO) {
+            return;
+        }
         let field = |k: &str| {
             self.extra
                 .get(k)
@@ -411,12 +437,12 @@ mod tests {
             sees_all: false,
             session: Some("secret-session-id".into()),
         };
-        let line = Event::new(EventKind::Created)
+        let e = Event::new(EventKind::Created)
             .who(&who)
             .task("t1")
             .method("tools/call")
-            .with("tool", "sleep")
-            .to_line("2026-01-01T00:00:00.000Z");
+            .with("tool", "sleep");
+        let line = e.to_line("2026-01-01T00:00:00.000Z");
         let v: Value = serde_json::from_str(&line).unwrap();
         assert_eq!(v["event"], "task_created");
         assert_eq!(v["principal"], "alice");
@@ -426,6 +452,10 @@ mod tests {
         assert_eq!(v["tool"], "sleep");
         assert_eq!(v["session"].as_str().unwrap().len(), 16);
         assert!(!line.contains("secret-session-id"));
+        assert!(
+            !format!("{e:?}").contains("secret-session-id"),
+            "Debug shows the digest"
+        );
     }
 
     #[tokio::test]

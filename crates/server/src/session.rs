@@ -178,7 +178,7 @@ impl Session {
         &self,
         cx: RequestContext,
         method: String,
-        params: Option<Value>,
+        mut params: Option<Value>,
         text: bool,
     ) -> Result<Reply, ErrorObject> {
         // The era is a property of each request: modern `_meta` is served statelessly,
@@ -187,7 +187,7 @@ impl Session {
         // (`RequestContext::modern_meta`): it is not parsed again.
         let modern = match cx.modern_meta.clone() {
             Some(meta) if crate::modern::serves_modern(self) => Some(meta),
-            _ => match crate::modern::era(self, params.as_ref()) {
+            _ => match crate::modern::era(self, params.as_mut()) {
                 Era::Legacy => None,
                 Era::Modern(meta) => Some(Arc::new(meta)),
                 Era::Refused(e) => return Err(e),

@@ -59,9 +59,14 @@ pub(crate) fn supported_versions() -> Vec<&'static str> {
 /// (versioning: "the client retries with a supported version rather than falling back"
 /// is for versions it can use per request; here every supported one needs `initialize`).
 /// A gateway serves them ([`tools_for`]).
-pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
-    if !serves_modern(session) && modern::is_modern_form(params) {
+///
+/// The checked fields of a modern `_meta` are moved out of `params` into the [`Era`]
+/// ([`modern::take_request_era`]), as the HTTP transport does: no handler reads them from
+/// the params.
+pub(crate) fn era(session: &Session, params: Option<&mut Value>) -> Era {
+    if !serves_modern(session) && modern::is_modern_form(params.as_deref()) {
         let requested = params
+            .as_deref()
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(modern::PROTOCOL_VERSION_META))
             .and_then(Value::as_str)
@@ -71,7 +76,7 @@ pub(crate) fn era(session: &Session, params: Option<&Value>) -> Era {
             SUPPORTED_PROTOCOL_VERSIONS,
         ));
     }
-    modern::request_era(params, &supported_versions())
+    modern::take_request_era(params, &supported_versions())
 }
 
 /// Whether `session` serves modern requests: a plain server does, one composed with an

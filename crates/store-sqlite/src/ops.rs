@@ -353,18 +353,25 @@ pub(crate) fn adopt(conn: &Connection, q: &AdoptQuery) -> OpResult<Option<TaskRe
     Ok((rec, Vec::new()))
 }
 
+/// The read of one task by id without its request (`''` in its place), the outcome
+/// columns given (`NULL, NULL` to leave it out too); columns in [`read_record`] order.
+macro_rules! without_request {
+    ($outcome:literal) => {
+        concat!(
+            "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, ",
+            "ttl_ms, poll_interval_ms, method, '', ",
+            $outcome,
+            ", executor, quota_key FROM tasks WHERE task_id = ?1"
+        )
+    };
+}
+
 /// One task without its request and outcome ([`TaskRecord::summary`]): neither is read.
 pub(crate) fn get_summary(
     conn: &Connection,
     task_id: &str,
 ) -> rusqlite::Result<Option<TaskRecord>> {
-    one(
-        conn,
-        "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
-         ttl_ms, poll_interval_ms, method, '', NULL, NULL, executor, quota_key \
-         FROM tasks WHERE task_id = ?1",
-        task_id,
-    )
+    one(conn, without_request!("NULL, NULL"), task_id)
 }
 
 /// One task without its request ([`TaskRecord::without_request`]): it is not read.
@@ -372,13 +379,7 @@ pub(crate) fn get_without_request(
     conn: &Connection,
     task_id: &str,
 ) -> rusqlite::Result<Option<TaskRecord>> {
-    one(
-        conn,
-        "SELECT seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
-         ttl_ms, poll_interval_ms, method, '', outcome_kind, outcome, executor, quota_key \
-         FROM tasks WHERE task_id = ?1",
-        task_id,
-    )
+    one(conn, without_request!("outcome_kind, outcome"), task_id)
 }
 
 /// One task.

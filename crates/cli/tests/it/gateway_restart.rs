@@ -6,25 +6,11 @@
 use crate::common;
 use crate::gateway_common;
 
-use std::path::Path;
-use std::time::{Duration, Instant};
-
 use common::Stdio;
-use gateway_common::{Fake, HttpUpstream, scratch, task_result, text_of, until_terminal};
+use gateway_common::{
+    Fake, HttpUpstream, scratch, task_result, text_of, until_terminal, wait_file,
+};
 use serde_json::json;
-
-fn wait_file(path: &Path, exists: bool) {
-    let deadline = Instant::now() + common::TIMEOUT;
-    while path.exists() != exists {
-        assert!(
-            Instant::now() < deadline,
-            "{} never {}",
-            path.display(),
-            if exists { "appeared" } else { "went away" }
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
 
 #[test]
 fn an_http_upstream_task_is_followed_again_after_the_gateway_is_killed() {

@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 
 use crate::client_support::HttpServer;
 use crate::common::{Stdio, bin, text_of};
-use crate::gateway_common::{task_result, until_terminal, upstream_db, wait_upstream};
+use crate::gateway_common::{
+    an_upstream_question_is_answered, task_id, task_result, until_terminal, upstream_db,
+    wait_upstream,
+};
 
 /// A gateway on stdio in front of a modern `mcp-tasks serve` keeping its tasks in
 /// `dir/up.db` (a call not finished within 100 ms becomes an upstream task), initialized
@@ -45,10 +48,6 @@ fn http_gateway(dir: &Path) -> (Stdio, HttpServer) {
     (s, up)
 }
 
-fn task_id(task: &Value) -> String {
-    task["taskId"].as_str().unwrap().to_owned()
-}
-
 #[test]
 fn upstream_tools_are_optional_and_a_sleep_task_completes() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,19 +79,7 @@ fn upstream_tools_are_optional_and_a_sleep_task_completes() {
 fn an_upstream_question_is_asked_on_tasks_result_and_answered_with_tasks_update() {
     let dir = tempfile::tempdir().unwrap();
     let mut s = gateway(dir.path());
-    let id = task_id(&s.create_task("ask", json!({"question": "colour?"})));
-    s.poll_until(&id, "input_required", |t| t["status"] == "input_required");
-    wait_upstream(dir.path(), "colour?", "input_required");
-    let rid = s.start("tasks/result", json!({"taskId": id}));
-    let req = s.wait_for("elicitation/create", |m| {
-        m["method"] == "elicitation/create"
-    });
-    assert_eq!(req["params"]["message"], "colour?");
-    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"answer": "blue"}}}));
-    let r = s.response_to(&rid);
-    assert_eq!(text_of(&r["result"]), "blue", "{r}");
-    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
-    wait_upstream(dir.path(), "colour?", "completed");
+    an_upstream_question_is_answered(&mut s, dir.path(), "colour?", "blue");
 }
 
 #[test]

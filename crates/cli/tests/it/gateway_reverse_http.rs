@@ -12,9 +12,10 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::client_support::HttpServer;
-use crate::common::{Stdio, TIMEOUT, text_of};
+use crate::common::{Stdio, text_of};
 use crate::gateway_common::{
-    task_result, until_terminal, upstream_db, upstream_tasks, wait_upstream,
+    an_upstream_question_is_answered, task_id, task_result, until_terminal, upstream_db,
+    upstream_tasks, wait_file, wait_upstream,
 };
 
 /// `mcp-tasks serve` over HTTP keeping its tasks in `dir/up.db` (a call not finished
@@ -22,22 +23,6 @@ use crate::gateway_common::{
 fn upstream(dir: &Path) -> HttpServer {
     let store = format!("sqlite:{}", upstream_db(dir).display());
     HttpServer::start(&["--task-after", "100ms", "--store", &store])
-}
-
-fn wait_file(path: &Path, exists: bool) {
-    let deadline = Instant::now() + TIMEOUT;
-    while path.exists() != exists {
-        assert!(
-            Instant::now() < deadline,
-            "{} never changed",
-            path.display()
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn task_id(task: &Value) -> String {
-    task["taskId"].as_str().unwrap().to_owned()
 }
 
 #[test]
@@ -68,19 +53,7 @@ fn auto_over_http_speaks_modern_to_our_server_through_a_task_and_a_question() {
 
     // Through `input_required`: the upstream's `inputRequests` entry is asked on
     // tasks/result and answered upstream with tasks/update.
-    let id = task_id(&s.create_task("ask", json!({"question": "shape?"})));
-    s.poll_until(&id, "input_required", |t| t["status"] == "input_required");
-    wait_upstream(dir.path(), "shape?", "input_required");
-    let rid = s.start("tasks/result", json!({"taskId": id}));
-    let req = s.wait_for("elicitation/create", |m| {
-        m["method"] == "elicitation/create"
-    });
-    assert_eq!(req["params"]["message"], "shape?");
-    s.send(&json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"answer": "round"}}}));
-    let r = s.response_to(&rid);
-    assert_eq!(text_of(&r["result"]), "round", "{r}");
-    assert_eq!(until_terminal(&mut s, &id)["status"], "completed");
-    wait_upstream(dir.path(), "shape?", "completed");
+    an_upstream_question_is_answered(&mut s, dir.path(), "shape?", "round");
 }
 
 #[test]

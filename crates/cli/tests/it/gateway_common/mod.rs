@@ -306,3 +306,42 @@ pub fn wait_upstream(dir: &Path, needle: &str, status: &str) {
         std::thread::sleep(Duration::from_millis(20));
     }
 }
+
+/// The `taskId` of a task.
+pub fn task_id(task: &Value) -> String {
+    task["taskId"].as_str().unwrap().to_owned()
+}
+
+/// Wait until `path` exists (`exists`) or is gone.
+pub fn wait_file(path: &Path, exists: bool) {
+    let deadline = Instant::now() + TIMEOUT;
+    while path.exists() != exists {
+        assert!(
+            Instant::now() < deadline,
+            "{} never {}",
+            path.display(),
+            if exists { "appeared" } else { "went away" }
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Through a gateway in front of a modern upstream keeping its tasks in `dir`: a task of
+/// `ask` waits on its upstream's `inputRequests` entry, which the gateway asks the client
+/// on `tasks/result` (`elicitation/create` with `question`); the client answers
+/// `answer`, which reaches the upstream (`tasks/update`), and both tasks complete with it.
+pub fn an_upstream_question_is_answered(s: &mut Stdio, dir: &Path, question: &str, answer: &str) {
+    let id = task_id(&s.create_task("ask", serde_json::json!({"question": question})));
+    s.poll_until(&id, "input_required", |t| t["status"] == "input_required");
+    wait_upstream(dir, question, "input_required");
+    let rid = s.start("tasks/result", serde_json::json!({"taskId": id}));
+    let req = s.wait_for("elicitation/create", |m| {
+        m["method"] == "elicitation/create"
+    });
+    assert_eq!(req["params"]["message"], question);
+    s.send(&serde_json::json!({"jsonrpc": "2.0", "id": req["id"], "result": {"action": "accept", "content": {"answer": answer}}}));
+    let r = s.response_to(&rid);
+    assert_eq!(text_of(&r["result"]), answer, "{r}");
+    assert_eq!(until_terminal(s, &id)["status"], "completed");
+    wait_upstream(dir, question, "completed");
+}

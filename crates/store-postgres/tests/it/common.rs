@@ -130,3 +130,27 @@ pub(crate) fn factory(params: &'static str) -> impl Fn() -> BoxedStore {
         })
     }
 }
+
+/// The session directories of two stores on `url` (`a`, `b`) and what `b`'s listener
+/// hears, once it listens: its first event, the resync it announces itself with, is read
+/// here ("before anything is missed").
+pub(crate) async fn two_listening_directories(
+    url: &str,
+) -> (
+    mcp_tasks_store_postgres::PgSessions,
+    mcp_tasks_store_postgres::PgSessions,
+    tokio::sync::mpsc::UnboundedReceiver<mcp_tasks_store_postgres::SessionEnded>,
+) {
+    let a = PgStore::connect(url).await.expect("store a").sessions();
+    let b = PgStore::connect(url).await.expect("store b").sessions();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    b.on_ended(move |e| {
+        let _ = tx.send(e);
+    });
+    let first = tokio::time::timeout(std::time::Duration::from_secs(5), rx.recv())
+        .await
+        .expect("the listener connects")
+        .unwrap();
+    assert_eq!(first, mcp_tasks_store_postgres::SessionEnded::Resync);
+    (a, b, rx)
+}

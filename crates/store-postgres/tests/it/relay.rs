@@ -9,9 +9,8 @@ use mcp_tasks_store_postgres::{
     MAX_RELAYED_BYTES, MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_TOTAL_BYTES, PgStore, RELAYED_TTL,
     RelayError, RelayLimits, SessionEnded,
 };
-use tokio::sync::mpsc;
 
-use crate::common::TestDb;
+use crate::common::{TestDb, two_listening_directories};
 
 /// A JSON message of exactly `len` bytes.
 fn message(len: usize) -> String {
@@ -56,17 +55,7 @@ fn the_documented_defaults() {
 async fn large_messages_go_through_the_table_up_to_the_per_message_bound() {
     let db = TestDb::new().await;
     let url = db.url("pool=2");
-    let a = PgStore::connect(&url).await.expect("store a").sessions();
-    let b = PgStore::connect(&url).await.expect("store b").sessions();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    b.on_ended(move |e| {
-        let _ = tx.send(e);
-    });
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-        .await
-        .expect("the listener connects")
-        .unwrap();
-    assert_eq!(first, SessionEnded::Resync);
+    let (a, _b, mut rx) = two_listening_directories(&url).await;
     for len in [MAX_RELAYED_BYTES + 1, 100_000, MAX_RELAYED_MESSAGE_BYTES] {
         let msg = message(len);
         a.relay("s1", &msg)

@@ -3,10 +3,10 @@
 
 use std::time::Duration;
 
-use mcp_tasks_store_postgres::{PgStore, SessionEnded, SessionRow};
+use mcp_tasks_store_postgres::{SessionEnded, SessionRow};
 use tokio::sync::mpsc;
 
-use crate::common::TestDb;
+use crate::common::{TestDb, two_listening_directories};
 
 fn row(id: &str, owner: &str, expires_ms: i64) -> SessionRow {
     SessionRow::new(
@@ -35,18 +35,8 @@ async fn ended(rx: &mut mpsc::UnboundedReceiver<SessionEnded>, id: &str) {
 async fn sessions_are_shared_bounded_swept_and_their_end_is_notified() {
     let db = TestDb::new().await;
     let url = db.url("pool=2");
-    let a = PgStore::connect(&url).await.expect("store a").sessions();
-    let b = PgStore::connect(&url).await.expect("store b").sessions();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    b.on_ended(move |e| {
-        let _ = tx.send(e);
-    });
     // The listener says when it listens (a resync), before anything is missed.
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-        .await
-        .expect("the listener connects")
-        .unwrap();
-    assert_eq!(first, SessionEnded::Resync);
+    let (a, b, mut rx) = two_listening_directories(&url).await;
 
     // Written on a, read on b; expired rows are not found.
     assert!(
@@ -113,17 +103,7 @@ async fn relayed_messages_reach_every_listener_within_the_payload_bound() {
     use mcp_tasks_store_postgres::MAX_RELAYED_BYTES;
     let db = TestDb::new().await;
     let url = db.url("pool=2");
-    let a = PgStore::connect(&url).await.expect("store a").sessions();
-    let b = PgStore::connect(&url).await.expect("store b").sessions();
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    b.on_ended(move |e| {
-        let _ = tx.send(e);
-    });
-    let first = tokio::time::timeout(Duration::from_secs(5), rx.recv())
-        .await
-        .expect("the listener connects")
-        .unwrap();
-    assert_eq!(first, SessionEnded::Resync);
+    let (a, _b, mut rx) = two_listening_directories(&url).await;
     let msg = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
     a.relay("s1", msg).await.expect("relayed");
     let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())

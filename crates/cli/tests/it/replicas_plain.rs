@@ -8,15 +8,46 @@
 
 use std::time::{Duration, Instant};
 
-use crate::http_common::{Client, check_response};
+use crate::http_common::{Client, Sse, check_response};
 use crate::replicas::Cluster;
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// An initialized 2025-11-25 client of the principal of `token`, through the proxy.
 async fn initialized(cluster: &Cluster, token: &str) -> Client {
     let mut c = cluster.client(token);
     c.initialize().await;
     c
+}
+
+/// A plain `tools/call` of `summarize` on `a`: its id, its SSE stream, and the
+/// `sampling/createMessage` request the tool sends on it.
+async fn summarize_on(a: &mut Client) -> (i64, Sse, Value) {
+    let (call_id, resp) = a
+        .request(
+            "tools/call",
+            json!({"name": "summarize", "arguments": {"text": "a long text"}}),
+        )
+        .await;
+    assert!(resp.is_sse(), "{resp:?}");
+    let mut sse = resp.sse();
+    let request = loop {
+        let e = sse.next().await.expect("A's stream has events");
+        if let Some(m) = e
+            .message()
+            .filter(|m| m["method"] == "sampling/createMessage")
+        {
+            break m;
+        }
+    };
+    (call_id, sse, request)
+}
+
+/// The client's answer to the sampling request `id`: an assistant message of `text`.
+fn sampling_answer(id: &Value, text: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": {
+        "role": "assistant", "model": "m", "stopReason": "endTurn",
+        "content": {"type": "text", "text": text},
+    }})
 }
 
 /// Spec (transport, resumability): "The server MAY use this header to replay messages
@@ -86,29 +117,8 @@ async fn a_plain_calls_sampling_answered_on_another_replica_reaches_it() {
     let mut a = cluster.at(0, &alice);
     let b = cluster.at(1, &alice);
     let c_other = cluster.at(2, &other);
-    let (call_id, resp) = a
-        .request(
-            "tools/call",
-            json!({"name": "summarize", "arguments": {"text": "a long text"}}),
-        )
-        .await;
-    assert!(resp.is_sse(), "{resp:?}");
-    let mut sse = resp.sse();
-    let request = loop {
-        let e = sse.next().await.expect("A's stream has events");
-        if let Some(m) = e
-            .message()
-            .filter(|m| m["method"] == "sampling/createMessage")
-        {
-            break m;
-        }
-    };
-    let answer = |text: &str| {
-        json!({"jsonrpc": "2.0", "id": request["id"], "result": {
-            "role": "assistant", "model": "m", "stopReason": "endTurn",
-            "content": {"type": "text", "text": text},
-        }})
-    };
+    let (call_id, mut sse, request) = summarize_on(&mut a).await;
+    let answer = |text: &str| sampling_answer(&request["id"], text);
     // Another session's answer (on C) is ignored.
     let r = c_other.post(&answer("not mine")).await;
     assert_eq!(r.status, 202, "{r:?}");
@@ -213,29 +223,8 @@ async fn a_large_sampling_answer_on_another_replica_reaches_the_call_and_an_over
     let alice = initialized(&cluster, "tok-alice").await;
     let mut a = cluster.at(0, &alice);
     let b = cluster.at(1, &alice);
-    let (call_id, resp) = a
-        .request(
-            "tools/call",
-            json!({"name": "summarize", "arguments": {"text": "a long text"}}),
-        )
-        .await;
-    assert!(resp.is_sse(), "{resp:?}");
-    let mut sse = resp.sse();
-    let request = loop {
-        let e = sse.next().await.expect("A's stream has events");
-        if let Some(m) = e
-            .message()
-            .filter(|m| m["method"] == "sampling/createMessage")
-        {
-            break m;
-        }
-    };
-    let answer = |text: &str| {
-        json!({"jsonrpc": "2.0", "id": request["id"], "result": {
-            "role": "assistant", "model": "m", "stopReason": "endTurn",
-            "content": {"type": "text", "text": text},
-        }})
-    };
+    let (call_id, mut sse, request) = summarize_on(&mut a).await;
+    let answer = |text: &str| sampling_answer(&request["id"], text);
     let huge = "h".repeat(1024 * 1024 + 1);
     let r = b.post(&answer(&huge)).await;
     assert_eq!(r.status, 400, "{r:?}");

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use support::{
-    HttpServer, bin, cli, early_result_server, json_out, run, stderr, stdout, tokens, wait_output,
+    HttpServer, bin, cli, early_result_server, interrupt, json_out, run, stderr, stdout, tokens,
+    wait_output, watch_stderr,
 };
 
 /// `-- mcp-tasks serve --stdio --store memory`.
@@ -299,27 +300,10 @@ fn exit_130_when_interrupted() {
     args.extend(stdio_server());
     let mut child = cli(&args).spawn().unwrap();
     // Interrupt once the task runs (its first status line is on stderr).
-    let err = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
-            let Ok(line) = line else { break };
-            if line.contains(": working") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
+    let (rx, reader) = watch_stderr(&mut child, ": working");
     rx.recv_timeout(Duration::from_secs(20))
         .expect("the task did not start");
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let o = wait_output(child, Duration::from_secs(20));
     let err = reader.join().unwrap();
     assert_eq!(o.status.code(), Some(130), "{err}");

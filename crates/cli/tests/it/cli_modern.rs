@@ -11,7 +11,8 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::client_support::{
-    HttpServer, bin, cli, cli_auto, json_out, run, stderr, stdout, wait_output,
+    HttpServer, bin, cli, cli_auto, interrupt, json_out, run, stderr, stdout, wait_output,
+    watch_stderr,
 };
 
 /// `-- mcp-tasks serve --stdio --store memory --task-after 100ms`.
@@ -191,27 +192,10 @@ fn ctrl_c_cancels_a_modern_task() {
     let mut args = vec!["call", "sleep", "--arg", "ms=60000", "--json"];
     args.extend(stdio_server());
     let mut child = cli_auto(&args).spawn().unwrap();
-    let err = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
-            let Ok(line) = line else { break };
-            if line.contains(": working") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
+    let (rx, reader) = watch_stderr(&mut child, ": working");
     rx.recv_timeout(Duration::from_secs(20))
         .expect("the task did not start");
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let o = wait_output(child, Duration::from_secs(20));
     let err = reader.join().unwrap();
     assert_eq!(o.status.code(), Some(130), "{err}");
@@ -230,29 +214,12 @@ fn ctrl_c_while_a_modern_call_starts_cancels_the_task_it_becomes() {
         "call", "sleep", "--arg", "ms=60000", "--task", "--json", "--url", &srv.url,
     ];
     let mut child = cli_auto(&args).spawn().unwrap();
-    let err = child.stderr.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let reader = std::thread::spawn(move || {
-        let mut all = String::new();
-        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
-            let Ok(line) = line else { break };
-            // Printed just before the tools/call goes out.
-            if line.contains("it decides whether the call runs as a task") {
-                let _ = tx.send(());
-            }
-            all.push_str(&line);
-            all.push('\n');
-        }
-        all
-    });
+    // Printed just before the tools/call goes out.
+    let (rx, reader) = watch_stderr(&mut child, "it decides whether the call runs as a task");
     rx.recv_timeout(Duration::from_secs(20))
         .expect("the call did not start");
     std::thread::sleep(Duration::from_millis(300));
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    interrupt(&child);
     let o = wait_output(child, Duration::from_secs(20));
     let err = reader.join().unwrap();
     assert_eq!(o.status.code(), Some(130), "{err}");

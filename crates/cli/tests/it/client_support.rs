@@ -262,3 +262,38 @@ fn temp_files_are_removed() {
     drop(f);
     assert!(!p.exists());
 }
+
+/// The stderr of `child`, read to its end by a thread (its text is what the handle
+/// returns), and a channel that hears once for every line containing `marker`.
+pub fn watch_stderr(
+    child: &mut Child,
+    marker: &'static str,
+) -> (
+    std::sync::mpsc::Receiver<()>,
+    std::thread::JoinHandle<String>,
+) {
+    let err = child.stderr.take().expect("stderr piped");
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(err)) {
+            let Ok(line) = line else { break };
+            if line.contains(marker) {
+                let _ = tx.send(());
+            }
+            all.push_str(&line);
+            all.push('\n');
+        }
+        all
+    });
+    (rx, reader)
+}
+
+/// Ctrl-C for `child`: SIGINT.
+pub fn interrupt(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}

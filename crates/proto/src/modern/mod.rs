@@ -204,24 +204,11 @@ pub fn is_modern_form(params: Option<&Value>) -> bool {
 /// support". Spec (basic, `_meta`): "A request missing any required field is malformed;
 /// the server MUST reject it with JSON-RPC error code `-32602` (Invalid params)."
 /// `supported` is every version the server speaks, the `initialize` ones included.
+/// The params are not changed: the checked fields are copied out of a copy of them (the
+/// server and the transport use [`take_request_era`], which moves them).
 pub fn request_era(params: Option<&Value>, supported: &[&str]) -> Era {
-    let meta = match checked_meta(params, supported) {
-        Checked::Legacy => return Era::Legacy,
-        Checked::Refused(e) => return Era::Refused(e),
-        Checked::Modern(meta) => meta,
-    };
-    let client_capabilities = match meta.get(CLIENT_CAPABILITIES_META) {
-        Some(Value::Object(c)) => ClientCapabilities(c.clone()),
-        _ => ClientCapabilities::default(),
-    };
-    Era::Modern(RequestMeta {
-        protocol_version: meta_str(meta, PROTOCOL_VERSION_META).unwrap_or_default(),
-        client_capabilities,
-        client_info: meta
-            .get(CLIENT_INFO_META)
-            .and_then(|v| Implementation::deserialize(v).ok()),
-        log_level: meta_str(meta, LOG_LEVEL_META),
-    })
+    let mut owned = params.cloned();
+    take_request_era(owned.as_mut(), supported)
 }
 
 /// [`request_era`] of a request the caller owns: the fields of a modern `_meta` are

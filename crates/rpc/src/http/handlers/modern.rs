@@ -10,9 +10,8 @@
 //! ignored. Spec (streamable HTTP, earlier revisions): "An `Mcp-Session-Id` header on a
 //! request: ignore it, and do not mint or echo session IDs."
 
-use std::sync::Arc;
-
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;

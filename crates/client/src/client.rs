@@ -290,7 +290,10 @@ impl Client {
         let init = match initialize(&rpc, &config).await {
             Ok(i) => i,
             Err(ClientError::Rpc { error, .. })
-                if config.protocol == Protocol::Auto && modern::refuses_initialize(&error) =>
+                // A modern server that does not take `initialize` (FastMCP 4 on a
+                // connection that already served `server/discover`).
+                if config.protocol == Protocol::Auto
+                    && mcp_tasks_proto::modern::names_a_modern_version(&error) =>
             {
                 // The probe went unanswered (a server slow to start: on stdio it reads the
                 // probe late and answers it after our timeout), and the server now

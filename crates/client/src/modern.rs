@@ -120,13 +120,6 @@ pub(crate) async fn probe(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, Cli
     }
 }
 
-/// Whether `error`, the answer to `initialize`, says the server is a modern one that does
-/// not take `initialize`: an `UnsupportedProtocolVersionError` whose `supported` list names
-/// a 2026-07-28 version (FastMCP 4 on a connection that already served `server/discover`).
-pub(crate) fn refuses_initialize(error: &ErrorObject) -> bool {
-    modern::names_a_modern_version(error)
-}
-
 /// A modern error to the probe: fall back only when the server names an `initialize`
 /// revision we speak and no modern one.
 fn refused_probe(error: ErrorObject) -> Result<Probe, ClientError> {
@@ -306,18 +299,6 @@ mod tests {
         assert!(matches!(refused_probe(e), Err(ClientError::Protocol(_))));
         let e = modern::header_mismatch("Mcp-Method");
         assert!(matches!(refused_probe(e), Err(ClientError::Rpc { .. })));
-    }
-
-    #[test]
-    fn an_initialize_refused_by_a_modern_server_is_told() {
-        let e = modern::unsupported_version("2025-11-25", &["2026-07-28"]);
-        assert!(refuses_initialize(&e));
-        let e = modern::unsupported_version("2025-11-25", &["2099-01-01"]);
-        assert!(!refuses_initialize(&e));
-        assert!(!refuses_initialize(&ErrorObject::new(
-            -32602,
-            "bad version"
-        )));
     }
 
     #[test]

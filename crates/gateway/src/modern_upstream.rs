@@ -146,17 +146,6 @@ pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
     }
 }
 
-/// Whether `error`, the upstream's answer to `initialize`, says it is a 2026-07-28 server
-/// that does not take `initialize` (FastMCP 4 once it has answered `server/discover` on
-/// the connection): an `UnsupportedProtocolVersionError` whose `supported` list names
-/// 2026-07-28.
-///
-/// Spec (versioning): "a recognized modern JSON-RPC error (such as
-/// `UnsupportedProtocolVersionError`) identifies a modern server".
-pub(crate) fn refuses_initialize(error: &ErrorObject) -> bool {
-    modern::names_a_modern_version(error)
-}
-
 /// The error of a call the upstream did not answer.
 async fn call_error(lane: &LaneInner, conn: &Conn, e: CallError) -> ErrorObject {
     match e {
@@ -483,18 +472,6 @@ mod tests {
             p["_meta"][modern::PROTOCOL_VERSION_META],
             modern::PROTOCOL_VERSION
         );
-    }
-
-    #[test]
-    fn an_initialize_refused_by_a_modern_upstream_is_told() {
-        let e = modern::unsupported_version("2025-11-25", &[modern::PROTOCOL_VERSION]);
-        assert!(refuses_initialize(&e));
-        let e = modern::unsupported_version("2025-11-25", &["2099-01-01"]);
-        assert!(!refuses_initialize(&e));
-        assert!(!refuses_initialize(&ErrorObject::new(
-            -32602,
-            "bad version"
-        )));
     }
 
     #[test]

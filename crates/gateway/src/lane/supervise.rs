@@ -159,7 +159,9 @@ impl LaneInner {
         if let Err(CallError::Upstream(e)) = &init
             && !modern
             && self.limits.upstream_protocol == UpstreamProtocol::Auto
-            && crate::modern_upstream::refuses_initialize(e)
+            // A 2026-07-28 upstream that does not take `initialize` (FastMCP 4 once it
+            // has answered `server/discover` on the connection).
+            && mcp_tasks_proto::modern::names_a_modern_version(e)
         {
             // The probe went unanswered in time (an upstream slow to start reads it late
             // and answers it after our bound), and `initialize` is now refused as by a

@@ -349,6 +349,20 @@ fn taking_the_era_finds_what_reading_it_does() {
     assert_eq!(take_request_era(None, supported), Era::Legacy);
 }
 
+/// The answer of a modern peer to `initialize` names a modern version; a refusal naming
+/// only versions we do not speak, or another error, does not.
+#[test]
+fn an_initialize_refused_by_a_modern_peer_is_told() {
+    let e = unsupported_version("2025-11-25", &[PROTOCOL_VERSION]);
+    assert!(names_a_modern_version(&e));
+    let e = unsupported_version("2025-11-25", &["2099-01-01"]);
+    assert!(!names_a_modern_version(&e));
+    assert!(!names_a_modern_version(&crate::ErrorObject::new(
+        -32602,
+        "bad version"
+    )));
+}
+
 #[test]
 fn modern_errors_carry_their_data() {
     let e = missing_tasks_extension("tool `x` always runs as a task");

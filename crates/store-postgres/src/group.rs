@@ -168,7 +168,7 @@ async fn create_batch(w: &Writer, jobs: Vec<CreateJob>, counts: &Counts) {
         failed => {
             if let Some(Err(e)) = failed {
                 counts.fallbacks.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(store = %w.target, error = %e, count = args.len(),
+                tracing::debug!(store = %w.db.target(), error = %e, count = args.len(),
                     "a batch of creations failed; writing them one by one");
             }
             let mut a = Vec::with_capacity(args.len());
@@ -210,7 +210,7 @@ async fn finish_batch(w: &Writer, jobs: Vec<FinishJob>, counts: &Counts) {
         failed => {
             if let Some(Err(e)) = failed {
                 counts.fallbacks.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(store = %w.target, error = %e, count = args.len(),
+                tracing::debug!(store = %w.db.target(), error = %e, count = args.len(),
                     "a batch of transitions failed; writing them one by one");
             }
             let mut a = Vec::with_capacity(args.len());

@@ -165,8 +165,7 @@ impl PgStore {
         let announcer =
             announce::Announcer::start(pool.clone(), cfg.options.schema.clone(), target.clone());
         let writer = Arc::new(write::Writer {
-            pool: pool.clone(),
-            target: target.clone(),
+            db: schema::Db::new(&pool, &target),
             listener: Arc::clone(&listener),
             announcer,
         });

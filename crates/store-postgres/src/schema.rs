@@ -421,9 +421,22 @@ impl Db {
         }
     }
 
+    /// The name of the database that errors give.
+    pub(crate) fn target(&self) -> &str {
+        &self.target
+    }
+
     /// `e` as a [`StoreError`] naming the database.
     pub(crate) fn err(&self, e: &tokio_postgres::Error) -> StoreError {
         map_err(&self.target, e)
+    }
+
+    /// A pooled connection.
+    pub(crate) async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
+        self.pool
+            .get()
+            .await
+            .map_err(|e| map_pool_err(&self.target, &e))
     }
 
     /// A pooled connection with `sql` prepared on it (from its statement cache).
@@ -431,11 +444,7 @@ impl Db {
         &self,
         sql: &str,
     ) -> Result<(deadpool_postgres::Object, tokio_postgres::Statement), StoreError> {
-        let c = self
-            .pool
-            .get()
-            .await
-            .map_err(|e| map_pool_err(&self.target, &e))?;
+        let c = self.conn().await?;
         let st = c.prepare_cached(sql).await.map_err(|e| self.err(&e))?;
         Ok((c, st))
     }

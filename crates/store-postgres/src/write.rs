@@ -18,7 +18,6 @@
 
 use std::sync::Arc;
 
-use deadpool_postgres::Pool;
 use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::{Limit, Limits, NewTask, StoreError, TaskRecord, Transition};
@@ -28,7 +27,7 @@ use tokio_postgres::types::ToSql;
 use crate::announce::Announcer;
 use crate::listen::Listener;
 use crate::ops;
-use crate::schema::{map_err, map_pool_err};
+use crate::schema::Db;
 
 /// 6 -> 7: the batch functions of group commit. Self-contained: it only adds functions
 /// that call those of version 1.
@@ -104,8 +103,8 @@ fn finish_batch_sql() -> String {
 
 /// Runs the grouped writes, and tells the waiters of what they changed.
 pub(crate) struct Writer {
-    pub(crate) pool: Pool,
-    pub(crate) target: String,
+    /// The pool, and the database's name for errors.
+    pub(crate) db: Db,
     pub(crate) listener: Arc<Listener>,
     pub(crate) announcer: Announcer,
 }
@@ -203,14 +202,11 @@ fn created(
 
 impl Writer {
     fn err(&self, e: &tokio_postgres::Error) -> StoreError {
-        map_err(&self.target, e)
+        self.db.err(e)
     }
 
     async fn conn(&self) -> Result<deadpool_postgres::Object, StoreError> {
-        self.pool
-            .get()
-            .await
-            .map_err(|e| map_pool_err(&self.target, &e))
+        self.db.conn().await
     }
 
     /// After a committed change of `ids`: wake their waiters here, and announce the change
@@ -245,7 +241,7 @@ impl Writer {
         let m = maxes(limits);
         params.extend(m.iter().map(|m| m as &(dyn ToSql + Sync)));
         let r = c.query_one(&st, &params).await.map_err(|e| self.err(&e))?;
-        created(&r, 0, t, limits, &self.target)
+        created(&r, 0, t, limits, self.db.target())
     }
 
     /// Creations in one call of `create_tasks`: one round trip, one commit. `Err` when the
@@ -303,11 +299,11 @@ impl Writer {
         let out = c.query(&st, &params).await.map_err(|e| self.err(&e))?;
         let mut answers: Vec<Option<Result<i64, StoreError>>> = jobs.iter().map(|_| None).collect();
         for r in &out {
-            let i = row_index(r, 0, jobs.len(), &self.target)?;
+            let i = row_index(r, 0, jobs.len(), self.db.target())?;
             let (t, limits) = jobs[i];
-            answers[i] = Some(created(r, 1, t, limits, &self.target));
+            answers[i] = Some(created(r, 1, t, limits, self.db.target()));
         }
-        Ok(complete(answers, &self.target, "create_tasks"))
+        Ok(complete(answers, self.db.target(), "create_tasks"))
     }
 
     /// One terminal transition, alone: one call of `finish_task` (one round trip). The
@@ -368,7 +364,7 @@ impl Writer {
         let out = c.query(&st, &params).await.map_err(|e| self.err(&e))?;
         let mut recs: Vec<Option<TaskRecord>> = jobs.iter().map(|_| None).collect();
         for r in &out {
-            let i = row_index(r, 15, jobs.len(), &self.target)?;
+            let i = row_index(r, 15, jobs.len(), self.db.target())?;
             recs[i] = Some(ops::read_record(r)?);
         }
         Ok(recs)

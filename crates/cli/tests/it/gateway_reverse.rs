@@ -10,8 +10,8 @@ use serde_json::{Value, json};
 use crate::client_support::HttpServer;
 use crate::common::{Stdio, bin, text_of};
 use crate::gateway_common::{
-    an_upstream_question_is_answered, task_id, task_result, until_terminal, upstream_db,
-    wait_upstream,
+    an_upstream_question_is_answered, listed_tool, task_id, task_result, until_terminal,
+    upstream_db, wait_upstream,
 };
 
 /// A gateway on stdio in front of a modern `mcp-tasks serve` keeping its tasks in
@@ -134,14 +134,7 @@ fn an_upstream_error_fails_the_task_and_is_error_stays_a_result() {
 fn over_http_a_question_and_a_cancel_reach_the_modern_upstream() {
     let dir = tempfile::tempdir().unwrap();
     let (mut s, _up) = http_gateway(dir.path());
-    let tools = s.ok("tools/list", json!({}))["tools"].clone();
-    let ask = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "ask")
-        .cloned()
-        .unwrap_or_else(|| panic!("{tools}"));
+    let ask = listed_tool(&mut s, "ask");
     assert_eq!(ask["execution"]["taskSupport"], "optional", "{ask}");
 
     let id = task_id(&s.create_task("ask", json!({"question": "size?"})));
@@ -188,14 +181,7 @@ fn auto_finds_a_modern_upstream_and_falls_back_for_a_legacy_one() {
     );
     let mut s = Stdio::spawn(&["--upstream-cmd", &upstream, "--upstream-protocol", "auto"]);
     s.initialize();
-    let tools = s.ok("tools/list", json!({}))["tools"].clone();
-    let ask = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "ask")
-        .cloned()
-        .unwrap_or_else(|| panic!("{tools}"));
+    let ask = listed_tool(&mut s, "ask");
     assert_eq!(ask["execution"]["taskSupport"], "optional", "{ask}");
     let id = task_id(&s.create_task("sleep", json!({"ms": 400})));
     assert_eq!(text_of(&task_result(&mut s, &id)["result"]), "slept 400");

@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use crate::client_support::HttpServer;
 use crate::common::{Stdio, text_of};
 use crate::gateway_common::{
-    an_upstream_question_is_answered, task_id, task_result, until_terminal, upstream_db,
-    upstream_tasks, wait_file, wait_upstream,
+    an_upstream_question_is_answered, listed_tool, task_id, task_result, until_terminal,
+    upstream_db, upstream_tasks, wait_file, wait_upstream,
 };
 
 /// `mcp-tasks serve` over HTTP keeping its tasks in `dir/up.db` (a call not finished
@@ -23,6 +23,33 @@ use crate::gateway_common::{
 fn upstream(dir: &Path) -> HttpServer {
     let store = format!("sqlite:{}", upstream_db(dir).display());
     HttpServer::start(&["--task-after", "100ms", "--store", &store])
+}
+
+/// The arguments of a gateway keeping its tasks in `store` (a 1 s executor lease, so that
+/// a restarted one adopts them soon) in front of `url`, spoken to in `protocol`.
+fn gateway_args<'a>(store: &'a str, url: &'a str, protocol: &'a str) -> [&'a str; 8] {
+    [
+        "--store",
+        store,
+        "--executor-lease",
+        "1s",
+        "--upstream-url",
+        url,
+        "--upstream-protocol",
+        protocol,
+    ]
+}
+
+/// A gateway started with `args` (its store under `dir/gw.db`) and a task of `sleep` for
+/// `ms` through it, once the gateway has noted its upstream task: the gateway, the task
+/// id and the note's path.
+fn noted_sleep(dir: &Path, args: &[&str], ms: u64) -> (Stdio, String, std::path::PathBuf) {
+    let mut a = Stdio::spawn(args);
+    a.initialize();
+    let id = task_id(&a.create_task("sleep", json!({ "ms": ms })));
+    let note = dir.join("gw.db.gateway").join(format!("{id}.json"));
+    wait_file(&note, true);
+    (a, id, note)
 }
 
 #[test]
@@ -33,14 +60,7 @@ fn auto_over_http_speaks_modern_to_our_server_through_a_task_and_a_question() {
     s.initialize();
     // Spoken to in 2026-07-28: every tool is listed `optional`, `ask` (its own
     // taskSupport `required`) included.
-    let tools = s.ok("tools/list", json!({}))["tools"].clone();
-    let ask = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|t| t["name"] == "ask")
-        .cloned()
-        .unwrap_or_else(|| panic!("{tools}"));
+    let ask = listed_tool(&mut s, "ask");
     assert_eq!(ask["execution"]["taskSupport"], "optional", "{ask}");
 
     // A task to `completed`: an upstream task of the extension, followed.
@@ -74,21 +94,8 @@ fn a_modern_upstream_task_is_followed_again_after_the_gateway_is_killed() {
     let dir = tempfile::tempdir().unwrap();
     let up = upstream(dir.path());
     let store = format!("sqlite:{}", dir.path().join("gw.db").display());
-    let args = [
-        "--store",
-        store.as_str(),
-        "--executor-lease",
-        "1s",
-        "--upstream-url",
-        up.url.as_str(),
-        "--upstream-protocol",
-        "modern",
-    ];
-    let mut a = Stdio::spawn(&args);
-    a.initialize();
-    let id = task_id(&a.create_task("sleep", json!({"ms": 4000})));
-    let note = dir.path().join("gw.db.gateway").join(format!("{id}.json"));
-    wait_file(&note, true);
+    let args = gateway_args(&store, &up.url, "modern");
+    let (mut a, id, note) = noted_sleep(dir.path(), &args, 4000);
     let noted: Value = serde_json::from_slice(&std::fs::read(&note).unwrap()).unwrap();
     assert!(noted["upstreamTaskId"].is_string(), "{noted}");
     // No session: a modern upstream has none.
@@ -120,21 +127,8 @@ fn a_modern_upstream_task_the_upstream_forgot_fails_clearly_after_a_restart() {
     let up = HttpServer::start(&["--task-after", "100ms"]);
     let url = up.url.clone();
     let store = format!("sqlite:{}", dir.path().join("gw.db").display());
-    let args = [
-        "--store",
-        store.as_str(),
-        "--executor-lease",
-        "1s",
-        "--upstream-url",
-        url.as_str(),
-        "--upstream-protocol",
-        "auto",
-    ];
-    let mut a = Stdio::spawn(&args);
-    a.initialize();
-    let id = task_id(&a.create_task("sleep", json!({"ms": 60_000})));
-    let note = dir.path().join("gw.db.gateway").join(format!("{id}.json"));
-    wait_file(&note, true);
+    let args = gateway_args(&store, &url, "auto");
+    let (mut a, id, note) = noted_sleep(dir.path(), &args, 60_000);
     a.child.kill().unwrap();
     let _ = a.child.wait();
     drop(a);

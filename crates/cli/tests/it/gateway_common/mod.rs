@@ -345,3 +345,15 @@ pub fn an_upstream_question_is_answered(s: &mut Stdio, dir: &Path, question: &st
     assert_eq!(until_terminal(s, &id)["status"], "completed");
     wait_upstream(dir, question, "completed");
 }
+
+/// The gateway's `tools/list` entry of `name` (the test fails naming the list without it).
+pub fn listed_tool(s: &mut Stdio, name: &str) -> Value {
+    let tools = s.ok("tools/list", serde_json::json!({}))["tools"].clone();
+    tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == name)
+        .cloned()
+        .unwrap_or_else(|| panic!("{tools}"))
+}

@@ -7,6 +7,13 @@
 #                         # create, get and lifecycle (result by polling) per era
 #   bench/ab.sh metrics   # /metrics off (--no-metrics) vs on and scraped every second:
 #                         # create and get
+#   bench/ab.sh builds REV  # the server built at REV (any commit) vs this tree's (HEAD
+#                         # and its changes): create, get and lifecycle. REV is built in
+#                         # its own git worktree and target dir ($AB_DIR, default
+#                         # ../mcp-tasks-ab; kept, so the next build is incremental);
+#                         # BIN_A=path uses a binary built before instead. One load
+#                         # generator (this tree's) drives both.
+#   STORE=memory bench/ab.sh builds 5ecf819
 #   RUNS=5 DURATION=5s SCENARIOS="create" STORE=memory bench/ab.sh metrics
 #   SCENARIOS=get BENCH_EXTRA="--work-ms 3600000" SERVE_EXTRA="--max-active-tasks 5000" \
 #       bench/ab.sh eras  # tasks/get of working tasks (no outcome to read)
@@ -21,7 +28,7 @@
 # variant and scenario, B/A ratios) is printed and kept in summary.txt there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-MODE=${1:?usage: bench/ab.sh eras|metrics}
+MODE=${1:?usage: bench/ab.sh eras|metrics|builds REV}
 BIN=${BIN:-target/release/mcp-tasks}
 RUNS=${RUNS:-3}
 DURATION=${DURATION:-10s}
@@ -41,8 +48,25 @@ metrics)
     SCENARIOS=${SCENARIOS:-create get}
     A=off B=on
     ;;
+builds)
+    REV=${2:?usage: bench/ab.sh builds REV}
+    SCENARIOS=${SCENARIOS:-create get lifecycle}
+    A=base B=head
+    if [ -z "${BIN_A:-}" ]; then
+        AB_DIR=${AB_DIR:-$(cd .. && pwd)/mcp-tasks-ab}
+        if [ ! -e "$AB_DIR/.git" ]; then git worktree add --detach "$AB_DIR" "$REV"; fi
+        git -C "$AB_DIR" checkout -q --detach "$REV"
+        (cd "$AB_DIR" && CARGO_TARGET_DIR="$AB_DIR/target" cargo build --release -p mcp-tasks)
+        BIN_A=$AB_DIR/target/release/mcp-tasks
+    fi
+    if [ -z "${BIN_B:-}" ]; then
+        cargo build --release -p mcp-tasks
+        BIN_B=${CARGO_TARGET_DIR:-target}/release/mcp-tasks
+    fi
+    BIN=$BIN_B
+    ;;
 *)
-    echo "unknown mode $MODE (eras or metrics)" >&2
+    echo "unknown mode $MODE (eras, metrics or builds REV)" >&2
     exit 2
     ;;
 esac
@@ -70,8 +94,16 @@ trap stop_server EXIT
 
 # start VARIANT: a fresh server for VARIANT, pinned to $SERVER_CPU.
 start() {
-    local args=(serve --listen "127.0.0.1:$PORT" --max-stored-tasks unlimited
-        --max-stored-bytes unlimited --max-store-bytes unlimited)
+    local bin=$BIN
+    case "$1" in
+    base) bin=$BIN_A ;;
+    head) bin=$BIN_B ;;
+    esac
+    local args=(serve --listen "127.0.0.1:$PORT")
+    # Builds from before the storage quotas have no such flags (and no such limits).
+    if "$bin" serve --help | grep -q -- --max-stored-tasks; then
+        args+=(--max-stored-tasks unlimited --max-stored-bytes unlimited --max-store-bytes unlimited)
+    fi
     if [ -n "${STORE:-}" ]; then args+=(--store "$STORE"); fi
     # shellcheck disable=SC2206 # SERVE_EXTRA is a list of words on purpose
     args+=(${SERVE_EXTRA:-})
@@ -82,10 +114,10 @@ start() {
     esac
     DATA=$(mktemp -d)
     XDG_DATA_HOME=$DATA MCP_TASKS_AUTH_TOKENS="$TOKEN bench" RUST_LOG=warn \
-        taskset -c "$SERVER_CPU" "$BIN" "${args[@]}" 2>>"$OUT/serve.log" &
+        taskset -c "$SERVER_CPU" "$bin" "${args[@]}" 2>>"$OUT/serve.log" &
     SPID=$!
     for _ in $(seq 300); do
-        if curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null; then break; fi
+        if curl -s -o /dev/null "http://127.0.0.1:$PORT/"; then break; fi
         sleep 0.1
     done
     if [ "$1" = on ]; then
@@ -122,7 +154,7 @@ run() {
 }
 
 {
-    echo "== bench/ab.sh $MODE: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP STORE=${STORE:-default SQLite} SERVE_EXTRA=${SERVE_EXTRA:-} BENCH_EXTRA=${BENCH_EXTRA:-}"
+    echo "== bench/ab.sh $MODE${REV:+ $REV}: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?')${BIN_A:+, base $BIN_A}, RUNS=$RUNS DURATION=$DURATION WARMUP=$WARMUP STORE=${STORE:-default SQLite} SERVE_EXTRA=${SERVE_EXTRA:-} BENCH_EXTRA=${BENCH_EXTRA:-}"
     echo "== $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'); load before: $(uptime)"
 } | tee "$OUT/summary.txt"
 for i in $(seq 1 "$RUNS"); do

@@ -54,12 +54,14 @@ use tokio::sync::{oneshot, watch};
 mod ops;
 mod options;
 mod schema;
+mod usage;
 mod writer;
 
 pub use options::{SqliteOptions, Synchronous, default_path, parse_spec};
 pub use schema::SCHEMA_VERSION;
 
 use ops::OpResult;
+use usage::Usage;
 use writer::{Msg, OpJob, Writer};
 
 /// What the store, its writer thread and its read jobs share.
@@ -259,7 +261,7 @@ impl SqliteStore {
     /// [`StoreError::Duplicate`] (and nothing is inserted) when an id exists already;
     /// [`StoreError::Unavailable`] when the write fails.
     pub async fn import(&self, tasks: Vec<NewTask>) -> Result<usize, StoreError> {
-        self.write(move |c| ops::import(c, &tasks)).await
+        self.write(move |c, u| ops::import(c, u, &tasks)).await
     }
 
     fn writer_gone(&self) -> StoreError {
@@ -284,7 +286,7 @@ impl SqliteStore {
     async fn write<T, F>(&self, op: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
-        F: FnOnce(&Connection) -> OpResult<T> + Send + 'static,
+        F: FnOnce(&Connection, &mut Usage) -> OpResult<T> + Send + 'static,
     {
         let (reply, rx) = oneshot::channel();
         self.send(Msg::Job(Box::new(OpJob {
@@ -322,7 +324,8 @@ impl Drop for SqliteStore {
 impl TaskStore for SqliteStore {
     async fn create(&self, task: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
         let limits = *limits;
-        self.write(move |c| ops::create(c, task, &limits)).await
+        self.write(move |c, u| ops::create(c, u, task, &limits))
+            .await
     }
 
     async fn get(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
@@ -359,11 +362,11 @@ impl TaskStore for SqliteStore {
     /// read would not (in WAL mode readers go on while another process holds the lock).
     /// An empty transaction commits without writing to the WAL.
     async fn ready(&self) -> Result<(), StoreError> {
-        self.write(|_| Ok(((), Vec::new()))).await
+        self.write(|_, _| Ok(((), Vec::new()))).await
     }
 
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
-        self.write(move |c| ops::transition(c, &t)).await
+        self.write(move |c, u| ops::transition(c, u, &t)).await
     }
 
     async fn transition_within(
@@ -372,7 +375,7 @@ impl TaskStore for SqliteStore {
         limits: &Limits,
     ) -> Result<TransitionResult, StoreError> {
         let limits = *limits;
-        self.write(move |c| ops::transition_within(c, t, &limits))
+        self.write(move |c, u| ops::transition_within(c, u, t, &limits))
             .await
     }
 
@@ -398,7 +401,7 @@ impl TaskStore for SqliteStore {
 
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {
         let ids = self
-            .write(move |c| ops::delete_expired(c, now_ms, limit))
+            .write(move |c, u| ops::delete_expired(c, u, now_ms, limit))
             .await?;
         self.shared.wake.prune();
         Ok(ids)
@@ -410,12 +413,12 @@ impl TaskStore for SqliteStore {
 
     async fn heartbeat(&self, executor: &str, lease_until_ms: i64) -> Result<(), StoreError> {
         let executor = executor.to_owned();
-        self.write(move |c| ops::heartbeat(c, &executor, lease_until_ms))
+        self.write(move |c, _| ops::heartbeat(c, &executor, lease_until_ms))
             .await
     }
 
     async fn fail_orphans(&self, s: OrphanSweep) -> Result<Vec<TaskRecord>, StoreError> {
-        self.write(move |c| ops::fail_orphans(c, &s)).await
+        self.write(move |c, u| ops::fail_orphans(c, u, &s)).await
     }
 
     async fn orphans(&self, now_ms: i64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
@@ -423,7 +426,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn adopt(&self, q: AdoptQuery) -> Result<Option<TaskRecord>, StoreError> {
-        self.write(move |c| ops::adopt(c, &q)).await
+        self.write(move |c, _| ops::adopt(c, &q)).await
     }
 
     fn subscribe(&self, task_id: &str) -> watch::Receiver<u64> {

@@ -5,13 +5,15 @@
 use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::{
-    AdoptQuery, HistoryEntry, Limits, ListQuery, NewTask, OrphanSweep, Outcome, OutcomeKind,
-    StoreError, TaskRecord, Transition, TransitionResult,
+    AdoptQuery, HISTORY_MAX, HistoryEntry, Limits, ListQuery, NewTask, OrphanSweep, Outcome,
+    OutcomeKind, StoreError, TaskRecord, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
+
+use crate::usage::{Counts, TOTAL, Usage};
 
 /// The columns every query returns, in [`read_record`] order.
 const COLS: &str = "seq, task_id, owner, status, status_message, created_ms, last_updated_ms, \
@@ -89,13 +91,15 @@ fn expires_at(created_ms: i64, ttl_ms: Option<u64>) -> Option<i64> {
 }
 
 /// A plain `INSERT` (no `RETURNING`: SQLite builds an ephemeral table for it, ~11 % of a
-/// task creation's instructions); the new row's `seq` is its rowid.
+/// task creation's instructions); the new row's `seq` is its rowid. The row carries its
+/// status history: the creation, its first entry.
 fn insert(conn: &Connection, t: &NewTask) -> rusqlite::Result<i64> {
     conn.prepare_cached(
         "INSERT INTO tasks (task_id, owner, status, status_message, created_ms, \
          last_updated_ms, ttl_ms, expires_at, poll_interval_ms, method, request, executor, \
-         quota_key, bytes) \
-         VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+         quota_key, bytes, history, history_n) \
+         VALUES (?1, ?2, 'working', ?3, ?4, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, \
+         json_object('s', 'working', 'm', ?3, 'at', ?4) || char(10), 1)",
     )?
     .execute(params![
         t.task_id,
@@ -109,9 +113,49 @@ fn insert(conn: &Connection, t: &NewTask) -> rusqlite::Result<i64> {
         t.request,
         t.executor,
         t.quota_key,
-        i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX),
+        stored_bytes(t),
     ])?;
     Ok(conn.last_insert_rowid())
+}
+
+fn stored_bytes(t: &NewTask) -> i64 {
+    i64::try_from(t.stored_bytes()).unwrap_or(i64::MAX)
+}
+
+fn len_i64(n: usize) -> i64 {
+    i64::try_from(n).unwrap_or(i64::MAX)
+}
+
+// The bound in `history_terms!` and in the schema's migration is this one.
+const _: () = assert!(HISTORY_MAX == 64);
+
+/// The `SET` terms that append an entry to a row's status history when an `UPDATE`
+/// changes its status or status message (`status` and `status_message` here are the row's
+/// values before the update; `$to`, `$msg` and `$at` are SQL expressions of the new ones),
+/// dropping the oldest entry beyond `HISTORY_MAX` (64). The history is one line of JSON
+/// per entry, oldest first.
+macro_rules! history_terms {
+    ($to:literal, $msg:literal, $at:literal) => {
+        concat!(
+            "history = CASE WHEN status IS NOT ",
+            $to,
+            " OR status_message IS NOT ",
+            $msg,
+            " THEN (CASE WHEN history_n >= 64 THEN substr(history, instr(history, char(10)) + 1) \
+             ELSE history END) || json_object('s', ",
+            $to,
+            ", 'm', ",
+            $msg,
+            ", 'at', ",
+            $at,
+            ") || char(10) ELSE history END, \
+             history_n = CASE WHEN status IS NOT ",
+            $to,
+            " OR status_message IS NOT ",
+            $msg,
+            " THEN min(history_n + 1, 64) ELSE history_n END"
+        )
+    };
 }
 
 fn domain(e: StoreError) -> OpError {
@@ -122,25 +166,15 @@ fn to_u64(n: i64) -> u64 {
     u64::try_from(n).unwrap_or(0)
 }
 
-/// The tasks and bytes stored under `key` (`''`: the whole store).
-fn usage(conn: &Connection, key: &str) -> rusqlite::Result<(u64, u64)> {
-    Ok(conn
-        .prepare_cached("SELECT tasks, bytes FROM quota_usage WHERE quota_key = ?1")?
-        .query_row([key], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)))
-        .optional()?
-        .map_or((0, 0), |(t, b)| (to_u64(t), to_u64(b))))
-}
-
 /// Insert a task in `working`, checking its requester's limits (active tasks on the
-/// partial index, stored tasks and bytes in `quota_usage`) in the same transaction.
-pub(crate) fn create(conn: &Connection, t: NewTask, limits: &Limits) -> OpResult<TaskRecord> {
-    let exists = conn
-        .prepare_cached("SELECT 1 FROM tasks WHERE task_id = ?1")?
-        .query_row([&t.task_id], |_| Ok(()))
-        .optional()?;
-    if exists.is_some() {
-        return Err(domain(StoreError::Duplicate(t.task_id.clone())));
-    }
+/// partial index, stored tasks and bytes in the writer's [`Usage`]) in the same
+/// transaction.
+pub(crate) fn create(
+    conn: &Connection,
+    usage: &mut Usage,
+    t: NewTask,
+    limits: &Limits,
+) -> OpResult<TaskRecord> {
     if *limits != Limits::NONE {
         let active: i64 = if limits.max_active.is_some() {
             conn.prepare_cached(&format!(
@@ -150,29 +184,48 @@ pub(crate) fn create(conn: &Connection, t: NewTask, limits: &Limits) -> OpResult
         } else {
             0
         };
-        let (tasks, bytes) = if limits.max_tasks.is_some() || limits.max_bytes.is_some() {
-            usage(conn, &t.quota_key)?
+        let mine = if limits.max_tasks.is_some() || limits.max_bytes.is_some() {
+            usage.get(conn, &t.quota_key)?
         } else {
-            (0, 0)
+            Counts::default()
         };
         let total = if limits.max_total_bytes.is_some() {
-            usage(conn, "")?.1
+            usage.get(conn, TOTAL)?.bytes
         } else {
             0
         };
         limits
-            .check_create(to_u64(active), tasks, bytes, total, t.stored_bytes())
+            .check_create(
+                to_u64(active),
+                to_u64(mine.tasks),
+                to_u64(mine.bytes),
+                to_u64(total),
+                t.stored_bytes(),
+            )
             .map_err(domain)?;
     }
-    let seq = insert(conn, &t)?;
+    let seq = insert(conn, &t).map_err(|e| duplicate_or(e, &t))?;
+    usage.change(&t.quota_key, 1, stored_bytes(&t));
     let id = t.task_id.clone();
     Ok((t.into_record(seq), vec![id]))
+}
+
+/// An insert's error: a taken task id is [`StoreError::Duplicate`] (the id is the only
+/// unique column a caller chooses).
+fn duplicate_or(e: rusqlite::Error, t: &NewTask) -> OpError {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::ConstraintViolation) => {
+            OpError::Domain(StoreError::Duplicate(t.task_id.clone()))
+        }
+        _ => OpError::Sqlite(e),
+    }
 }
 
 /// A transition whose outcome is checked against the byte limits first (in the same
 /// transaction): over one, [`within_limits`] stores a `failed` outcome naming it instead.
 pub(crate) fn transition_within(
     conn: &Connection,
+    usage: &mut Usage,
     t: Transition,
     limits: &Limits,
 ) -> OpResult<TransitionResult> {
@@ -180,7 +233,7 @@ pub(crate) fn transition_within(
         && t.outcome.is_some()
         && (limits.max_bytes.is_some() || limits.max_total_bytes.is_some());
     if !checked {
-        return transition(conn, &t);
+        return transition(conn, usage, &t);
     }
     let key: Option<String> = conn
         .prepare_cached("SELECT quota_key FROM tasks WHERE task_id = ?1")?
@@ -189,23 +242,19 @@ pub(crate) fn transition_within(
     let t = match key {
         None => t,
         Some(key) => {
-            let (_, bytes) = usage(conn, &key)?;
-            let (_, total) = usage(conn, "")?;
+            let bytes = to_u64(usage.get(conn, &key)?.bytes);
+            let total = to_u64(usage.get(conn, TOTAL)?.bytes);
             within_limits(t, |adding| limits.check_bytes(bytes, total, adding))
         }
     };
-    transition(conn, &t)
+    transition(conn, usage, &t)
 }
 
 /// Insert many tasks (no limit check): the bulk path for imports and benchmarks.
-pub(crate) fn import(conn: &Connection, tasks: &[NewTask]) -> OpResult<usize> {
+pub(crate) fn import(conn: &Connection, usage: &mut Usage, tasks: &[NewTask]) -> OpResult<usize> {
     for t in tasks {
-        insert(conn, t).map_err(|e| match e.sqlite_error_code() {
-            Some(rusqlite::ErrorCode::ConstraintViolation) => {
-                OpError::Domain(StoreError::Duplicate(t.task_id.clone()))
-            }
-            _ => OpError::Sqlite(e),
-        })?;
+        insert(conn, t).map_err(|e| duplicate_or(e, t))?;
+        usage.change(&t.quota_key, 1, stored_bytes(t));
     }
     Ok((tasks.len(), Vec::new()))
 }
@@ -224,16 +273,24 @@ fn status_list(statuses: &[TaskStatus]) -> String {
 /// Spec: "Tasks in `completed`, `failed`, or `cancelled` status are in a terminal state and
 /// MUST NOT transition to any other state." A terminal transition sets the outcome (once:
 /// no later statement can match a terminal row) and clears the executor.
-pub(crate) fn transition(conn: &Connection, t: &Transition) -> OpResult<TransitionResult> {
+///
+/// The status history gains an entry in the same statement when the status or its message
+/// changes; a terminal transition's outcome bytes count against the task's quota key.
+pub(crate) fn transition(
+    conn: &Connection,
+    usage: &mut Usage,
+    t: &Transition,
+) -> OpResult<TransitionResult> {
     let from = status_list(allowed_predecessors(t.to));
     // Plain `UPDATE`s, then the row read back by its key in the same transaction: cheaper
     // than `UPDATE ... RETURNING` and its ephemeral table.
     let changed = if t.to.is_terminal() {
         conn.prepare_cached(&format!(
-            "UPDATE tasks SET status = ?2, status_message = ?3, \
+            "UPDATE tasks SET {}, status = ?2, status_message = ?3, \
              last_updated_ms = max(?4, last_updated_ms), outcome_kind = ?5, outcome = ?6, \
              bytes = bytes + ifnull(length(?6), 0), executor = NULL \
-             WHERE task_id = ?1 AND status IN {from}"
+             WHERE task_id = ?1 AND status IN {from}",
+            history_terms!("?2", "?3", "max(?4, last_updated_ms)")
         ))?
         .execute(params![
             t.task_id,
@@ -245,9 +302,10 @@ pub(crate) fn transition(conn: &Connection, t: &Transition) -> OpResult<Transiti
         ])?
     } else {
         conn.prepare_cached(&format!(
-            "UPDATE tasks SET status = ?2, status_message = ?3, \
+            "UPDATE tasks SET {}, status = ?2, status_message = ?3, \
              last_updated_ms = max(?4, last_updated_ms) \
-             WHERE task_id = ?1 AND status IN {from}"
+             WHERE task_id = ?1 AND status IN {from}",
+            history_terms!("?2", "?3", "max(?4, last_updated_ms)")
         ))?
         .execute(params![t.task_id, t.to.as_str(), t.status_message, t.at_ms])?
     };
@@ -257,6 +315,9 @@ pub(crate) fn transition(conn: &Connection, t: &Transition) -> OpResult<Transiti
         None
     };
     if let Some(rec) = applied {
+        if let Some(o) = t.outcome.as_ref().filter(|_| t.to.is_terminal()) {
+            usage.change(&rec.quota_key, 0, len_i64(o.json.len()));
+        }
         let id = rec.task_id.clone();
         return Ok((TransitionResult::Applied(rec), vec![id]));
     }
@@ -273,19 +334,28 @@ pub(crate) fn transition(conn: &Connection, t: &Transition) -> OpResult<Transiti
 ///
 /// Spec: "After a task's `ttl` lifetime has elapsed, receivers MAY delete the task and its
 /// results, regardless of the task status."
+/// What they stored leaves their quota keys' counts; their history goes with them.
 pub(crate) fn delete_expired(
     conn: &Connection,
+    usage: &mut Usage,
     now_ms: i64,
     limit: usize,
 ) -> OpResult<Vec<String>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let ids: Vec<String> = conn
+    let rows: Vec<(String, String, i64)> = conn
         .prepare_cached(
             "DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks WHERE expires_at <= ?1 \
-             ORDER BY expires_at LIMIT ?2) RETURNING task_id",
+             ORDER BY expires_at LIMIT ?2) RETURNING task_id, quota_key, bytes",
         )?
-        .query_map(params![now_ms, limit], |r| r.get(0))?
+        .query_map(params![now_ms, limit], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })?
         .collect::<rusqlite::Result<_>>()?;
+    let mut ids = Vec::with_capacity(rows.len());
+    for (id, key, bytes) in rows {
+        usage.change(&key, -1, -bytes);
+        ids.push(id);
+    }
     Ok((ids.clone(), ids))
 }
 
@@ -301,16 +371,21 @@ pub(crate) fn heartbeat(conn: &Connection, executor: &str, until_ms: i64) -> OpR
 
 /// Fail every non-terminal task whose executor has no lease or an expired one, in one
 /// statement; then forget the expired leases (their tasks are all failed by now).
-pub(crate) fn fail_orphans(conn: &Connection, s: &OrphanSweep) -> OpResult<Vec<TaskRecord>> {
+pub(crate) fn fail_orphans(
+    conn: &Connection,
+    usage: &mut Usage,
+    s: &OrphanSweep,
+) -> OpResult<Vec<TaskRecord>> {
     let (now_ms, message) = (s.now_ms, s.message.as_str());
     let outcome = Outcome::error(&ErrorObject::new(codes::INTERNAL_ERROR, message));
     let recs: Vec<TaskRecord> = conn
         .prepare_cached(&format!(
-            "UPDATE tasks SET status = 'failed', status_message = ?2, \
+            "UPDATE tasks SET {}, status = 'failed', status_message = ?2, \
              last_updated_ms = max(?1, last_updated_ms), outcome_kind = 'error', \
              outcome = ?3, bytes = bytes + length(?3), executor = NULL \
              WHERE status IN {ACTIVE} AND (executor IS NULL OR executor NOT IN \
-             (SELECT instance FROM executors WHERE lease_until >= ?1)) RETURNING {COLS}"
+             (SELECT instance FROM executors WHERE lease_until >= ?1)) RETURNING {COLS}",
+            history_terms!("'failed'", "?2", "max(?1, last_updated_ms)")
         ))?
         .query_map(
             params![now_ms, message, outcome.json.as_bytes()],
@@ -319,6 +394,9 @@ pub(crate) fn fail_orphans(conn: &Connection, s: &OrphanSweep) -> OpResult<Vec<T
         .collect::<rusqlite::Result<_>>()?;
     conn.prepare_cached("DELETE FROM executors WHERE lease_until < ?1")?
         .execute([now_ms])?;
+    for r in &recs {
+        usage.change(&r.quota_key, 0, len_i64(outcome.json.len()));
+    }
     let ids = recs.iter().map(|r| r.task_id.clone()).collect();
     Ok((recs, ids))
 }
@@ -417,24 +495,45 @@ pub(crate) fn list(conn: &Connection, q: &ListQuery) -> rusqlite::Result<Vec<Tas
     }
 }
 
-/// How many tasks are stored in each status (one `GROUP BY` over the table).
-/// The status history of `task_id`, oldest first (see `TaskStore::history`).
+/// The status history of `task_id`, oldest first (see `TaskStore::history`): the lines
+/// of its row's `history`.
 pub(crate) fn history(conn: &Connection, task_id: &str) -> rusqlite::Result<Vec<HistoryEntry>> {
-    conn.prepare_cached(
-        "SELECT status, status_message, at_ms FROM task_history WHERE task_id = ?1 ORDER BY id",
-    )?
-    .query_map([task_id], |r| {
-        let status: String = r.get(0)?;
-        Ok(HistoryEntry {
-            status: TaskStatus::parse(&status)
-                .ok_or_else(|| conversion(0, Type::Text, format!("unknown status `{status}`")))?,
-            status_message: r.get(1)?,
-            at_ms: r.get(2)?,
-        })
-    })?
-    .collect()
+    let Some(text) = conn
+        .prepare_cached("SELECT history FROM tasks WHERE task_id = ?1")?
+        .query_row([task_id], |r| r.get::<_, String>(0))
+        .optional()?
+    else {
+        return Ok(Vec::new());
+    };
+    text.lines().map(history_entry).collect()
 }
 
+/// One line of a row's history: `{"s": status, "m": message or null, "at": ms}`.
+fn history_entry(line: &str) -> rusqlite::Result<HistoryEntry> {
+    let bad = |what: &str| conversion(0, Type::Text, format!("history entry {line:?}: {what}"));
+    let v: serde_json::Value = serde_json::from_str(line).map_err(|e| bad(&e.to_string()))?;
+    let status = v
+        .get("s")
+        .and_then(serde_json::Value::as_str)
+        .and_then(TaskStatus::parse)
+        .ok_or_else(|| bad("no known status"))?;
+    let status_message = match v.get("m") {
+        None | Some(serde_json::Value::Null) => None,
+        Some(serde_json::Value::String(m)) => Some(m.clone()),
+        Some(_) => return Err(bad("the message is not a string")),
+    };
+    let at_ms = v
+        .get("at")
+        .and_then(serde_json::Value::as_i64)
+        .ok_or_else(|| bad("no time"))?;
+    Ok(HistoryEntry {
+        status,
+        status_message,
+        at_ms,
+    })
+}
+
+/// How many tasks are stored in each status (one `GROUP BY` over the status index).
 pub(crate) fn count_by_status(conn: &Connection) -> rusqlite::Result<Vec<(TaskStatus, u64)>> {
     let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")?;
     let rows = stmt.query_map([], |row| {

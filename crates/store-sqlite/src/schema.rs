@@ -17,7 +17,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x4D43_5054;
 
 /// The schema version this build writes (`PRAGMA user_version`); a file with a higher
 /// one is refused.
-pub const SCHEMA_VERSION: i64 = 4;
+pub const SCHEMA_VERSION: i64 = 5;
 
 /// Migrations: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[
@@ -140,6 +140,29 @@ const MIGRATIONS: &[&str] = &[
     // row with its request and outcome.
     "
     CREATE INDEX tasks_status ON tasks (status);
+    ",
+    // 4 -> 5: the history and the quota counts without per-row trigger work. Each task
+    // carries its status history in its own row (`history`: one line of JSON per entry,
+    // oldest first, `{"s": status, "m": message, "at": ms}`; `history_n` entries, at most
+    // 64), appended by the statement that changes the status and deleted with the row;
+    // `quota_usage` is written by the writer thread once per batch, in the batch's
+    // transaction (see `usage.rs`), from the changes its ops made.
+    "
+    DROP TRIGGER quota_usage_insert;
+    DROP TRIGGER quota_usage_bytes;
+    DROP TRIGGER quota_usage_delete;
+    DROP TRIGGER task_history_insert;
+    DROP TRIGGER task_history_update;
+    DROP TRIGGER task_history_delete;
+    ALTER TABLE tasks ADD COLUMN history TEXT NOT NULL DEFAULT '';
+    ALTER TABLE tasks ADD COLUMN history_n INTEGER NOT NULL DEFAULT 0;
+    UPDATE tasks SET
+        history = ifnull((SELECT group_concat(
+                json_object('s', h.status, 'm', h.status_message, 'at', h.at_ms) || char(10),
+                '' ORDER BY h.id)
+            FROM task_history h WHERE h.task_id = tasks.task_id), ''),
+        history_n = (SELECT count(*) FROM task_history h WHERE h.task_id = tasks.task_id);
+    DROP TABLE task_history;
     ",
 ];
 
@@ -428,7 +451,7 @@ mod tests {
     }
 
     /// A version-2 file gets the status history: each stored task one entry, its current
-    /// status at its last update; later changes are recorded by the triggers.
+    /// status at its last update; later changes are appended by the store's statements.
     #[test]
     fn version_2_tasks_get_their_current_status_as_history() {
         let (conn, _dir) = migrated_from(
@@ -442,11 +465,80 @@ mod tests {
         assert_eq!(history.len(), 1);
         assert_eq!(history[0].status_message.as_deref(), Some("asking"));
         assert_eq!(history[0].at_ms, 5);
-        conn.execute("UPDATE tasks SET status = 'working', status_message = NULL, last_updated_ms = 9 WHERE task_id = 'a'", []).unwrap();
-        assert_eq!(crate::ops::history(&conn, "a").unwrap().len(), 2);
+        let t = mcp_tasks_core::Transition {
+            task_id: "a".into(),
+            to: TaskStatus::Working,
+            status_message: None,
+            outcome: None,
+            at_ms: 9,
+        };
+        crate::ops::transition(&conn, &mut crate::usage::Usage::default(), &t).unwrap();
+        let history = crate::ops::history(&conn, "a").unwrap();
+        assert_eq!(history.len(), 2);
+        assert_eq!(
+            (history[1].status, history[1].at_ms),
+            (TaskStatus::Working, 9)
+        );
         conn.execute("DELETE FROM tasks WHERE task_id = 'a'", [])
             .unwrap();
         assert!(crate::ops::history(&conn, "a").unwrap().is_empty());
+    }
+
+    /// A version-4 file (history rows and quota counts written by triggers) moves each
+    /// task's history rows into its own row, in order, and keeps its quota counts; no
+    /// trigger and no history table is left.
+    #[test]
+    fn version_4_history_rows_move_into_their_task_and_the_triggers_go() {
+        let (conn, _dir) = migrated_from(
+            4,
+            "INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
+                 last_updated_ms, method, request, quota_key, bytes)
+             VALUES ('a', 'alice', 'working', 'start', 1, 1, 'tools/call', '{}',
+                     'principal:alice', 2),
+                    ('b', NULL, 'working', NULL, 1, 1, 'tools/call', '1', 'local', 1);
+             UPDATE tasks SET status = 'input_required', last_updated_ms = 7,
+                 status_message = 'say \"hi\"' || char(10) || 'twice' WHERE task_id = 'a';",
+        );
+        let a = crate::ops::history(&conn, "a").unwrap();
+        assert_eq!(
+            a.iter()
+                .map(|e| (e.status, e.status_message.as_deref(), e.at_ms))
+                .collect::<Vec<_>>(),
+            vec![
+                (TaskStatus::Working, Some("start"), 1),
+                (TaskStatus::InputRequired, Some("say \"hi\"\ntwice"), 7),
+            ]
+        );
+        assert_eq!(crate::ops::history(&conn, "b").unwrap().len(), 1);
+        let n: i64 = conn
+            .query_row("SELECT history_n FROM tasks WHERE task_id = 'a'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(n, 2);
+        let left: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE type = 'trigger' OR name = 'task_history'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(left, 0);
+        let usage: Vec<(String, i64, i64)> = conn
+            .prepare("SELECT quota_key, tasks, bytes FROM quota_usage ORDER BY quota_key")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            usage,
+            vec![
+                (String::new(), 2, 3),
+                ("local".into(), 1, 1),
+                ("principal:alice".into(), 1, 2),
+            ]
+        );
     }
 
     /// A version-3 file gets the status index, and the count by status reads it alone.

@@ -27,6 +27,7 @@ use tokio::sync::oneshot;
 use crate::Shared;
 use crate::ops::{OpError, OpResult};
 use crate::schema::{map_err, needs_reopen, open_writer};
+use crate::usage::Usage;
 
 /// A message to the writer thread.
 pub(crate) enum Msg {
@@ -41,7 +42,12 @@ pub(crate) enum Msg {
 /// A write op with its reply.
 pub(crate) trait Job: Send {
     /// Run inside the batch transaction; the ids to wake after the commit.
-    fn run(&mut self, conn: &Connection, shared: &Shared) -> Result<Vec<String>, StoreError>;
+    fn run(
+        &mut self,
+        conn: &Connection,
+        usage: &mut Usage,
+        shared: &Shared,
+    ) -> Result<Vec<String>, StoreError>;
     /// Reply; `batch` is the error of the batch when it did not commit.
     fn finish(self: Box<Self>, batch: Option<&StoreError>);
 }
@@ -56,13 +62,18 @@ pub(crate) struct OpJob<T, F> {
 impl<T, F> Job for OpJob<T, F>
 where
     T: Send,
-    F: FnOnce(&Connection) -> OpResult<T> + Send,
+    F: FnOnce(&Connection, &mut Usage) -> OpResult<T> + Send,
 {
-    fn run(&mut self, conn: &Connection, shared: &Shared) -> Result<Vec<String>, StoreError> {
+    fn run(
+        &mut self,
+        conn: &Connection,
+        usage: &mut Usage,
+        shared: &Shared,
+    ) -> Result<Vec<String>, StoreError> {
         let Some(op) = self.op.take() else {
             return Ok(Vec::new());
         };
-        match op(conn) {
+        match op(conn, usage) {
             Ok((value, wake)) => {
                 self.out = Some(Ok(value));
                 Ok(wake)
@@ -99,6 +110,8 @@ pub(crate) struct Writer {
     last_poll: Instant,
     watching: bool,
     max_pages: Option<u64>,
+    /// The stored tasks and bytes per quota key.
+    usage: Usage,
 }
 
 impl Writer {
@@ -113,6 +126,7 @@ impl Writer {
             last_poll: Instant::now(),
             watching: false,
             max_pages,
+            usage: Usage::default(),
         }
     }
 
@@ -189,6 +203,8 @@ impl Writer {
                 Ok(c) => {
                     self.conn = Some(c);
                     self.data_version = None;
+                    // `PRAGMA data_version` values of two connections do not compare.
+                    self.usage.failed();
                 }
                 Err(e) => return Err(e),
             }
@@ -232,8 +248,17 @@ impl Writer {
     /// Run the batch in one transaction; the ids to wake, or the error of the whole batch.
     fn run_batch(&mut self, jobs: &mut [Box<dyn Job>]) -> Result<Vec<String>, StoreError> {
         let shared = Arc::clone(&self.shared);
-        let conn = self.connection()?;
-        match transact(conn, &shared, jobs) {
+        self.connection()?;
+        let Some(conn) = self.conn.as_ref() else {
+            return Err(StoreError::Unavailable("no database connection".into()));
+        };
+        let result = transact(conn, &mut self.usage, &shared, jobs);
+        if result.is_ok() {
+            self.usage.committed();
+        } else {
+            self.usage.failed();
+        }
+        match result {
             Ok(wake) => Ok(wake),
             Err(BatchError::Store(e)) => Err(e),
             Err(BatchError::Sqlite(e)) => {
@@ -302,31 +327,42 @@ impl From<rusqlite::Error> for BatchError {
     }
 }
 
-/// `BEGIN IMMEDIATE`, every job under its own savepoint, `COMMIT`.
+/// A statement without parameters, prepared once per connection.
+fn exec(conn: &Connection, sql: &str) -> rusqlite::Result<()> {
+    conn.prepare_cached(sql)?.execute([]).map(|_| ())
+}
+
+/// `BEGIN IMMEDIATE`, every job under its own savepoint, the batch's quota counts,
+/// `COMMIT`.
 fn transact(
     conn: &Connection,
+    usage: &mut Usage,
     shared: &Shared,
     jobs: &mut [Box<dyn Job>],
 ) -> Result<Vec<String>, BatchError> {
-    conn.execute_batch("BEGIN IMMEDIATE")?;
+    exec(conn, "BEGIN IMMEDIATE")?;
     let mut body = || -> Result<Vec<String>, BatchError> {
+        usage.begin(conn)?;
         let mut wake = Vec::new();
         for job in jobs.iter_mut() {
-            conn.execute_batch("SAVEPOINT op")?;
+            exec(conn, "SAVEPOINT op")?;
             // A panicking op (a bug) fails itself, not the writer thread and every later call.
-            let ran =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| job.run(conn, shared)))
-                    .unwrap_or_else(|_| {
-                        Err(StoreError::Unavailable(
-                            "a task store write panicked".into(),
-                        ))
-                    });
+            let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                job.run(conn, usage, shared)
+            }))
+            .unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(
+                    "a task store write panicked".into(),
+                ))
+            });
             match ran {
                 Ok(ids) => {
-                    conn.execute_batch("RELEASE op")?;
+                    exec(conn, "RELEASE op")?;
+                    usage.keep_op();
                     wake.extend(ids);
                 }
                 Err(own) => {
+                    usage.drop_op();
                     if conn.is_autocommit() {
                         // SQLite rolled the whole transaction back by itself (disk full,
                         // I/O error, out of memory): nothing of this batch was written.
@@ -334,11 +370,13 @@ fn transact(
                             "the whole batch of writes was rolled back: {own}"
                         ))));
                     }
-                    conn.execute_batch("ROLLBACK TO op; RELEASE op")?;
+                    exec(conn, "ROLLBACK TO op")?;
+                    exec(conn, "RELEASE op")?;
                 }
             }
         }
-        conn.execute_batch("COMMIT")?;
+        usage.flush(conn)?;
+        exec(conn, "COMMIT")?;
         Ok(wake)
     };
     let result = body();

@@ -10,3 +10,4 @@ mod faults;
 mod group_commit;
 mod metrics;
 mod open_refusals;
+mod quota_counts;

@@ -76,7 +76,8 @@ pub(crate) struct ServeArgs {
     max_store_bytes: String,
     /// How long to keep retrying to store a task's result when the store fails (disk
     /// full, ...) before the task is failed with a message naming the cause (ms, or a
-    /// duration).
+    /// duration); also how long a waiting `tasks/result` reads its task again while the
+    /// store is unavailable.
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = crate::duration::parse)]
     outcome_retry: Duration,
     /// `tasks/list` page size.

@@ -168,9 +168,26 @@ impl ClientError {
             .is_some_and(|t| t.status == TaskStatus::Cancelled)
     }
 
+    /// Whether the server answered that its task store is unavailable (-32603 "task store
+    /// unavailable: ..."): a transient outage of its database, after which the same
+    /// request may succeed.
+    pub fn is_store_unavailable(&self) -> bool {
+        matches!(self, Self::Rpc { error, .. } if is_store_unavailable(error))
+    }
+
     /// Whether trying again may help: the transport lost the request or its answer, or it
     /// timed out.
     pub fn is_retriable(&self) -> bool {
         matches!(self, Self::Transport { .. } | Self::Timeout { .. })
     }
 }
+
+/// Whether `error` is a server's "task store unavailable" answer (-32603; the message of
+/// the mcp-tasks server's store errors).
+pub(crate) fn is_store_unavailable(error: &ErrorObject) -> bool {
+    error.code == mcp_tasks_proto::codes::INTERNAL_ERROR
+        && error.message.contains(STORE_UNAVAILABLE)
+}
+
+/// The words of a server's answer when its task store does not answer.
+pub(crate) const STORE_UNAVAILABLE: &str = "task store unavailable";

@@ -25,6 +25,16 @@ pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// How many times in a row a lost `tasks/result` (or `tasks/get`) is tried again.
 const MAX_RETRIES: u32 = 8;
 
+/// How long `tasks/result` is tried again while the server answers that its task store is
+/// unavailable (a database outage): from the first such answer. The task goes on on the
+/// server meanwhile; past this the error stands.
+pub(crate) const STORE_OUTAGE_RETRY: Duration = Duration::from_secs(120);
+/// First delay before asking again after a "task store unavailable" answer; it doubles up
+/// to [`STORE_RETRY_MAX`].
+const STORE_RETRY_FIRST: Duration = Duration::from_millis(250);
+/// Longest delay between two tries while the server's task store is unavailable.
+const STORE_RETRY_MAX: Duration = Duration::from_secs(4);
+
 /// The interval to poll `task` at: its `pollInterval` (1 s when absent), clamped to
 /// 50 ms..30 s.
 ///
@@ -55,6 +65,8 @@ pub(crate) struct TaskShared {
     state: watch::Sender<Task>,
     result: watch::Sender<ResultCall>,
     call: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Why the client is retrying (the server's task store is unavailable), while it is.
+    notice: watch::Sender<Option<String>>,
 }
 
 impl Drop for TaskShared {
@@ -91,6 +103,7 @@ impl TaskShared {
             state: watch::channel(task).0,
             result: watch::channel(ResultCall::Idle).0,
             call: Mutex::new(None),
+            notice: watch::channel(None).0,
         })
     }
 
@@ -191,6 +204,20 @@ impl TaskHandle {
             Some((t, (rx, terminal)))
         })
         .fuse()
+    }
+
+    /// What the client is doing about a transient failure while it waits for the result,
+    /// each time it changes: `Some(why)` when it starts retrying (the server answered that
+    /// its task store is unavailable), `None` once an answer comes. For a caller to tell
+    /// its user; the retries themselves need nothing from it.
+    pub fn notices(&self) -> impl Stream<Item = Option<String>> + Send + 'static {
+        let mut rx = self.shared.notice.subscribe();
+        rx.mark_unchanged();
+        futures::stream::unfold(rx, |mut rx| async move {
+            rx.changed().await.ok()?;
+            let n = rx.borrow_and_update().clone();
+            Some((n, rx))
+        })
     }
 
     /// `tasks/get`: fetch the task now.
@@ -489,6 +516,8 @@ enum Settled {
     InputRequired,
     /// `tasks/get` failed with this error (the server no longer knows the task).
     Gone,
+    /// The server's task store is unavailable: ask `tasks/result` again (it waits).
+    Unavailable,
     /// The transport kept failing.
     Lost(ClientError),
 }
@@ -509,6 +538,7 @@ async fn fetch_result(client: &Client, shared: &std::sync::Weak<TaskShared>) -> 
         return ResultCall::Failed(ClientError::Closed);
     };
     let mut known_terminal = false;
+    let mut outage = StoreOutage::default();
     loop {
         // Whether this tasks/result is sent once the task is known to be terminal.
         known_terminal = known_terminal
@@ -519,10 +549,20 @@ async fn fetch_result(client: &Client, shared: &std::sync::Weak<TaskShared>) -> 
             .request_unbounded(methods::TASKS_RESULT, Some(json!({ "taskId": task_id })))
             .await;
         let (method, error) = match r {
-            Ok(v) => return ResultCall::Done(Ok(v)),
+            Ok(v) => {
+                outage.over(shared);
+                return ResultCall::Done(Ok(v));
+            }
+            Err(e) if e.is_store_unavailable() => {
+                if outage.wait(shared, &task_id, &e).await {
+                    continue;
+                }
+                return ResultCall::Failed(e);
+            }
             Err(ClientError::Rpc { method, error }) => (method, error),
             Err(e) => return ResultCall::Failed(e),
         };
+        outage.over(shared);
         if known_terminal {
             return ResultCall::Done(Err(error));
         }
@@ -534,8 +574,59 @@ async fn fetch_result(client: &Client, shared: &std::sync::Weak<TaskShared>) -> 
             Settled::InputRequired => {
                 tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered early; the task waits for input: asking again");
             }
+            Settled::Unavailable => {}
             Settled::Gone => return ResultCall::Failed(ClientError::Rpc { method, error }),
             Settled::Lost(e) => return ResultCall::Failed(e),
+        }
+    }
+}
+
+/// A run of "task store unavailable" answers to `tasks/result`.
+#[derive(Default)]
+struct StoreOutage {
+    /// When the first came, and the delay before the next try.
+    since: Option<(tokio::time::Instant, backon::ExponentialBackoff)>,
+}
+
+impl StoreOutage {
+    /// The server answered `error` (its task store is unavailable): tell the task's
+    /// watchers, wait, and say whether to ask again (within [`STORE_OUTAGE_RETRY`]).
+    ///
+    /// Spec (basic, JSON-RPC): -32603 is an internal error, which says nothing of the
+    /// task: the task itself goes on, and its outcome is kept.
+    async fn wait(
+        &mut self,
+        shared: &std::sync::Weak<TaskShared>,
+        task_id: &str,
+        error: &ClientError,
+    ) -> bool {
+        use backon::BackoffBuilder;
+        let (since, delays) = self.since.get_or_insert_with(|| {
+            let why = format!("the server's task store is unavailable ({error}); retrying");
+            tracing::warn!(task_id = %task_id, "{why}");
+            if let Some(s) = shared.upgrade() {
+                s.notice.send_replace(Some(why));
+            }
+            let delays = backon::ExponentialBuilder::new()
+                .with_min_delay(STORE_RETRY_FIRST)
+                .with_max_delay(STORE_RETRY_MAX)
+                .without_max_times()
+                .build();
+            (tokio::time::Instant::now(), delays)
+        });
+        if since.elapsed() >= STORE_OUTAGE_RETRY {
+            return false;
+        }
+        tokio::time::sleep(delays.next().unwrap_or(STORE_RETRY_MAX)).await;
+        true
+    }
+
+    /// An answer other than "unavailable" came: the outage is over.
+    fn over(&mut self, shared: &std::sync::Weak<TaskShared>) {
+        if self.since.take().is_some()
+            && let Some(s) = shared.upgrade()
+        {
+            s.notice.send_replace(None);
         }
     }
 }
@@ -579,6 +670,8 @@ async fn await_status(
                 failures += 1;
                 wait = Some(wait.unwrap_or(DEFAULT_POLL_INTERVAL));
             }
+            // The server's store is down for a while: tasks/result rides it out.
+            Err(e) if e.is_store_unavailable() => return Settled::Unavailable,
             Err(ClientError::Rpc { .. }) => return Settled::Gone,
             Err(e) => return Settled::Lost(e),
         }

@@ -81,7 +81,8 @@ impl Guard {
         self.inner.audit.record(event);
     }
 
-    fn refused(&self, who: &Requester, method: &str, r: Refused) -> Refused {
+    /// `who`'s `method` was refused by `r`: counted, logged at debug and audited; `r`.
+    pub fn refused(&self, who: &Requester, method: &str, r: Refused) -> Refused {
         if let Some(m) = self.inner.metrics.get() {
             m.rejected(Rejection::RateLimited);
         }

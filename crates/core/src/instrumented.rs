@@ -127,4 +127,7 @@ impl TaskStore for Instrumented {
     fn inputs(&self) -> Option<Arc<dyn crate::inputs::TaskInputs>> {
         self.inner.inputs()
     }
+    fn buckets(&self) -> Option<Arc<dyn crate::buckets::SharedBuckets>> {
+        self.inner.buckets()
+    }
 }

@@ -19,6 +19,7 @@
 //! This crate never depends on the RPC layer.
 
 pub mod audit;
+pub mod buckets;
 pub mod channel;
 pub mod clock;
 pub mod cursor;

@@ -31,7 +31,8 @@ pub struct Policy {
     /// Most stored bytes (requests and outcomes) in the whole store; `None` is unlimited.
     pub max_store_bytes: Option<u64>,
     /// How long the engine keeps retrying to store a task's outcome when the store fails
-    /// (disk full, ...) before it stores a failure naming the cause instead.
+    /// (disk full, ...) before it stores a failure naming the cause instead; also how long
+    /// a waiting `tasks/result` reads its task again while the store is unavailable.
     pub outcome_retry_ms: u64,
     /// `tasks/list` page size.
     pub page_size: usize,

@@ -328,6 +328,21 @@ impl RateLimits {
         }
     }
 
+    /// Refuse `key`'s lookups for `period` from now: its `lookup-failures` allowance is
+    /// spent in the buckets every replica shares ([`crate::buckets`]).
+    pub fn block_lookups(&self, key: &str, period: Duration) {
+        let mut blocked = self.blocked.lock();
+        let now = Instant::now();
+        if blocked.len() >= MAX_KEYS {
+            blocked.retain(|_, until| *until > now);
+        }
+        if blocked.len() < MAX_KEYS {
+            let until = now + period;
+            let e = blocked.entry(key.to_owned()).or_insert(until);
+            *e = (*e).max(until);
+        }
+    }
+
     /// A `tasks/get` of `task_id` by `key`, whose poll interval is `interval`. Returns
     /// whether it is over-fast (sooner than `interval` after the previous admitted one),
     /// and `Err` when it is and the `poll` allowance is spent (then it is not recorded).

@@ -398,6 +398,13 @@ pub trait TaskStore: Send + Sync + 'static {
     fn inputs(&self) -> Option<std::sync::Arc<dyn crate::inputs::TaskInputs>> {
         None
     }
+
+    /// The rate-limit buckets every process of the store shares (see [`crate::buckets`]);
+    /// `None` (the default) for a store that one process uses: its limiters in memory
+    /// are the whole truth.
+    fn buckets(&self) -> Option<std::sync::Arc<dyn crate::buckets::SharedBuckets>> {
+        None
+    }
 }
 
 /// A small note per task, kept in the task store beside the task and deleted with it: what

@@ -75,6 +75,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 mod announce;
+mod buckets;
 mod group;
 mod inputs;
 mod listen;
@@ -513,6 +514,12 @@ impl TaskStore for PgStore {
 
     fn inputs(&self) -> Option<Arc<dyn mcp_tasks_core::TaskInputs>> {
         Some(Arc::new(inputs::PgInputs {
+            db: schema::Db::new(&self.pool, &self.target),
+        }))
+    }
+
+    fn buckets(&self) -> Option<Arc<dyn mcp_tasks_core::buckets::SharedBuckets>> {
+        Some(Arc::new(buckets::PgBuckets {
             db: schema::Db::new(&self.pool, &self.target),
         }))
     }

@@ -5,7 +5,8 @@
 //! requests on one keep-alive connection reach two different replicas. Each request is
 //! forwarded on a fresh connection to its backend; request and response bodies are
 //! streamed through as they come (an SSE stream is never buffered), and a client that goes
-//! away closes its backend connection. A backend that cannot be reached answers 502.
+//! away closes its backend connection. A backend that refuses the connection is passed over
+//! for the next one; when none can be reached the answer is 502.
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -119,17 +120,29 @@ fn text(status: StatusCode, message: String) -> Response<ProxyBody> {
 
 /// Send `req` to the next backend on a connection of its own; its response, streamed.
 async fn forward(state: &State, mut req: Request<Incoming>) -> Response<ProxyBody> {
-    let n = state.next.fetch_add(1, Ordering::Relaxed) % state.backends.len();
-    state.hits[n].fetch_add(1, Ordering::Relaxed);
-    let backend = state.backends[n];
-    let tcp = match tokio::net::TcpStream::connect(backend).await {
-        Ok(t) => t,
-        Err(e) => {
-            return text(
-                StatusCode::BAD_GATEWAY,
-                format!("backend {backend} unreachable: {e}"),
-            );
+    let first = state.next.fetch_add(1, Ordering::Relaxed);
+    let count = state.backends.len();
+    // A backend that refuses the connection (a replica that died) is passed over, as a
+    // balancer's health check would: nothing of the request was sent to it yet.
+    let mut failure = None;
+    let mut connected = None;
+    for k in 0..count {
+        let n = (first + k) % count;
+        let backend = state.backends[n];
+        match tokio::net::TcpStream::connect(backend).await {
+            Ok(t) => {
+                state.hits[n].fetch_add(1, Ordering::Relaxed);
+                connected = Some((backend, t));
+                break;
+            }
+            Err(e) => failure = Some(format!("backend {backend} unreachable: {e}")),
         }
+    }
+    let Some((backend, tcp)) = connected else {
+        return text(
+            StatusCode::BAD_GATEWAY,
+            failure.unwrap_or_else(|| "no backend".to_owned()),
+        );
     };
     let _ = tcp.set_nodelay(true);
     let (mut sender, conn) = match hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await {

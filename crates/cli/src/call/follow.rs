@@ -69,6 +69,15 @@ impl Report {
         }
     }
 
+    /// The client retries something (`Some(why)`: the server's task store is unavailable),
+    /// or that is over (`None`).
+    pub(crate) fn notice(&self, why: Option<&str>) {
+        match why {
+            Some(why) => self.line(&format!("mcp-tasks: {why}")),
+            None => self.line("mcp-tasks: the server answers again"),
+        }
+    }
+
     /// A line above the live line (plain on stderr elsewhere).
     pub(crate) fn line(&self, text: &str) {
         Screen::get().line(text);
@@ -115,6 +124,7 @@ pub(crate) async fn follow(
     }
     report.status(out, &task.task());
     let mut updates = Box::pin(task.updates());
+    let mut notices = Box::pin(task.notices());
     let outcome = {
         let result = task.result();
         tokio::pin!(result);
@@ -122,12 +132,16 @@ pub(crate) async fn follow(
             tokio::select! {
                 r = &mut result => break Some(r),
                 Some(t) = updates.next() => report.status(out, &t),
+                Some(n) = notices.next() => report.notice(n.as_deref()),
                 () = interrupts.next() => break None,
             }
         }
     };
     while let Some(Some(t)) = updates.next().now_or_never() {
         report.status(out, &t);
+    }
+    while let Some(Some(n)) = notices.next().now_or_never() {
+        report.notice(n.as_deref());
     }
     match outcome {
         None => cancel_interrupted(task, out, report, interrupts).await,

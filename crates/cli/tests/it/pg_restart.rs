@@ -16,8 +16,8 @@ use crate::http_common::{Client, Server, TIMEOUT, send};
 use crate::replicas_failover::{PgDb, admin_url};
 
 /// A TCP proxy to the test PostgreSQL, on its own thread and runtime.
-struct PgProxy {
-    addr: SocketAddr,
+pub(crate) struct PgProxy {
+    pub(crate) addr: SocketAddr,
     state: Arc<Mutex<ProxyState>>,
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
@@ -41,7 +41,7 @@ fn upstream_addr() -> String {
 }
 
 impl PgProxy {
-    fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let state = Arc::new(Mutex::new(ProxyState::default()));
         let (addr_tx, addr_rx) = std::sync::mpsc::channel();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -87,7 +87,7 @@ impl PgProxy {
     }
 
     /// Close every connection and refuse new ones.
-    fn cut(&self) {
+    pub(crate) fn cut(&self) {
         let mut s = self.state.lock().unwrap();
         s.cut = true;
         for h in s.conns.drain(..) {
@@ -95,7 +95,7 @@ impl PgProxy {
         }
     }
 
-    fn restore(&self) {
+    pub(crate) fn restore(&self) {
         self.state.lock().unwrap().cut = false;
     }
 }

@@ -63,6 +63,9 @@ impl TaskEngine {
         self.guard()
             .admit_create(&spec.requester, &spec.method)
             .map_err(EngineError::RateLimited)?;
+        self.admit_shared_create(&spec.requester, &spec.method)
+            .await
+            .map_err(EngineError::RateLimited)?;
         let ttl = self.inner.policy.resolve_ttl(&spec.task_field)?;
         let task_id = new_task_id();
         let TaskSpec {

@@ -33,6 +33,7 @@ mod lifecycle;
 mod mailbox;
 mod query;
 mod relay;
+mod shared_rate;
 
 use relay::{PendingAnswer, RunningTask};
 

@@ -26,7 +26,64 @@ pub(super) enum Read {
     Outcome,
 }
 
+/// First delay before a waiter reads its task again after the store failed; it doubles up
+/// to [`REREAD_MAX_MS`].
+const REREAD_FIRST_MS: u64 = 50;
+/// Longest delay between two reads of a waiter while the store fails: a waiter sees the
+/// store back within about this long.
+const REREAD_MAX_MS: u64 = 1_000;
+
 impl TaskEngine {
+    /// The full record of `task_id`, read again by a `tasks/result` that waits on it. A
+    /// waiter rides out a transient store outage: while the store is unavailable the read
+    /// is tried again with backoff (50 ms doubling to 1 s), for as long as the engine
+    /// tries to store an outcome ([`Policy::outcome_retry_ms`], `--outcome-retry`, 60 s
+    /// by default): the outcome that the task's executor stores once the store is back
+    /// reaches the waiter. Past that, or at shutdown, the error.
+    ///
+    /// Spec: "When a receiver receives a `tasks/result` request for a task in any other
+    /// non-terminal status (`working` or `input_required`), it MUST block the response
+    /// until the task reaches a terminal status."
+    ///
+    /// [`Policy::outcome_retry_ms`]: crate::policy::Policy::outcome_retry_ms
+    async fn reread(&self, task_id: &str) -> Result<Option<TaskRecord>, EngineError> {
+        use backon::BackoffBuilder;
+        let mut delays = backon::ExponentialBuilder::new()
+            .with_min_delay(std::time::Duration::from_millis(REREAD_FIRST_MS))
+            .with_max_delay(std::time::Duration::from_millis(REREAD_MAX_MS))
+            .without_max_times()
+            .build();
+        let mut deadline = None;
+        loop {
+            match self.inner.store.get(task_id).await {
+                Ok(r) => {
+                    if deadline.is_some() {
+                        tracing::info!(task_id = %task_id, "the task store answers again; the waiting tasks/result goes on");
+                    }
+                    return Ok(r);
+                }
+                Err(e @ crate::StoreError::Unavailable(_)) => {
+                    let now = tokio::time::Instant::now();
+                    let until = *deadline.get_or_insert_with(|| {
+                        tracing::warn!(task_id = %task_id, error = %e, "the task store is unavailable; the waiting tasks/result retries");
+                        now + std::time::Duration::from_millis(self.inner.policy.outcome_retry_ms)
+                    });
+                    if now >= until || self.inner.shutdown.is_cancelled() {
+                        return Err(e.into());
+                    }
+                    let delay = delays
+                        .next()
+                        .unwrap_or(std::time::Duration::from_millis(REREAD_MAX_MS));
+                    tokio::select! {
+                        () = tokio::time::sleep(delay.min(until - now)) => {}
+                        () = self.inner.shutdown.cancelled() => return Err(e.into()),
+                    }
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
     /// The record of `task_id` (as much as `read` says) if `who` may see it and it has not
     /// expired; `method` is the request's, for the lookup-failure limit and the audit.
     pub(super) async fn visible(
@@ -60,6 +117,7 @@ impl TaskEngine {
             // An unknown or foreign task id: what an enumeration attempt looks like.
             self.metrics().failed_lookup();
             self.guard().lookup_failed(who, method, task_id);
+            self.shared_lookup_failed(who);
             return Err(EngineError::NotFound);
         };
         if rec.is_expired(self.now()) {
@@ -369,7 +427,7 @@ impl TaskEngine {
                 }
                 () = async { match notified { Some((_, n)) => n.await, None => std::future::pending().await } } => {}
             }
-            rec = match self.inner.store.get(task_id).await? {
+            rec = match self.reread(task_id).await? {
                 Some(r) => r,
                 None if expires.is_some_and(|e| self.now() >= e) => {
                     return Err(EngineError::Expired);

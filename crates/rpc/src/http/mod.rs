@@ -356,6 +356,9 @@ pub(crate) struct Shared {
     draining: std::sync::atomic::AtomicBool,
     /// The handlers of modern (sessionless) requests, per principal.
     stateless: stateless::Peers,
+    /// With a directory: how shared sessions reach the other replicas (started with the
+    /// first shared session, in the runtime).
+    relay: std::sync::OnceLock<session::listener::Relay>,
 }
 
 impl Shared {
@@ -483,6 +486,7 @@ impl HttpServer {
             shutdown: CancellationToken::new(),
             draining: std::sync::atomic::AtomicBool::new(false),
             stateless: stateless::Peers::new(stateless::MAX_CACHED_PRINCIPALS),
+            relay: std::sync::OnceLock::new(),
         });
         if let Some(dir) = &shared.config.sessions {
             let weak = Arc::downgrade(&shared);
@@ -491,6 +495,14 @@ impl HttpServer {
                 match ended {
                     Ended::Session(id) => shared.ended_elsewhere(&id),
                     Ended::Relayed { session, message } => {
+                        // Notes of the session's standalone stream are applied at once,
+                        // in the order they came (a task's progress stays in order).
+                        if let Some(note) = session::listener::Note::parse(&message) {
+                            if let Some(s) = shared.session(&session) {
+                                s.noted(&note);
+                            }
+                            return;
+                        }
                         if let Ok(rt) = tokio::runtime::Handle::try_current() {
                             rt.spawn(async move { shared.relayed(&session, message).await });
                         }

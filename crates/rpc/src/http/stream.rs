@@ -72,33 +72,43 @@ impl Meter {
     }
 }
 
-/// An SSE event id: stream and sequence number.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// An SSE event id: stream and sequence number, and the stream's tag if it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct EventId {
     pub(crate) stream: u64,
     pub(crate) seq: u64,
+    /// What another replica needs to answer the stream's request again (see
+    /// [`StreamBuf::new`]): `stream-seq-tag`.
+    pub(crate) tag: Option<String>,
 }
 
 impl EventId {
-    /// Parse `n-seq`.
+    /// Parse `n-seq` or `n-seq-tag`.
     pub(crate) fn parse(s: &str) -> Option<Self> {
-        let (a, b) = s.trim().split_once('-')?;
-        Some(Self {
-            stream: a.parse().ok()?,
-            seq: b.parse().ok()?,
-        })
+        let mut parts = s.trim().splitn(3, '-');
+        let stream = parts.next()?.parse().ok()?;
+        let seq = parts.next()?.parse().ok()?;
+        let tag = parts.next().map(str::to_owned);
+        Some(Self { stream, seq, tag })
     }
 }
 
 impl std::fmt::Display for EventId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}-{}", self.stream, self.seq)
+        write!(f, "{}-{}", self.stream, self.seq)?;
+        if let Some(t) = &self.tag {
+            write!(f, "-{t}")?;
+        }
+        Ok(())
     }
 }
 
 /// A stream: buffer, end marker and which connection (if any) reads it.
 pub(crate) struct StreamBuf {
     id: u64,
+    /// Appended to its event ids (`n-seq-tag`): how another replica answers the stream's
+    /// request again when the client resumes it there.
+    tag: Option<Arc<str>>,
     events: VecDeque<(u64, Bytes)>,
     bytes: usize,
     meter: Arc<Meter>,
@@ -138,10 +148,14 @@ pub(crate) enum Next {
     End,
 }
 
-fn frame(id: EventId, data: &str) -> Bytes {
-    let mut s = String::with_capacity(data.len() + 32);
-    s.push_str("id: ");
-    s.push_str(&id.to_string());
+fn frame(stream: u64, seq: u64, tag: Option<&str>, data: &str) -> Bytes {
+    use std::fmt::Write;
+    let mut s = String::with_capacity(data.len() + 32 + tag.map_or(0, str::len));
+    let _ = write!(s, "id: {stream}-{seq}");
+    if let Some(t) = tag {
+        s.push('-');
+        s.push_str(t);
+    }
     s.push_str("\ndata:");
     if !data.is_empty() {
         s.push(' ');
@@ -149,6 +163,14 @@ fn frame(id: EventId, data: &str) -> Bytes {
     }
     s.push_str("\n\n");
     Bytes::from(s)
+}
+
+/// The `data` of an event frame made by [`frame`].
+fn data_of(f: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(f).ok()?;
+    let (_, rest) = text.split_once("\ndata:")?;
+    let data = rest.strip_suffix("\n\n")?;
+    Some(data.strip_prefix(' ').unwrap_or(data))
 }
 
 /// The frame that ends a connection without ending the stream: the client waits `ms` and
@@ -170,8 +192,20 @@ impl StreamBuf {
         now: Instant,
         meter: &Arc<Meter>,
     ) -> Self {
+        Self::tagged(id, request, None, now, meter)
+    }
+
+    /// [`Self::new`], with `tag` appended to its event ids (`n-seq-tag`).
+    pub(crate) fn tagged(
+        id: u64,
+        request: Option<RequestId>,
+        tag: Option<Arc<str>>,
+        now: Instant,
+        meter: &Arc<Meter>,
+    ) -> Self {
         let mut s = Self {
             id,
+            tag,
             events: VecDeque::new(),
             bytes: 0,
             meter: Arc::clone(meter),
@@ -193,13 +227,7 @@ impl StreamBuf {
     }
 
     fn push_priming_unbounded(&mut self) {
-        let f = frame(
-            EventId {
-                stream: self.id,
-                seq: self.next_seq,
-            },
-            "",
-        );
+        let f = frame(self.id, self.next_seq, self.tag.as_deref(), "");
         self.hold(f);
     }
 
@@ -229,10 +257,9 @@ impl StreamBuf {
     /// Append `message` as the next event and wake the reader.
     pub(crate) fn push(&mut self, message: &Message, limits: BufferLimits) {
         let f = frame(
-            EventId {
-                stream: self.id,
-                seq: self.next_seq,
-            },
+            self.id,
+            self.next_seq,
+            self.tag.as_deref(),
             &message.to_json(),
         );
         self.hold(f);
@@ -290,6 +317,40 @@ impl StreamBuf {
     /// One past the highest sequence number handed to a connection.
     pub(crate) fn delivered(&self) -> u64 {
         self.delivered
+    }
+
+    /// The stream number its event ids carry.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether a connection reads the stream now.
+    pub(crate) fn is_connected(&self) -> bool {
+        self.connected
+    }
+
+    /// Remove the events no connection was handed yet and return their messages (the JSON
+    /// text of each, oldest first; priming events carry none): what another replica's
+    /// reader of the session's standalone stream is to deliver instead. The sequence
+    /// numbers are not reused.
+    pub(crate) fn take_undelivered(&mut self) -> Vec<String> {
+        let mut out = Vec::new();
+        while self
+            .events
+            .back()
+            .is_some_and(|(seq, _)| *seq >= self.delivered)
+        {
+            let Some((_, f)) = self.events.pop_back() else {
+                break;
+            };
+            self.bytes -= f.len();
+            self.meter.sub(f.len());
+            if let Some(data) = data_of(&f).filter(|d| !d.is_empty()) {
+                out.push(data.to_owned());
+            }
+        }
+        out.reverse();
+        out
     }
 
     /// Whether an event with sequence number `from` or later exists.
@@ -442,14 +503,42 @@ mod tests {
     }
 
     #[test]
+    fn undelivered_events_are_taken_in_order_and_the_ids_go_on() {
+        let m = meter();
+        let mut s = StreamBuf::new(STANDALONE, None, Instant::now(), &m);
+        let note = |n: i64| Message::notification("n", Some(json!({ "n": n })));
+        s.push(&note(1), LIMITS);
+        assert!(matches!(s.next(0, 1 << 20), Next::Events(_, 1)));
+        s.push_priming(LIMITS);
+        s.push(&note(2), LIMITS);
+        s.push(&note(3), LIMITS);
+        let taken = s.take_undelivered();
+        assert_eq!(taken.len(), 2, "{taken:?}");
+        assert!(
+            taken[0].contains(r#""n":2"#) && taken[1].contains(r#""n":3"#),
+            "{taken:?}"
+        );
+        assert_eq!(s.bytes(), m.session(), "the meter follows");
+        s.push(&note(4), LIMITS);
+        let Next::Events(b, _) = s.next(1, 1 << 20) else {
+            panic!("an event")
+        };
+        assert!(text(&b).starts_with("id: 0-4\n"), "{}", text(&b));
+    }
+
+    #[test]
     fn event_ids_parse() {
         assert_eq!(
             EventId::parse("12-34"),
             Some(EventId {
                 stream: 12,
-                seq: 34
+                seq: 34,
+                tag: None,
             })
         );
+        let tagged = EventId::parse("12-34-a-b_c").unwrap();
+        assert_eq!(tagged.tag.as_deref(), Some("a-b_c"));
+        assert_eq!(tagged.to_string(), "12-34-a-b_c");
         assert_eq!(EventId::parse("x-1"), None);
         assert_eq!(EventId::parse("12"), None);
     }

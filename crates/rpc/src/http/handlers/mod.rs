@@ -17,7 +17,7 @@ use mcp_tasks_proto::{ErrorObject, RequestId, codes};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
-use super::session::{Connect, HttpSession};
+use super::session::{Connect, HttpSession, resume};
 use super::stream::{EventId, STANDALONE};
 use super::{AuthFailure, Shared};
 
@@ -565,18 +565,46 @@ async fn get(
     if shared.shutdown.is_cancelled() {
         return unavailable(None, "the server is shutting down", "5");
     }
-    let (stream, from) = match header_str(&headers, LAST_EVENT_ID) {
+    let (stream, from, tag) = match header_str(&headers, LAST_EVENT_ID) {
         // The event after `seq`, saturating: for the largest sequence number it used to
         // wrap to 0 and replay the whole stream (or panic in a debug build). A cursor past
         // the newest event is answered as "nothing after it" (`HttpSession::connect`).
         Some(v) => match EventId::parse(v) {
-            Some(e) => (e.stream, Some(e.seq.saturating_add(1))),
+            Some(e) => (
+                session.stream_of_event(e.stream),
+                Some(e.seq.saturating_add(1)),
+                e.tag,
+            ),
             None => return bad_request(format!("Bad Request: malformed Last-Event-ID `{v}`")),
         },
-        None => (STANDALONE, None),
+        None => (STANDALONE, None, None),
     };
-    match session.connect(stream, from, shared.shutdown.clone()) {
-        Connect::Reader(reader) => sse_response(reader),
+    let connected = session.connect(stream, from, shared.shutdown.clone());
+    // A tasks/result stream of another replica: asked again here, read from the start
+    // (its response comes from the store).
+    if matches!(connected, Connect::Unknown)
+        && shared.config.sessions.is_some()
+        && let Some(tag) = tag
+        && let Some(req) = resume::request_of(&tag)
+    {
+        return match session
+            .reissue(req, tag.into(), shared.shutdown.clone())
+            .await
+        {
+            Some(Connect::Reader(reader)) => sse_response(reader),
+            _ => bad_request(format!(
+                "Bad Request: the stream of Last-Event-ID `{}` is unknown or expired, and its request is in flight here",
+                header_str(&headers, LAST_EVENT_ID).unwrap_or("")
+            )),
+        };
+    }
+    match connected {
+        Connect::Reader(reader) => {
+            if stream == STANDALONE {
+                session.announce_listener();
+            }
+            sse_response(reader)
+        }
         // The stream ended (its response went out) and nothing follows the given event:
         // there is nothing to resume. (An empty SSE response here makes some clients
         // reconnect without `Last-Event-ID`, as if to the standalone stream.)
@@ -584,15 +612,23 @@ async fn get(
         // With sessions shared between replicas, the stream may live on another replica
         // (or have expired): resumability is optional ("The server MAY use this header to
         // replay messages ..."), so this replica answers with the session's standalone
-        // stream, without replay. Nothing of a task is lost: its state is in the store,
-        // readable with tasks/get and tasks/result on any replica (ADR 0006).
+        // stream, from what no connection took yet, and says so in an SSE comment: nothing
+        // of the named stream is replayed (never a silent skip). Nothing of a task is lost:
+        // its state is in the store, readable with tasks/get and tasks/result on any
+        // replica, and the messages other replicas hold for the session's GET come here
+        // (ADR 0006).
         Connect::Unknown if shared.config.sessions.is_some() => {
-            tracing::debug!(session = %session.id, "resumption of a stream this replica lacks: standalone stream instead");
+            let named = header_str(&headers, LAST_EVENT_ID).unwrap_or("");
+            tracing::info!(session = %session.id, last_event_id = %named, "resumption of a stream this replica does not hold: standalone stream, nothing replayed");
             match session.connect(STANDALONE, None, shared.shutdown.clone()) {
-                Connect::Reader(reader) => sse_response(reader),
+                Connect::Reader(reader) => {
+                    session.announce_listener();
+                    sse_response(reader.with_comment(&format!(
+                        "{NOTHING_REPLAYED}: Last-Event-ID {named} names a stream this replica does not hold; this is the session's standalone stream"
+                    )))
+                }
                 _ => bad_request(format!(
-                    "Bad Request: the stream of Last-Event-ID `{}` is unknown or expired",
-                    header_str(&headers, LAST_EVENT_ID).unwrap_or("")
+                    "Bad Request: the stream of Last-Event-ID `{named}` is unknown or expired"
                 )),
             }
         }
@@ -602,6 +638,9 @@ async fn get(
         )),
     }
 }
+
+/// The words that open the SSE comment of a resumption that replays nothing.
+const NOTHING_REPLAYED: &str = "nothing replayed";
 
 /// DELETE: end the session. What it started (tasks) goes on. With shared sessions, it
 /// ends on every replica (the directory tells the others).

@@ -191,14 +191,18 @@ impl Drop for EndUnlessKept {
 pub(super) fn start_session(shared: &Arc<Shared>, principal: Option<String>) -> Arc<HttpSession> {
     let handler = shared.factory.create(principal.as_deref());
     let (peer, outbound) = Peer::new(handler);
-    HttpSession::start(
+    let s = HttpSession::start(
         new_session_id(),
         principal,
         peer,
         outbound,
         shared.config.limits(),
         Arc::clone(&shared.replay_bytes),
-    )
+    );
+    if let Some(relay) = shared.relay() {
+        s.set_relay(relay);
+    }
+    s
 }
 
 /// POST without a session: `initialize` creates one (kept when it succeeds); with
@@ -430,6 +434,12 @@ pub(super) async fn answer(
     let id = req.id.clone();
     let (tx, mut rx) = oneshot::channel();
     session.ack_completed();
+    // With shared sessions, a tasks/result stream another replica can answer again.
+    let tag = shared
+        .config
+        .sessions
+        .as_ref()
+        .and_then(|_| crate::http::session::resume::tag_for(&req));
     let stream = {
         let mut st = session.state.lock();
         if st.pending.contains_key(&id) {
@@ -439,13 +449,18 @@ pub(super) async fn answer(
             return Answer::Busy(Message::reply(id, Err(err)));
         }
         if mode == ReplyMode::Stream {
-            Some(HttpSession::new_request_stream(&mut st, id.clone()))
+            Some(HttpSession::new_request_stream(
+                &mut st,
+                id.clone(),
+                tag.clone(),
+            ))
         } else {
             st.pending.insert(
                 id.clone(),
                 Pending::Waiting {
                     tx,
                     upgrade: mode == ReplyMode::Auto,
+                    tag: tag.clone(),
                 },
             );
             None
@@ -481,7 +496,7 @@ pub(super) async fn answer(
                     let mut st = session.state.lock();
                     if matches!(st.pending.get(&id), Some(Pending::Waiting { .. })) {
                         st.pending.remove(&id);
-                        Some(HttpSession::new_request_stream(&mut st, id.clone()))
+                        Some(HttpSession::new_request_stream(&mut st, id.clone(), tag))
                     } else {
                         None
                     }

@@ -14,7 +14,9 @@ use tokio_util::sync::CancellationToken;
 use super::stream::{BufferLimits, Meter, STANDALONE, StreamBuf};
 use crate::peer::{Outbound, Peer, Route};
 
+pub(crate) mod listener;
 mod reader;
+pub(crate) mod resume;
 pub(crate) mod shared;
 
 pub(crate) use reader::{Connect, Reader};
@@ -35,6 +37,8 @@ pub(crate) enum Pending {
     Waiting {
         tx: oneshot::Sender<First>,
         upgrade: bool,
+        /// The tag of the stream it becomes (see [`resume`]).
+        tag: Option<Arc<str>>,
     },
     /// The answer is the SSE stream with this id.
     Stream(u64),
@@ -121,6 +125,10 @@ pub(crate) struct HttpSession {
     /// With shared sessions: when the directory's row expires as far as this process
     /// knows (milliseconds since the epoch; `i64::MIN`: unknown).
     stored_until: AtomicI64,
+    /// With shared sessions: how this copy reaches the other replicas.
+    relay: std::sync::OnceLock<listener::Relay>,
+    /// With shared sessions: the replica that last said it holds the session's GET.
+    listener: Mutex<Option<Arc<str>>>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpSession, |s| { principal: s.principal });
@@ -191,14 +199,20 @@ impl HttpSession {
             connections: AtomicUsize::new(0),
             ended: CancellationToken::new(),
             stored_until: AtomicI64::new(i64::MIN),
+            relay: std::sync::OnceLock::new(),
+            listener: Mutex::new(None),
         })
     }
 
-    /// A copy of a session another replica started numbers its request streams from a
-    /// random base (`n << 20`, `n` in 1..2^31), so that an event id of another replica
-    /// (`stream-seq`, its streams numbered from 1) names no stream here: the resumption
-    /// of a foreign stream never replays one of this replica's streams ("The server MUST
-    /// NOT replay messages that would have been delivered on a different stream"). Its
+    /// A copy of a session another replica started numbers its streams from a random
+    /// base (`n << 20`, `n` in 1..2^31): its standalone stream is `n << 20`, its request
+    /// streams follow. So an event id of another replica (`stream-seq`; the replica that
+    /// started the session numbers its standalone stream 0 and its request streams from 1)
+    /// names no stream here, and the ids of a session are unique across its replicas.
+    /// Spec (2025-11-25, Streamable HTTP): "If present, the ID MUST be globally unique
+    /// across all streams within that session". The resumption of a foreign stream never
+    /// replays one of this replica's streams ("The server MUST NOT replay messages that
+    /// would have been delivered on a different stream"). Its
     /// outgoing requests are numbered from the same base, so that an answer relayed from
     /// another replica never matches a request of this copy's by chance (below 2^53:
     /// exact in every JSON implementation).
@@ -206,7 +220,14 @@ impl HttpSession {
         let mut b = [0u8; 4];
         getrandom::fill(&mut b).expect("the OS random number generator failed");
         let n = u64::from(u32::from_le_bytes(b) >> 1) + 1;
-        self.state.lock().next_stream = n << 20;
+        let mut st = self.state.lock();
+        let meter = Arc::clone(&st.meter);
+        st.streams.insert(
+            STANDALONE,
+            StreamBuf::new(n << 20, None, Instant::now(), &meter),
+        );
+        st.next_stream = (n << 20) + 1;
+        drop(st);
         self.peer
             .pending()
             .number_from(i64::try_from(n << 20).unwrap_or(1));
@@ -307,7 +328,6 @@ impl HttpSession {
 
     fn route_locked(&self, st: &mut State, out: Outbound) {
         let limits = self.limits.buffer;
-        let standalone = self.limits.standalone();
         let State {
             pending,
             streams,
@@ -318,28 +338,28 @@ impl HttpSession {
         let Outbound { message, route } = out;
         let id = match route {
             Route::Standalone => {
-                push_standalone(streams, &message, standalone);
+                self.to_standalone(streams, &message);
                 return;
             }
             Route::Request(id) => id,
         };
         let reply = is_reply_to(&message, &id);
         match pending.remove(&id) {
-            Some(Pending::Waiting { tx, upgrade }) => {
+            Some(Pending::Waiting { tx, upgrade, tag }) => {
                 if reply {
                     let _ = tx.send(First::Response(message));
                 } else if upgrade {
                     let n = *next_stream;
                     *next_stream += 1;
-                    let mut s = StreamBuf::new(n, Some(id.clone()), Instant::now(), meter);
+                    let mut s = StreamBuf::tagged(n, Some(id.clone()), tag, Instant::now(), meter);
                     s.push(&message, limits);
                     streams.insert(n, s);
                     pending.insert(id, Pending::Stream(n));
                     // If the POST is gone, the stream stays for a resuming GET.
                     let _ = tx.send(First::Upgraded(n));
                 } else {
-                    pending.insert(id, Pending::Waiting { tx, upgrade });
-                    push_standalone(streams, &message, standalone);
+                    pending.insert(id, Pending::Waiting { tx, upgrade, tag });
+                    self.to_standalone(streams, &message);
                 }
             }
             Some(Pending::Stream(n)) => match streams.get_mut(&n) {
@@ -352,20 +372,21 @@ impl HttpSession {
                     }
                 }
                 None if reply => {}
-                None => push_standalone(streams, &message, standalone),
+                None => self.to_standalone(streams, &message),
             },
             None if reply => {
                 tracing::debug!(id = %id, "response to a request nobody waits for dropped");
             }
-            None => push_standalone(streams, &message, standalone),
+            None => self.to_standalone(streams, &message),
         }
     }
 
-    /// A new SSE stream answering request `id`, registered as its pending answer.
-    pub(crate) fn new_request_stream(st: &mut State, id: RequestId) -> u64 {
+    /// A new SSE stream answering request `id`, registered as its pending answer; `tag`
+    /// goes into its event ids (see [`resume`]).
+    pub(crate) fn new_request_stream(st: &mut State, id: RequestId, tag: Option<Arc<str>>) -> u64 {
         let n = st.next_stream;
         st.next_stream += 1;
-        let s = StreamBuf::new(n, Some(id.clone()), Instant::now(), &st.meter);
+        let s = StreamBuf::tagged(n, Some(id.clone()), tag, Instant::now(), &st.meter);
         st.streams.insert(n, s);
         st.pending.insert(id, Pending::Stream(n));
         n
@@ -519,6 +540,24 @@ impl HttpSession {
         self.cancel_requests(abandoned, "the client left the stream of this request");
     }
 
+    /// The stream an event id's stream number names here: the event ids of the standalone
+    /// stream carry its number (0 only on the replica that started the session), its
+    /// buffer is kept under [`STANDALONE`]; another replica's standalone number names no
+    /// stream here (`u64::MAX`).
+    pub(crate) fn stream_of_event(&self, number: u64) -> u64 {
+        let own = self
+            .state
+            .lock()
+            .streams
+            .get(&STANDALONE)
+            .map_or(STANDALONE, StreamBuf::id);
+        match number {
+            n if n == own => STANDALONE,
+            STANDALONE => u64::MAX,
+            n => n,
+        }
+    }
+
     /// Open a connection reading stream `stream` from sequence `from`.
     pub(crate) fn connect(
         self: &Arc<Self>,
@@ -564,6 +603,7 @@ impl HttpSession {
             deadline: tokio::time::Instant::now() + self.limits.hold,
             shutdown,
             done: false,
+            preface: None,
         })
     }
 }

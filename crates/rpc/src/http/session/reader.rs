@@ -31,6 +31,8 @@ pub(crate) struct Reader {
     pub(super) deadline: tokio::time::Instant,
     pub(super) shutdown: CancellationToken,
     pub(super) done: bool,
+    /// Bytes written before the stream's events (an SSE comment).
+    pub(super) preface: Option<Bytes>,
 }
 
 impl Reader {
@@ -44,6 +46,9 @@ impl Reader {
     pub(crate) async fn next_chunk(&mut self) -> Option<Bytes> {
         if self.done {
             return None;
+        }
+        if let Some(p) = self.preface.take() {
+            return Some(p);
         }
         loop {
             self.wake.borrow_and_update();
@@ -93,6 +98,16 @@ impl Reader {
                 }
             }
         }
+    }
+
+    /// Write `comment` (an SSE comment line, which clients skip) before the events.
+    pub(crate) fn with_comment(mut self, comment: &str) -> Self {
+        let line: String = comment
+            .chars()
+            .filter(|c| *c != '\n' && *c != '\r')
+            .collect();
+        self.preface = Some(Bytes::from(format!(": {line}\n\n")));
+        self
     }
 
     fn close_with_retry(&mut self) -> Bytes {

@@ -149,6 +149,33 @@ pub(crate) enum LoadError {
 }
 
 impl Shared {
+    /// With a directory: how this process's copies of shared sessions reach the other
+    /// replicas ([`super::listener`]); the task that relays for all of them starts with the
+    /// first.
+    pub(crate) fn relay(&self) -> Option<super::listener::Relay> {
+        let dir = self.config.sessions.as_ref()?;
+        let relay = self.relay.get_or_init(|| {
+            let (tx, rx) = tokio::sync::mpsc::channel(super::listener::RELAY_QUEUE);
+            let dir = Arc::clone(dir);
+            tokio::spawn(super::listener::relay_all(rx, move |session, note| {
+                let dir = Arc::clone(&dir);
+                async move {
+                    if let Err(e) = dir.relay(&session, &note).await {
+                        let e = match e {
+                            RelayFailure::Refused(why) | RelayFailure::Failed(why) => why,
+                        };
+                        tracing::warn!(session = %session, error = %e, "could not pass a message of the session's standalone stream to another replica");
+                    }
+                }
+            }));
+            super::listener::Relay {
+                me: Arc::from(super::new_session_id()),
+                tx,
+            }
+        });
+        Some(relay.clone())
+    }
+
     /// Register the copy `s` of a session another replica started, within this process's
     /// bounds; the copy already registered if another request loaded it meanwhile.
     pub(crate) fn admit_copy(
@@ -205,6 +232,10 @@ impl Shared {
         s.set_stored_until(rec.expires_at_ms);
         s.set_initialized();
         s.number_streams_randomly();
+        if let Some(relay) = self.relay() {
+            s.set_relay(relay);
+            s.ask_listener();
+        }
         tracing::debug!(session = %s.id, "session started on another replica served here");
         self.admit_copy(s, &rec.owner)
             .map(Some)

@@ -52,11 +52,14 @@ fn text(session: &HttpSession, stream: u64) -> String {
 
 async fn wait(session: &Arc<HttpSession>, id: i64, method: &str, upgrade: bool) -> First {
     let (tx, rx) = oneshot::channel();
-    session
-        .state
-        .lock()
-        .pending
-        .insert(id.into(), Pending::Waiting { tx, upgrade });
+    session.state.lock().pending.insert(
+        id.into(),
+        Pending::Waiting {
+            tx,
+            upgrade,
+            tag: None,
+        },
+    );
     session
         .peer
         .receive(Message::request(id.into(), method, None))
@@ -149,7 +152,7 @@ async fn replay_bytes_are_counted_and_bounded() {
     // Three 2.5 KiB events on one request stream, 1 KiB on the standalone one.
     let n = {
         let mut st = s.state.lock();
-        HttpSession::new_request_stream(&mut st, 1.into())
+        HttpSession::new_request_stream(&mut st, 1.into(), None)
     };
     let big = |k: usize| Message::notification("n", Some(json!({ "pad": "x".repeat(k) })));
     for _ in 0..3 {
@@ -206,7 +209,7 @@ async fn replay_bytes_are_counted_and_bounded() {
     global.fetch_add(LIMITS.total_bytes, Ordering::Relaxed);
     let m = {
         let mut st = s.state.lock();
-        HttpSession::new_request_stream(&mut st, 2.into())
+        HttpSession::new_request_stream(&mut st, 2.into(), None)
     };
     s.route(Outbound {
         message: big(1024),
@@ -229,10 +232,14 @@ async fn replay_bytes_are_counted_and_bounded() {
 async fn ending_a_session_drops_its_streams_and_waiters() {
     let s = session();
     let (tx, rx) = oneshot::channel();
-    s.state
-        .lock()
-        .pending
-        .insert(9.into(), Pending::Waiting { tx, upgrade: true });
+    s.state.lock().pending.insert(
+        9.into(),
+        Pending::Waiting {
+            tx,
+            upgrade: true,
+            tag: None,
+        },
+    );
     s.end();
     assert!(rx.await.is_err());
     assert!(s.state.lock().streams.is_empty());

@@ -12,6 +12,18 @@ use serde_json::Value;
 pub trait RequestorChannel: Send + Sync {
     /// Send a request and wait for its answer.
     async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject>;
+    /// As [`Self::request`], naming the request `key` where the requestor sees requests
+    /// by key (the `inputRequests` of a 2026-07-28 `InputRequiredResult`). The default
+    /// ignores the key: a channel that mints its own keys, or has none, sends it plainly.
+    async fn request_keyed(
+        &self,
+        key: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        let _ = key;
+        self.request(method, params).await
+    }
     /// Send a notification (best effort: a gone peer is not an error).
     async fn notify(&self, method: &str, params: Value);
 }

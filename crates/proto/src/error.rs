@@ -24,6 +24,10 @@ pub mod codes {
     /// A request was refused because the session has not completed `initialize`
     /// (the code LSP uses for the same condition).
     pub const NOT_INITIALIZED: i64 = -32002;
+    /// MCP 2025-11-25 (resources, "Error Handling"): "Resource not found: `-32002`". The
+    /// same number as [`NOT_INITIALIZED`], which is answered only before `initialize`.
+    /// (2026-07-28 answers an unknown resource with -32602 instead, SEP-2164.)
+    pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// Creating the task would exceed the requester's limit of active tasks.
     pub const TOO_MANY_TASKS: i64 = -32003;
     /// 2026-07-28 (basic, "Error Codes"), `HeaderMismatch`: HTTP headers do not match the

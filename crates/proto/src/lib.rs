@@ -23,4 +23,4 @@ pub use error::{ErrorObject, codes};
 pub use jsonrpc::{
     ErrorResponse, Message, Notification, ParseFailure, Request, RequestId, Response,
 };
-pub use tool_result::{CallToolResult, ContentBlock};
+pub use tool_result::{CallToolResult, ContentBlock, ResourceContents};

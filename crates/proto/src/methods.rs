@@ -30,3 +30,25 @@ pub const PROGRESS: &str = "notifications/progress";
 pub const ELICITATION_CREATE: &str = "elicitation/create";
 /// `sampling/createMessage`
 pub const SAMPLING_CREATE_MESSAGE: &str = "sampling/createMessage";
+/// `notifications/message` (a log message)
+pub const LOG_MESSAGE: &str = "notifications/message";
+/// `logging/setLevel` (2025-11-25 only)
+pub const LOGGING_SET_LEVEL: &str = "logging/setLevel";
+/// `resources/list`
+pub const RESOURCES_LIST: &str = "resources/list";
+/// `resources/templates/list`
+pub const RESOURCES_TEMPLATES_LIST: &str = "resources/templates/list";
+/// `resources/read`
+pub const RESOURCES_READ: &str = "resources/read";
+/// `resources/subscribe` (2025-11-25 only)
+pub const RESOURCES_SUBSCRIBE: &str = "resources/subscribe";
+/// `resources/unsubscribe` (2025-11-25 only)
+pub const RESOURCES_UNSUBSCRIBE: &str = "resources/unsubscribe";
+/// `notifications/resources/updated`
+pub const RESOURCE_UPDATED: &str = "notifications/resources/updated";
+/// `prompts/list`
+pub const PROMPTS_LIST: &str = "prompts/list";
+/// `prompts/get`
+pub const PROMPTS_GET: &str = "prompts/get";
+/// `completion/complete`
+pub const COMPLETION_COMPLETE: &str = "completion/complete";

@@ -137,6 +137,35 @@ pub enum ResourceContents {
     },
 }
 
+impl ResourceContents {
+    /// `TextResourceContents` of `uri`.
+    pub fn text(uri: impl Into<String>, mime_type: Option<&str>, text: impl Into<String>) -> Self {
+        Self::Text {
+            uri: uri.into(),
+            text: text.into(),
+            mime_type: mime_type.map(str::to_owned),
+            extra: Map::new(),
+        }
+    }
+
+    /// `BlobResourceContents` of `uri`: `blob` is the base64-encoded data.
+    pub fn blob(uri: impl Into<String>, mime_type: Option<&str>, blob: impl Into<String>) -> Self {
+        Self::Blob {
+            uri: uri.into(),
+            blob: blob.into(),
+            mime_type: mime_type.map(str::to_owned),
+            extra: Map::new(),
+        }
+    }
+
+    /// The URI of the resource.
+    pub fn uri(&self) -> &str {
+        match self {
+            Self::Text { uri, .. } | Self::Blob { uri, .. } => uri,
+        }
+    }
+}
+
 /// `EmbeddedResource`: the contents of a resource, inline.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EmbeddedResource {
@@ -260,6 +289,14 @@ impl ContentBlock {
                 mime_type: None,
                 extra: Map::new(),
             },
+            common: BlockCommon::default(),
+        })
+    }
+
+    /// An embedded resource (text or blob).
+    pub fn embedded(resource: ResourceContents) -> Self {
+        Self::Resource(EmbeddedResource {
+            resource,
             common: BlockCommon::default(),
         })
     }

@@ -94,7 +94,9 @@
 
 #[doc(inline)]
 pub use mcp_tasks_server::{
-    BuildError, CallToolResult, ContentBlock, ExtensionFactory, Fallback, MethodNotFound,
+    BuildError, CallToolResult, ContentBlock, ExtensionFactory, Fallback, GetPromptResult,
+    LogLevel, MAX_COMPLETION_VALUES, MAX_SUBSCRIPTIONS_PER_SESSION, MethodNotFound, Prompt,
+    PromptMessage, ReadRequest, Resource, ResourceContents, ResourceTemplate, Role,
     SHUTDOWN_MESSAGE, Server, ServerBuilder, ServerConfig, ServerTools, SessionParts, Tool,
     ToolContext, ToolHandler, ToolSource, object_schema_for, serve_stdio,
 };
@@ -133,5 +135,9 @@ pub use tokio;
 pub mod prelude {
     pub use crate::schemars::JsonSchema;
     pub use crate::serde::Deserialize;
-    pub use crate::{CallToolResult, ErrorObject, Server, TaskSupport, Tool, ToolContext};
+    pub use crate::{
+        CallToolResult, ContentBlock, ErrorObject, GetPromptResult, LogLevel, Prompt,
+        PromptMessage, Resource, ResourceContents, ResourceTemplate, Server, TaskSupport, Tool,
+        ToolContext,
+    };
 }

@@ -29,6 +29,9 @@ use mcp_tasks_core::{
     TaskEngine, TaskStore,
 };
 
+use crate::catalog::Catalog;
+use crate::catalog::prompt::Prompt;
+use crate::catalog::resource::{Resource, ResourceTemplate};
 use crate::extension::ExtensionFactory;
 use crate::tool::Tool;
 use crate::{Server, ServerConfig};
@@ -85,6 +88,7 @@ enum StoreChoice {
 pub struct ServerBuilder {
     config: ServerConfig,
     tools: Vec<Tool>,
+    catalog: Catalog,
     store: StoreChoice,
     policy: Policy,
     clock: Arc<dyn Clock>,
@@ -107,6 +111,7 @@ impl ServerBuilder {
         Self {
             config: ServerConfig::default(),
             tools: Vec::new(),
+            catalog: Catalog::default(),
             store: StoreChoice::Url("memory".into()),
             policy: Policy::default(),
             clock: Arc::new(SystemClock),
@@ -131,6 +136,36 @@ impl ServerBuilder {
     /// Serve these tools too.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Serve this resource (`resources/list`, `resources/read`, `resources/subscribe`);
+    /// the server declares the `resources` capability.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.catalog.resources.push(resource);
+        self
+    }
+
+    /// Serve the resources under this URI template (`resources/templates/list`,
+    /// `resources/read` of a URI it matches).
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.catalog.templates.push(template);
+        self
+    }
+
+    /// Serve this prompt (`prompts/list`, `prompts/get`); the server declares `prompts`,
+    /// and `completions` when an argument has a completer.
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.catalog.prompts.push(prompt);
+        self
+    }
+
+    /// Declare the `logging` capability and serve `logging/setLevel` (2025-11-25): the
+    /// messages tools send with [`crate::ToolContext::log`] reach the client at the level
+    /// it set and above (all of them until it sets one). A 2026-07-28 request gets the
+    /// messages at the level of its `_meta` (none without one), with or without this.
+    pub fn logging(mut self) -> Self {
+        self.catalog.logging = true;
         self
     }
 
@@ -234,7 +269,7 @@ impl ServerBuilder {
         let Some((store, description, sessions)) = opened else {
             return Ok(Server::assemble(
                 self.config,
-                self.tools,
+                (self.tools, self.catalog),
                 None,
                 self.extension,
                 "none".into(),
@@ -264,7 +299,7 @@ impl ServerBuilder {
         engine.start().await.map_err(BuildError::Start)?;
         let server = Server::assemble(
             self.config,
-            self.tools,
+            (self.tools, self.catalog),
             Some(engine),
             self.extension,
             description,

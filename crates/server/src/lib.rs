@@ -30,12 +30,14 @@
 //! ```
 
 pub mod builder;
+pub mod catalog;
 pub mod extension;
 pub mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
 pub mod http_metrics;
+pub mod logging;
 mod modern;
 #[cfg(feature = "http")]
 mod replicas;
@@ -56,12 +58,17 @@ use mcp_tasks_rpc::Peer;
 use mcp_tasks_rpc::stdio::LineIo;
 
 pub use builder::{BuildError, ServerBuilder};
+pub use catalog::complete::MAX_COMPLETION_VALUES;
+pub use catalog::prompt::{GetPromptResult, Prompt, PromptMessage, Role};
+pub use catalog::resource::{ReadRequest, Resource, ResourceTemplate};
+pub use catalog::{Catalog, MAX_SUBSCRIPTIONS_PER_SESSION};
 pub use extension::{
     ExtensionFactory, Fallback, MethodNotFound, ServerTools, SessionParts, ToolSource,
 };
 #[cfg(feature = "http")]
 pub use http::{HttpOptions, serve_http};
-pub use mcp_tasks_proto::{CallToolResult, ContentBlock};
+pub use logging::{LogLevel, LogThreshold};
+pub use mcp_tasks_proto::{CallToolResult, ContentBlock, ResourceContents};
 /// The longest 2026-07-28 `requestState` a server issues or accepts (see the tool docs).
 pub use modern::mrtr_state::MAX_REQUEST_STATE_BYTES;
 #[cfg(feature = "schemars")]
@@ -155,6 +162,8 @@ pub struct ServerState {
     pub config: ServerConfig,
     /// Tools by name, in listing order.
     pub tools: Vec<Tool>,
+    /// Resources, prompts, completions and logging.
+    pub catalog: Catalog,
     /// The task engine; `None` when tasks are turned off (`--no-tasks`).
     pub engine: Option<TaskEngine>,
     /// Makes the tool source and fallback of each session (a gateway); `None` for a plain
@@ -216,12 +225,19 @@ impl Server {
     /// caller starts the engine ([`TaskEngine::start`]) and keeps its background work
     /// ([`TaskEngine::start_background`]) running; [`Self::builder`] does both.
     pub fn new(config: ServerConfig, tools: Vec<Tool>, engine: Option<TaskEngine>) -> Self {
-        Self::assemble(config, tools, engine, None, String::new(), None)
+        Self::assemble(
+            config,
+            (tools, Catalog::default()),
+            engine,
+            None,
+            String::new(),
+            None,
+        )
     }
 
     fn assemble(
         config: ServerConfig,
-        tools: Vec<Tool>,
+        (tools, catalog): (Vec<Tool>, Catalog),
         engine: Option<TaskEngine>,
         extension: Option<Arc<dyn ExtensionFactory>>,
         store_description: String,
@@ -253,6 +269,7 @@ impl Server {
                 server_info_text,
                 config,
                 tools,
+                catalog,
                 engine,
                 metrics,
                 guard,
@@ -272,6 +289,17 @@ impl Server {
             let handle = engine.start_background();
             *self.state.background.handle.lock() = Some(handle);
         }
+    }
+
+    /// Tell the 2025-11-25 sessions that subscribed to `uri` (`resources/subscribe`) that
+    /// the resource changed: each gets `notifications/resources/updated`.
+    ///
+    /// Spec (2025-11-25, resources): "When a resource changes, servers that declared the
+    /// `listChanged` capability" ... "Update Notification:
+    /// `notifications/resources/updated`" with the `uri` of the resource.
+    pub fn resource_updated(&self, uri: &str) {
+        // No subscriber: nothing to do (the error says only that).
+        let _ = self.state.catalog.updates.send(Arc::from(uri));
     }
 
     /// Where tasks are kept, for logs: `memory`, `sqlite:PATH`, `custom` (a store given
@@ -325,7 +353,14 @@ impl Server {
         engine: Option<TaskEngine>,
         extension: Arc<dyn ExtensionFactory>,
     ) -> Self {
-        Self::assemble(config, tools, engine, Some(extension), String::new(), None)
+        Self::assemble(
+            config,
+            (tools, Catalog::default()),
+            engine,
+            Some(extension),
+            String::new(),
+            None,
+        )
     }
 
     /// The shared state.

@@ -14,8 +14,10 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::ServerState;
+use crate::catalog::{Gen, SessionSide, Subscriptions};
 use crate::extension::{Fallback, SessionParts, ToolSource};
 use crate::handlers;
+use crate::logging::{LogLevel, LogThreshold};
 use crate::modern::Reply;
 use crate::tool::Tool;
 
@@ -39,6 +41,10 @@ pub struct Session {
     /// Whether `tasks.list` is declared (the receiver can identify the requester).
     pub can_list: bool,
     negotiated: Mutex<Option<Negotiated>>,
+    /// The level `logging/setLevel` set, shared with the calls the session runs.
+    pub(crate) log_threshold: LogThreshold,
+    /// The resources it watches (`resources/subscribe`).
+    subscriptions: Arc<Subscriptions>,
     tools: Arc<dyn ToolSource>,
     fallback: Arc<dyn Fallback>,
 }
@@ -48,6 +54,7 @@ mcp_tasks_proto::debug_non_exhaustive!(Session, |s| { requester: s.requester });
 impl Session {
     /// A fresh, uninitialized session.
     pub fn new(state: Arc<ServerState>, requester: Requester, can_list: bool) -> Self {
+        let logging = state.catalog.logging;
         let parts = match &state.extension {
             Some(factory) => factory.make(&requester),
             None => SessionParts::plain(Arc::clone(&state)),
@@ -57,6 +64,10 @@ impl Session {
             requester,
             can_list,
             negotiated: Mutex::new(None),
+            // With `logging` declared, every message is sent until `logging/setLevel`
+            // chooses; without it, none.
+            log_threshold: LogThreshold::at(logging.then_some(LogLevel::Debug)),
+            subscriptions: Arc::default(),
             tools: parts.tools,
             fallback: parts.fallback,
         }
@@ -247,6 +258,17 @@ impl Session {
             }
             m if serve::is_tasks_method(m) => {
                 handlers::tasks::handle(self, &cx, m, params.as_ref()).await
+            }
+            m if self.state.catalog.serves(m, Gen::Legacy) => {
+                let side = SessionSide {
+                    log: &self.log_threshold,
+                    subscriptions: &self.subscriptions,
+                    peer: &cx.peer,
+                };
+                self.state
+                    .catalog
+                    .handle(m, params.as_ref(), Gen::Legacy, Some(side))
+                    .await
             }
             _ => self.fallback.request(cx, method, params).await,
         }

@@ -39,6 +39,7 @@ use mcp_tasks_proto::{CallToolResult, ErrorObject, codes, methods};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
+use crate::logging::{LogLevel, LogThreshold};
 use crate::validate::{ArgsValidator, OutputCheck};
 
 /// Runs a tool.
@@ -245,6 +246,7 @@ pub struct ToolContext {
     client_capabilities: Arc<Value>,
     task_id: Option<String>,
     request_params: Option<Arc<Value>>,
+    log_threshold: LogThreshold,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ToolContext, |s| { task_id: s.task_id });
@@ -265,7 +267,34 @@ impl ToolContext {
             client_capabilities,
             task_id,
             request_params: None,
+            log_threshold: LogThreshold::off(),
         }
+    }
+
+    /// Send [`Self::log`] messages at `threshold` and above (off by default: a session
+    /// passes its `logging/setLevel`, a 2026-07-28 call its `_meta` log level).
+    #[must_use]
+    pub fn with_log_threshold(mut self, threshold: LogThreshold) -> Self {
+        self.log_threshold = threshold;
+        self
+    }
+
+    /// Send a log message (`notifications/message`) to the client, tied to this call (as
+    /// a task: with related-task `_meta`), when `level` reaches the level the client asked
+    /// for. `logger` names the source; `data` is any JSON (a string is usual).
+    ///
+    /// Spec (2025-11-25, logging): "Servers send log messages using
+    /// `notifications/message` notifications". Spec (2026-07-28 changelog): "servers MUST
+    /// NOT emit `notifications/message` for requests that did not include" a log level.
+    pub async fn log(&self, level: LogLevel, logger: Option<&str>, data: impl Into<Value>) {
+        if !self.log_threshold.passes(level) {
+            return;
+        }
+        let mut params = json!({ "level": level.as_str(), "data": data.into() });
+        if let Some(l) = logger {
+            params["logger"] = json!(l);
+        }
+        self.channel.notify(methods::LOG_MESSAGE, params).await;
     }
 
     /// Attach the params of the `tools/call` request, unchanged (`_meta`, `task` and
@@ -363,6 +392,42 @@ impl ToolContext {
             .await
     }
 
+    /// Ask the client `method` with `params` under the name `key`, and wait for the
+    /// answer: in a direct 2026-07-28 call the question is `inputRequests[key]` of the
+    /// `InputRequiredResult` (other questions are named `q1`, `q2`, ...; elsewhere the
+    /// key is not seen). `elicitation/create`, `sampling/createMessage` and `roots/list`
+    /// need the client's capability (`elicitation`, `sampling`, `roots`).
+    ///
+    /// Several questions asked at once (`tokio::join!`) reach the client together, and
+    /// each goes on as soon as its own answer arrives.
+    ///
+    /// # Errors
+    /// The client's error, or -32601 when the client did not declare the capability.
+    pub async fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        let capability = match method {
+            methods::ELICITATION_CREATE => Some("elicitation"),
+            methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
+            "roots/list" => Some("roots"),
+            _ => None,
+        };
+        if let Some(c) = capability {
+            self.require(c)?;
+        }
+        self.channel.request_keyed(key, method, params).await
+    }
+
+    /// -32601 unless the client declared `capability`.
+    fn require(&self, capability: &str) -> Result<(), ErrorObject> {
+        if self.client_supports(capability) {
+            Ok(())
+        } else {
+            Err(ErrorObject::new(
+                codes::METHOD_NOT_FOUND,
+                format!("the client does not support {capability} (no `{capability}` capability)"),
+            ))
+        }
+    }
+
     /// Send `method` to the client, which must have declared `capability`.
     async fn ask_client(
         &self,
@@ -370,12 +435,7 @@ impl ToolContext {
         method: &str,
         params: Value,
     ) -> Result<Value, ErrorObject> {
-        if !self.client_supports(capability) {
-            return Err(ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                format!("the client does not support {capability} (no `{capability}` capability)"),
-            ));
-        }
+        self.require(capability)?;
         self.channel.request(method, params).await
     }
 }

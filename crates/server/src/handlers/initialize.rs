@@ -6,6 +6,7 @@ use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use serde_json::{Value, json};
 
+use crate::catalog::Gen;
 use crate::session::{Negotiated, Session};
 
 /// The revision to answer a request for `requested` with: the same if we support it,
@@ -58,6 +59,9 @@ pub fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorOb
     tracing::info!(requested, negotiated = version, client = %client, "session initialized");
 
     let mut caps = json!({ "tools": { "listChanged": false } });
+    if let Some(m) = caps.as_object_mut() {
+        m.extend(session.state.catalog.capabilities(Gen::Legacy));
+    }
     if session.tasks().is_some() {
         let mut tasks = json!({ "cancel": {}, "requests": { "tools": { "call": {} } } });
         if session.can_list {

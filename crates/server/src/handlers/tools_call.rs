@@ -97,6 +97,7 @@ pub async fn handle(
             let handler = Arc::clone(&tool.handler);
             let checked = tool.result_checker();
             let caps = Arc::clone(&negotiated.client_capabilities);
+            let log = session.log_threshold.clone();
             let spec = TaskSpec {
                 requester: session.requester.clone(),
                 method: methods::TOOLS_CALL.to_owned(),
@@ -107,7 +108,8 @@ pub async fn handle(
             };
             let runner = Box::new(move |run: TaskRun| {
                 let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
-                    .with_request_params(params_value);
+                    .with_request_params(params_value)
+                    .with_log_threshold(log);
                 Box::pin(async move { checked(handler.call(args, cx).await).map(Value::from) })
                     as futures::future::BoxFuture<'static, _>
             });
@@ -132,7 +134,8 @@ pub async fn handle(
                 Arc::clone(&negotiated.client_capabilities),
                 None,
             )
-            .with_request_params(params_value);
+            .with_request_params(params_value)
+            .with_log_threshold(session.log_threshold.clone());
             tool.check_result(tool.handler.call(args, tcx).await)
                 .map(Value::from)
         }

@@ -70,7 +70,9 @@ impl RequestorChannel for Deferred {
         let task = self.task.borrow().clone();
         match task {
             Some(channel) => channel.notify(method, params).await,
-            None if method == methods::PROGRESS => self.cx.notify(method, Some(params)).await,
+            None if method == methods::PROGRESS || method == methods::LOG_MESSAGE => {
+                self.cx.notify(method, Some(params)).await;
+            }
             None => {}
         }
     }
@@ -134,7 +136,8 @@ pub(super) async fn call(
         Arc::new(call.caps),
         None,
     )
-    .with_request_params(call.params.clone());
+    .with_request_params(call.params.clone())
+    .with_log_threshold(call.log.clone());
     let handler = Arc::clone(&call.tool.handler);
     let mut work = tokio::spawn(async move { handler.call(call.args, tcx).await.map(Value::from) });
     let abort = AbortOnDrop(work.abort_handle());

@@ -32,6 +32,7 @@ use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
+use crate::catalog::Gen;
 use crate::extension::ToolSource;
 use crate::session::Session;
 
@@ -172,6 +173,13 @@ pub(crate) async fn handle(
                 text @ Reply::Text(_) => return Ok(text),
             }
         }
+        m if session.state.catalog.serves(m, Gen::Modern) => {
+            session
+                .state
+                .catalog
+                .handle(m, params.as_ref(), Gen::Modern, None)
+                .await?
+        }
         methods::INITIALIZE => {
             return Err(ErrorObject::method_not_found(
                 "`initialize` is not a 2026-07-28 method: drop the `io.modelcontextprotocol/protocolVersion` `_meta` to open a 2025-11-25 session, or send requests without a handshake",
@@ -248,7 +256,7 @@ fn discover(session: &Session) -> Value {
     let capabilities = ServerCapabilities {
         tools: Some(json!({ "listChanged": false })),
         extensions: (!extensions.is_empty()).then_some(extensions),
-        extra: Map::new(),
+        extra: session.state.catalog.capabilities(Gen::Modern),
     };
     let result = DiscoverResult {
         result_type: ResultType::Complete,

@@ -64,6 +64,8 @@ type Answer = oneshot::Sender<Result<Value, ErrorObject>>;
 
 /// One question of a call, waiting for its answer.
 struct Question {
+    /// The key the handler named it by, if any (else `q<n>`).
+    key: Option<String>,
     method: String,
     params: Value,
     answer: Answer,
@@ -103,6 +105,39 @@ struct Asking(Weak<Call>);
 #[async_trait]
 impl RequestorChannel for Asking {
     async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.ask(None, method, params).await
+    }
+
+    async fn request_keyed(
+        &self,
+        key: &str,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
+        self.ask(Some(key), method, params).await
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        let cx = self
+            .0
+            .upgrade()
+            .and_then(|call| call.current.lock().clone());
+        let streamed = method == methods::PROGRESS || method == methods::LOG_MESSAGE;
+        if let (Some(cx), true) = (cx, streamed) {
+            cx.notify(method, Some(params)).await;
+        }
+    }
+}
+
+impl Asking {
+    /// Ask the client `method` with `params` (named `key` in the `inputRequests`, else
+    /// `q<n>`), and wait for the answer.
+    async fn ask(
+        &self,
+        key: Option<&str>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, ErrorObject> {
         let gone = || ErrorObject::internal("the call ended before the question was answered");
         let (tx, rx) = oneshot::channel();
         let cancel = {
@@ -136,6 +171,7 @@ impl RequestorChannel for Asking {
             call.questions.lock().insert(
                 n,
                 Question {
+                    key: key.map(str::to_owned),
                     method: method.to_owned(),
                     params,
                     answer: tx,
@@ -147,16 +183,6 @@ impl RequestorChannel for Asking {
         tokio::select! {
             r = rx => r.unwrap_or_else(|_| Err(gone())),
             () = cancel.cancelled() => Err(ErrorObject::internal("the call was cancelled")),
-        }
-    }
-
-    async fn notify(&self, method: &str, params: Value) {
-        let cx = self
-            .0
-            .upgrade()
-            .and_then(|call| call.current.lock().clone());
-        if let (Some(cx), true) = (cx, method == methods::PROGRESS) {
-            cx.notify(method, Some(params)).await;
         }
     }
 }
@@ -299,19 +325,22 @@ pub(super) async fn call(
             }
         }
         // The handler waits for answers: hand the questions to the client.
-        let (requests, asked): (Map<String, Value>, BTreeMap<u64, String>) = {
+        let (requests, asked, keys) = {
             let qs = call.questions.lock();
-            (
-                qs.iter()
-                    .map(|(n, q)| {
-                        (
-                            format!("q{n}"),
-                            json!({"method": q.method, "params": q.params}),
-                        )
-                    })
-                    .collect(),
-                qs.iter().map(|(n, q)| (*n, q.method.clone())).collect(),
-            )
+            let requests: Map<String, Value> = qs
+                .iter()
+                .map(|(n, q)| {
+                    let key = q.key.clone().unwrap_or_else(|| format!("q{n}"));
+                    (key, json!({"method": q.method, "params": q.params}))
+                })
+                .collect();
+            let asked: BTreeMap<u64, String> =
+                qs.iter().map(|(n, q)| (*n, q.method.clone())).collect();
+            let keys: BTreeMap<u64, String> = qs
+                .iter()
+                .filter_map(|(n, q)| Some((*n, q.key.clone()?)))
+                .collect();
+            (requests, asked, keys)
         };
         let handle = mcp_tasks_core::engine::new_task_id();
         let state = State {
@@ -320,6 +349,7 @@ pub(super) async fn call(
             expires_ms: st::expiry(PARK_TTL),
             answers: call.answered.lock().clone(),
             asked,
+            keys,
         };
         // Over the bound, the call ends here (dropped: its handler is aborted).
         let text = st::encode(key, &state, MAX_REQUEST_STATE_BYTES)?;
@@ -343,7 +373,10 @@ fn replay_script(
 ) -> Result<BTreeMap<u64, Recorded>, ErrorObject> {
     let mut script = state.answers;
     for (key, response) in responses {
-        let Some((n, method)) = question_number(&key).and_then(|n| state.asked.get_key_value(&n))
+        let named = state.keys.iter().find(|(_, k)| **k == key).map(|(n, _)| *n);
+        let Some((n, method)) = named
+            .or_else(|| question_number(&key))
+            .and_then(|n| state.asked.get_key_value(&n))
         else {
             continue;
         };
@@ -378,7 +411,8 @@ fn start(req: &ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> Arc<Call> {
         Arc::new(req.caps.clone()),
         None,
     )
-    .with_request_params(strip_retry(req.params.clone()));
+    .with_request_params(strip_retry(req.params.clone()))
+    .with_log_threshold(req.log.clone());
     let handler = Arc::clone(&req.tool.handler);
     let args = req.args.clone();
     let work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });
@@ -393,6 +427,17 @@ fn strip_retry(mut params: Value) -> Value {
         obj.remove("requestState");
     }
     params
+}
+
+/// The number of the waiting question `key` names: one the handler named so, else `q<n>`.
+fn number_of(questions: &BTreeMap<u64, Question>, key: &str) -> Option<u64> {
+    questions
+        .iter()
+        .find(|(_, q)| q.key.as_deref() == Some(key))
+        .map(|(n, _)| *n)
+        .or_else(|| {
+            question_number(key).filter(|n| questions.get(n).is_some_and(|q| q.key.is_none()))
+        })
 }
 
 /// The number of the question key `q<n>`.
@@ -430,13 +475,13 @@ fn check_answer(key: &str, method: &str, response: &Value) -> Result<(), ErrorOb
 fn answer(call: &Call, responses: Map<String, Value>) -> Result<(), ErrorObject> {
     let mut questions = call.questions.lock();
     for (key, response) in &responses {
-        if let Some(q) = question_number(key).and_then(|n| questions.get(&n)) {
+        if let Some(q) = number_of(&questions, key).and_then(|n| questions.get(&n)) {
             check_answer(key, &q.method, response)?;
         }
     }
     let mut answered = call.answered.lock();
     for (key, response) in responses {
-        if let Some((n, q)) = question_number(&key).and_then(|n| questions.remove_entry(&n)) {
+        if let Some((n, q)) = number_of(&questions, &key).and_then(|n| questions.remove_entry(&n)) {
             answered.insert(
                 n,
                 Recorded {

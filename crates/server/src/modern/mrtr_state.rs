@@ -67,6 +67,9 @@ pub(crate) struct State {
     /// The questions now waiting for answers: number -> method.
     #[serde(rename = "q")]
     pub asked: BTreeMap<u64, String>,
+    /// The keys the handler named its waiting questions by (the others are `q<n>`).
+    #[serde(rename = "k", default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub keys: BTreeMap<u64, String>,
 }
 
 /// The key that signs states, from the store's key.
@@ -231,6 +234,7 @@ mod tests {
                 },
             )]),
             asked: BTreeMap::from([(2, "sampling/createMessage".into())]),
+            keys: BTreeMap::new(),
         }
     }
 

@@ -80,6 +80,7 @@ pub(super) async fn create(
     let token = progress_token(Some(&call.params));
     let handler = Arc::clone(&call.tool.handler);
     let caps = Arc::new(call.caps);
+    let log = call.log;
     let spec = TaskSpec {
         requester: session.requester.clone(),
         method: methods::TOOLS_CALL.to_owned(),
@@ -91,7 +92,8 @@ pub(super) async fn create(
     };
     let runner = Box::new(move |run: TaskRun| {
         let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
-            .with_request_params(call.params);
+            .with_request_params(call.params)
+            .with_log_threshold(log);
         Box::pin(async move { handler.call(call.args, cx).await.map(Value::from) })
             as futures::future::BoxFuture<'static, _>
     });

@@ -8,6 +8,7 @@ use serde_json::Value;
 use super::CACHE_TTL_MS;
 use super::ModernRequest;
 use crate::extension::ToolSource;
+use crate::logging::LogThreshold;
 use crate::tool::Tool;
 
 /// Serve `tools/list`: the tools of `source` (the session's, or those a gateway serves
@@ -89,6 +90,7 @@ pub(super) async fn call(
             args,
             params,
             caps,
+            log: log_threshold(meta)?,
         };
         match support {
             TaskSupport::Required => return super::tasks::create(session, engine, call).await,
@@ -108,6 +110,8 @@ pub(super) struct ToolCall<'a> {
     pub args: Value,
     pub params: Value,
     pub caps: Value,
+    /// The level of the request's `_meta` log level (off without one).
+    pub log: LogThreshold,
 }
 
 /// Run `tool` as a direct call: its result is the reply, or, when it asks the client
@@ -124,8 +128,19 @@ async fn run_direct(
         args,
         params: without_hop_meta(params_value),
         caps: meta.client_capabilities.to_value(),
+        log: log_threshold(meta)?,
     };
     super::mrtr::call(session, cx, call).await
+}
+
+/// The log level a request's `_meta` asks for; off without one (2026-07-28 changelog:
+/// "servers MUST NOT emit `notifications/message` for requests that did not include this
+/// field").
+///
+/// # Errors
+/// -32602 for a level that is not a `LoggingLevel`.
+fn log_threshold(meta: &modern::RequestMeta) -> Result<LogThreshold, ErrorObject> {
+    crate::logging::meta_level(meta.log_level.as_deref()).map(LogThreshold::at)
 }
 
 /// `params` without the per-request protocol fields of `_meta` (and without `_meta` if

@@ -9,6 +9,7 @@ mod support;
 
 mod argument_validation;
 mod bad_input;
+mod catalog;
 mod lifecycle;
 mod modern;
 mod modern_http;

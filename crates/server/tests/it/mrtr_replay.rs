@@ -39,13 +39,41 @@ fn form(runs: Arc<AtomicUsize>) -> Tool {
     )
 }
 
+/// `named`: asks a name and a colour at once, under the keys `name` and `colour`.
+fn named() -> Tool {
+    Tool::new(
+        "named",
+        "Asks two things at once, by name.",
+        json!({"type": "object"}),
+        |_args: Value, cx| async move {
+            let ask = |m: &str| {
+                json!({"mode": "form", "message": m, "requestedSchema":
+                    {"type": "object", "properties": {"v": {"type": "string"}}}})
+            };
+            let (name, colour) = tokio::try_join!(
+                cx.ask("name", "elicitation/create", ask("Name?")),
+                cx.ask("colour", "elicitation/create", ask("Colour?")),
+            )?;
+            Ok(CallToolResult::text(format!(
+                "{} likes {}",
+                name["content"]["v"].as_str().unwrap_or("?"),
+                colour["content"]["v"].as_str().unwrap_or("?")
+            )))
+        },
+    )
+}
+
 /// Two servers on one store, and the count of the handler's runs on both.
 fn pair() -> (Wire, Wire, Arc<AtomicUsize>) {
     let store = Arc::new(MemoryStore::new());
     let runs = Arc::new(AtomicUsize::new(0));
     let serve = |runs: Arc<AtomicUsize>| {
         let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
-        let server = Server::new(ServerConfig::default(), vec![form(runs)], Some(engine));
+        let server = Server::new(
+            ServerConfig::default(),
+            vec![form(runs), named()],
+            Some(engine),
+        );
         let (wire, (reader, writer)) = Wire::pair();
         tokio::spawn(async move { server.serve_stdio(reader, writer).await });
         wire
@@ -119,6 +147,40 @@ async fn a_retry_on_another_server_re_runs_the_handler_with_the_recorded_answers
         .await;
     assert_eq!(text_of(&done), "Ada likes blue");
     assert_eq!(runs.load(Ordering::SeqCst), 3, "no re-run on the fast path");
+}
+
+/// Questions asked under names (`ToolContext::ask`) are the keys of `inputRequests`, and
+/// answers are taken by those keys: a retry answering one of two questions gets an
+/// `InputRequiredResult` holding only the other (partial fulfilment); a retry of that on
+/// another server re-runs the handler with the recorded answer, by key, and completes.
+#[tokio::test]
+async fn named_questions_are_answered_by_their_keys_one_at_a_time() {
+    let (mut a, mut b, _) = pair();
+    let r = a
+        .ok_modern("tools/call", json!({"name": "named"}), caps())
+        .await;
+    let mut keys: Vec<&String> = r["inputRequests"].as_object().unwrap().keys().collect();
+    keys.sort();
+    assert_eq!(keys, ["colour", "name"], "{r}");
+    let s1 = r["requestState"].as_str().unwrap().to_owned();
+    let r = a
+        .ok_modern(
+            "tools/call",
+            json!({"name": "named", "requestState": s1, "inputResponses": {"name": accept("Ada"), "q1": accept("x")}}),
+            caps(),
+        )
+        .await;
+    let (k, s2) = asked(&r, "Colour?");
+    assert_eq!(k, "colour", "only the unanswered question is asked again");
+    let done = b
+        .ok_modern(
+            "tools/call",
+            json!({"name": "named", "requestState": s2, "inputResponses": {"colour": accept("green")}}),
+            caps(),
+        )
+        .await;
+    assert_eq!(done["resultType"], "complete", "{done}");
+    assert_eq!(text_of(&done), "Ada likes green");
 }
 
 /// Spec (MRTR): "servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST reject

@@ -1,0 +1,311 @@
+//! What a server offers besides tools: resources and resource templates, prompts,
+//! completions and log messages, served in both generations.
+//!
+//! A [`Catalog`] is filled by the [`crate::ServerBuilder`] (`resource`,
+//! `resource_template`, `prompt`, `logging`); a server serves the methods of what it
+//! has, and declares the matching capabilities (`resources`, `prompts`, `completions`,
+//! `logging`). A server without any (`mcp-tasks serve`, a gateway) is unchanged: those
+//! methods go to its fallback.
+
+pub mod complete;
+pub mod prompt;
+pub mod resource;
+mod subscribe;
+
+use std::sync::Arc;
+
+use mcp_tasks_proto::{ErrorObject, codes, methods};
+use serde_json::{Map, Value, json};
+
+use self::complete::Reference;
+use self::prompt::Prompt;
+use self::resource::{Resource, ResourceTemplate};
+pub use self::subscribe::{MAX_SUBSCRIPTIONS_PER_SESSION, Subscriptions};
+use crate::logging::LogThreshold;
+
+/// Resources, templates, prompts and logging of a server.
+#[derive(Clone)]
+pub struct Catalog {
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
+    pub(crate) prompts: Vec<Prompt>,
+    pub(crate) logging: bool,
+    /// `notifications/resources/updated`, to the sessions that subscribed.
+    pub(crate) updates: tokio::sync::broadcast::Sender<Arc<str>>,
+}
+
+impl Default for Catalog {
+    fn default() -> Self {
+        Self {
+            resources: Vec::new(),
+            templates: Vec::new(),
+            prompts: Vec::new(),
+            logging: false,
+            updates: tokio::sync::broadcast::Sender::new(64),
+        }
+    }
+}
+
+mcp_tasks_proto::debug_non_exhaustive!(Catalog, |s| {
+    resources: s.resources.len(),
+    templates: s.templates.len(),
+    prompts: s.prompts.len(),
+    logging: s.logging,
+});
+
+/// Which generation a request of the catalog comes from: the errors and the fields of
+/// the results differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gen {
+    /// 2025-11-25 (a session).
+    Legacy,
+    /// 2026-07-28 (stateless).
+    Modern,
+}
+
+/// The session side of a 2025-11-25 catalog request: its log level and subscriptions.
+pub(crate) struct SessionSide<'a> {
+    pub(crate) log: &'a LogThreshold,
+    pub(crate) subscriptions: &'a Arc<Subscriptions>,
+    pub(crate) peer: &'a mcp_tasks_rpc::Peer,
+}
+
+impl Catalog {
+    fn has_resources(&self) -> bool {
+        !self.resources.is_empty() || !self.templates.is_empty()
+    }
+
+    fn completes(&self) -> bool {
+        self.prompts.iter().any(Prompt::completes)
+            || self.templates.iter().any(|t| !t.completers.is_empty())
+    }
+
+    /// The capabilities of what the catalog has, for `initialize` (`legacy`) or
+    /// `server/discover`. `resources.subscribe` and `logging` only in 2025-11-25: the
+    /// 2026-07-28 changelog removes `logging/setLevel`, and subscriptions there go through
+    /// `subscriptions/listen`.
+    pub(crate) fn capabilities(&self, generation: Gen) -> Map<String, Value> {
+        let mut caps = Map::new();
+        if self.has_resources() {
+            let mut r = json!({ "listChanged": false });
+            if generation == Gen::Legacy {
+                r["subscribe"] = json!(true);
+            }
+            caps.insert("resources".into(), r);
+        }
+        if !self.prompts.is_empty() {
+            caps.insert("prompts".into(), json!({ "listChanged": false }));
+        }
+        if self.completes() {
+            caps.insert("completions".into(), json!({}));
+        }
+        if self.logging && generation == Gen::Legacy {
+            caps.insert("logging".into(), json!({}));
+        }
+        caps
+    }
+
+    /// Whether the catalog serves `method` in `generation`.
+    pub(crate) fn serves(&self, method: &str, generation: Gen) -> bool {
+        match method {
+            methods::RESOURCES_LIST
+            | methods::RESOURCES_TEMPLATES_LIST
+            | methods::RESOURCES_READ => self.has_resources(),
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                self.has_resources() && generation == Gen::Legacy
+            }
+            methods::PROMPTS_LIST | methods::PROMPTS_GET => !self.prompts.is_empty(),
+            methods::COMPLETION_COMPLETE => self.completes(),
+            methods::LOGGING_SET_LEVEL => self.logging && generation == Gen::Legacy,
+            _ => false,
+        }
+    }
+
+    /// Serve `method` (one [`Self::serves`] says yes to). `side` is the session of a
+    /// 2025-11-25 request (`None` in 2026-07-28).
+    ///
+    /// # Errors
+    /// The JSON-RPC error to answer with.
+    pub(crate) async fn handle(
+        &self,
+        method: &str,
+        params: Option<&Value>,
+        generation: Gen,
+        side: Option<SessionSide<'_>>,
+    ) -> Result<Value, ErrorObject> {
+        match method {
+            methods::RESOURCES_LIST => {
+                no_cursor(params)?;
+                let list: Vec<Value> = self.resources.iter().map(Resource::to_listing).collect();
+                Ok(cacheable(json!({ "resources": list }), generation))
+            }
+            methods::RESOURCES_TEMPLATES_LIST => {
+                no_cursor(params)?;
+                let list: Vec<Value> = self
+                    .templates
+                    .iter()
+                    .map(ResourceTemplate::to_listing)
+                    .collect();
+                Ok(cacheable(json!({ "resourceTemplates": list }), generation))
+            }
+            methods::RESOURCES_READ => self.read(params, generation).await,
+            methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
+                let side = side.ok_or_else(|| ErrorObject::method_not_found(method))?;
+                let uri = uri_param(params)?;
+                if method == methods::RESOURCES_SUBSCRIBE {
+                    if self.find(uri).is_none() {
+                        return Err(not_found(uri, generation));
+                    }
+                    side.subscriptions.add(uri)?;
+                    side.subscriptions
+                        .forward(side.peer, self.updates.subscribe());
+                } else {
+                    side.subscriptions.remove(uri);
+                }
+                Ok(json!({}))
+            }
+            methods::PROMPTS_LIST => {
+                no_cursor(params)?;
+                let list: Vec<Value> = self.prompts.iter().map(Prompt::to_listing).collect();
+                Ok(cacheable(json!({ "prompts": list }), generation))
+            }
+            methods::PROMPTS_GET => {
+                let name = params
+                    .and_then(|p| p.get("name"))
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| ErrorObject::invalid_params("`name` must be a string"))?;
+                let prompt = self
+                    .prompts
+                    .iter()
+                    .find(|p| p.name == name)
+                    .ok_or_else(|| {
+                        ErrorObject::invalid_params(format!("Unknown prompt: `{name}`"))
+                    })?;
+                prompt.get(params.and_then(|p| p.get("arguments"))).await
+            }
+            methods::COMPLETION_COMPLETE => self.complete(params).await,
+            methods::LOGGING_SET_LEVEL => {
+                let side = side.ok_or_else(|| ErrorObject::method_not_found(method))?;
+                let level = crate::logging::set_level_params(params)?;
+                side.log.set(Some(level));
+                Ok(json!({}))
+            }
+            other => Err(ErrorObject::method_not_found(format!(
+                "`{other}` is not served"
+            ))),
+        }
+    }
+
+    /// The resource or template that serves `uri`.
+    fn find(&self, uri: &str) -> Option<Found<'_>> {
+        if let Some(r) = self.resources.iter().find(|r| r.uri == uri) {
+            return Some(Found::Resource(r));
+        }
+        self.templates
+            .iter()
+            .find_map(|t| t.matches(uri).map(|vars| Found::Template(t, vars)))
+    }
+
+    /// `resources/read`.
+    ///
+    /// Spec (2025-11-25, resources, "Error Handling"): "Resource not found: `-32002`".
+    /// SEP-2164 (2026-07-28): servers "MUST NOT return an empty contents array for
+    /// non-existent resources" and answer -32602 with the URI in `data.uri`.
+    async fn read(&self, params: Option<&Value>, generation: Gen) -> Result<Value, ErrorObject> {
+        let uri = uri_param(params)?;
+        let contents = match self.find(uri) {
+            Some(Found::Resource(r)) => r.read(uri).await?,
+            Some(Found::Template(t, vars)) => t.read(uri, vars).await?,
+            None => return Err(not_found(uri, generation)),
+        };
+        if contents.is_empty() {
+            return Err(not_found(uri, generation));
+        }
+        let result = json!({ "contents": contents });
+        Ok(match generation {
+            Gen::Legacy => result,
+            // Contents may change at any time: no promise that they stay fresh.
+            Gen::Modern => with_cache(result, 0, "private"),
+        })
+    }
+
+    /// `completion/complete`: the completer of the prompt argument or template variable,
+    /// no values when it has none.
+    ///
+    /// # Errors
+    /// -32602 for bad params or an unknown prompt or template.
+    async fn complete(&self, params: Option<&Value>) -> Result<Value, ErrorObject> {
+        let p = complete::parse(params)?;
+        let completer = match &p.reference {
+            Reference::Prompt(name) => self
+                .prompts
+                .iter()
+                .find(|x| &x.name == name)
+                .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown prompt: `{name}`")))?
+                .completer(&p.argument),
+            Reference::Resource(uri) => self
+                .templates
+                .iter()
+                .find(|t| &t.uri_template == uri)
+                .ok_or_else(|| {
+                    ErrorObject::invalid_params(format!("Unknown resource template: `{uri}`"))
+                })?
+                .completers
+                .get(&p.argument),
+        };
+        let values = match completer {
+            Some(c) => c.complete(p.value, p.context).await,
+            None => Vec::new(),
+        };
+        Ok(complete::result(values))
+    }
+}
+
+enum Found<'a> {
+    Resource(&'a Resource),
+    Template(
+        &'a ResourceTemplate,
+        std::collections::BTreeMap<String, String>,
+    ),
+}
+
+/// Unknown `uri`: -32002 in 2025-11-25, -32602 in 2026-07-28 (SEP-2164), `data.uri`
+/// both.
+fn not_found(uri: &str, generation: Gen) -> ErrorObject {
+    let code = match generation {
+        Gen::Legacy => codes::RESOURCE_NOT_FOUND,
+        Gen::Modern => codes::INVALID_PARAMS,
+    };
+    ErrorObject::new(code, format!("Resource not found: `{uri}`")).with_data(json!({ "uri": uri }))
+}
+
+fn uri_param(params: Option<&Value>) -> Result<&str, ErrorObject> {
+    params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| ErrorObject::invalid_params("`uri` must be a string"))
+}
+
+/// Every list fits on one page: no cursor is ever issued, so any cursor is invalid.
+fn no_cursor(params: Option<&Value>) -> Result<(), ErrorObject> {
+    match params.and_then(|p| p.get("cursor")) {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(_)) => Err(ErrorObject::invalid_params("Invalid cursor")),
+        Some(_) => Err(ErrorObject::invalid_params("`cursor` must be a string")),
+    }
+}
+
+/// A list result; in 2026-07-28 with the caching hints. Schema (2026-07-28): `ttlMs` and
+/// `cacheScope` are required on list results. The lists of a process never change.
+fn cacheable(result: Value, generation: Gen) -> Value {
+    match generation {
+        Gen::Legacy => result,
+        Gen::Modern => with_cache(result, crate::modern::CACHE_TTL_MS, "public"),
+    }
+}
+
+fn with_cache(mut result: Value, ttl_ms: u64, scope: &str) -> Value {
+    result["ttlMs"] = json!(ttl_ms);
+    result["cacheScope"] = json!(scope);
+    result
+}

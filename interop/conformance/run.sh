@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The official MCP conformance suite (interop/conformance/setup.sh installs it, pinned)
+# against the SDK's conformance example over Streamable HTTP: every server scenario of the
+# suite's 2025-11-25 group (at the 2025-11-25 wire), its 2026-07-28 group (at the
+# 2026-07-28 wire) and the tasks extension (tasks-*, at the wire the suite gives it:
+# 2026-07-28). A scenario the suite
+# itself skips at that version counts as not applicable (n/a).
+#
+#   interop/conformance/run.sh                    # build the example, run everything
+#   interop/conformance/run.sh 'tools-.*'         # only scenarios matching this regex
+#   CONFORMANCE_BIN=/path/to/conformance interop/conformance/run.sh
+#
+# Prints a table (group, scenario, result); per-scenario logs and results.tsv go to
+# target/conformance/. Exits non-zero when any scenario fails.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+filter="${1:-.*}"
+out="$repo/target/conformance"
+"$here/setup.sh"
+node="$here/node_modules/.bin/node"
+suite=("$node" "$here/node_modules/@modelcontextprotocol/conformance/dist/index.js")
+
+if [ -z "${CONFORMANCE_BIN:-}" ]; then
+  (cd "$repo" && cargo build -q -p mcp-tasks-sdk --example conformance)
+  CONFORMANCE_BIN="$repo/target/debug/examples/conformance"
+fi
+
+rm -rf "$out"
+mkdir -p "$out/logs"
+
+# The example on a free port; it prints `listening on http://ADDR/mcp` on stderr.
+"$CONFORMANCE_BIN" --listen 127.0.0.1:0 2>"$out/server.log" &
+server_pid=$!
+trap 'kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true' EXIT
+url=""
+for _ in $(seq 1 100); do
+  url="$(sed -n 's/^listening on \(http:[^ ]*\)$/\1/p' "$out/server.log" | head -n1)"
+  [ -n "$url" ] && break
+  kill -0 "$server_pid" 2>/dev/null || { cat "$out/server.log" >&2; echo "conformance: the example exited" >&2; exit 1; }
+  sleep 0.1
+done
+[ -n "$url" ] || { echo "conformance: the example did not start listening" >&2; exit 1; }
+echo "conformance: the example listens on $url"
+
+# The server scenarios and their tags, from the suite itself:
+#   "  - tools-list [2025-06-18,2025-11-25,2026-07-28]"
+listing="$("${suite[@]}" list --server)"
+scenarios_of() { # $1: a tag (a spec version, or "tasks" for the extension's tasks-*)
+  sed -n 's/^  - \([^ ]*\) \[\(.*\)\]$/\1 \2/p' <<<"$listing" | while read -r name tags; do
+    case "$1" in
+      tasks) [[ "$name" == tasks-* ]] && echo "$name" ;;
+      *) [[ ",$tags," == *",$1,"* ]] && echo "$name" ;;
+    esac
+  done
+}
+
+failed=0
+printf '%s\t%s\t%s\n' group scenario result >"$out/results.tsv"
+for group in 2025-11-25 2026-07-28 tasks; do
+  # An extension's scenarios are off the spec timeline: without --spec-version the suite
+  # runs them at the wire of the revision the extension lives on (2026-07-28).
+  version=(--spec-version "$group")
+  [ "$group" = tasks ] && version=()
+  for scenario in $(scenarios_of "$group"); do
+    [[ "$scenario" =~ ^($filter)$ ]] || continue
+    log="$out/logs/$group-$scenario.log"
+    if "${suite[@]}" server --url "$url" --scenario "$scenario" "${version[@]}" \
+      --timeout 30000 >"$log" 2>&1; then
+      if grep -q '^SKIPPED' "$log"; then result="n/a"; else result="pass"; fi
+    else
+      result="FAIL"
+      failed=$((failed + 1))
+    fi
+    printf '%s\t%s\t%s\n' "$group" "$scenario" "$result" >>"$out/results.tsv"
+  done
+done
+
+column -t -s $'\t' "$out/results.tsv"
+echo
+if [ "$failed" -gt 0 ]; then
+  echo "conformance: $failed scenario(s) failed; logs in $out/logs/" >&2
+  exit 1
+fi
+echo "conformance: every scenario passed (or is not applicable)"

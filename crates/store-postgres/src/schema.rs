@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 9;
+pub const SCHEMA_VERSION: i32 = 10;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -333,6 +333,8 @@ const MIGRATIONS: &[&str] = &[
     crate::relay::MIGRATION,
     // 8 -> 9: `create_tasks` set-based: one insert per batch (`setbased`).
     crate::setbased::MIGRATION,
+    // 9 -> 10: each owner's share of the relayed messages (`relay`).
+    crate::relay::OWNER_SHARE_MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

@@ -140,8 +140,7 @@ impl Receiving {
                     "mcp-tasks-client-connection:{}",
                     mcp_tasks_core::engine::new_task_id()
                 )),
-                sees_all: false,
-                session: None,
+                ..Requester::default()
             },
         }
     }

@@ -436,6 +436,7 @@ mod tests {
             principal: Some("alice".into()),
             sees_all: false,
             session: Some("secret-session-id".into()),
+            client_address: None,
         };
         let e = Event::new(EventKind::Created)
             .who(&who)

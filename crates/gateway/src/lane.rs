@@ -106,19 +106,7 @@ struct Early {
 
 /// The size of `v` as JSON, without building the text.
 fn json_len(v: Option<&Value>) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut c = Count(0);
-    let _ = serde_json::to_writer(&mut c, &v);
-    c.0
+    mcp_tasks_proto::json_len(&v)
 }
 
 /// The state of a lane's connection.

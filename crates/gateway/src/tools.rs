@@ -162,10 +162,10 @@ impl ToolHandler for BridgeTool {
     async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject> {
         let lane = self.lane.upgrade().ok_or_else(ended)?;
         let (_lease, conn) = lane.lease_and_conn()?;
-        let mut params = cx
-            .request_params()
-            .cloned()
-            .unwrap_or_else(|| json!({ "name": self.name, "arguments": args }));
+        let mut params = match cx.request_params() {
+            Some(p) => with_arguments(p.clone(), args),
+            None => json!({ "name": self.name, "arguments": args }),
+        };
         let task_field = params.as_object_mut().and_then(|m| m.remove("task"));
         let as_task = self.upstream != TaskSupport::Forbidden
             && (cx.task_id().is_some() || self.upstream == TaskSupport::Required);
@@ -178,6 +178,19 @@ impl ToolHandler for BridgeTool {
         }?;
         crate::upstream_task::into_call_tool_result(out)
     }
+}
+
+/// The request's `params` with its `arguments`: a direct 2026-07-28 call, which may wait
+/// for the client's answers, hands its handler the params without non-empty `arguments`
+/// ([`ToolContext::request_params`]), which go back where they were.
+fn with_arguments(mut params: Value, args: Value) -> Value {
+    if let Some(obj) = params.as_object_mut()
+        && !obj.contains_key("arguments")
+        && args.as_object().is_some_and(|a| !a.is_empty())
+    {
+        obj.insert("arguments".to_owned(), args);
+    }
+    params
 }
 
 /// A plain upstream `tools/call`: its result or JSON-RPC error, exactly.

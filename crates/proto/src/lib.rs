@@ -6,6 +6,7 @@
 //! stays raw JSON; every typed struct keeps the fields it does not know in an `extra` map so
 //! that a parse/serialize round trip loses nothing. This crate does no I/O.
 
+pub mod budget;
 mod builder;
 mod debug;
 pub mod error;
@@ -19,6 +20,7 @@ pub mod modern;
 pub mod tool_result;
 pub mod trace;
 
+pub use budget::json_len;
 pub use error::{ErrorObject, codes};
 pub use jsonrpc::{
     ErrorResponse, Message, Notification, ParseFailure, Request, RequestId, Response,

@@ -265,10 +265,21 @@ struct Sessions(Server);
 
 impl SessionFactory for Sessions {
     fn create(&self, principal: Option<&str>) -> Arc<dyn Handler> {
+        self.create_stateless(principal, None)
+    }
+
+    /// Without a principal, the client's address is what the per-requester limits of its
+    /// stateless requests count against ([`Requester::quota_key`]).
+    fn create_stateless(
+        &self,
+        principal: Option<&str>,
+        client: Option<std::net::IpAddr>,
+    ) -> Arc<dyn Handler> {
         let requester = Requester {
             principal: principal.map(str::to_owned),
             sees_all: false,
             session: None,
+            client_address: client.filter(|_| principal.is_none()),
         };
         self.0.session(requester, principal.is_some())
     }

@@ -70,6 +70,10 @@ pub use http::{HttpOptions, serve_http};
 pub use logging::{LogLevel, LogThreshold};
 pub use mcp_tasks_proto::{CallToolResult, ContentBlock, ResourceContents};
 /// The longest 2026-07-28 `requestState` a server issues or accepts (see the tool docs).
+pub use modern::mrtr::{
+    MAX_PARKED, MAX_PARKED_BYTES, MAX_PARKED_BYTES_PER_REQUESTER, MAX_PARKED_PER_REQUESTER,
+    PARK_TTL, STATE_TTL,
+};
 pub use modern::mrtr_state::MAX_REQUEST_STATE_BYTES;
 #[cfg(feature = "schemars")]
 pub use schemars;

@@ -42,6 +42,7 @@ pub(crate) fn restore(
             .get("session")
             .and_then(Value::as_str)
             .map(str::to_owned),
+        client_address: None,
     };
     let session: Arc<Session> = server.session(requester, principal.is_some());
     session.set_negotiated(negotiated);

@@ -306,7 +306,9 @@ impl ToolContext {
     }
 
     /// The params of the `tools/call` request as received, when known. A gateway forwards
-    /// them upstream without losing a field.
+    /// them upstream without losing a field. For a direct 2026-07-28 call (which may wait,
+    /// parked, for the client's answers) non-empty `arguments` are left out: the handler
+    /// has them as its `args`, and one copy is kept.
     pub fn request_params(&self) -> Option<&Value> {
         self.request_params.as_deref()
     }

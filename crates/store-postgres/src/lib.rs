@@ -91,7 +91,8 @@ mod write;
 pub use group::QUEUE as WRITE_QUEUE;
 pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
 pub use relay::{
-    MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_TOTAL_BYTES, RELAYED_TTL, RelayError, RelayLimits,
+    MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_OWNER_BYTES, MAX_RELAYED_TOTAL_BYTES, RELAYED_TTL,
+    RelayError, RelayLimits,
 };
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{MAX_RELAYED_BYTES, PgSessions, SessionEnded, SessionRow};

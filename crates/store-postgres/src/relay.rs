@@ -7,9 +7,13 @@
 //!
 //! Bounds (documented defaults, [`RelayLimits::default`]): a message of at most
 //! [`MAX_RELAYED_MESSAGE_BYTES`] (1 MiB), at most [`MAX_RELAYED_TOTAL_BYTES`] (16 MiB)
-//! stored at once across all replicas (checked under an advisory lock), each kept
-//! [`RELAYED_TTL`] (30 s). A relay over a bound is refused with [`RelayError::Refused`],
-//! which the HTTP layer turns into a 400 for the client: never a silent loss.
+//! stored at once across all replicas (checked under an advisory lock), of which one
+//! owner (the owner of the session's shared record: its principal, or its client address
+//! without authentication; the session itself when it has no record) holds at most
+//! [`MAX_RELAYED_OWNER_BYTES`] (4 MiB), so that one client flooding the table leaves
+//! room for the others' answers; each kept [`RELAYED_TTL`] (30 s). A relay over a bound
+//! is refused with [`RelayError::Refused`], which the HTTP layer turns into a 400 for the
+//! client: never a silent loss.
 
 use std::time::Duration;
 
@@ -50,7 +54,43 @@ pub(crate) const MIGRATION: &str = "
     END $$;
 ";
 
-pub(crate) const STORE: &str = "SELECT row_id, used FROM relay_store($1, $2, $3, $4, $5, $6)";
+/// Schema version 10 -> 11: each relayed message counts against its session's owner, who
+/// may hold at most a share of the total (`p_max_owner`). The function of version 8 stays
+/// for replicas of the previous build during an upgrade.
+pub(crate) const OWNER_SHARE_MIGRATION: &str = "
+    ALTER TABLE relayed_messages ADD COLUMN owner text NOT NULL DEFAULT '';
+    CREATE INDEX relayed_messages_owner ON relayed_messages (owner);
+    -- As relay_store of version 8, and within the owner's share: the owner of the
+    -- session's shared record, else the session. Also returns the owner's bytes stored.
+    CREATE FUNCTION relay_store(p_channel text, p_session text, p_message bytea, p_now bigint,
+                                p_ttl bigint, p_max_total bigint, p_max_owner bigint)
+        RETURNS TABLE (row_id bigint, used bigint, owner_used bigint)
+        LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+    DECLARE
+        v_owner text;
+    BEGIN
+        PERFORM pg_advisory_xact_lock(
+            hashtextextended('mcp-tasks relayed_messages ' || current_schema(), 0));
+        DELETE FROM relayed_messages WHERE expires_ms <= p_now;
+        SELECT coalesce((SELECT s.owner FROM sessions s WHERE s.id = p_session),
+                        'session:' || p_session) INTO v_owner;
+        SELECT coalesce(sum(octet_length(message)), 0)::bigint INTO used FROM relayed_messages;
+        SELECT coalesce(sum(octet_length(message)), 0)::bigint INTO owner_used
+            FROM relayed_messages WHERE owner = v_owner;
+        row_id := NULL;
+        IF used + octet_length(p_message) <= p_max_total
+           AND owner_used + octet_length(p_message) <= p_max_owner THEN
+            INSERT INTO relayed_messages (session, owner, message, expires_ms)
+                VALUES (p_session, v_owner, p_message, p_now + p_ttl) RETURNING id INTO row_id;
+            PERFORM pg_notify(p_channel,
+                json_build_object('session', p_session, 'row', row_id)::text);
+        END IF;
+        RETURN NEXT;
+    END $$;
+";
+
+pub(crate) const STORE: &str =
+    "SELECT row_id, used, owner_used FROM relay_store($1, $2, $3, $4, $5, $6, $7)";
 pub(crate) const FETCH: &str =
     "SELECT message FROM relayed_messages WHERE id = $1 AND session = $2";
 
@@ -58,6 +98,9 @@ pub(crate) const FETCH: &str =
 pub const MAX_RELAYED_MESSAGE_BYTES: usize = 1024 * 1024;
 /// The most bytes of relayed messages stored at once (all replicas) by default.
 pub const MAX_RELAYED_TOTAL_BYTES: usize = 16 * 1024 * 1024;
+/// The most bytes of relayed messages one owner (a principal, or a client address
+/// without authentication) has stored at once by default: a quarter of the total.
+pub const MAX_RELAYED_OWNER_BYTES: usize = MAX_RELAYED_TOTAL_BYTES / 4;
 /// How long a stored relayed message is kept by default.
 pub const RELAYED_TTL: Duration = Duration::from_secs(30);
 
@@ -69,6 +112,8 @@ pub struct RelayLimits {
     pub max_message: usize,
     /// The most bytes stored at once.
     pub max_total: usize,
+    /// The most bytes one owner has stored at once.
+    pub max_per_owner: usize,
     /// How long a stored message is kept.
     pub ttl: Duration,
 }
@@ -78,19 +123,29 @@ impl Default for RelayLimits {
         Self {
             max_message: MAX_RELAYED_MESSAGE_BYTES,
             max_total: MAX_RELAYED_TOTAL_BYTES,
+            max_per_owner: MAX_RELAYED_OWNER_BYTES,
             ttl: RELAYED_TTL,
         }
     }
 }
 
 impl RelayLimits {
-    /// These bounds.
+    /// These bounds; one owner may hold a quarter of `max_total`
+    /// ([`Self::with_max_per_owner`]).
     pub fn new(max_message: usize, max_total: usize, ttl: Duration) -> Self {
         Self {
             max_message,
             max_total,
+            max_per_owner: max_total / 4,
             ttl,
         }
+    }
+
+    /// One owner may hold at most `max` bytes at once.
+    #[must_use]
+    pub fn with_max_per_owner(mut self, max: usize) -> Self {
+        self.max_per_owner = max;
+        self
     }
 }
 
@@ -136,6 +191,13 @@ pub(crate) fn full(len: usize, used: i64, max: usize) -> RelayError {
     RelayError::Refused(format!(
         "the message of {len} bytes does not fit: {used} of the {max} bytes of messages relayed \
          between replicas are in use; try again later"
+    ))
+}
+
+pub(crate) fn over_share(len: usize, used: i64, max: usize) -> RelayError {
+    RelayError::Refused(format!(
+        "the message of {len} bytes does not fit: this client's messages relayed between \
+         replicas already take {used} of the {max} bytes one client may hold; try again later"
     ))
 }
 

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 10;
+pub const SCHEMA_VERSION: i32 = 11;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -335,6 +335,8 @@ const MIGRATIONS: &[&str] = &[
     crate::setbased::MIGRATION,
     // 9 -> 10: the rate-limit buckets the replicas share (`buckets`).
     crate::buckets::MIGRATION,
+    // 10 -> 11: each owner's share of the relayed messages (`relay`).
+    crate::relay::OWNER_SHARE_MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

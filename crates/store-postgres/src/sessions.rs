@@ -289,7 +289,8 @@ impl PgSessions {
     ///
     /// # Errors
     /// [`RelayError::Refused`] for a message over [`RelayLimits::max_message`], or when
-    /// the stored messages would pass [`RelayLimits::max_total`]; else the database fails.
+    /// the stored messages would pass [`RelayLimits::max_total`], or those of the
+    /// session's owner [`RelayLimits::max_per_owner`]; else the database fails.
     pub async fn relay(&self, session: &str, message: &str) -> Result<(), RelayError> {
         let channel = format!("{}_sessions", self.cfg.options.schema);
         let payload = serde_json::json!({"session": session, "message": message}).to_string();
@@ -317,6 +318,7 @@ impl PgSessions {
                     &relay::now_ms(),
                     &ttl,
                     &relay::to_i64(l.max_total),
+                    &relay::to_i64(l.max_per_owner),
                 ],
             )
             .await?;
@@ -324,6 +326,16 @@ impl PgSessions {
             .first()
             .ok_or_else(|| StoreError::Corrupt("relay_store returned no row".into()))?;
         if row.get::<_, Option<i64>>(0).is_none() {
+            let owner_used: i64 = row.get(2);
+            if owner_used.saturating_add(relay::to_i64(message.len()))
+                > relay::to_i64(l.max_per_owner)
+            {
+                return Err(relay::over_share(
+                    message.len(),
+                    owner_used,
+                    l.max_per_owner,
+                ));
+            }
             return Err(relay::full(message.len(), row.get(1), l.max_total));
         }
         Ok(())

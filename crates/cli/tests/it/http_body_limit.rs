@@ -123,3 +123,45 @@ async fn the_limit_follows_max_message_bytes() {
     let body = r.json().await;
     assert!(body.get("id").is_none());
 }
+
+/// A 1 MiB body of many tiny nested objects (within the byte limit and the depth limit)
+/// would take about a hundred times its size to parse: it is refused before parsing,
+/// 413 with -32600 naming the bound; the session goes on, and a 1 MiB body of text is
+/// served.
+#[tokio::test]
+async fn a_body_of_many_tiny_objects_is_refused_before_it_is_parsed() {
+    let server = Server::start(&[]);
+    let mut c = Client::new(&server);
+    c.initialize().await;
+    let tiny = r#"{"a":{"b":1}},"#;
+    let items = tiny.repeat((1024 * 1024) / tiny.len());
+    let body = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"t","many":[{}0]}}}}}}"#,
+        items
+    );
+    assert!(body.len() <= 1024 * 1024 + 200);
+    let r = c.post_with(&[], body.as_bytes()).await;
+    assert_eq!(r.status, 413, "{r:?}");
+    let e = r.json().await;
+    assert_eq!(e["error"]["code"], -32600, "{e}");
+    let m = e["error"]["message"].as_str().unwrap();
+    assert!(
+        m.contains(&format!(
+            "{}-byte bound",
+            mcp_tasks_proto::budget::MAX_PARSE_COST
+        )),
+        "{e}"
+    );
+    c.rpc("ping", json!({})).await;
+    let text = "d".repeat(1024 * 1024);
+    let m = c
+        .rpc(
+            "tools/call",
+            json!({"name": "echo", "arguments": {"text": text}}),
+        )
+        .await;
+    assert_eq!(
+        m["result"]["content"][0]["text"].as_str().unwrap().len(),
+        text.len()
+    );
+}

@@ -78,6 +78,7 @@ mod log_format;
 mod log_trace;
 mod metrics;
 mod metrics_gateway;
+mod modern_anonymous;
 mod modern_bad_input;
 mod modern_era;
 mod pg_outage_wait;

@@ -263,3 +263,59 @@ async fn a_large_sampling_answer_on_another_replica_reaches_the_call_and_an_over
         Some(large.len()),
     );
 }
+
+/// One client flooding the relayed messages does not block another's real answer: bob
+/// POSTs 1 MiB answers to ids nobody asked, to B. Those with ids no session's peer could
+/// have sent (strings) are dropped (202, nothing stored); numbered ones are relayed until
+/// bob's share of `relayed_messages` (4 MiB of the 16 MiB) is full, then refused with 400
+/// naming it. Alice's 200 KB sampling answer POSTed to B still reaches her call on A.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_flooding_the_relay_does_not_block_another_clients_large_answer() {
+    let cluster = Cluster::start(&[]).await;
+    let alice = initialized(&cluster, "tok-alice").await;
+    let bob = initialized(&cluster, "tok-bob").await;
+    let mut a = cluster.at(0, &alice);
+    let b = cluster.at(1, &alice);
+    let bob_b = cluster.at(1, &bob);
+    let (call_id, mut sse, request) = summarize_on(&mut a).await;
+    let mib = "f".repeat(1024 * 1024 - 200);
+    for i in 0..8 {
+        let r = bob_b
+            .post(&sampling_answer(&json!(format!("nobody-{i}")), &mib))
+            .await;
+        assert_eq!(r.status, 202, "{r:?}");
+    }
+    let mut refused = None;
+    for i in 0..16 {
+        let r = bob_b.post(&sampling_answer(&json!(1000 + i), &mib)).await;
+        if r.status == 400 {
+            refused = Some((i, r.json().await));
+            break;
+        }
+        assert_eq!(r.status, 202, "{r:?}");
+    }
+    let (at, e) = refused.expect("bob's flood is refused past his share");
+    assert_eq!(at, 4, "four 1 MiB answers fill a 4 MiB share: {e}");
+    assert!(
+        e["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("one client may hold"),
+        "{e}"
+    );
+    let large = "l".repeat(200_000);
+    let r = b.post(&sampling_answer(&request["id"], &large)).await;
+    assert_eq!(r.status, 202, "{r:?}");
+    let result = loop {
+        let e = sse.next().await.expect("the call's response on A's stream");
+        if let Some(m) = e.message().filter(|m| m["id"] == json!(call_id)) {
+            break m;
+        }
+    };
+    assert_eq!(
+        result["result"]["content"][0]["text"]
+            .as_str()
+            .map(str::len),
+        Some(large.len()),
+    );
+}

@@ -50,15 +50,19 @@ pub struct Requester {
     /// its answers to relayed requests and (HTTP without auth) its task quota. Never sent to
     /// a peer.
     pub session: Option<String>,
+    /// The network address of a client without a principal whose requests have no
+    /// session of their own to count against (2026-07-28 requests over HTTP, each served
+    /// statelessly): what its per-requester limits count against, as connection limits
+    /// count anonymous clients. A client cannot renew it for free, as it could a session.
+    pub client_address: Option<std::net::IpAddr>,
 }
 
 impl Requester {
     /// The local peer of a stdio server.
     pub fn local() -> Self {
         Self {
-            principal: None,
             sees_all: true,
-            session: None,
+            ..Self::default()
         }
     }
 
@@ -70,16 +74,25 @@ impl Requester {
     }
 
     /// What this requester's tasks count against for the per-requester limits (active
-    /// tasks, stored tasks, stored bytes): its principal when it has one; else the local
-    /// stdio peer (one key); else its session, so that without auth each HTTP session has
-    /// its own quota and one client cannot lock task creation for the others. Prefixed so
-    /// that a principal can never share a session's key.
+    /// tasks, stored tasks, stored bytes, rate limits, the suspicious-pattern watch): its
+    /// principal when it has one; else the local stdio peer (one key); else its
+    /// [`client address`](Self::client_address) when it has no session of its own (an
+    /// anonymous 2026-07-28 request: one key per address, not per request); else its
+    /// session, so that without auth each HTTP session has its own quota and one client
+    /// cannot lock task creation for the others. Prefixed so that a principal can never
+    /// share a session's or an address's key.
     pub fn quota_key(&self) -> String {
-        match (&self.principal, self.sees_all, &self.session) {
-            (Some(p), _, _) => format!("principal:{p}"),
-            (None, true, _) => LOCAL_QUOTA_KEY.to_owned(),
-            (None, false, Some(s)) => format!("session:{s}"),
-            (None, false, None) => "anonymous".to_owned(),
+        match (
+            &self.principal,
+            self.sees_all,
+            self.client_address,
+            &self.session,
+        ) {
+            (Some(p), ..) => format!("principal:{p}"),
+            (None, true, ..) => LOCAL_QUOTA_KEY.to_owned(),
+            (None, false, Some(a), _) => format!("address:{a}"),
+            (None, false, None, Some(s)) => format!("session:{s}"),
+            (None, false, None, None) => "anonymous".to_owned(),
         }
     }
 
@@ -387,5 +400,36 @@ impl TaskEngine {
             // metadata, as the task ID is already present in the notification parameters."
             task.notify_requestor(methods::TASK_STATUS, params).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The per-requester limits count a principal across sessions and addresses, an
+    /// anonymous stateless requester by its address (not per request), an anonymous
+    /// session by itself, and never mix those kinds.
+    #[test]
+    fn quota_keys_by_kind_of_requester() {
+        let addr: std::net::IpAddr = [10, 0, 0, 7].into();
+        let key = |principal: Option<&str>, session: Option<&str>, client: Option<_>| {
+            Requester {
+                principal: principal.map(str::to_owned),
+                session: session.map(str::to_owned),
+                client_address: client,
+                ..Requester::default()
+            }
+            .quota_key()
+        };
+        assert_eq!(key(Some("p"), Some("s"), Some(addr)), "principal:p");
+        assert_eq!(key(None, Some("s1"), Some(addr)), "address:10.0.0.7");
+        assert_eq!(
+            key(None, Some("s1"), Some(addr)),
+            key(None, Some("s2"), Some(addr)),
+            "fresh sessions of one address share a key"
+        );
+        assert_eq!(key(None, Some("s1"), None), "session:s1");
+        assert_eq!(Requester::local().quota_key(), LOCAL_QUOTA_KEY);
     }
 }

@@ -83,6 +83,19 @@ pub trait SessionFactory: Send + Sync + 'static {
     /// The handler of a new session of `principal`.
     fn create(&self, principal: Option<&str>) -> Arc<dyn Handler>;
 
+    /// The handler of a request served without a session (a 2026-07-28 request) of
+    /// `principal` from `client` (its network address, when known): without a principal,
+    /// what a factory counts that client's requests against (each request is a handler
+    /// of its own; a session id would be new every time). By default [`Self::create`].
+    fn create_stateless(
+        &self,
+        principal: Option<&str>,
+        client: Option<IpAddr>,
+    ) -> Arc<dyn Handler> {
+        let _ = client;
+        self.create(principal)
+    }
+
     /// The handler of a session of `principal` that another replica started, rebuilt from
     /// the state its handler shared ([`Handler::shared_state`]); `None` when it cannot be
     /// (the session is then unknown here: 404).

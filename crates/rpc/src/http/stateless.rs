@@ -18,6 +18,7 @@
 //! never delivered to a stateless client either).
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 
 use futures::FutureExt;
@@ -50,15 +51,22 @@ impl Peers {
     }
 
     /// The peer serving `principal`'s modern requests: the cached one of an authenticated
-    /// principal (made on its first request while there is room), else a fresh one.
-    pub(crate) fn get(&self, factory: &dyn SessionFactory, principal: Option<&str>) -> Peer {
+    /// principal (made on its first request while there is room), else a fresh one (for
+    /// an anonymous request, made for its `client` address:
+    /// [`SessionFactory::create_stateless`]).
+    pub(crate) fn get(
+        &self,
+        factory: &dyn SessionFactory,
+        principal: Option<&str>,
+        client: Option<IpAddr>,
+    ) -> Peer {
         let Some(p) = principal else {
-            return fresh(factory, None);
+            return fresh(factory, None, client);
         };
         if let Some(peer) = self.by_principal.lock().get(p) {
             return peer.clone();
         }
-        let peer = fresh(factory, Some(p));
+        let peer = fresh(factory, Some(p), None);
         let mut map = self.by_principal.lock();
         if let Some(cached) = map.get(p) {
             return cached.clone();
@@ -76,9 +84,10 @@ impl Peers {
     }
 }
 
-/// A peer for `principal` with a handler from `factory`; its outgoing queue has no reader.
-fn fresh(factory: &dyn SessionFactory, principal: Option<&str>) -> Peer {
-    let (peer, outbound) = Peer::new(factory.create(principal));
+/// A peer for `principal` from `client` with a handler from `factory`; its outgoing
+/// queue has no reader.
+fn fresh(factory: &dyn SessionFactory, principal: Option<&str>, client: Option<IpAddr>) -> Peer {
+    let (peer, outbound) = Peer::new(factory.create_stateless(principal, client));
     drop(outbound);
     peer
 }
@@ -218,20 +227,20 @@ mod tests {
         let made = Counting::default();
         let peers = Peers::new(2);
         for _ in 0..3 {
-            peers.get(&made, Some("alice"));
-            peers.get(&made, Some("bob"));
+            peers.get(&made, Some("alice"), None);
+            peers.get(&made, Some("bob"), None);
         }
         assert_eq!(made.0.load(Ordering::SeqCst), 2);
         assert_eq!(peers.len(), 2);
         // Past the bound: not cached, made each time.
         for _ in 0..3 {
-            peers.get(&made, Some("carol"));
+            peers.get(&made, Some("carol"), None);
         }
         assert_eq!(made.0.load(Ordering::SeqCst), 5);
         assert_eq!(peers.len(), 2);
         // Without authentication: never cached.
         for _ in 0..2 {
-            peers.get(&made, None);
+            peers.get(&made, None, None);
         }
         assert_eq!(made.0.load(Ordering::SeqCst), 7);
         assert_eq!(peers.len(), 2);
@@ -241,7 +250,7 @@ mod tests {
     async fn a_panicking_handler_is_answered_with_an_internal_error() {
         let made = Counting::default();
         let peers = Peers::new(4);
-        let peer = peers.get(&made, Some("alice"));
+        let peer = peers.get(&made, Some("alice"), None);
         let Err(Message::Error(e)) = serve(peer.clone(), request("panic"), None).await else {
             panic!("a panic must answer with an error");
         };
@@ -263,7 +272,7 @@ mod tests {
     #[tokio::test]
     async fn a_panicking_read_is_answered_with_an_internal_error() {
         let made = Counting::default();
-        let peer = Peers::new(4).get(&made, Some("alice"));
+        let peer = Peers::new(4).get(&made, Some("alice"), None);
         assert!(is_read("tasks/get"));
         let panicking = Request {
             params: Some(json!({"panic": true})),

@@ -19,11 +19,19 @@ pub fn negotiate(requested: &str) -> &'static str {
         .unwrap_or(LATEST_PROTOCOL_VERSION)
 }
 
+/// The most bytes of `capabilities` and `clientInfo` (their JSON text, together) a session
+/// keeps from `initialize` for its life; a larger `initialize` is refused (-32602).
+pub const MAX_INITIALIZE_KEPT_BYTES: usize = 64 * 1024;
+
 /// Serve `initialize`.
 ///
 /// Spec: "Servers and clients that support task-augmented requests MUST declare a `tasks`
 /// capability during initialization." and "Receivers that cannot identify requestors
 /// SHOULD NOT declare the `tasks.list` capability".
+///
+/// What the session keeps for its life (the client's `capabilities` and `clientInfo`) is
+/// bounded by [`MAX_INITIALIZE_KEPT_BYTES`]: past it, `initialize` fails with -32602
+/// naming the sizes, and the session stays uninitialized.
 pub fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorObject> {
     let params = params.unwrap_or(Value::Null);
     let requested = match params.get("protocolVersion") {
@@ -44,11 +52,19 @@ pub fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorOb
             ));
         }
     };
+    let client_info = params.get("clientInfo").cloned().unwrap_or(Value::Null);
+    let kept = mcp_tasks_proto::json_len(&capabilities) + mcp_tasks_proto::json_len(&client_info);
+    if kept > MAX_INITIALIZE_KEPT_BYTES {
+        return Err(ErrorObject::invalid_params(format!(
+            "`capabilities` and `clientInfo` are {kept} bytes of JSON, over the \
+             {MAX_INITIALIZE_KEPT_BYTES}-byte bound of what a session keeps"
+        )));
+    }
     let version = negotiate(requested);
     let negotiated = Negotiated {
         protocol_version: version.to_owned(),
         client_capabilities: Arc::new(capabilities),
-        client_info: params.get("clientInfo").cloned().unwrap_or(Value::Null),
+        client_info,
     };
     if !session.set_negotiated(negotiated) {
         return Err(ErrorObject::invalid_request(

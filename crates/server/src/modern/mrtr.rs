@@ -24,8 +24,13 @@
 //! refused (-32602). A genuine state for another caller, tool or arguments, or past its
 //! expiry, is ignored: the call starts afresh, which the spec allows ("the server SHOULD
 //! respond with a new `InputRequiredResult` requesting the missing information again").
-//! Bounds: parked calls ([`MAX_PARKED`], [`PARK_TTL`], also the state's expiry) and the
-//! state's size ([`super::mrtr_state::MAX_REQUEST_STATE_BYTES`]).
+//! Bounds: parked calls, per requester and per server, in number and in bytes
+//! ([`MAX_PARKED_PER_REQUESTER`], [`MAX_PARKED_BYTES_PER_REQUESTER`], [`MAX_PARKED`],
+//! [`MAX_PARKED_BYTES`]) and in time ([`PARK_TTL`]); the state's expiry ([`STATE_TTL`])
+//! and size ([`super::mrtr_state::MAX_REQUEST_STATE_BYTES`]). A call that does not fit
+//! its requester's share (or the server's bounds) is not parked: it is answered all the
+//! same, and its retry takes the re-run way, so one requester filling its share costs
+//! the others nothing.
 //!
 //! Spec (MRTR): "Notably, it allows servers to request additional information without
 //! maintaining any server-side state." and "the server processing the retry does not need
@@ -36,7 +41,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use mcp_tasks_core::{Requester, RequestorChannel};
+use mcp_tasks_core::RequestorChannel;
 use mcp_tasks_proto::modern::{InputRequiredResult, RetryFields};
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
@@ -52,10 +57,22 @@ use crate::session::Session;
 use crate::tool::ToolContext;
 
 /// Most calls parked at once, per server.
-pub(crate) const MAX_PARKED: usize = 1024;
-/// How long a parked call waits for its retry (and how long its `requestState` is
-/// honoured on any replica).
-pub(crate) const PARK_TTL: Duration = Duration::from_secs(600);
+pub const MAX_PARKED: usize = 1024;
+/// Most calls parked at once for one requester (its principal; without authentication its
+/// client address, [`mcp_tasks_core::Requester::quota_key`]): its share of [`MAX_PARKED`].
+pub const MAX_PARKED_PER_REQUESTER: usize = 64;
+/// Most bytes parked calls hold at once, per server: the JSON text of their arguments,
+/// of the rest of their params and of the client capabilities they carry.
+pub const MAX_PARKED_BYTES: usize = 256 * 1024 * 1024;
+/// Most bytes the parked calls of one requester hold at once (as [`MAX_PARKED_BYTES`]
+/// counts them): twice the default body limit, so one call of the largest body parks.
+pub const MAX_PARKED_BYTES_PER_REQUESTER: usize = 32 * 1024 * 1024;
+/// How long a parked call waits for its retry; it is dropped then (its handler aborted),
+/// and a later retry re-runs the handler.
+pub const PARK_TTL: Duration = Duration::from_secs(120);
+/// How long a `requestState` is honoured, on any replica (a re-run costs no memory while
+/// the client thinks: the state travels with the client).
+pub const STATE_TTL: Duration = Duration::from_secs(600);
 /// How long, once a question is asked, to wait for more before answering (a handler that
 /// asks two things at once gets both into one `InputRequiredResult`).
 const SETTLE: Duration = Duration::from_millis(20);
@@ -86,6 +103,22 @@ struct Call {
     current: Mutex<Option<RequestContext>>,
     work: Mutex<Option<tokio::task::JoinHandle<Result<Value, ErrorObject>>>>,
     cancel: CancellationToken,
+}
+
+impl Call {
+    /// A call whose handler is not started yet; `script`: the answers a re-run hands it.
+    fn new(script: BTreeMap<u64, Recorded>) -> Arc<Self> {
+        Arc::new(Self {
+            questions: Mutex::new(BTreeMap::new()),
+            next: Mutex::new(0),
+            answered: Mutex::new(BTreeMap::new()),
+            script: Mutex::new(script),
+            asked: Notify::new(),
+            current: Mutex::new(None),
+            work: Mutex::new(None),
+            cancel: CancellationToken::new(),
+        })
+    }
 }
 
 impl Drop for Call {
@@ -187,61 +220,107 @@ impl Asking {
     }
 }
 
-/// A call waiting for its retry.
+/// A call waiting for its retry. It keeps no copy of the call's arguments: the handler
+/// holds the one copy, and a retry is matched by the state's binding (a digest of the
+/// caller, the tool and the arguments).
 struct ParkedCall {
-    principal: Option<String>,
-    name: String,
-    args: Value,
+    /// Whose share it counts against ([`mcp_tasks_core::Requester::quota_key`]).
+    owner: String,
+    /// [`st::binding`] of the call.
+    binding: String,
+    /// What it holds ([`MAX_PARKED_BYTES`]).
+    bytes: usize,
     expires: Instant,
     call: Arc<Call>,
+}
+
+/// The parked calls, by handle.
+type Table = Mutex<HashMap<String, ParkedCall>>;
+
+/// Why a call was not parked (its retry re-runs the handler instead).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// The requester holds [`MAX_PARKED_PER_REQUESTER`] calls, or
+    /// [`MAX_PARKED_BYTES_PER_REQUESTER`] bytes with this one.
+    Share,
+    /// The server holds [`MAX_PARKED`] calls, or [`MAX_PARKED_BYTES`] bytes with this one.
+    Server,
+}
+
+/// What a call to park is: whose, bound to what, and how large.
+pub(crate) struct Parking {
+    pub(crate) owner: String,
+    pub(crate) binding: String,
+    pub(crate) bytes: usize,
 }
 
 /// The calls of a server waiting for their retry, by handle, and the key of its
 /// `requestState`s.
 #[derive(Default)]
 pub(crate) struct Parked {
-    calls: Mutex<HashMap<String, ParkedCall>>,
+    calls: Arc<Table>,
     key: OnceCell<[u8; 32]>,
 }
 
 impl Parked {
-    /// The call `handle` names, if it is live and was made by `who` for `name` with
-    /// `args`; it is taken out either way.
-    fn take(&self, handle: &str, who: &Requester, name: &str, args: &Value) -> Option<Arc<Call>> {
+    /// The call `handle` names, if it is live and `binding` is its binding (the same
+    /// caller, tool and arguments); it is taken out either way.
+    fn take(&self, handle: &str, binding: &str) -> Option<(Arc<Call>, Parking)> {
         let p = self.calls.lock().remove(handle)?;
-        (p.principal == who.principal
-            && p.name == name
-            && &p.args == args
-            && p.expires > Instant::now())
-        .then_some(p.call)
+        (p.binding == binding && p.expires > Instant::now()).then(|| {
+            let parking = Parking {
+                owner: p.owner,
+                binding: p.binding,
+                bytes: p.bytes,
+            };
+            (p.call, parking)
+        })
     }
 
-    /// Park `call` under `handle`; `false` when too many calls are parked.
-    fn park(
-        &self,
-        handle: String,
-        who: &Requester,
-        name: &str,
-        args: &Value,
-        call: Arc<Call>,
-    ) -> bool {
+    /// Park `call` under `handle` for [`PARK_TTL`], within the requester's share and the
+    /// server's bounds. A call that does not fit is not parked (it is dropped by the
+    /// caller, which aborts its handler): the calls already parked stay, and its retry
+    /// re-runs the handler from the answers its `requestState` carries.
+    fn park(&self, handle: String, parking: Parking, call: Arc<Call>) -> Result<(), Full> {
         let now = Instant::now();
-        let mut m = self.calls.lock();
-        m.retain(|_, p| p.expires > now);
-        if m.len() >= MAX_PARKED {
-            return false;
+        {
+            let mut m = self.calls.lock();
+            m.retain(|_, p| p.expires > now);
+            let (mut count, mut bytes) = (0, 0);
+            for p in m.values().filter(|p| p.owner == parking.owner) {
+                count += 1;
+                bytes += p.bytes;
+            }
+            if count >= MAX_PARKED_PER_REQUESTER
+                || bytes.saturating_add(parking.bytes) > MAX_PARKED_BYTES_PER_REQUESTER
+            {
+                return Err(Full::Share);
+            }
+            let total: usize = m.values().map(|p| p.bytes).sum();
+            if m.len() >= MAX_PARKED || total.saturating_add(parking.bytes) > MAX_PARKED_BYTES {
+                return Err(Full::Server);
+            }
+            m.insert(
+                handle,
+                ParkedCall {
+                    owner: parking.owner,
+                    binding: parking.binding,
+                    bytes: parking.bytes,
+                    expires: now + PARK_TTL,
+                    call,
+                },
+            );
         }
-        m.insert(
-            handle,
-            ParkedCall {
-                principal: who.principal.clone(),
-                name: name.to_owned(),
-                args: args.clone(),
-                expires: now + PARK_TTL,
-                call,
-            },
-        );
-        true
+        // Dropped at its expiry even when nothing else is parked or taken meanwhile.
+        let table = Arc::downgrade(&self.calls);
+        tokio::spawn(async move {
+            tokio::time::sleep(PARK_TTL).await;
+            if let Some(table) = table.upgrade() {
+                let now = Instant::now();
+                table.lock().retain(|_, p| p.expires > now);
+            }
+        });
+        Ok(())
     }
 
     /// The key of this server's states: derived from the store's key (the same on every
@@ -267,10 +346,13 @@ impl Parked {
 
 /// Serve a direct call of `tool` whose handler may ask `caps`' questions.
 ///
+/// A call that asks is parked for its retry within its requester's share and the server's
+/// bounds ([`Parked::park`]); one that does not fit is answered all the same, and its
+/// retry re-runs the handler.
+///
 /// # Errors
 /// The handler's JSON-RPC error; -32602 for a malformed retry, a `requestState` that
-/// fails verification or is over its bound, or answers that outgrow that bound; -32603
-/// when too many calls wait for input.
+/// fails verification or is over its bound, or answers that outgrow that bound.
 pub(super) async fn call(
     session: &Session,
     cx: &RequestContext,
@@ -281,7 +363,7 @@ pub(super) async fn call(
     let who = &session.requester;
     let parked = &session.state.parked;
     let key = parked.key(session).await?;
-    let binding = st::binding(who.principal.as_deref(), &req.tool.name, &req.args);
+    let (binding, args_bytes) = st::binding(who.principal.as_deref(), &req.tool.name, &req.args);
     let state = match retry.request_state.as_deref() {
         Some(text) => Some(st::decode(key, text, MAX_REQUEST_STATE_BYTES)?),
         None => None,
@@ -289,22 +371,31 @@ pub(super) async fn call(
     // A genuine state of another caller or call, or expired: the call starts afresh.
     .filter(|s| s.binding == binding && s.expires_ms > st::now_ms());
     let responses = retry.input_responses.unwrap_or_default();
-    let call = match state {
-        Some(state) => match parked.take(&state.handle, who, &req.tool.name, &req.args) {
-            Some(call) => {
+    let fresh = |req, script| {
+        let (call, held) = start(req, script);
+        let parking = Parking {
+            owner: who.quota_key(),
+            binding: binding.clone(),
+            bytes: args_bytes.saturating_add(held),
+        };
+        (call, parking)
+    };
+    let (call, parking) = match state {
+        Some(state) => match parked.take(&state.handle, &binding) {
+            Some((call, parking)) => {
                 if let Err(e) = answer(&call, responses) {
                     // A malformed answer changes nothing: the call waits on under its handle.
-                    parked.park(state.handle, who, &req.tool.name, &req.args, call);
+                    let _ = parked.park(state.handle, parking, call);
                     return Err(e);
                 }
-                call
+                (call, parking)
             }
             None => {
                 let script = replay_script(state, responses)?;
-                start(&req, script)
+                fresh(req, script)
             }
         },
-        None => start(&req, BTreeMap::new()),
+        None => fresh(req, BTreeMap::new()),
     };
     *call.current.lock() = Some(cx.clone());
     let Some(mut work) = call.work.lock().take() else {
@@ -346,7 +437,7 @@ pub(super) async fn call(
         let state = State {
             handle: handle.clone(),
             binding,
-            expires_ms: st::expiry(PARK_TTL),
+            expires_ms: st::expiry(STATE_TTL),
             answers: call.answered.lock().clone(),
             asked,
             keys,
@@ -355,10 +446,13 @@ pub(super) async fn call(
         let text = st::encode(key, &state, MAX_REQUEST_STATE_BYTES)?;
         *call.work.lock() = Some(work);
         *call.current.lock() = None;
-        if !parked.park(handle, who, &req.tool.name, &req.args, Arc::clone(&call)) {
-            return Err(ErrorObject::internal(
-                "too many calls are waiting for input; try again later",
-            ));
+        if let Err(full) = parked.park(handle, parking, call) {
+            // Dropped here (its handler aborted); the state still carries every answer.
+            tracing::debug!(
+                bound = ?full,
+                "a call waiting for input was not parked (over its requester's share or the \
+                 server's bound); its retry re-runs the handler"
+            );
         }
         let result = InputRequiredResult::new(requests, Some(text));
         return serde_json::to_value(result).map_err(ErrorObject::internal);
@@ -392,39 +486,46 @@ fn replay_script(
     Ok(script)
 }
 
-/// Start the handler of a new call (a re-run when `script` holds recorded answers).
-fn start(req: &ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> Arc<Call> {
-    let call = Arc::new(Call {
-        questions: Mutex::new(BTreeMap::new()),
-        next: Mutex::new(0),
-        answered: Mutex::new(BTreeMap::new()),
-        script: Mutex::new(script),
-        asked: Notify::new(),
-        current: Mutex::new(None),
-        work: Mutex::new(None),
-        cancel: CancellationToken::new(),
-    });
+/// Start the handler of a new call (a re-run when `script` holds recorded answers), and
+/// the bytes it holds besides the arguments: the JSON text of the params its handler sees
+/// and of the client capabilities. The handler has the one copy of the arguments kept.
+fn start(req: ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> (Arc<Call>, usize) {
+    let ToolCall {
+        tool,
+        args,
+        params,
+        caps,
+        log,
+    } = req;
+    let call = Call::new(script);
+    let params = for_handler(params, &args);
+    let held = mcp_tasks_proto::json_len(&params).saturating_add(mcp_tasks_proto::json_len(&caps));
     let tcx = ToolContext::new(
         Arc::new(Asking(Arc::downgrade(&call))),
-        mcp_tasks_proto::mcp::progress_token(Some(&req.params)),
+        mcp_tasks_proto::mcp::progress_token(Some(&params)),
         call.cancel.clone(),
-        Arc::new(req.caps.clone()),
+        Arc::new(caps),
         None,
     )
-    .with_request_params(strip_retry(req.params.clone()))
-    .with_log_threshold(req.log.clone());
-    let handler = Arc::clone(&req.tool.handler);
-    let args = req.args.clone();
+    .with_request_params(params)
+    .with_log_threshold(log);
+    let handler = Arc::clone(&tool.handler);
     let work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });
     *call.work.lock() = Some(work);
-    call
+    (call, held)
 }
 
-/// `params` without the MRTR fields (they belong to this hop).
-fn strip_retry(mut params: Value) -> Value {
+/// `params` as the handler of a call that may be parked sees them
+/// ([`ToolContext::request_params`]): without the MRTR fields (they belong to this hop),
+/// and without non-empty `arguments` (the handler has them as `args`: one copy is kept
+/// while the call waits for its retry).
+fn for_handler(mut params: Value, args: &Value) -> Value {
     if let Some(obj) = params.as_object_mut() {
         obj.remove("inputResponses");
         obj.remove("requestState");
+        if args.as_object().is_some_and(|a| !a.is_empty()) {
+            obj.remove("arguments");
+        }
     }
     params
 }
@@ -494,3 +595,6 @@ fn answer(call: &Call, responses: Map<String, Value>) -> Result<(), ErrorObject>
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

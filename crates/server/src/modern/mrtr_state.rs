@@ -95,8 +95,9 @@ pub(crate) fn random_key() -> [u8; 32] {
 }
 
 /// What a state is bound to: the caller's principal, the tool and its arguments (their
-/// canonical JSON, object keys sorted), as a SHA-256 digest.
-pub(crate) fn binding(principal: Option<&str>, tool: &str, args: &Value) -> String {
+/// canonical JSON, object keys sorted), as a SHA-256 digest; and the size of that
+/// canonical JSON of the arguments (bytes), what a parked call counts for them.
+pub(crate) fn binding(principal: Option<&str>, tool: &str, args: &Value) -> (String, usize) {
     let mut h = Sha256::new();
     match principal {
         Some(p) => {
@@ -111,7 +112,7 @@ pub(crate) fn binding(principal: Option<&str>, tool: &str, args: &Value) -> Stri
     let mut canon = Vec::new();
     canonical(args, &mut canon);
     h.update(&canon);
-    URL_SAFE_NO_PAD.encode(h.finalize())
+    (URL_SAFE_NO_PAD.encode(h.finalize()), canon.len())
 }
 
 fn canonical(v: &Value, out: &mut Vec<u8>) {
@@ -224,7 +225,7 @@ mod tests {
     fn sample() -> State {
         State {
             handle: "h".into(),
-            binding: binding(Some("alice"), "ask", &json!({"b": 1, "a": [2]})),
+            binding: binding(Some("alice"), "ask", &json!({"b": 1, "a": [2]})).0,
             expires_ms: 5,
             answers: BTreeMap::from([(
                 1,
@@ -263,6 +264,8 @@ mod tests {
     #[test]
     fn the_binding_ignores_key_order_but_not_values_caller_or_tool() {
         let b = binding(Some("a"), "t", &json!({"x": 1, "y": {"p": 1, "q": 2}}));
+        // The size of the arguments' canonical JSON comes with it.
+        assert_eq!(b.1, r#"{"x":1,"y":{"p":1,"q":2}}"#.len());
         assert_eq!(
             b,
             binding(Some("a"), "t", &json!({"y": {"q": 2, "p": 1}, "x": 1}))

@@ -75,7 +75,7 @@ impl Api {
             Some(p) => Requester {
                 sees_all: self.admin.as_deref() == Some(p.as_str()),
                 principal: Some(p),
-                session: None,
+                ..Requester::default()
             },
         }
     }

@@ -82,6 +82,36 @@ async fn initialize_without_protocol_version_is_invalid_params_naming_the_field(
     s.initialize().await;
 }
 
+/// What a session keeps from `initialize` for its life is bounded: `capabilities` and
+/// `clientInfo` past `MAX_INITIALIZE_KEPT_BYTES` are refused with -32602 naming the sizes;
+/// the session stays uninitialized and a normal `initialize` then succeeds.
+#[tokio::test]
+async fn an_initialize_past_the_kept_bytes_bound_is_refused() {
+    use mcp_tasks_server::handlers::initialize::MAX_INITIALIZE_KEPT_BYTES;
+    let mut s = server();
+    let big = "x".repeat(MAX_INITIALIZE_KEPT_BYTES);
+    for params in [
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"experimental": {"k": big}}}),
+        json!({"protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1", "description": big}}),
+    ] {
+        let e = s.err("initialize", params).await;
+        assert_eq!(e["code"], -32602, "{e}");
+        let m = e["message"].as_str().unwrap();
+        assert!(
+            m.contains(&format!("{MAX_INITIALIZE_KEPT_BYTES}-byte bound")),
+            "{e}"
+        );
+    }
+    // Just within the bound: kept.
+    let within = "x".repeat(MAX_INITIALIZE_KEPT_BYTES - 64);
+    s.ok(
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"experimental": {"k": within}}}),
+    )
+    .await;
+}
+
 #[tokio::test]
 async fn requests_pipelined_after_initialize_see_it() {
     let mut s = server();

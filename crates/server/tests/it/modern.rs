@@ -419,9 +419,11 @@ async fn the_handler_sees_the_params_without_the_per_request_protocol_fields() {
         )
         .await;
     let seen: Value = serde_json::from_str(text_of(&r)).unwrap();
+    // A direct call may wait parked for the client's answers: its non-empty arguments are
+    // the handler's `args`, not kept a second time in the params.
     assert_eq!(
         seen,
-        json!({"name": "params", "arguments": {"a": 1}, "_meta": {"progressToken": "p", "com.example/k": 2}})
+        json!({"name": "params", "_meta": {"progressToken": "p", "com.example/k": 2}})
     );
     let r = s
         .ok_modern("tools/call", json!({"name": "params"}), json!({}))

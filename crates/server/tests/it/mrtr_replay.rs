@@ -7,7 +7,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::CallToolResult;
-use mcp_tasks_server::{MAX_REQUEST_STATE_BYTES, Server, ServerConfig, Tool};
+use mcp_tasks_server::{
+    MAX_PARKED_PER_REQUESTER, MAX_REQUEST_STATE_BYTES, Server, ServerConfig, Tool,
+};
 use mcp_tasks_testkit::wire::Wire;
 use serde_json::{Value, json};
 
@@ -341,5 +343,58 @@ async fn a_re_run_asking_another_method_than_recorded_is_asked_afresh() {
     assert_eq!(
         r["inputRequests"]["q1"]["method"], "sampling/createMessage",
         "{r}"
+    );
+}
+
+/// A requester past its share of parked calls is not refused: the call is answered with
+/// its `InputRequiredResult` all the same (no -32603), only not parked, so its retry
+/// re-runs the handler; the calls parked before still go on without a re-run.
+#[tokio::test]
+async fn past_its_share_a_call_is_answered_unparked_and_its_retry_re_runs() {
+    let (mut a, _, runs) = pair();
+    let mut first = None;
+    for n in 0..=MAX_PARKED_PER_REQUESTER {
+        let r = a
+            .ok_modern(
+                "tools/call",
+                json!({"name": "form", "arguments": {"n": n}}),
+                caps(),
+            )
+            .await;
+        let question = asked(&r, "Name?");
+        first.get_or_insert(question.clone());
+        if n == MAX_PARKED_PER_REQUESTER {
+            let (k, s) = question;
+            let r = a
+                .ok_modern(
+                    "tools/call",
+                    json!({"name": "form", "arguments": {"n": n}, "requestState": s,
+                        "inputResponses": {k: accept("Ada")}}),
+                    caps(),
+                )
+                .await;
+            asked(&r, "Colour?");
+        }
+    }
+    let calls = MAX_PARKED_PER_REQUESTER + 1;
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        calls + 1,
+        "the unparked call re-ran"
+    );
+    let (k, s) = first.unwrap();
+    let r = a
+        .ok_modern(
+            "tools/call",
+            json!({"name": "form", "arguments": {"n": 0}, "requestState": s,
+                "inputResponses": {k: accept("Bo")}}),
+            caps(),
+        )
+        .await;
+    asked(&r, "Colour?");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        calls + 1,
+        "a parked call goes on"
     );
 }

@@ -6,8 +6,8 @@
 use std::time::Duration;
 
 use mcp_tasks_store_postgres::{
-    MAX_RELAYED_BYTES, MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_TOTAL_BYTES, PgStore, RELAYED_TTL,
-    RelayError, RelayLimits, SessionEnded,
+    MAX_RELAYED_BYTES, MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_OWNER_BYTES, MAX_RELAYED_TOTAL_BYTES,
+    PgStore, RELAYED_TTL, RelayError, RelayLimits, SessionEnded, SessionRow,
 };
 
 use crate::common::{TestDb, two_listening_directories};
@@ -37,6 +37,8 @@ fn the_documented_defaults() {
     let d = RelayLimits::default();
     assert_eq!(d.max_message, 1024 * 1024);
     assert_eq!(d.max_total, 16 * 1024 * 1024);
+    assert_eq!(d.max_per_owner, 4 * 1024 * 1024);
+    assert_eq!(MAX_RELAYED_OWNER_BYTES, d.max_per_owner);
     assert_eq!(d.ttl, Duration::from_secs(30));
     assert_eq!(
         (
@@ -111,9 +113,12 @@ async fn the_total_bound_refuses_until_the_ttl_sweeps_the_stored_messages() {
         .sessions()
         .with_relay_limits(limits);
     let mib = message(MAX_RELAYED_MESSAGE_BYTES);
+    // Sixteen sessions without a shared record: each its own owner, within its share.
     for i in 0..16 {
         let s = if i % 2 == 0 { &a } else { &b };
-        s.relay("s", &mib).await.expect("within the total bound");
+        s.relay(&format!("s{i}"), &mib)
+            .await
+            .expect("within the total bound");
     }
     let used = i64::try_from(MAX_RELAYED_TOTAL_BYTES).unwrap();
     assert_eq!(rows(&db).await, (16, used));
@@ -147,5 +152,66 @@ async fn the_total_bound_refuses_until_the_ttl_sweeps_the_stored_messages() {
         rows(&db).await,
         (0, 0),
         "the periodic sweep deletes them too"
+    );
+}
+
+/// One owner (all its sessions together) holds at most its share of the stored relayed
+/// messages: past it its relays are refused naming the share, while another owner's large
+/// message is still stored and delivered.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn one_owner_flooding_the_table_leaves_room_for_the_others() {
+    let db = TestDb::new().await;
+    let url = db.url("pool=2");
+    let (a, b, mut rx) = two_listening_directories(&url).await;
+    let far = i64::MAX / 2;
+    for (id, owner) in [
+        ("f1", "ip:10.0.0.9"),
+        ("f2", "ip:10.0.0.9"),
+        ("real", "principal:alice"),
+    ] {
+        let row = SessionRow::new(id.into(), None, owner.into(), b"{}".to_vec(), far);
+        a.insert(&row, 100).await.expect("session recorded");
+    }
+    let mib = message(MAX_RELAYED_MESSAGE_BYTES);
+    let share = MAX_RELAYED_OWNER_BYTES / MAX_RELAYED_MESSAGE_BYTES;
+    for i in 0..share {
+        // Both sessions of the flooding owner count together.
+        let s = if i % 2 == 0 { "f1" } else { "f2" };
+        a.relay(s, &mib).await.expect("within the owner's share");
+    }
+    let e = b.relay("f2", &mib).await.unwrap_err();
+    let RelayError::Refused(why) = e else {
+        panic!("refused expected: {e:?}")
+    };
+    assert!(
+        why.contains(&format!(
+            "{MAX_RELAYED_OWNER_BYTES} bytes one client may hold"
+        )),
+        "{why}"
+    );
+    let used = i64::try_from(MAX_RELAYED_OWNER_BYTES).unwrap();
+    assert_eq!(rows(&db).await, (i64::try_from(share).unwrap(), used));
+    // Another owner's 200 KB answer is stored and reaches the listeners.
+    while tokio::time::timeout(Duration::from_millis(300), rx.recv())
+        .await
+        .is_ok()
+    {}
+    let answer = message(200_000);
+    b.relay("real", &answer).await.expect("another owner fits");
+    let got = loop {
+        let m = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("the answer arrives")
+            .unwrap();
+        if matches!(&m, SessionEnded::Message { session, .. } if session == "real") {
+            break m;
+        }
+    };
+    assert_eq!(
+        got,
+        SessionEnded::Message {
+            session: "real".to_owned(),
+            message: answer
+        }
     );
 }

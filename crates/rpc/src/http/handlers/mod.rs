@@ -531,7 +531,23 @@ async fn read_body(
         return Err(Box::new(r));
     };
     match read {
-        Ok(c) => Ok(c.to_bytes()),
+        Ok(c) => {
+            // Within the byte limit, a body of many small objects could still take a
+            // hundred times its size to parse: refused before it is parsed.
+            let bytes = c.to_bytes();
+            if let Err(e) = mcp_tasks_proto::budget::check_parse_cost(
+                &bytes,
+                mcp_tasks_proto::budget::MAX_PARSE_COST,
+            ) {
+                shared.refused(super::Refusal::BodyTooLarge);
+                return Err(Box::new(http_error(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    e.code,
+                    format!("Payload too large: {}", e.message),
+                )));
+            }
+            Ok(bytes)
+        }
         Err(e) if e.is::<LengthLimitError>() => {
             shared.refused(super::Refusal::BodyTooLarge);
             Err(Box::new(too_large()))

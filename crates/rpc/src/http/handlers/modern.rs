@@ -53,6 +53,7 @@ pub(super) async fn post(
     mut req: Request,
     checked: Option<RequestMeta>,
     principal: Option<String>,
+    client: Option<std::net::IpAddr>,
     acc: Accept,
 ) -> Response {
     let id = req.id.clone();
@@ -103,7 +104,7 @@ pub(super) async fn post(
     // its own (see `crate::http::stateless`).
     let peer = shared
         .stateless
-        .get(shared.factory.as_ref(), principal.as_deref());
+        .get(shared.factory.as_ref(), principal.as_deref(), client);
     let answered = match stateless::serve(peer, req, meta).await {
         Ok(body) => return json_response(StatusCode::OK, body),
         Err(error) => error,

@@ -42,6 +42,7 @@ pub(super) async fn post(
     if !acc.json && !acc.sse {
         return not_acceptable("application/json or text/event-stream");
     }
+    let client = parts.extensions.get::<ClientAddr>().map(|c| c.0.ip());
     let bytes = match read_body(shared, parts, body).await {
         Ok(b) => b,
         Err(r) => return *r,
@@ -53,7 +54,16 @@ pub(super) async fn post(
         && let Some((mut req, meta)) = mcp_tasks_proto::modern::parse_request(&bytes)
     {
         adopt_trace_headers(&parts.headers, &mut req);
-        return super::modern::post(shared, &parts.headers, req, Some(meta), principal, acc).await;
+        return super::modern::post(
+            shared,
+            &parts.headers,
+            req,
+            Some(meta),
+            principal,
+            client,
+            acc,
+        )
+        .await;
     }
     let message = match Message::parse(&bytes) {
         Ok(m) => m,
@@ -70,7 +80,8 @@ pub(super) async fn post(
     };
     let message = match message {
         Message::Request(req) if super::modern::is_modern(&parts.headers, &req) => {
-            return super::modern::post(shared, &parts.headers, req, None, principal, acc).await;
+            return super::modern::post(shared, &parts.headers, req, None, principal, client, acc)
+                .await;
         }
         other => other,
     };
@@ -78,7 +89,6 @@ pub(super) async fn post(
         return *r;
     }
     let has_session = parts.headers.contains_key(MCP_SESSION_ID);
-    let client = parts.extensions.get::<ClientAddr>().map(|c| c.0.ip());
     match message {
         Message::Request(req) if !has_session => {
             if req.method == methods::INITIALIZE {

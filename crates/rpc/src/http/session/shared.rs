@@ -323,8 +323,8 @@ impl Shared {
             return Ok(());
         };
         let foreign = match message {
-            Message::Response(r) => !s.peer.pending().contains(&r.id),
-            Message::Error(e) => e.id.as_ref().is_some_and(|i| !s.peer.pending().contains(i)),
+            Message::Response(r) => answers_elsewhere(s, &r.id),
+            Message::Error(e) => e.id.as_ref().is_some_and(|i| answers_elsewhere(s, i)),
             Message::Notification(n) if n.method == methods::CANCELLED => {
                 cancelled_id(n.params.as_ref()).is_some_and(|i| !s.peer.is_inflight(&i))
             }
@@ -390,6 +390,16 @@ impl Shared {
             Err(e) => tracing::warn!(error = %e, "could not sweep the shared sessions"),
         }
     }
+}
+
+/// Whether an answer with `id` from the client of `s` may answer a request another
+/// replica's copy of the session sent: not one of this replica's, and numbered as a
+/// session's peer numbers its requests. Any other id is pending in no replica's peer: a
+/// task's request (its id chosen by the task engine) is answered through the task store's
+/// mailbox wherever the task runs, and an id nobody sent is dropped here (it is neither
+/// stored nor announced to the replicas).
+fn answers_elsewhere(s: &HttpSession, id: &RequestId) -> bool {
+    matches!(id, RequestId::Number(_)) && !s.peer.pending().contains(id)
 }
 
 /// The `requestId` of a `notifications/cancelled`'s params.

@@ -1,0 +1,90 @@
+//! The bounds of the parked calls.
+
+use super::*;
+
+fn parking(owner: &str, bytes: usize) -> Parking {
+    Parking {
+        owner: owner.to_owned(),
+        binding: format!("b-{owner}"),
+        bytes,
+    }
+}
+
+/// One requester fills its share of the table: its next call is not parked, and
+/// another requester's call still is (and is found by its retry).
+#[tokio::test]
+async fn a_requester_past_its_share_leaves_room_for_the_others() {
+    let parked = Parked::default();
+    for i in 0..MAX_PARKED_PER_REQUESTER {
+        let p = parking("principal:a", 10);
+        assert_eq!(
+            parked.park(format!("a{i}"), p, Call::new(BTreeMap::new())),
+            Ok(())
+        );
+    }
+    let p = parking("principal:a", 10);
+    assert_eq!(
+        parked.park("a-more".into(), p, Call::new(BTreeMap::new())),
+        Err(Full::Share)
+    );
+    let p = parking("principal:b", 10);
+    assert_eq!(
+        parked.park("b0".into(), p, Call::new(BTreeMap::new())),
+        Ok(())
+    );
+    assert!(parked.take("b0", "b-principal:b").is_some());
+    // The retry of a call that was not parked finds nothing (it re-runs).
+    assert!(parked.take("a-more", "b-principal:a").is_none());
+    // Taken out with another binding (caller, tool or arguments): not handed over.
+    assert!(parked.take("a0", "b-principal:b").is_none());
+    assert!(
+        parked.take("a0", "b-principal:a").is_none(),
+        "taken out above"
+    );
+    assert!(parked.take("a1", "b-principal:a").is_some());
+}
+
+/// Bytes count per requester and per server: a call over its requester's byte share
+/// is not parked; past the server's total, nobody's is, until room is made.
+#[tokio::test]
+async fn bytes_past_the_share_or_the_total_are_not_parked() {
+    let parked = Parked::default();
+    let p = parking("principal:big", MAX_PARKED_BYTES_PER_REQUESTER + 1);
+    assert_eq!(
+        parked.park("big".into(), p, Call::new(BTreeMap::new())),
+        Err(Full::Share)
+    );
+    let owners = MAX_PARKED_BYTES / MAX_PARKED_BYTES_PER_REQUESTER;
+    for i in 0..owners {
+        let p = parking(&format!("principal:{i}"), MAX_PARKED_BYTES_PER_REQUESTER);
+        assert_eq!(
+            parked.park(format!("h{i}"), p, Call::new(BTreeMap::new())),
+            Ok(())
+        );
+    }
+    let p = parking("principal:late", 1);
+    assert_eq!(
+        parked.park("late".into(), p, Call::new(BTreeMap::new())),
+        Err(Full::Server)
+    );
+    assert!(parked.take("h0", "b-principal:0").is_some());
+    let p = parking("principal:late", 1);
+    assert_eq!(
+        parked.park("late".into(), p, Call::new(BTreeMap::new())),
+        Ok(())
+    );
+}
+
+/// A parked call keeps no copy of its arguments: the handler sees the params without
+/// them (and without the MRTR fields); empty `arguments` stay, as sent.
+#[test]
+fn the_handler_params_leave_out_the_arguments_it_already_has() {
+    let params = json!({"name": "t", "arguments": {"a": 1}, "requestState": "s",
+        "inputResponses": {}, "_meta": {"progressToken": 1}});
+    assert_eq!(
+        for_handler(params, &json!({"a": 1})),
+        json!({"name": "t", "_meta": {"progressToken": 1}})
+    );
+    let params = json!({"name": "t", "arguments": {}});
+    assert_eq!(for_handler(params.clone(), &json!({})), params);
+}

@@ -10,6 +10,8 @@
 #                                     # commit it with the change, the reason in the message)
 #   STORES="memory sqlite" OPS=get bench/guard.sh     # a part (the rest is not compared)
 #   BIN=path bench/guard.sh          # measure that binary (no build)
+#   RESULTS=file bench/guard.sh      # no measurement: compare the figures in that file
+#                                    # (the format of the baseline) with the baseline
 #   BIN=old LOADGEN=new bench/guard.sh  # an older server, today's load generator
 #
 # How one figure is measured: the server runs under callgrind twice, serving N1 and then
@@ -52,14 +54,16 @@ command -v valgrind >/dev/null || { echo "bench/guard.sh needs valgrind" >&2; ex
 command -v jq >/dev/null || { echo "bench/guard.sh needs jq" >&2; exit 2; }
 mkdir -p "$OUT"
 
-if [ -z "${BIN:-}" ]; then
+if [ -n "${RESULTS:-}" ]; then
+    STORES="" # nothing to measure
+elif [ -z "${BIN:-}" ]; then
     echo "== building (cargo build --profile bench-guard -p mcp-tasks)"
     cargo build --profile bench-guard -p mcp-tasks --locked
     BIN=${CARGO_TARGET_DIR:-$ROOT/target}/bench-guard/mcp-tasks
 fi
 # The load generator (`mcp-tasks bench`): this build's unless LOADGEN names another (to
 # measure an older server with today's workloads).
-LOADGEN=${LOADGEN:-$BIN}
+LOADGEN=${LOADGEN:-${BIN:-}}
 
 # N1 N2 and the bench arguments of each workload.
 declare -A N1=([create]=100 [get]=200 [result]=100 [list]=20)
@@ -137,7 +141,7 @@ total() {
     echo "$t"
 }
 
-echo "== bench/guard.sh: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $BIN"
+echo "== bench/guard.sh: $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), ${RESULTS:-$BIN}"
 results="{}"
 for store in $STORES; do
     if [ "$store" = postgres ] && [ "$PG_OK" = 0 ]; then continue; fi
@@ -149,7 +153,11 @@ for store in $STORES; do
         results=$(jq -c --arg s "$store" --arg o "$op" --argjson v "$per" '.[$s][$o] = $v' <<<"$results")
     done
 done
-jq . <<<"$results" >"$OUT/instructions.json"
+if [ -n "${RESULTS:-}" ]; then
+    jq . "$RESULTS" >"$OUT/instructions.json"
+else
+    jq . <<<"$results" >"$OUT/instructions.json"
+fi
 
 if [ "$UPDATE" = 1 ]; then
     mkdir -p "$(dirname "$BASELINE")"

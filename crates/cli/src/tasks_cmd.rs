@@ -1,13 +1,17 @@
 //! `mcp-tasks tasks list|get|result|cancel|watch`: the tasks of any MCP 2025-11-25
-//! server. Against a 2026-07-28 server (the tasks extension, SEP-2663) `get` (with the
-//! result or error inline), `cancel` and `watch ID...` work; `list` and `result` exit 4
-//! saying that the extension has no such method.
+//! server. A server of both eras is spoken to in the one each command needs: `list`,
+//! `result` and `watch` in 2025-11-25 (the only one with `tasks/list`, `tasks/result` and
+//! status notifications), `get` and `cancel` in 2026-07-28 (whose `tasks/get` inlines the
+//! result or error). Against a 2026-07-28-only server (the tasks extension, SEP-2663)
+//! `get`, `cancel` and `watch ID...` work; `list` and `result` exit 4 saying that the
+//! extension has no such method; without the extension every one of them exits 4 (nothing
+//! sent) saying that the server does not declare it.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Args, Subcommand};
-use mcp_tasks_client::{Client, ClientError, Task, TaskDetail, parse_task};
+use mcp_tasks_client::{Client, ClientError, Era, Task, TaskDetail, parse_task};
 use mcp_tasks_proto::methods;
 use serde_json::json;
 
@@ -86,28 +90,36 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
         Action::Result { conn, answers, .. } => (conn, Some(answers)),
     };
     let out = Out::new(conn);
-    let config = match client_config(conn, answers) {
+    let mut config = match client_config(conn, answers) {
         Ok(c) => c,
         Err(e) => return exit_with(out.usage(&e)),
     };
+    if matches!(
+        args.action,
+        Action::List { .. } | Action::Result { .. } | Action::Watch { .. }
+    ) {
+        config.prefer_era = Era::Legacy;
+    }
     let client = match or_interrupt(connect(conn, config)).await {
         None => return exit_with(out.interrupted(None)),
         Some(Err(e)) => return exit_with(out.usage(&e)),
         Some(Ok(Err(e))) => return exit_with(out.error(None, &e)),
         Some(Ok(Ok(c))) => c,
     };
-    let code = match &args.action {
-        Action::List { .. } => list(&client, &out).await,
-        Action::Get { id, .. } if client.is_modern() => {
+    // 2026-07-28 has no tasks/result (nor, without the extension, any tasks method).
+    let refused = match &args.action {
+        Action::Result { .. } => client.modern_refusal(methods::TASKS_RESULT),
+        _ => None,
+    };
+    let code = match (&args.action, refused) {
+        (_, Some(e)) => out.error(None, &e),
+        (Action::List { .. }, None) => list(&client, &out).await,
+        (Action::Get { id, .. }, None) if client.is_modern() => {
             show_detail(client.get_task_detail(id), &out).await
         }
-        Action::Get { id, .. } => show(client.get_task(id), &out).await,
-        Action::Result { .. } if client.is_modern() => out.error(
-            None,
-            &ClientError::not_in_modern(mcp_tasks_proto::methods::TASKS_RESULT),
-        ),
-        Action::Cancel { id, .. } => show(client.cancel_task(id), &out).await,
-        Action::Result { id, .. } => {
+        (Action::Get { id, .. }, None) => show(client.get_task(id), &out).await,
+        (Action::Cancel { id, .. }, None) => show(client.cancel_task(id), &out).await,
+        (Action::Result { id, .. }, None) => {
             let mut interrupts = Interrupts::new();
             let task = tokio::select! {
                 r = client.task(id) => Some(r),
@@ -122,12 +134,15 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
                 }
             }
         }
-        Action::Watch {
-            ids,
-            interval,
-            rows,
-            conn,
-        } => {
+        (
+            Action::Watch {
+                ids,
+                interval,
+                rows,
+                conn,
+            },
+            None,
+        ) => {
             let target = conn.target();
             let interval = interval.and_then(nonzero);
             watch(&client, ids, interval, *rows, &out, &target).await
@@ -252,11 +267,13 @@ async fn watch(
     target: &str,
 ) -> u8 {
     let listing = client.server_tasks().list;
-    if client.is_modern() && ids.is_empty() {
-        return out.error(
-            None,
-            &ClientError::not_in_modern(mcp_tasks_proto::methods::TASKS_LIST),
-        );
+    let refusal = if ids.is_empty() {
+        client.modern_refusal(methods::TASKS_LIST)
+    } else {
+        client.modern_refusal(methods::TASKS_GET)
+    };
+    if let Some(e) = refusal {
+        return out.error(None, &e);
     }
     if !listing && ids.is_empty() {
         return out.error(

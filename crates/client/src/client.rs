@@ -213,14 +213,23 @@ impl Client {
         let handler = Arc::new(ClientHandler(Arc::clone(&shared)));
         // Only an HTTP endpoint of a client that detects is looked up (a stdio connection
         // is one server process, detected once anyway).
-        let url = match &wire {
-            Wire::Http(h) if config.protocol == Protocol::Auto => Some(h.url.clone()),
-            _ => None,
+        let (url, token) = match &wire {
+            Wire::Http(h) if config.protocol == Protocol::Auto => {
+                (Some(h.url.clone()), h.bearer_token.clone())
+            }
+            _ => (None, None),
         };
         let cache = EraCache::global();
-        let mut cached = url.as_deref().and_then(|u| cache.get(u));
+        let mut cached = url.as_deref().and_then(|u| cache.get(u, token.as_deref()));
+        // A server of both eras, spoken to in 2025-11-25 as the configuration prefers.
+        let wants_legacy = |discover: &Value| {
+            config.protocol == Protocol::Auto
+                && config.prefer_era == Era::Legacy
+                && modern::lists_legacy(discover)
+        };
         let first = match (&cached, config.protocol) {
             (_, Protocol::Legacy) | (Some(Known::Legacy), _) => Era::Legacy,
+            (Some(Known::Modern(d)), _) if wants_legacy(d) => Era::Legacy,
             _ => Era::Modern,
         };
         let (peer, rx) = Peer::new(handler.clone());
@@ -229,20 +238,26 @@ impl Client {
             Wire::Http(http) => (http_transport(peer.clone(), rx, &http, first)?, Some(http)),
         };
         let mut rpc = Rpc::new(peer, Arc::clone(&shared));
-        let reopen =
+        let mut spoken = first;
+        let mut reopen =
             |era: Era, rpc: &mut Rpc, transport: &mut Transport| -> Result<(), ClientError> {
-                if let Some(http) = &http {
+                if let Some(http) = &http
+                    && era != spoken
+                {
                     rpc.peer.close();
                     let (peer, rx) = Peer::new(handler.clone());
                     *transport = http_transport(peer.clone(), rx, http, era)?;
                     *rpc = Rpc::new(peer, Arc::clone(&shared));
                 }
+                spoken = era;
                 Ok(())
             };
+        // The `DiscoverResult` of a modern server, cached or probed.
+        let mut discovered = None;
         match cached.take() {
             Some(Known::Modern(discover)) => {
                 tracing::debug!("a 2026-07-28 server, as cached for its endpoint");
-                return Ok(Self::modern(&config, rpc, transport, &discover, url));
+                discovered = Some(discover);
             }
             Some(Known::Legacy) => match initialize(&rpc, &config).await {
                 Ok(init) => {
@@ -260,14 +275,13 @@ impl Client {
             },
             None => {}
         }
-        if config.protocol != Protocol::Legacy {
-            let found = modern::probe(&rpc, &config).await;
-            match found {
+        if discovered.is_none() && config.protocol != Protocol::Legacy {
+            match modern::probe(&rpc, &config).await {
                 Ok(Probe::Modern(discover)) => {
                     if let Some(u) = &url {
-                        cache.put(u, Known::Modern(discover.clone()));
+                        cache.put(u, token.as_deref(), Known::Modern(discover.clone()));
                     }
-                    return Ok(Self::modern(&config, rpc, transport, &discover, url));
+                    discovered = Some(discover);
                 }
                 Ok(Probe::Legacy(why)) if config.protocol == Protocol::Modern => {
                     rpc.peer.close();
@@ -286,6 +300,26 @@ impl Client {
                     return Err(e);
                 }
             }
+        }
+        if let Some(discover) = discovered {
+            if wants_legacy(&discover) {
+                reopen(Era::Legacy, &mut rpc, &mut transport)?;
+                match initialize(&rpc, &config).await {
+                    Ok(init) => {
+                        tracing::debug!(
+                            "a server of both eras: 2025-11-25, as the configuration prefers"
+                        );
+                        // The endpoint stays cached as modern with its `DiscoverResult`:
+                        // the next client chooses by its own preference.
+                        return Ok(Self::legacy(config, rpc, transport, init, url));
+                    }
+                    Err(e) => {
+                        tracing::debug!(error = %e, "a server of both eras refused initialize: 2026-07-28");
+                        reopen(Era::Modern, &mut rpc, &mut transport)?;
+                    }
+                }
+            }
+            return Ok(Self::modern(&config, rpc, transport, &discover, url));
         }
         let init = match initialize(&rpc, &config).await {
             Ok(i) => i,
@@ -308,7 +342,7 @@ impl Client {
                 return match modern::probe(&rpc, &config).await {
                     Ok(Probe::Modern(discover)) => {
                         if let Some(u) = &url {
-                            cache.put(u, Known::Modern(discover.clone()));
+                            cache.put(u, token.as_deref(), Known::Modern(discover.clone()));
                         }
                         Ok(Self::modern(&config, rpc, transport, &discover, url))
                     }
@@ -331,7 +365,7 @@ impl Client {
             }
         };
         if let Some(u) = &url {
-            cache.put(u, Known::Legacy);
+            cache.put(u, token.as_deref(), Known::Legacy);
         }
         Ok(Self::legacy(config, rpc, transport, init, url))
     }
@@ -549,6 +583,23 @@ impl Client {
         TaskCapabilities::from_capabilities(&self.inner.init.capabilities)
     }
 
+    /// Why a tasks method (`tasks/get`, `tasks/cancel`, `tasks/list`, `tasks/result`) is
+    /// not sent to this server, if it is not: in 2026-07-28 every one of them when the
+    /// server does not declare the tasks extension
+    /// ([`ClientError::no_tasks_extension`]), and those the extension does not have
+    /// ([`ClientError::not_in_modern`]) when it does. `None` in 2025-11-25, where the
+    /// server's `tasks` capability decides.
+    pub fn modern_refusal(&self, method: &str) -> Option<ClientError> {
+        if !self.is_modern() {
+            return None;
+        }
+        if !self.server_tasks().declared {
+            return Some(ClientError::no_tasks_extension(method));
+        }
+        (method == methods::TASKS_LIST || method == methods::TASKS_RESULT)
+            .then(|| ClientError::not_in_modern(method))
+    }
+
     /// The HTTP session, when connected over HTTP.
     pub fn http_session(&self) -> Option<HttpSessionInfo> {
         match &*self.inner.transport.lock() {
@@ -671,8 +722,12 @@ impl Client {
     /// (2025-11-25 carries none of them: only the task).
     ///
     /// # Errors
-    /// The server's error (an unknown or expired task).
+    /// [`ClientError::Unsupported`] from a 2026-07-28 server without the tasks extension
+    /// ([`Self::modern_refusal`]); the server's error (an unknown or expired task).
     pub async fn get_task_detail(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
+        if let Some(e) = self.modern_refusal(methods::TASKS_GET) {
+            return Err(e);
+        }
         let v = self
             .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
             .await?;
@@ -713,8 +768,9 @@ impl Client {
     /// `tasks/cancel`.
     ///
     /// # Errors
-    /// [`ClientError::Unsupported`] when the server does not declare `tasks.cancel`; the
-    /// server's error (-32602 for a terminal or unknown task).
+    /// [`ClientError::Unsupported`] when the server does not declare `tasks.cancel` (in
+    /// 2026-07-28: the tasks extension); the server's error (-32602 for a terminal or
+    /// unknown task).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, ClientError> {
         let v = self.cancel_task_raw(task_id).await?;
         if self.is_modern() {
@@ -725,6 +781,9 @@ impl Client {
     }
 
     pub(crate) async fn cancel_task_raw(&self, task_id: &str) -> Result<Value, ClientError> {
+        if let Some(e) = self.modern_refusal(methods::TASKS_CANCEL) {
+            return Err(e);
+        }
         if !self.server_tasks().cancel {
             return Err(ClientError::unsupported(
                 "tasks/cancel",
@@ -744,8 +803,8 @@ impl Client {
         &self,
         cursor: Option<&str>,
     ) -> Result<(Vec<Task>, Option<String>), ClientError> {
-        if self.is_modern() {
-            return Err(ClientError::not_in_modern(methods::TASKS_LIST));
+        if let Some(e) = self.modern_refusal(methods::TASKS_LIST) {
+            return Err(e);
         }
         if !self.server_tasks().list {
             return Err(ClientError::unsupported(

@@ -71,6 +71,16 @@ pub struct ClientConfig {
     pub extra_capabilities: Map<String, Value>,
     /// Which era to speak (default [`Protocol::Auto`]: detect it).
     pub protocol: Protocol,
+    /// With [`Protocol::Auto`], the era to speak with a server that speaks both: one whose
+    /// `server/discover` lists a 2025-11-25 revision beside 2026-07-28 (our own server, a
+    /// gateway). Default [`Era::Modern`]. [`Era::Legacy`] serves what only 2025-11-25
+    /// has: `tasks/list`, `tasks/result`, status notifications, progress of a task, a
+    /// task the requestor asks for with its own `ttl`; should that server then refuse
+    /// `initialize`, the client speaks 2026-07-28 after all.
+    ///
+    /// Spec (server/discover): "`supportedVersions`: Protocol versions the server
+    /// supports. The client should choose one of these for subsequent requests."
+    pub prefer_era: Era,
     /// How long the `server/discover` probe waits before the server is taken for a
     /// legacy one that does not answer unknown requests. Default 5 s.
     ///
@@ -96,6 +106,7 @@ mcp_tasks_proto::debug_non_exhaustive!(ClientConfig, |s| {
     sampling: s.sampling.is_some(),
     task_receiver: s.task_receiver.is_some(),
     protocol: s.protocol,
+    prefer_era: s.prefer_era,
 });
 
 impl Default for ClientConfig {
@@ -110,6 +121,7 @@ impl Default for ClientConfig {
             task_receiver: None,
             extra_capabilities: Map::new(),
             protocol: Protocol::Auto,
+            prefer_era: Era::Modern,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             tasks_extension: true,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
@@ -145,6 +157,8 @@ impl ClientConfig {
         pub fn with_request_timeout(request_timeout: Option<Duration>);
         /// Speak `protocol` (see [`Protocol`]).
         pub fn with_protocol(protocol: Protocol);
+        /// Speak `prefer_era` with a server that speaks both (see [`Self::prefer_era`]).
+        pub fn with_prefer_era(prefer_era: Era);
     }
 
     /// The `io.modelcontextprotocol/clientCapabilities` sent on every 2026-07-28 request:

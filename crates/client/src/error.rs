@@ -135,6 +135,22 @@ impl ClientError {
         )
     }
 
+    /// The refusal of a tasks method (`method`) by a 2026-07-28 server that does not
+    /// declare the tasks extension ([`Self::Unsupported`]).
+    ///
+    /// Spec (SEP-2663, "Capability Negotiation"): "The client and server declare support
+    /// for the tasks extension in their respective capabilities objects"; the tasks
+    /// methods are the extension's, so a server that does not declare it has none.
+    pub fn no_tasks_extension(method: &str) -> Self {
+        Self::unsupported(
+            method,
+            format!(
+                "it speaks 2026-07-28 and its server/discover does not declare the tasks extension ({})",
+                mcp_tasks_proto::modern::TASKS_EXTENSION
+            ),
+        )
+    }
+
     /// The refusal of a tool the server does not list ([`Self::Unsupported`]).
     pub fn unknown_tool(name: &str) -> Self {
         Self::unsupported(format!("tool `{name}`"), "its tools/list has no such tool")

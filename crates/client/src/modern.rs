@@ -147,6 +147,14 @@ fn refused_probe(error: ErrorObject) -> Result<Probe, ClientError> {
     })
 }
 
+/// Whether a `DiscoverResult` lists a 2025-11-25 revision this client speaks (through
+/// `initialize`) beside the modern one: a server of both eras.
+pub(crate) fn lists_legacy(discover: &Value) -> bool {
+    supported_versions(discover.get("supportedVersions"))
+        .iter()
+        .any(|v| is_legacy_version(v))
+}
+
 fn supported_versions(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {

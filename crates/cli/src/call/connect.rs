@@ -45,8 +45,9 @@ pub(crate) struct ConnectArgs {
     pub(super) json: bool,
     /// The protocol generation to speak: `auto` finds the server's (a 2026-07-28
     /// `server/discover` probe, 2025-11-25 `initialize` when the server does not answer it
-    /// as a modern one), `legacy` speaks 2025-11-25, `modern` 2026-07-28 with the tasks
-    /// extension.
+    /// as a modern one); a server of both eras is spoken to in the one the command needs
+    /// (`call`, `tasks list|result|watch`: 2025-11-25; `tasks get|cancel`: 2026-07-28).
+    /// `legacy` speaks 2025-11-25, `modern` 2026-07-28 with the tasks extension.
     #[arg(
         long,
         value_enum,

@@ -9,9 +9,13 @@
 //! Ctrl-C while a task runs cancels it (`tasks/cancel`), waits for `cancelled` and exits
 //! 130; a second Ctrl-C leaves at once, the task left running (its id printed to resume).
 //!
-//! Against a 2026-07-28 server (`--protocol`, found by default) the server decides whether
-//! a call becomes a task (`--task` and `--ttl` are not sent); a task is followed the same
-//! way, its questions (`inputRequests`) answered like 2025-11-25 requests.
+//! A server of both eras (our own, a gateway: its `server/discover` lists 2025-11-25 too)
+//! is called in 2025-11-25 unless `--protocol` says otherwise: there `--task` and `--ttl`
+//! are honoured, progress is reported, and the task is listed by `tasks list` and picked
+//! up by `tasks result`. Against a 2026-07-28-only server (or `--protocol modern`) the
+//! server decides whether a call becomes a task (`--task` and `--ttl` are not sent, and a
+//! note says so when they were given); a task is followed the same way, its questions
+//! (`inputRequests`) answered like 2025-11-25 requests.
 //!
 //! * `arguments`: the tool's arguments from `--args` and `--arg`;
 //! * `connect`: the connection flags, the client and its answers to the server;
@@ -28,7 +32,7 @@ mod tests;
 use std::sync::Arc;
 
 use clap::Args;
-use mcp_tasks_client::{CallOptions, Client, ClientError, Started, TaskSupport, task_support};
+use mcp_tasks_client::{CallOptions, Client, ClientError, Era, Started, TaskSupport, task_support};
 
 use arguments::build_arguments;
 pub(crate) use connect::{AnswerArgs, ConnectArgs, client_config, connect, nonzero, or_interrupt};
@@ -65,10 +69,13 @@ pub(crate) struct CallArgs {
 /// `mcp-tasks call`.
 pub(crate) async fn run(args: CallArgs) -> anyhow::Result<()> {
     let out = Out::new(&args.conn);
-    let config = match client_config(&args.conn, Some(&args.answers)) {
+    let mut config = match client_config(&args.conn, Some(&args.answers)) {
         Ok(c) => c,
         Err(e) => return exit_with(out.usage(&e)),
     };
+    // What a call needs is 2025-11-25's: a task when asked for (with its ttl), progress,
+    // a task `tasks list` shows and `tasks result` picks up.
+    config.prefer_era = Era::Legacy;
     let client = match or_interrupt(connect(&args.conn, config)).await {
         None => return exit_with(out.interrupted(None)),
         Some(Err(e)) => return exit_with(out.usage(&e)),
@@ -107,7 +114,7 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let modern = client.is_modern();
     if modern && (args.task || args.ttl.is_some()) {
         report.line(
-            "mcp-tasks: the server speaks 2026-07-28: it decides whether the call runs as a task (--task and --ttl are not sent)",
+            "mcp-tasks: spoken to in 2026-07-28, the server decides whether the call runs as a task (--task and --ttl are not sent)",
         );
     }
     let start = async {
@@ -132,8 +139,8 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     };
     // A call that may become a task is not left at the first Ctrl-C: its task would be
     // created unseen and left running. It is awaited (a bounded while) and its task
-    // cancelled like one interrupted while followed.
-    let may_create = modern || as_task;
+    // cancelled like one interrupted while followed. A server without tasks creates none.
+    let may_create = (modern || as_task) && client.server_tasks().tools_call;
     let started = starting(start, may_create, &report, &mut interrupts).await;
     let code = match started {
         Some((Ok(Started::Task(task)), true)) => {

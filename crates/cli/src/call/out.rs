@@ -148,9 +148,18 @@ impl Out {
             }
             println!("{obj}");
         } else {
-            print_content(r);
+            let lines = content_lines(r);
+            for line in &lines {
+                println!("{line}");
+            }
             if r.is_error() {
                 eprintln!("mcp-tasks: the tool reported an error (isError)");
+            } else if let Some(t) = task.filter(|t| t.status == TaskStatus::Failed) {
+                let why = t.status_message.as_deref().unwrap_or("no message");
+                eprintln!("mcp-tasks: task {} failed ({why})", t.task_id);
+            }
+            if lines.is_empty() {
+                eprintln!("mcp-tasks: the result has no content");
             }
         }
         if failed { exit::TOOL_FAILED } else { exit::OK }
@@ -186,19 +195,75 @@ pub(crate) fn task_json(t: &Task) -> Value {
     serde_json::to_value(t).unwrap_or(Value::Null)
 }
 
-fn print_content(r: &CallToolResult) {
+/// What a result prints on stdout: each text block's text, any other block as JSON;
+/// without content its `structuredContent`, else the fields it has besides the protocol's
+/// own (`_meta`, `isError`, `resultType`), else nothing.
+pub(crate) fn content_lines(r: &CallToolResult) -> Vec<String> {
     let content = r.content();
     if content.is_empty() {
-        let v = r.structured_content().unwrap_or(r.as_value());
-        println!("{v}");
-        return;
-    }
-    for block in content {
-        match block.get("text").and_then(Value::as_str) {
-            Some(text) if block.get("type").and_then(Value::as_str) == Some("text") => {
-                println!("{text}");
-            }
-            _ => println!("{block}"),
+        if let Some(v) = r.structured_content() {
+            return vec![v.to_string()];
         }
+        let rest: serde_json::Map<String, Value> = r
+            .as_value()
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| !matches!(k.as_str(), "_meta" | "isError" | "resultType" | "content"))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        return if rest.is_empty() {
+            Vec::new()
+        } else {
+            vec![Value::Object(rest).to_string()]
+        };
+    }
+    content
+        .iter()
+        .map(|block| match block.get("text").and_then(Value::as_str) {
+            Some(text) if block.get("type").and_then(Value::as_str) == Some("text") => {
+                text.to_owned()
+            }
+            _ => block.to_string(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(v: Value) -> Vec<String> {
+        content_lines(&CallToolResult(v))
+    }
+
+    #[test]
+    fn text_blocks_print_as_text_and_others_as_json() {
+        assert_eq!(
+            lines(json!({"content": [{"type": "text", "text": "slept 5"},
+                                     {"type": "image", "data": "AA==", "mimeType": "image/png"}]})),
+            vec![
+                "slept 5".to_owned(),
+                r#"{"data":"AA==","mimeType":"image/png","type":"image"}"#.to_owned()
+            ]
+        );
+        assert_eq!(
+            lines(json!({"content": [], "structuredContent": {"n": 1}})),
+            vec![r#"{"n":1}"#.to_owned()]
+        );
+    }
+
+    /// A failed task's result without content (only the protocol's own fields) prints
+    /// nothing on stdout: no raw `{"_meta": ...}`.
+    #[test]
+    fn a_result_without_content_prints_no_protocol_fields() {
+        let failed = json!({"content": [], "isError": true, "resultType": "complete",
+            "_meta": {"io.modelcontextprotocol/related-task": {"taskId": "t-1"}}});
+        assert!(lines(failed).is_empty());
+        assert!(lines(json!({"_meta": {"k": 1}})).is_empty());
+        assert_eq!(
+            lines(json!({"_meta": {"k": 1}, "answer": 42})),
+            vec![r#"{"answer":42}"#.to_owned()]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! `mcp-tasks call` and `mcp-tasks tasks` against 2026-07-28: the era found on stdio and
-//! HTTP (modern for our server and for a gateway),
-//! `--protocol` / `MCP_TASKS_PROTOCOL` forcing it both ways, a task to `completed`, one
+//! HTTP (both for our server and for a gateway: a task call is made in 2025-11-25, see
+//! `cli_auto.rs`), `--protocol` / `MCP_TASKS_PROTOCOL` forcing it both ways; spoken to in
+//! 2026-07-28 (`--protocol modern`): a task to `completed`, one
 //! through `input_required` answered with `--elicit-reply` (and sampling with
 //! `--sample-reply`), one cancelled with Ctrl-C, one failed, `tasks get|cancel` in both
 //! eras and `tasks list|result` refused in the modern one.
@@ -29,10 +30,11 @@ fn stdio_server() -> Vec<&'static str> {
     ]
 }
 
-/// `mcp-tasks call ARGS -- server`, the era left to the CLI.
+/// `mcp-tasks call ARGS --protocol modern -- server`.
 fn call(args: &[&str]) -> std::process::Output {
     let mut all = vec!["call"];
     all.extend_from_slice(args);
+    all.extend(["--protocol", "modern"]);
     all.extend(stdio_server());
     run(&mut cli_auto(&all))
 }
@@ -43,7 +45,7 @@ fn assert_modern(o: &std::process::Output) {
     let v = json_out(o);
     assert!(v.get("task").is_none(), "no task in 2026-07-28: {v}");
     assert_eq!(v["result"]["content"][0]["text"], "slept 50");
-    assert!(stderr(o).contains("2026-07-28"), "{}", stderr(o));
+    assert!(stderr(o).contains(NOT_SENT), "{}", stderr(o));
 }
 
 fn assert_legacy(o: &std::process::Output) {
@@ -51,51 +53,50 @@ fn assert_legacy(o: &std::process::Output) {
     let v = json_out(o);
     assert_eq!(v["task"]["status"], "completed", "{v}");
     assert_eq!(v["result"]["content"][0]["text"], "slept 50");
+    assert!(!stderr(o).contains(NOT_SENT), "{}", stderr(o));
 }
+
+/// The note of a `--task` the server decides on.
+pub(crate) const NOT_SENT: &str = "(--task and --ttl are not sent)";
 
 const SLEEP_TASK: [&str; 6] = ["call", "sleep", "--arg", "ms=50", "--task", "--json"];
 
 #[test]
 fn the_era_is_found_on_both_transports_and_forced_both_ways() {
-    // stdio: found modern, forced legacy by flag, forced modern by the environment.
-    let o = call(&["sleep", "--arg", "ms=50", "--task", "--json"]);
-    assert_modern(&o);
-    let o = call(&[
-        "sleep",
-        "--arg",
-        "ms=50",
-        "--task",
-        "--json",
-        "--protocol",
-        "legacy",
-    ]);
-    assert_legacy(&o);
+    // stdio: found to speak both (a task call in 2025-11-25, no note), forced legacy by
+    // flag, forced modern by the environment.
+    let mut forced = SLEEP_TASK.to_vec();
+    forced.extend(["--protocol", "legacy"]);
+    forced.extend(stdio_server());
+    assert_legacy(&run(&mut cli_auto(&forced)));
     let mut args = SLEEP_TASK.to_vec();
     args.extend(stdio_server());
-    let o = run(cli(&args).env("MCP_TASKS_PROTOCOL", "modern"));
-    assert_modern(&o);
+    assert_legacy(&run(&mut cli_auto(&args)));
+    assert_modern(&run(cli(&args).env("MCP_TASKS_PROTOCOL", "modern")));
 
     // HTTP: the same.
     let srv = HttpServer::start(&[]);
     let mut args = SLEEP_TASK.to_vec();
     args.extend(["--url", &srv.url]);
-    assert_modern(&run(&mut cli_auto(&args)));
+    assert_legacy(&run(&mut cli_auto(&args)));
     assert_legacy(&run(&mut cli(&args)));
     args.extend(["--protocol", "modern"]);
     assert_modern(&run(&mut cli(&args)));
 }
 
 /// A gateway (whose upstream speaks 2025-11-25) serves both eras (issue 18,
-/// `crates/cli/tests/it/gateway_modern.rs`): the CLI finds it modern on both transports,
-/// and speaks 2025-11-25 to it when told to.
+/// `crates/cli/tests/it/gateway_modern.rs`): the CLI finds both on both transports (a task
+/// call in 2025-11-25), and speaks 2026-07-28 to it when told to.
 #[test]
 fn a_gateway_is_spoken_to_in_either_era() {
     let upstream = format!("{} serve --stdio --store memory", bin());
     let srv = HttpServer::start(&["--upstream-cmd", &upstream]);
     let mut args = SLEEP_TASK.to_vec();
     args.extend(["--url", &srv.url]);
-    assert_modern(&run(&mut cli_auto(&args)));
-    assert_legacy(&run(&mut cli(&args)));
+    assert_legacy(&run(&mut cli_auto(&args)));
+    let mut modern = args.clone();
+    modern.extend(["--protocol", "modern"]);
+    assert_modern(&run(&mut cli_auto(&modern)));
 
     let server = [
         "--",
@@ -109,8 +110,8 @@ fn a_gateway_is_spoken_to_in_either_era() {
     ];
     let mut args = SLEEP_TASK.to_vec();
     args.extend(server);
-    assert_modern(&run(&mut cli_auto(&args)));
-    assert_legacy(&run(&mut cli(&args)));
+    assert_legacy(&run(&mut cli_auto(&args)));
+    assert_modern(&run(cli(&args).env("MCP_TASKS_PROTOCOL", "modern")));
 }
 
 #[test]
@@ -189,7 +190,15 @@ fn tasks_run_to_completed_failed_and_through_input_required() {
 
 #[test]
 fn ctrl_c_cancels_a_modern_task() {
-    let mut args = vec!["call", "sleep", "--arg", "ms=60000", "--json"];
+    let mut args = vec![
+        "call",
+        "sleep",
+        "--arg",
+        "ms=60000",
+        "--json",
+        "--protocol",
+        "modern",
+    ];
     args.extend(stdio_server());
     let mut child = cli_auto(&args).spawn().unwrap();
     let (rx, reader) = watch_stderr(&mut child, ": working");
@@ -211,11 +220,20 @@ fn ctrl_c_cancels_a_modern_task() {
 fn ctrl_c_while_a_modern_call_starts_cancels_the_task_it_becomes() {
     let srv = HttpServer::start(&["--task-after", "2s"]);
     let args = [
-        "call", "sleep", "--arg", "ms=60000", "--task", "--json", "--url", &srv.url,
+        "call",
+        "sleep",
+        "--arg",
+        "ms=60000",
+        "--task",
+        "--json",
+        "--url",
+        &srv.url,
+        "--protocol",
+        "modern",
     ];
     let mut child = cli_auto(&args).spawn().unwrap();
     // Printed just before the tools/call goes out.
-    let (rx, reader) = watch_stderr(&mut child, "it decides whether the call runs as a task");
+    let (rx, reader) = watch_stderr(&mut child, NOT_SENT);
     rx.recv_timeout(Duration::from_secs(20))
         .expect("the call did not start");
     std::thread::sleep(Duration::from_millis(300));
@@ -290,7 +308,15 @@ fn tasks_get_and_cancel_work_in_both_eras_and_list_result_are_refused_in_modern(
 
     // A completed modern task shows its result inline.
     let o = run(&mut cli_auto(&[
-        "call", "sleep", "--arg", "ms=300", "--json", "--url", &srv.url,
+        "call",
+        "sleep",
+        "--arg",
+        "ms=300",
+        "--json",
+        "--url",
+        &srv.url,
+        "--protocol",
+        "modern",
     ]));
     let id = json_out(&o)["task"]["taskId"]
         .as_str()

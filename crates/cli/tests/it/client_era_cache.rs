@@ -1,12 +1,13 @@
 //! The client's era cache per HTTP endpoint (crates/client/src/era_cache.rs) against a
-//! small fake server that is either 2025-11-25 only or 2026-07-28 only (switchable while
-//! it runs) and counts the detection probes (`server/discover`) and `initialize`s it gets.
+//! small fake server that is 2025-11-25 only, 2026-07-28 only (switchable while it runs)
+//! or both, whose `server/discover` may carry a `ttlMs`, and that counts the detection
+//! probes (`server/discover`) and `initialize`s it gets.
 #![allow(missing_docs)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use mcp_tasks_client::{Client, ClientConfig, ClientError, Era, HttpClientConfig, Protocol};
 use serde_json::{Value, json};
@@ -14,6 +15,10 @@ use serde_json::{Value, json};
 #[derive(Default)]
 struct State {
     modern: AtomicBool,
+    /// Both eras: `server/discover` lists 2025-11-25 too, and `initialize` is served.
+    dual: AtomicBool,
+    /// The `ttlMs` of the `DiscoverResult`, if any.
+    ttl_ms: Mutex<Option<u64>>,
     probes: AtomicUsize,
     initializes: AtomicUsize,
 }
@@ -52,10 +57,31 @@ impl Fake {
         self.state.modern.store(modern, Ordering::SeqCst);
     }
 
+    /// A server of both eras.
+    fn start_dual() -> Self {
+        let fake = Self::start(true);
+        fake.state.dual.store(true, Ordering::SeqCst);
+        fake
+    }
+
+    fn set_ttl_ms(&self, ttl: Option<u64>) {
+        *self.state.ttl_ms.lock().unwrap() = ttl;
+    }
+
     async fn connect(&self, protocol: Protocol) -> Result<Client, ClientError> {
+        self.connect_preferring(protocol, Era::Modern).await
+    }
+
+    async fn connect_preferring(
+        &self,
+        protocol: Protocol,
+        prefer: Era,
+    ) -> Result<Client, ClientError> {
         Client::connect_http(
             HttpClientConfig::new(self.url.clone()),
-            ClientConfig::default().with_protocol(protocol),
+            ClientConfig::default()
+                .with_protocol(protocol)
+                .with_prefer_era(prefer),
         )
         .await
     }
@@ -115,7 +141,8 @@ fn answer(
     }
     let modern_request = version == "2026-07-28";
     let result = |r: Value| json!({"jsonrpc": "2.0", "id": id, "result": r}).to_string();
-    if st.modern.load(Ordering::SeqCst) {
+    let dual = st.dual.load(Ordering::SeqCst);
+    if st.modern.load(Ordering::SeqCst) && (modern_request || !dual) {
         if !modern_request {
             // A modern-only server rejects what lacks the modern headers.
             return (
@@ -126,8 +153,18 @@ fn answer(
         }
         let r = match method {
             "server/discover" => {
-                json!({"resultType": "complete", "supportedVersions": ["2026-07-28"],
-                "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-modern", "version": "1"}}})
+                let versions = if dual {
+                    json!(["2026-07-28", "2025-11-25"])
+                } else {
+                    json!(["2026-07-28"])
+                };
+                let mut r = json!({"resultType": "complete", "supportedVersions": versions,
+                "capabilities": {"tools": {}}, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fake-modern", "version": "1"}}});
+                if let Some(ttl) = *st.ttl_ms.lock().unwrap() {
+                    r["ttlMs"] = json!(ttl);
+                    r["cacheScope"] = json!("public");
+                }
+                r
             }
             _ => json!({"resultType": "complete", "tools": [], "ttlMs": 0, "cacheScope": "public"}),
         };
@@ -239,4 +276,59 @@ async fn a_cached_modern_era_contradicted_by_the_server_is_detected_again() {
     let c = fake.connect(Protocol::Auto).await.unwrap();
     assert_eq!(c.era(), Era::Legacy);
     assert_eq!((fake.probes(), fake.initializes()), (2, 2));
+}
+
+/// Schema (`CacheableResult.ttlMs`): "If 0, The response SHOULD be considered immediately
+/// stale"; "If positive, the client SHOULD consider the result fresh for this many
+/// milliseconds after receiving the response."
+#[tokio::test]
+async fn the_discover_result_is_kept_as_long_as_its_ttl_says() {
+    let fake = Fake::start(true);
+    fake.set_ttl_ms(Some(0));
+    for n in 1..=3 {
+        let c = fake.connect(Protocol::Auto).await.unwrap();
+        assert_eq!(c.era(), Era::Modern);
+        assert_eq!(fake.probes(), n, "a result stale at once is not kept");
+    }
+    fake.set_ttl_ms(Some(60_000));
+    fake.connect(Protocol::Auto).await.unwrap();
+    assert_eq!(fake.probes(), 4);
+    let c = fake.connect(Protocol::Auto).await.unwrap();
+    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(fake.probes(), 4, "fresh for the server's 60 s");
+}
+
+/// A server whose `server/discover` lists both eras is spoken to in the era the client
+/// prefers for it (the CLI prefers 2025-11-25 for what only that era has); its
+/// `DiscoverResult` stays cached, so that neither preference probes again.
+#[tokio::test]
+async fn a_dual_era_endpoint_is_spoken_to_in_the_preferred_era() {
+    let fake = Fake::start_dual();
+    let c = fake
+        .connect_preferring(Protocol::Auto, Era::Legacy)
+        .await
+        .unwrap();
+    assert_eq!(c.era(), Era::Legacy);
+    assert!(c.list_tools().await.unwrap().is_empty());
+    assert_eq!((fake.probes(), fake.initializes()), (1, 1));
+    // From the cache: initialize at once.
+    let c = fake
+        .connect_preferring(Protocol::Auto, Era::Legacy)
+        .await
+        .unwrap();
+    assert_eq!(c.era(), Era::Legacy);
+    assert_eq!((fake.probes(), fake.initializes()), (1, 2));
+    // The default preference: 2026-07-28, from the same cached result.
+    let c = fake.connect(Protocol::Auto).await.unwrap();
+    assert_eq!(c.era(), Era::Modern);
+    assert!(c.list_tools().await.unwrap().is_empty());
+    assert_eq!((fake.probes(), fake.initializes()), (1, 2));
+    // A modern-only server is spoken to in 2026-07-28 whatever the preference.
+    let modern = Fake::start(true);
+    let c = modern
+        .connect_preferring(Protocol::Auto, Era::Legacy)
+        .await
+        .unwrap();
+    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(modern.initializes(), 0);
 }

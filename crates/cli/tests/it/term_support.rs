@@ -34,6 +34,11 @@ pub enum Step {
     CtrlC,
     /// Let the program run (its output is still collected).
     Sleep(Duration),
+    /// Wait for the text, at most this long (for what comes late: a table row another
+    /// process makes).
+    ExpectWithin(String, Duration),
+    /// Tell the test that this point was reached (it goes on with what it does beside).
+    Notify(std::sync::mpsc::Sender<()>),
 }
 
 pub fn expect(text: &str) -> Step {
@@ -50,6 +55,14 @@ pub fn ctrl_c() -> Step {
 
 pub fn sleep(seconds: f64) -> Step {
     Step::Sleep(Duration::from_secs_f64(seconds))
+}
+
+pub fn expect_within(text: &str, seconds: u64) -> Step {
+    Step::ExpectWithin(text.to_owned(), Duration::from_secs(seconds))
+}
+
+pub fn notify(tx: &std::sync::mpsc::Sender<()>) -> Step {
+    Step::Notify(tx.clone())
 }
 
 /// What a pseudo-terminal run gave.
@@ -118,8 +131,19 @@ fn output_len(shared: &Shared) -> usize {
 
 /// Runs `argv` in a pseudo-terminal (40 rows, 120 columns) and plays `steps`, then waits
 /// for the program to exit. Panics (with the transcript) when an expectation is not met
-/// or the program does not exit.
+/// or the program does not exit. The CLI speaks 2025-11-25 (`MCP_TASKS_PROTOCOL=legacy`:
+/// the terminal tests show that era's tasks).
 pub fn pty(argv: &[&str], steps: &[Step]) -> PtyRun {
+    pty_with(argv, steps, true)
+}
+
+/// [`pty`] with the CLI's defaults: neither `MCP_TASKS_PROTOCOL` nor `MCP_TASKS_TOKEN`
+/// set (as a user's shell would not, unless the command line sets them).
+pub fn pty_defaults(argv: &[&str], steps: &[Step]) -> PtyRun {
+    pty_with(argv, steps, false)
+}
+
+fn pty_with(argv: &[&str], steps: &[Step], legacy: bool) -> PtyRun {
     // `stty` sizes the terminal from inside it; `exec` keeps the program the session leader.
     let mut cmd = Command::new("sh");
     cmd.arg("-c")
@@ -127,9 +151,11 @@ pub fn pty(argv: &[&str], steps: &[Step]) -> PtyRun {
         .arg("sh")
         .args(argv)
         .env("RUST_LOG", "warn")
-        // The terminal tests show 2025-11-25 tasks (`auto` finds our server modern).
-        .env("MCP_TASKS_PROTOCOL", "legacy")
+        .env_remove("MCP_TASKS_PROTOCOL")
         .env_remove("MCP_TASKS_TOKEN");
+    if legacy {
+        cmd.env("MCP_TASKS_PROTOCOL", "legacy");
+    }
     let mut process = PtyProcess::new(cmd).expect("start the program in a pseudo-terminal");
     process.set_kill_timeout(Some(2000));
     let mut keys = process.get_file_handle().expect("the terminal");
@@ -160,8 +186,12 @@ pub fn pty(argv: &[&str], steps: &[Step]) -> PtyRun {
     let mut pos = 0;
     for (i, step) in steps.iter().enumerate() {
         match step {
-            Step::Expect(want) => {
-                let deadline = Instant::now() + EXPECT_TIMEOUT;
+            Step::Expect(want) | Step::ExpectWithin(want, _) => {
+                let timeout = match step {
+                    Step::ExpectWithin(_, t) => *t,
+                    _ => EXPECT_TIMEOUT,
+                };
+                let deadline = Instant::now() + timeout;
                 loop {
                     let seen = output_len(&shared);
                     let (text, closed) = text_of(&shared);
@@ -187,6 +217,9 @@ pub fn pty(argv: &[&str], steps: &[Step]) -> PtyRun {
                 keys.flush().expect("type Ctrl-C");
             }
             Step::Sleep(d) => std::thread::sleep(*d),
+            Step::Notify(tx) => {
+                let _ = tx.send(());
+            }
         }
         if failed.is_some() {
             break;

@@ -21,9 +21,6 @@ pub mod codes {
     /// returns it. Taken from the implementation-defined server-error range reserved by
     /// JSON-RPC 2.0 (-32000 to -32099).
     pub const TASK_CANCELLED: i64 = -32001;
-    /// A request was refused because the session has not completed `initialize`
-    /// (the code LSP uses for the same condition).
-    pub const NOT_INITIALIZED: i64 = -32002;
     /// Creating the task would exceed the requester's limit of active tasks.
     pub const TOO_MANY_TASKS: i64 = -32003;
     /// 2026-07-28 (basic, "Error Codes"), `HeaderMismatch`: HTTP headers do not match the

@@ -245,6 +245,9 @@ pub struct ToolContext {
     client_capabilities: Arc<Value>,
     task_id: Option<String>,
     request_params: Option<Arc<Value>>,
+    /// Whether the call is a 2026-07-28 one (capabilities declared per request): a
+    /// question the client cannot take is then refused with -32021.
+    modern: bool,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ToolContext, |s| { task_id: s.task_id });
@@ -265,7 +268,16 @@ impl ToolContext {
             client_capabilities,
             task_id,
             request_params: None,
+            modern: false,
         }
+    }
+
+    /// Mark the call as a 2026-07-28 one: the capabilities are those its request
+    /// declared, and a question they do not cover is refused with -32021.
+    #[must_use]
+    pub(crate) fn in_modern_era(mut self) -> Self {
+        self.modern = true;
+        self
     }
 
     /// Attach the params of the `tools/call` request, unchanged (`_meta`, `task` and
@@ -338,18 +350,32 @@ impl ToolContext {
         self.channel.notify(methods::PROGRESS, params).await;
     }
 
-    fn client_supports(&self, capability: &str) -> bool {
-        self.client_capabilities
-            .get(capability)
-            .is_some_and(|c| !c.is_null())
-    }
-
     /// Ask the client for input (`elicitation/create`); returns the `ElicitResult`.
     ///
+    /// The mode (`params.mode`, `form` when absent) must be one the client declared:
+    /// `elicitation: {}` declares `form` only. Spec (elicitation, 2025-11-25): "For
+    /// backwards compatibility, an empty capabilities object is equivalent to declaring
+    /// support for `form` mode only"; "Servers MUST NOT send elicitation requests with
+    /// modes that are not supported by the client."
+    ///
     /// # Errors
-    /// The client's error, or -32601 when the client did not declare `elicitation`.
+    /// The client's error; when the client did not declare elicitation in this mode,
+    /// nothing is sent and the error is -32021 with `data.requiredCapabilities` in
+    /// 2026-07-28, -32601 in 2025-11-25.
     pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.ask_client("elicitation", methods::ELICITATION_CREATE, params)
+        let mode = params
+            .get("mode")
+            .and_then(Value::as_str)
+            .unwrap_or("form")
+            .to_owned();
+        if !elicitation_mode_declared(&self.client_capabilities, &mode) {
+            return Err(self.undeclared(
+                json!({ "elicitation": { mode.as_str(): {} } }),
+                &format!("`elicitation` in `{mode}` mode"),
+            ));
+        }
+        self.channel
+            .request(methods::ELICITATION_CREATE, params)
             .await
     }
 
@@ -357,26 +383,49 @@ impl ToolContext {
     /// `CreateMessageResult`.
     ///
     /// # Errors
-    /// The client's error, or -32601 when the client did not declare `sampling`.
+    /// The client's error; when the client did not declare `sampling`, nothing is sent
+    /// and the error is -32021 with `data.requiredCapabilities` in 2026-07-28, -32601 in
+    /// 2025-11-25.
     pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.ask_client("sampling", methods::SAMPLING_CREATE_MESSAGE, params)
+        let declared = self
+            .client_capabilities
+            .get("sampling")
+            .is_some_and(|c| !c.is_null());
+        if !declared {
+            return Err(self.undeclared(json!({ "sampling": {} }), "`sampling`"));
+        }
+        self.channel
+            .request(methods::SAMPLING_CREATE_MESSAGE, params)
             .await
     }
 
-    /// Send `method` to the client, which must have declared `capability`.
-    async fn ask_client(
-        &self,
-        capability: &str,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ErrorObject> {
-        if !self.client_supports(capability) {
-            return Err(ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                format!("the client does not support {capability} (no `{capability}` capability)"),
-            ));
+    /// The error of a question the client did not declare it can take: `required` (a
+    /// `ClientCapabilities` object) names what is missing.
+    ///
+    /// Spec (basic, 2026-07-28): "If processing a request requires a capability the client
+    /// did not include in `io.modelcontextprotocol/clientCapabilities`, the server MUST
+    /// return a `MissingRequiredClientCapabilityError` (`-32021`) whose
+    /// `data.requiredCapabilities` lists the missing capabilities." 2025-11-25 defines no
+    /// code for it: -32601, as before.
+    fn undeclared(&self, required: Value, what: &str) -> ErrorObject {
+        let detail = format!("the client did not declare {what}");
+        match required {
+            Value::Object(caps) if self.modern => mcp_tasks_proto::modern::missing_capability(
+                mcp_tasks_proto::modern::ClientCapabilities(caps),
+                &detail,
+            ),
+            _ => ErrorObject::new(codes::METHOD_NOT_FOUND, detail),
         }
-        self.channel.request(method, params).await
+    }
+}
+
+/// Whether `caps` declare elicitation in `mode`: `elicitation: {}` is `form` only, else
+/// each mode is declared by its own key.
+fn elicitation_mode_declared(caps: &Value, mode: &str) -> bool {
+    match caps.get("elicitation") {
+        Some(Value::Object(e)) if e.is_empty() => mode == "form",
+        Some(Value::Object(e)) => e.get(mode).is_some_and(|m| !m.is_null()),
+        _ => false,
     }
 }
 

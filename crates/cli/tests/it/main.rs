@@ -80,6 +80,7 @@ mod metrics;
 mod metrics_gateway;
 mod modern_bad_input;
 mod modern_era;
+mod modern_wire;
 mod pg_restart;
 mod postgres_store;
 mod process;

@@ -378,7 +378,8 @@ fn start(req: &ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> Arc<Call> {
         Arc::new(req.caps.clone()),
         None,
     )
-    .with_request_params(strip_retry(req.params.clone()));
+    .with_request_params(strip_retry(req.params.clone()))
+    .in_modern_era();
     let handler = Arc::clone(&req.tool.handler);
     let args = req.args.clone();
     let work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });

@@ -15,7 +15,7 @@ mod client;
 mod raw;
 
 pub use client::Client;
-pub use raw::{Conn, Event, Sse, responses, send};
+pub use raw::{Conn, Event, Resp, Sse, responses, send};
 
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 pub const TOKENS_ENV: &str = "MCP_TASKS_AUTH_TOKENS";

@@ -132,6 +132,9 @@ struct Routes {
     tasks: HashMap<String, (u64, ToolContext)>,
     /// Plain upstream calls in flight.
     calls: Vec<(u64, ToolContext)>,
+    /// Every call in flight, plain or running as an upstream task (its task id known
+    /// yet or not).
+    waiting: Vec<(u64, ToolContext)>,
 }
 
 /// The lane's state, shared by its session, its calls, its supervisor and its

@@ -21,11 +21,7 @@ pub mod codes {
     /// returns it. Taken from the implementation-defined server-error range reserved by
     /// JSON-RPC 2.0 (-32000 to -32099).
     pub const TASK_CANCELLED: i64 = -32001;
-    /// A request was refused because the session has not completed `initialize`
-    /// (the code LSP uses for the same condition).
-    pub const NOT_INITIALIZED: i64 = -32002;
-    /// MCP 2025-11-25 (resources, "Error Handling"): "Resource not found: `-32002`". The
-    /// same number as [`NOT_INITIALIZED`], which is answered only before `initialize`.
+    /// MCP 2025-11-25 (resources, "Error Handling"): "Resource not found: `-32002`".
     /// (2026-07-28 answers an unknown resource with -32602 instead, SEP-2164.)
     pub const RESOURCE_NOT_FOUND: i64 = -32002;
     /// Creating the task would exceed the requester's limit of active tasks.

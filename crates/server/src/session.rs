@@ -7,7 +7,7 @@ use mcp_tasks_core::{RequestEra, Requester, RequestorChannel, TaskEngine, serve}
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_proto::modern::{self, Era};
 use mcp_tasks_proto::trace::TraceContext;
-use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, codes, methods};
+use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -246,10 +246,7 @@ impl Session {
             _ => {}
         }
         let Some(negotiated) = self.negotiated() else {
-            return Err(ErrorObject::new(
-                codes::NOT_INITIALIZED,
-                format!("Server not initialized: send `initialize` before `{method}`"),
-            ));
+            return Err(not_initialized(&method));
         };
         match method.as_str() {
             methods::TOOLS_LIST => handlers::tools_list::handle(self, params.as_ref()),
@@ -296,14 +293,14 @@ impl Session {
         let timer = self.state.metrics.request(&req.method, era);
         if let Err(e) = self.state.guard.admit_request(&self.requester, &req.method) {
             timer.finish(false);
-            return Err(e);
+            return Err(era_error(era, e));
         }
         let answer = self
             .dispatch(cx, req.method, req.params, text)
             .instrument(span)
             .await;
         timer.finish(answer.is_ok());
-        answer
+        answer.map_err(|e| era_error(era, e))
     }
 }
 
@@ -372,4 +369,29 @@ impl Handler for Session {
             tracing::debug!(id = %id, "late or unknown response ignored");
         }
     }
+}
+
+/// `e` as the era of its request may carry it: a 2026-07-28 answer uses the codes that
+/// era reserves only as it defines them ([`modern::valid_error`]: a rate limit, a quota
+/// or a tool's reserved code goes out as -32603 with the original code in its `data`).
+fn era_error(era: RequestEra, e: ErrorObject) -> ErrorObject {
+    match era {
+        RequestEra::Modern => modern::valid_error(e),
+        RequestEra::Legacy => e,
+    }
+}
+
+/// The answer to a request (not `initialize`, not `ping`) on a connection that opened no
+/// 2025-11-25 session and that does not carry the 2026-07-28 `_meta`: -32602, naming both
+/// ways to be served. It is a malformed 2026-07-28 request as much as an early 2025-11-25
+/// one, and the code LSP uses for the latter (-32002) is one 2026-07-28 reserves.
+///
+/// Spec (basic, `_meta`): "A request missing any required field is malformed; the server
+/// MUST reject it with JSON-RPC error code `-32602` (Invalid params)." Spec (basic, "Error
+/// Codes"): "Implementations of this protocol version MUST NOT emit these codes: `-32002`".
+fn not_initialized(method: &str) -> ErrorObject {
+    ErrorObject::invalid_params(format!(
+        "`{method}` carries no `_meta[\"{}\"]` (required on every 2026-07-28 request), and no 2025-11-25 session is open on this connection (send `initialize` first)",
+        modern::PROTOCOL_VERSION_META
+    ))
 }

@@ -247,6 +247,9 @@ pub struct ToolContext {
     task_id: Option<String>,
     request_params: Option<Arc<Value>>,
     log_threshold: LogThreshold,
+    /// Whether the call is a 2026-07-28 one (capabilities declared per request): a
+    /// question the client cannot take is then refused with -32021.
+    modern: bool,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ToolContext, |s| { task_id: s.task_id });
@@ -268,6 +271,7 @@ impl ToolContext {
             task_id,
             request_params: None,
             log_threshold: LogThreshold::off(),
+            modern: false,
         }
     }
 
@@ -295,6 +299,14 @@ impl ToolContext {
             params["logger"] = json!(l);
         }
         self.channel.notify(methods::LOG_MESSAGE, params).await;
+    }
+
+    /// Mark the call as a 2026-07-28 one: the capabilities are those its request
+    /// declared, and a question they do not cover is refused with -32021.
+    #[must_use]
+    pub(crate) fn in_modern_era(mut self) -> Self {
+        self.modern = true;
+        self
     }
 
     /// Attach the params of the `tools/call` request, unchanged (`_meta`, `task` and
@@ -369,18 +381,22 @@ impl ToolContext {
         self.channel.notify(methods::PROGRESS, params).await;
     }
 
-    fn client_supports(&self, capability: &str) -> bool {
-        self.client_capabilities
-            .get(capability)
-            .is_some_and(|c| !c.is_null())
-    }
-
     /// Ask the client for input (`elicitation/create`); returns the `ElicitResult`.
     ///
+    /// The mode (`params.mode`, `form` when absent) must be one the client declared:
+    /// `elicitation: {}` declares `form` only. Spec (elicitation, 2025-11-25): "For
+    /// backwards compatibility, an empty capabilities object is equivalent to declaring
+    /// support for `form` mode only"; "Servers MUST NOT send elicitation requests with
+    /// modes that are not supported by the client."
+    ///
     /// # Errors
-    /// The client's error, or -32601 when the client did not declare `elicitation`.
+    /// The client's error; when the client did not declare elicitation in this mode,
+    /// nothing is sent and the error is -32021 with `data.requiredCapabilities` in
+    /// 2026-07-28, -32601 in 2025-11-25.
     pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.ask_client("elicitation", methods::ELICITATION_CREATE, params)
+        self.require_elicitation(&params)?;
+        self.channel
+            .request(methods::ELICITATION_CREATE, params)
             .await
     }
 
@@ -388,57 +404,93 @@ impl ToolContext {
     /// `CreateMessageResult`.
     ///
     /// # Errors
-    /// The client's error, or -32601 when the client did not declare `sampling`.
+    /// The client's error; when the client did not declare `sampling`, nothing is sent
+    /// and the error is -32021 with `data.requiredCapabilities` in 2026-07-28, -32601 in
+    /// 2025-11-25.
     pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.ask_client("sampling", methods::SAMPLING_CREATE_MESSAGE, params)
+        self.require("sampling")?;
+        self.channel
+            .request(methods::SAMPLING_CREATE_MESSAGE, params)
             .await
     }
 
     /// Ask the client `method` with `params` under the name `key`, and wait for the
     /// answer: in a direct 2026-07-28 call the question is `inputRequests[key]` of the
     /// `InputRequiredResult` (other questions are named `q1`, `q2`, ...; elsewhere the
-    /// key is not seen). `elicitation/create`, `sampling/createMessage` and `roots/list`
-    /// need the client's capability (`elicitation`, `sampling`, `roots`).
+    /// key is not seen). `elicitation/create` (in its mode), `sampling/createMessage` and
+    /// `roots/list` need the client's capability (`elicitation`, `sampling`, `roots`).
     ///
     /// Several questions asked at once (`tokio::join!`) reach the client together, and
     /// each goes on as soon as its own answer arrives.
     ///
     /// # Errors
-    /// The client's error, or -32601 when the client did not declare the capability.
+    /// The client's error; when the client did not declare the capability, nothing is
+    /// sent and the error is -32021 with `data.requiredCapabilities` in 2026-07-28,
+    /// -32601 in 2025-11-25.
     pub async fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let capability = match method {
-            methods::ELICITATION_CREATE => Some("elicitation"),
-            methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
-            "roots/list" => Some("roots"),
-            _ => None,
-        };
-        if let Some(c) = capability {
-            self.require(c)?;
+        match method {
+            methods::ELICITATION_CREATE => self.require_elicitation(&params)?,
+            methods::SAMPLING_CREATE_MESSAGE => self.require("sampling")?,
+            "roots/list" => self.require("roots")?,
+            _ => {}
         }
         self.channel.request_keyed(key, method, params).await
     }
 
-    /// -32601 unless the client declared `capability`.
+    /// The error of [`Self::undeclared`] unless the client declared `capability`.
     fn require(&self, capability: &str) -> Result<(), ErrorObject> {
-        if self.client_supports(capability) {
+        let declared = self
+            .client_capabilities
+            .get(capability)
+            .is_some_and(|c| !c.is_null());
+        if declared {
             Ok(())
         } else {
-            Err(ErrorObject::new(
-                codes::METHOD_NOT_FOUND,
-                format!("the client does not support {capability} (no `{capability}` capability)"),
+            Err(self.undeclared(json!({ capability: {} }), &format!("`{capability}`")))
+        }
+    }
+
+    /// The error of [`Self::undeclared`] unless the client declared elicitation in the
+    /// mode of `params` (`form` when absent).
+    fn require_elicitation(&self, params: &Value) -> Result<(), ErrorObject> {
+        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+        if elicitation_mode_declared(&self.client_capabilities, mode) {
+            Ok(())
+        } else {
+            Err(self.undeclared(
+                json!({ "elicitation": { mode: {} } }),
+                &format!("`elicitation` in `{mode}` mode"),
             ))
         }
     }
 
-    /// Send `method` to the client, which must have declared `capability`.
-    async fn ask_client(
-        &self,
-        capability: &str,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ErrorObject> {
-        self.require(capability)?;
-        self.channel.request(method, params).await
+    /// The error of a question the client did not declare it can take: `required` (a
+    /// `ClientCapabilities` object) names what is missing.
+    ///
+    /// Spec (basic, 2026-07-28): "If processing a request requires a capability the client
+    /// did not include in `io.modelcontextprotocol/clientCapabilities`, the server MUST
+    /// return a `MissingRequiredClientCapabilityError` (`-32021`) whose
+    /// `data.requiredCapabilities` lists the missing capabilities." 2025-11-25 defines no
+    /// code for it: -32601, as before.
+    fn undeclared(&self, required: Value, what: &str) -> ErrorObject {
+        let detail = format!("the client did not declare {what}");
+        match required {
+            Value::Object(caps) if self.modern => mcp_tasks_proto::modern::missing_capability(
+                mcp_tasks_proto::modern::ClientCapabilities(caps),
+                &detail,
+            ),
+            _ => ErrorObject::new(codes::METHOD_NOT_FOUND, detail),
+        }
+    }
+}
+
+/// Whether `caps` declare elicitation in `mode`: `elicitation: {}` is `form` only, else
+/// each mode is declared by its own key.
+fn elicitation_mode_declared(caps: &Value, mode: &str) -> bool {
+    match caps.get("elicitation") {
+        Some(Value::Object(e)) if e.is_empty() => mode == "form",
+        Some(Value::Object(e)) => e.get(mode).is_some_and(|m| !m.is_null()),
+        _ => false,
     }
 }
 

@@ -455,3 +455,61 @@ fn an_upstream_request_that_belongs_to_no_single_call_is_refused_at_once() {
     let slow = s.response_to(&json!("slow"));
     assert_eq!(text_of(&slow["result"]), "slept 1500", "{slow}");
 }
+
+/// An upstream task's question sent without related-task `_meta` (FastMCP 3.4.11 does
+/// so) reaches the one 2026-07-28 task waiting on that upstream, as `inputRequests`
+/// answered by `tasks/update`; with two tasks waiting it belongs to no single one and is
+/// refused with a message saying why, which the upstream task reports.
+#[test]
+fn an_upstream_question_without_related_task_meta_reaches_the_one_waiting_task() {
+    let fake = Fake::new("modern-unrelated-question", true);
+    let mut s = modern_gateway(&fake, &[]);
+    let id = task_of(&call(&mut s, "a", "askjob", json!({"question": "Colour?"})));
+    let t = poll(&mut s, &id, "input_required", |t| {
+        t["status"] == "input_required" || terminal(t)
+    });
+    assert_eq!(t["status"], "input_required", "{t}");
+    let (key, request) = t["inputRequests"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .next()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .unwrap();
+    assert_eq!(request["method"], "elicitation/create", "{t}");
+    assert_eq!(request["params"]["message"], "Colour?", "{t}");
+    modern(
+        &mut s,
+        "u",
+        "tasks/update",
+        json!({"taskId": id, "inputResponses": {key: {"action": "accept", "content": {"answer": "red"}}}}),
+        ext(),
+    );
+    let t = poll(&mut s, &id, "terminal", terminal);
+    assert_eq!(t["status"], "completed", "{t}");
+    assert_eq!(
+        text_of(&t["result"]),
+        r#"answer: {"action":"accept","content":{"answer":"red"}}"#
+    );
+
+    // Two tasks wait on the upstream: neither question can be attributed.
+    let ids: Vec<String> = ["b1", "b2"]
+        .iter()
+        .map(|n| {
+            task_of(&call(
+                &mut s,
+                n,
+                "askjob",
+                json!({"question": *n, "ms": 500}),
+            ))
+        })
+        .collect();
+    for id in &ids {
+        let t = poll(&mut s, id, "terminal", terminal);
+        let text = text_of(&t["result"]).to_owned();
+        assert!(
+            text.contains("cannot be relayed") && text.contains("no single one"),
+            "{t}"
+        );
+    }
+}

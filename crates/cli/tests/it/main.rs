@@ -83,6 +83,7 @@ mod metrics_gateway;
 mod modern_anonymous;
 mod modern_bad_input;
 mod modern_era;
+mod modern_wire;
 mod pg_outage_wait;
 mod pg_restart;
 mod postgres_store;

@@ -75,9 +75,14 @@ fn malformed_modern_meta_is_refused_precisely_and_the_server_keeps_serving() {
     );
     error(&r, -32602, "protocolVersion");
     still_serving(&mut s, "1");
-    // No `_meta` at all: a legacy request, and this connection has not initialized.
+    // Capabilities but no version: -32602 naming the missing key (not -32002).
+    let r = raw(&mut s, "d0", "tools/list", json!({"_meta": {caps: {}}}));
+    error(&r, -32602, "protocolVersion");
+    // No `_meta` at all, and this connection has not initialized: -32602 naming both
+    // ways in.
     let r = raw(&mut s, "d", "tools/list", json!({}));
-    assert!(r.get("error").is_some(), "{r}");
+    let e = error(&r, -32602, "protocolVersion");
+    assert!(e["message"].as_str().unwrap().contains("initialize"), "{r}");
     // A `_meta` that is not an object is not a modern request either.
     let r = raw(
         &mut s,

@@ -57,6 +57,36 @@ impl TaskEngine {
     /// active tasks, [`EngineError::RateLimited`] past the `create` rate limit (nothing is
     /// stored), -32603 when the store fails.
     pub async fn create(&self, spec: TaskSpec, runner: Runner) -> Result<TaskRecord, EngineError> {
+        self.create_answered_by(spec, runner, None).await
+    }
+
+    /// [`Self::create`] for a requester without a connection of its own (2026-07-28): the
+    /// task's relayed requests are bound to its principal only (without one, to no
+    /// session: the task id is the capability, and a 2025-11-25 session that asks for its
+    /// result claims them, as for a resumed task).
+    ///
+    /// # Errors
+    /// As [`Self::create`].
+    pub async fn create_stateless(
+        &self,
+        spec: TaskSpec,
+        runner: Runner,
+    ) -> Result<TaskRecord, EngineError> {
+        let answerer = Requester {
+            session: None,
+            ..spec.requester.clone()
+        };
+        self.create_answered_by(spec, runner, Some(answerer)).await
+    }
+
+    /// [`Self::create`], its relayed requests answered by `answerer` (by default the
+    /// requester).
+    async fn create_answered_by(
+        &self,
+        spec: TaskSpec,
+        runner: Runner,
+        answerer: Option<Requester>,
+    ) -> Result<TaskRecord, EngineError> {
         if self.inner.shutdown.is_cancelled() {
             return Err(EngineError::ShuttingDown);
         }
@@ -121,7 +151,13 @@ impl TaskEngine {
             event = event.with("tool", t.as_str());
         }
         self.guard().record(event);
-        self.launch(task_id, requester, origin, classify, runner);
+        self.launch(
+            task_id,
+            answerer.unwrap_or(requester),
+            origin,
+            classify,
+            runner,
+        );
         Ok(rec)
     }
 

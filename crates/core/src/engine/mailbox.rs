@@ -232,6 +232,36 @@ impl TaskEngine {
         true
     }
 
+    /// Whether `who`, a 2026-07-28 requester (a `tasks/update`: no connection binds it),
+    /// may answer the requests task `task_id` relays, wherever it runs: with a principal
+    /// when they are the principal's; without one only when they are bound to no session
+    /// (a task created in 2026-07-28, whose id is the capability). A 2025-11-25 session's
+    /// task keeps its binding: its requests are answered on that session's `tasks/result`.
+    ///
+    /// # Errors
+    /// The store's failure.
+    pub async fn may_answer_statelessly(
+        &self,
+        task_id: &str,
+        who: &Requester,
+    ) -> Result<bool, EngineError> {
+        if who.sees_all {
+            return Ok(true);
+        }
+        if let Some(task) = self.running(task_id) {
+            return Ok(task.may_answer_statelessly(who));
+        }
+        let Some(inputs) = self.mailbox() else {
+            return Ok(true);
+        };
+        let mine = who.principal.as_ref().and(answerer_key(who));
+        Ok(inputs
+            .requests(task_id)
+            .await?
+            .iter()
+            .all(|r| r.answerer.is_none() || (mine.is_some() && r.answerer == mine)))
+    }
+
     /// Answer the request `id` for a requester the caller has found may see its task (a
     /// 2026-07-28 `tasks/update`, where seeing the task is what binds the answer), wherever
     /// the task runs: [`Self::deliver_answer`] when it waits here, else written to the

@@ -87,6 +87,22 @@ impl RunningTask {
         }
     }
 
+    /// Whether `who`, a 2026-07-28 requester (no connection of its own), may answer the
+    /// requests this task relays: with a principal, the task's; without one, only a task
+    /// bound to no session (created in 2026-07-28, where the task id is the capability).
+    /// A task a 2025-11-25 session created keeps that session's binding.
+    pub(super) fn may_answer_statelessly(&self, who: &Requester) -> bool {
+        if who.sees_all {
+            return true;
+        }
+        let owner = self.answerer.lock();
+        match (&owner.principal, &owner.session) {
+            (Some(p), _) => who.principal.as_ref() == Some(p),
+            (None, Some(_)) => false,
+            (None, None) => who.principal.is_none(),
+        }
+    }
+
     /// The newest open `tasks/result` stream, if any.
     pub(super) fn newest_sender(&self) -> Option<Arc<dyn RequestSender>> {
         self.input

@@ -37,6 +37,7 @@ fn remove_routes(lane: &LaneInner, id: u64) {
     r.progress.retain(|_, (i, _)| *i != id);
     r.tasks.retain(|_, (i, _)| *i != id);
     r.calls.retain(|(i, _)| *i != id);
+    r.waiting.retain(|(i, _)| *i != id);
 }
 
 impl Drop for RouteGuard {
@@ -44,6 +45,12 @@ impl Drop for RouteGuard {
         if self.linger
             && let Ok(rt) = tokio::runtime::Handle::try_current()
         {
+            // Only its progress lingers: the call no longer waits for anything.
+            self.lane
+                .routes
+                .lock()
+                .waiting
+                .retain(|(i, _)| *i != self.id);
             let lane = Arc::clone(&self.lane);
             let id = self.id;
             rt.spawn(async move {
@@ -53,6 +60,16 @@ impl Drop for RouteGuard {
             return;
         }
         remove_routes(&self.lane, self.id);
+    }
+}
+
+/// Ask the requestor of the call `cx` what the upstream asked (elicitation and sampling
+/// checked against its capabilities).
+async fn ask(cx: &ToolContext, method: &str, params: Value) -> Result<Value, ErrorObject> {
+    match method {
+        methods::ELICITATION_CREATE => cx.elicit(params).await,
+        methods::SAMPLING_CREATE_MESSAGE => cx.sample(params).await,
+        _ => cx.request(method, params).await,
     }
 }
 
@@ -152,6 +169,7 @@ impl LaneInner {
         if plain {
             r.calls.push((id, cx.clone()));
         }
+        r.waiting.push((id, cx.clone()));
         RouteGuard {
             lane: Arc::clone(self),
             id,
@@ -236,12 +254,24 @@ impl LaneInner {
         }
     }
 
+    /// The one call waiting on this lane, plain or running as an upstream task, if exactly
+    /// one is; else how many wait.
+    fn only_waiter(&self) -> Result<ToolContext, usize> {
+        match self.routes.lock().waiting.as_slice() {
+            [(_, cx)] => Ok(cx.clone()),
+            other => Err(other.len()),
+        }
+    }
+
     /// A request from the upstream (elicitation, sampling, roots, ping, ...).
     ///
     /// During a call it goes to that call's requestor: as a task, the task moves to
     /// `input_required` and the request travels on `tasks/result` with the downstream
     /// task's related-task `_meta`; the answer comes back here. Otherwise it goes to the
-    /// client of the session as it is.
+    /// client of the session as it is. A lane of 2026-07-28 clients has no client to send
+    /// it to: a request without related-task `_meta` (FastMCP 3 sends its task's
+    /// elicitation so) goes to the one call or task waiting on the lane when there is
+    /// exactly one, and is refused with a message saying why otherwise.
     pub(crate) async fn on_upstream_request(
         &self,
         method: String,
@@ -252,11 +282,7 @@ impl LaneInner {
             let mut params = params.unwrap_or_else(|| json!({}));
             strip_related_task(&mut params);
             tracing::debug!(method = %method, task = ?cx.task_id(), "upstream request relayed to its call's requestor");
-            return match method.as_str() {
-                methods::ELICITATION_CREATE => cx.elicit(params).await,
-                methods::SAMPLING_CREATE_MESSAGE => cx.sample(params).await,
-                _ => cx.request(&method, params).await,
-            };
+            return ask(&cx, &method, params).await;
         }
         let mut params = params;
         if let Some(p) = params.as_mut()
@@ -265,11 +291,19 @@ impl LaneInner {
             strip_related_task(p);
         }
         if self.has_no_client() {
-            tracing::warn!(method = %method, "an upstream request outside a single call of a 2026-07-28 client refused: no client to send it to");
+            let waiting = match self.only_waiter() {
+                Ok(cx) => {
+                    let params = params.unwrap_or_else(|| json!({}));
+                    tracing::debug!(method = %method, task = ?cx.task_id(), "an upstream request without related-task meta relayed to the one call waiting on the lane");
+                    return ask(&cx, &method, params).await;
+                }
+                Err(n) => n,
+            };
+            tracing::warn!(method = %method, waiting, "an upstream request outside a single call of a 2026-07-28 client refused: no client to send it to");
             return Err(ErrorObject::new(
                 mcp_tasks_proto::codes::METHOD_NOT_FOUND,
                 format!(
-                    "`{method}` cannot be relayed: the gateway's 2026-07-28 clients receive requests only during one call of theirs, and this one belongs to no single call in flight"
+                    "`{method}` cannot be relayed: it names no task (no related-task `_meta`) and {waiting} calls of the gateway's 2026-07-28 clients wait on this upstream, so it belongs to no single one"
                 ),
             ));
         }

@@ -11,8 +11,10 @@
 
 mod parse;
 pub mod tasks;
+mod wire_error;
 
 pub use parse::parse_request;
+pub use wire_error::{ORIGINAL_CODE, is_rate_limited, rewritten, valid_error};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -307,19 +309,35 @@ pub fn request_meta_value(
 }
 
 /// `-32022` with `data: {supported, requested}`.
+///
+/// A version that `supported` lists (one `initialize` negotiates, sent per request) is
+/// not called unsupported: the message says that it is served after `initialize`.
 pub fn unsupported_version(requested: &str, supported: &[&str]) -> ErrorObject {
     let data = UnsupportedVersionData {
         supported: supported.iter().map(|s| (*s).to_owned()).collect(),
         requested: requested.to_owned(),
     };
-    ErrorObject::new(
-        codes::UNSUPPORTED_PROTOCOL_VERSION,
+    let per_request: Vec<&str> = supported
+        .iter()
+        .copied()
+        .filter(|v| MODERN_VERSIONS.contains(v))
+        .collect();
+    let message = if supported.contains(&requested) {
+        format!(
+            "Protocol version `{requested}` is served after `initialize`, not per request; per-request versions: {}",
+            if per_request.is_empty() {
+                "none".to_owned()
+            } else {
+                per_request.join(", ")
+            }
+        )
+    } else {
         format!(
             "Unsupported protocol version `{requested}`; supported: {}",
             supported.join(", ")
-        ),
-    )
-    .with_data(json!(data))
+        )
+    };
+    ErrorObject::new(codes::UNSUPPORTED_PROTOCOL_VERSION, message).with_data(json!(data))
 }
 
 /// Whether `error` is an `UnsupportedProtocolVersionError` whose `data.supported` names a

@@ -363,6 +363,31 @@ fn an_initialize_refused_by_a_modern_peer_is_told() {
     )));
 }
 
+/// A version the server lists (one `initialize` negotiates) is not called unsupported
+/// in the -32022 message; an unknown one is.
+#[test]
+fn the_32022_message_does_not_call_a_listed_version_unsupported() {
+    let listed = unsupported_version("2025-11-25", &[PROTOCOL_VERSION, "2025-11-25"]);
+    assert_eq!(listed.code, -32022);
+    assert!(
+        !listed.message.contains("Unsupported"),
+        "{}",
+        listed.message
+    );
+    assert!(listed.message.contains("initialize"), "{}", listed.message);
+    assert!(
+        listed.message.contains(PROTOCOL_VERSION),
+        "{}",
+        listed.message
+    );
+    let unknown = unsupported_version("1900-01-01", &[PROTOCOL_VERSION, "2025-11-25"]);
+    assert!(
+        unknown.message.contains("Unsupported"),
+        "{}",
+        unknown.message
+    );
+}
+
 #[test]
 fn modern_errors_carry_their_data() {
     let e = missing_tasks_extension("tool `x` always runs as a task");

@@ -31,6 +31,7 @@ mod auth;
 mod fuzz;
 mod handlers;
 mod metrics;
+mod modern_stream;
 mod oauth;
 mod session;
 mod stateless;

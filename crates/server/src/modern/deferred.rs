@@ -26,8 +26,9 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::tasks::{Unreachable, classify, created};
+use super::tasks::{Unreachable, created};
 use super::tools::ToolCall;
+use crate::handlers::tools_call::classify;
 use crate::session::Session;
 use crate::tool::ToolContext;
 
@@ -137,7 +138,8 @@ pub(super) async fn call(
         None,
     )
     .with_request_params(call.params.clone())
-    .with_log_threshold(call.log.clone());
+    .with_log_threshold(call.log.clone())
+    .in_modern_era();
     let handler = Arc::clone(&call.tool.handler);
     let mut work = tokio::spawn(async move { handler.call(call.args, tcx).await.map(Value::from) });
     let abort = AbortOnDrop(work.abort_handle());
@@ -182,7 +184,7 @@ pub(super) async fn call(
             }
         }) as futures::future::BoxFuture<'static, _>
     });
-    created(engine.create(spec, runner).await)
+    created(engine.create_stateless(spec, runner).await)
 }
 
 /// The handler's outcome; a panic is an internal error.

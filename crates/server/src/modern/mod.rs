@@ -159,7 +159,9 @@ pub(crate) async fn handle(
         methods::TOOLS_CALL => {
             let owned = tools_for(session).await?;
             let source = owned.as_deref().unwrap_or_else(|| session.tool_source());
-            tools::call(req, source, params).await?
+            tools::call(req, source, params)
+                .await
+                .map_err(tools::call_error)?
         }
         methods::TASKS_RESULT | methods::TASKS_LIST => {
             return Err(ErrorObject::method_not_found(format!(

@@ -508,7 +508,8 @@ fn start(req: ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> (Arc<Call>, usiz
         None,
     )
     .with_request_params(params)
-    .with_log_threshold(log);
+    .with_log_threshold(log)
+    .in_modern_era();
     let handler = Arc::clone(&tool.handler);
     let work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });
     *call.work.lock() = Some(work);

@@ -25,21 +25,22 @@ use mcp_tasks_proto::{ErrorObject, RequestId, methods};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+// How a modern task's result maps to its stored terminal status: as a 2025-11-25 task's
+// does (an `isError` result is `failed`, with a status message), so that one task reads
+// by each era's rules, whichever era created it. This era reads such a task `completed`
+// with its result (`read`).
+//
+// Spec (SEP-2663): "`completed`: The request completed successfully and results are
+// available in the `result` field. This includes tool calls that returned results with
+// `isError: true`." Spec (tasks, 2025-11-25): "For tool calls specifically, this
+// includes cases where the tool call result has `isError` set to `true`" (of `failed`).
+// A JSON-RPC error of the handler ends the task `failed` in both (the engine's path for
+// an `Err`).
 use super::tools::ToolCall;
 use super::{ModernRequest, Reply};
+use crate::handlers::tools_call::classify;
 use crate::session::Session;
 use crate::tool::ToolContext;
-
-/// How a modern task's result maps to its terminal status: always `completed`.
-///
-/// Spec (SEP-2663): "`completed`: The request completed successfully and results are
-/// available in the `result` field. This includes tool calls that returned results with
-/// `isError: true`." and "The `failed` status MUST NOT be used to represent non-JSON-RPC
-/// errors, such as a tool result that completed with `isError: true`." A JSON-RPC error
-/// of the handler ends the task `failed` (the engine's path for an `Err`).
-pub(crate) fn classify(_result: &Value) -> (TaskStatus, Option<String>) {
-    (TaskStatus::Completed, None)
-}
 
 /// The requestor of a modern task, as the engine sees it (the task's *origin*): there is
 /// no connection to push anything to (status travels by `tasks/get`; notifications only on
@@ -93,11 +94,12 @@ pub(super) async fn create(
     let runner = Box::new(move |run: TaskRun| {
         let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
             .with_request_params(call.params)
-            .with_log_threshold(log);
+            .with_log_threshold(log)
+            .in_modern_era();
         Box::pin(async move { handler.call(call.args, cx).await.map(Value::from) })
             as futures::future::BoxFuture<'static, _>
     });
-    created(engine.create(spec, runner).await)
+    created(engine.create_stateless(spec, runner).await)
 }
 
 /// The flat `CreateTaskResult` of a task the engine created, or the error for what it
@@ -170,6 +172,17 @@ pub(super) async fn handle(
                 .get(task_id, who)
                 .await
                 .map_err(|e| e.to_rpc("Failed to update task"))?;
+            // A task keeps the binding of the era that created it: a 2025-11-25 session's
+            // questions are answered on its `tasks/result`, not by whoever knows the id.
+            let bound = engine
+                .may_answer_statelessly(task_id, who)
+                .await
+                .map_err(|e| e.to_rpc("Failed to update task"))?;
+            if !bound {
+                return Err(ErrorObject::invalid_params(format!(
+                    "task {task_id} was created by a 2025-11-25 session: its input requests are answered on that session's tasks/result"
+                )));
+            }
             answer(engine, task_id, update).await?;
             json!(AckResult::default())
         }
@@ -265,7 +278,8 @@ pub(super) async fn read(
                 }
                 Some(error) => {
                     detailed.task.status = TaskStatus::Failed;
-                    detailed.error = error.decode().err();
+                    // Whichever era's tool failed it: the codes this era may carry.
+                    detailed.error = error.decode().err().map(modern::valid_error);
                 }
                 None => {
                     return Err(EngineError::InvalidParams(format!(
@@ -382,11 +396,11 @@ fn key_of(id: &RequestId) -> String {
 /// `InputResponses` object": an answer to an `elicitation/create` needs an `action` of
 /// `accept`, `decline` or `cancel`.
 ///
-/// The caller has checked that the requester may see the task (its principal with
-/// authentication; without, the task id is the capability), which is what binds the
-/// answer in this era: the relay's own binding (to the connection that created the task)
-/// does not apply, since a stateless client may answer on another connection. A task
-/// running on another replica gets its answers through the store's mailbox.
+/// The caller has checked that the requester may see the task and may answer its
+/// requests ([`TaskEngine::may_answer_statelessly`]: its principal with authentication;
+/// without, the task id is the capability of a task created in this era, while a task a
+/// 2025-11-25 session created keeps that session's binding). A task running on another
+/// replica gets its answers through the store's mailbox.
 async fn answer(
     engine: &TaskEngine,
     task_id: &str,

@@ -103,6 +103,23 @@ pub(super) async fn call(
     run_direct(req, &tool, args, params_value).await
 }
 
+/// The error of a `tools/call` as this era's wire may carry it. Everything `tools/call`
+/// itself refuses has its own code (-32602, -32021); a -32601 can only be a tool's (or an
+/// upstream's, behind a gateway), and goes out as -32603 with the code in
+/// `data.originalCode` ([`modern::rewritten`]): on HTTP a -32601 is status 404, which says
+/// that the server does not implement `tools/call`. The reserved codes are checked for
+/// every modern answer (`modern::valid_error`, in the session).
+///
+/// Spec (streamable HTTP): "If the server does not implement the requested RPC method, it
+/// MUST respond with `404 Not Found` and a JSON-RPC error with code `-32601`".
+pub(super) fn call_error(e: ErrorObject) -> ErrorObject {
+    if e.code == mcp_tasks_proto::codes::METHOD_NOT_FOUND {
+        modern::rewritten(e)
+    } else {
+        e
+    }
+}
+
 /// A `tools/call` ready to run: the tool, its arguments, the params its handler sees, and
 /// the capabilities the client declared on the request.
 pub(super) struct ToolCall<'a> {

@@ -50,7 +50,7 @@ async fn server_discover_is_method_not_found_so_clients_fall_back() {
 async fn refuses_requests_before_initialize_with_a_clear_error() {
     let mut s = server();
     let e = s.err("tools/list", json!({})).await;
-    assert_eq!(e["code"], -32002);
+    assert_eq!(e["code"], -32602);
     assert!(e["message"].as_str().unwrap().contains("initialize"), "{e}");
     // ping is allowed at any time
     assert_eq!(s.ok("ping", json!({})).await, json!({}));

@@ -141,7 +141,7 @@ async fn modern_requests_need_no_initialize_and_leave_the_legacy_session_alone()
     let r = s.ok_modern("tools/list", json!({}), json!({})).await;
     assert_modern_result(&r);
     // The legacy session is still uninitialized.
-    assert_eq!(s.err("tools/list", json!({})).await["code"], -32002);
+    assert_eq!(s.err("tools/list", json!({})).await["code"], -32602);
     let init = s.initialize().await;
     assert_eq!(init["protocolVersion"], "2025-11-25");
     assert!(init["capabilities"]["tasks"].is_object(), "{init}");

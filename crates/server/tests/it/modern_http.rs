@@ -258,19 +258,32 @@ async fn header_mismatches_are_400_with_32020() {
             .unwrap_or_else(|e| panic!("{headers:?}: {e}"));
         assert_eq!(r.body["id"], 1);
     }
-    // A modern header on a body without the modern `_meta`.
-    let legacy_body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-    let r = post(
-        addr,
-        &[
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "tools/list"),
-        ],
-        &legacy_body,
-    )
-    .await;
-    assert_eq!(r.status, 400);
-    assert_eq!(r.body["error"]["code"], -32020, "{}", r.body);
+    // A modern header on a body without the modern `_meta` (or without its version): a
+    // malformed request, -32602 with 400, answering its id (not a header mismatch).
+    let caps = "io.modelcontextprotocol/clientCapabilities";
+    for params in [json!({}), json!({"_meta": {caps: {}}})] {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": params});
+        let r = post(
+            addr,
+            &[
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "tools/list"),
+            ],
+            &body,
+        )
+        .await;
+        assert_eq!(r.status, 400, "{}", r.body);
+        assert_eq!(r.body["error"]["code"], -32602, "{}", r.body);
+        assert_eq!(r.body["id"], 2, "{}", r.body);
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("protocolVersion"),
+            "{}",
+            r.body
+        );
+    }
     // A Base64-encoded Mcp-Name is decoded before the comparison.
     let named = request(
         "tools/call",
@@ -340,19 +353,6 @@ async fn modern_errors_carry_their_http_statuses() {
     MODERN
         .validate_def("MissingRequiredClientCapabilityError", &r.body)
         .unwrap();
-    // subscriptions/listen is not served over HTTP yet: 404 with -32601, at once.
-    let r = modern(
-        addr,
-        "subscriptions/listen",
-        None,
-        &request(
-            "subscriptions/listen",
-            json!({"notifications": {}}),
-            json!({}),
-        ),
-    )
-    .await;
-    assert_eq!(r.status, 404, "{}", r.body);
     // A method this era does not have: 404 with -32601.
     let r = modern(addr, "ping", None, &request("ping", json!({}), json!({}))).await;
     assert_eq!(r.status, 404, "{}", r.body);

@@ -274,12 +274,16 @@ async fn a_task_of_one_era_is_read_from_the_other() {
     until_terminal(&mut s, &id).await;
     let legacy = s.ok("tasks/get", json!({"taskId": id})).await;
     assert_eq!(legacy["status"], "completed");
-    // A modern task whose tool reported an error is stored `completed` (the extension's
-    // status), which the 2025-11-25 read shows as it is.
+    // A modern task whose tool reported an error: each era reads it by its own rules,
+    // `completed` with the result here, `failed` to 2025-11-25 ("For tool calls
+    // specifically, this includes cases where the tool call result has `isError` set to
+    // `true`").
     let oops = start(&mut s, "oops", json!({})).await;
-    until_terminal(&mut s, &oops).await;
+    let t = until_terminal(&mut s, &oops).await;
+    assert_eq!(t.task.task.status, TaskStatus::Completed);
+    assert_eq!(t.task.result.unwrap()["isError"], true);
     let legacy = s.ok("tasks/get", json!({"taskId": oops})).await;
-    assert_eq!(legacy["status"], "completed", "{legacy}");
+    assert_eq!(legacy["status"], "failed", "{legacy}");
     // Legacy task (isError ends `failed` there), modern read: the extension's reading,
     // `completed` with the result.
     let r = s
@@ -391,9 +395,58 @@ async fn a_task_of_a_client_without_elicitation_never_asks() {
         .await;
     let id = r["taskId"].as_str().unwrap().to_owned();
     let t = until_terminal(&mut s, &id).await;
-    // The tool's elicit failed (no capability) and it passed the error on: `failed`.
+    // The tool's elicit failed (no capability) and it passed the error on: `failed`,
+    // with -32021 naming what is missing.
     assert_eq!(t.task.task.status, TaskStatus::Failed);
-    assert!(t.task.error.unwrap().message.contains("elicitation"));
+    let e = t.task.error.unwrap();
+    assert!(e.message.contains("elicitation"), "{e:?}");
+    assert_eq!(e.code, -32021, "{e:?}");
+    assert_eq!(
+        e.data.unwrap()["requiredCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
+}
+
+/// 2025-11-25 alike: a session whose `initialize` declared URL-mode elicitation only is
+/// never sent a form; the tool's question fails at once (-32601, naming the mode).
+#[tokio::test]
+async fn a_url_mode_only_session_is_never_sent_a_form() {
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(5));
+    s.initialize_with("2025-11-25", json!({"elicitation": {"url": {}}}))
+        .await;
+    let e = s.err("tools/call", json!({"name": "ask"})).await;
+    assert_eq!(e["code"], -32601, "{e}");
+    assert!(
+        e["message"].as_str().unwrap().contains("`form` mode"),
+        "{e}"
+    );
+    let sent = s.drain_for(Duration::from_millis(50)).await;
+    assert!(
+        sent.iter().all(|m| m["method"] != "elicitation/create"),
+        "{sent:?}"
+    );
+}
+
+/// A client that declared URL-mode elicitation only is never sent a form: the tool's
+/// form question fails at once with -32021 naming `elicitation.form`, and the task never
+/// reads `input_required`. Spec (elicitation): "Servers MUST NOT send elicitation
+/// requests with modes that are not supported by the client."
+#[tokio::test]
+async fn a_url_mode_only_client_is_never_sent_a_form() {
+    let mut s = serve();
+    let caps = json!({"extensions": {TASKS_EXTENSION: {}}, "elicitation": {"url": {}}});
+    let r = s
+        .ok_modern("tools/call", json!({"name": "ask"}), caps)
+        .await;
+    let id = r["taskId"].as_str().unwrap().to_owned();
+    let t = until_terminal(&mut s, &id).await;
+    assert_eq!(t.task.task.status, TaskStatus::Failed);
+    let e = t.task.error.unwrap();
+    assert_eq!(e.code, -32021, "{e:?}");
+    assert_eq!(
+        e.data.unwrap()["requiredCapabilities"],
+        json!({"elicitation": {"form": {}}})
+    );
 }
 
 #[tokio::test]

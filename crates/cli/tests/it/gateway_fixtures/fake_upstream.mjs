@@ -22,7 +22,9 @@
 // `job {ms, pad}` (taskSupport required when FAKE_TASKS=1: a task that completes after
 // ms, its text padded with `pad` x's), `failjob {ms, valid}` (a task that ends `failed`
 // after ms; its result is a CallToolResult without isError with `valid`, else what
-// FAKE_PY says), `big {bytes}` (a text result of that many x's).
+// FAKE_PY says), `big {bytes}` (a text result of that many x's), `askjob {question, ms}`
+// (FAKE_TASKS=1: a task that, after ms, asks elicitation/create *without* related-task `_meta`, as
+// FastMCP 3.4.11 does, then completes with `answer: <the answer or error as JSON>`).
 // Any other method is answered with {"method": m, "params": p} (an echo, for round
 // trips). The request `x/emit {method, params}` makes it send that notification.
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -62,7 +64,8 @@ const tools = [
   { name: 'big', description: 'a large result', inputSchema: { type: 'object' } },
   ...(tasksOn ? [
     { name: 'job', description: 'a task', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } },
-    { name: 'failjob', description: 'a task that fails', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }
+    { name: 'failjob', description: 'a task that fails', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } },
+    { name: 'askjob', description: 'a task that asks', inputSchema: { type: 'object' }, execution: { taskSupport: 'required' } }
   ] : [])
 ];
 
@@ -119,6 +122,21 @@ async function callTool(id, params) {
         t.statusMessage = 'the job failed';
         t.result = args.valid ? text('failed quietly') : py ? { _meta: { 'io.modelcontextprotocol/related-task': { taskId: t.id } } } : { ...text('failed'), isError: true };
       });
+    case 'askjob': {
+      if (!params.task) return fail(id, { code: -32601, message: 'askjob requires a task' });
+      const tid = randomUUID();
+      const t = { id: tid, status: 'working', createdAt: new Date().toISOString(), waiters: [] };
+      tasks.set(tid, t);
+      reply(id, { task: task(tid) });
+      await new Promise(r => setTimeout(r, args.ms ?? 0));
+      t.status = 'input_required';
+      const answer = await ask('elicitation/create', { message: args.question, requestedSchema: { type: 'object', properties: { answer: { type: 'string' } } } });
+      if (t.status !== 'input_required') return;
+      t.status = 'completed';
+      t.result = text(`answer: ${JSON.stringify(answer.result ?? answer.error)}`);
+      for (const w of t.waiters) w();
+      return;
+    }
     case 'job': {
       const done = pad => t => {
         t.status = 'completed';

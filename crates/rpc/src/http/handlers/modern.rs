@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use super::post::json_message_response;
 use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
+use crate::http::modern_stream::{self, Streamed};
 use crate::http::{Shared, stateless};
 
 /// `Mcp-Method`: the JSON-RPC method, mirrored. (Header names as `HeaderName`s: a `&str`
@@ -43,6 +44,45 @@ pub(super) fn is_modern(headers: &HeaderMap, req: &Request) -> bool {
 pub(super) fn header_is_modern(headers: &HeaderMap) -> bool {
     super::header_str(headers, &PROTOCOL_VERSION)
         .is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+}
+
+/// GET or DELETE naming a 2026-07-28 version: 405. That revision has no GET stream and
+/// no sessions (long-lived notifications come from `subscriptions/listen`).
+///
+/// Spec (streamable HTTP, "Earlier Streamable HTTP Revisions"): "HTTP GET or DELETE to
+/// the MCP endpoint: respond with `405 Method Not Allowed`."
+pub(super) fn no_get_or_delete(method: &axum::http::Method) -> Response {
+    let mut r = super::http_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        codes::INVALID_REQUEST,
+        format!(
+            "Method Not Allowed: {method} has no meaning in 2026-07-28 (no GET stream, no sessions); POST `subscriptions/listen` for notifications"
+        ),
+    );
+    r.headers_mut().insert(
+        axum::http::header::ALLOW,
+        axum::http::HeaderValue::from_static("POST"),
+    );
+    r
+}
+
+/// A POSTed notification or response naming a 2026-07-28 version in its
+/// `MCP-Protocol-Version` header: a notification is accepted (202; nothing in the core
+/// protocol is sent this way over HTTP, and a request is cancelled by closing its
+/// stream), a response is refused (400, -32600).
+///
+/// Spec (streamable HTTP): "If the body is a JSON-RPC _notification_: If the server
+/// accepts it, the server MUST return HTTP status code `202 Accepted` with no body";
+/// "The client MUST NOT send JSON-RPC _responses_"; "This revision of the core protocol
+/// defines no client-to-server _notifications_ over Streamable HTTP [...] on Streamable
+/// HTTP, closing the SSE response stream is itself the cancellation signal".
+pub(super) fn not_a_request(message: &Message) -> Response {
+    match message {
+        Message::Notification(_) => super::empty(StatusCode::ACCEPTED),
+        _ => super::bad_request(
+            "Bad Request: a 2026-07-28 client sends no JSON-RPC responses (answers travel in `inputResponses` of a retried request or of tasks/update)",
+        ),
+    }
 }
 
 /// Serve one modern request; `checked`: its `_meta`, when read already (see
@@ -89,25 +129,31 @@ pub(super) async fn post(
         Era::Refused(e) => return refuse(&e),
         Era::Legacy => None,
     };
-    if !acc.json {
+    let listen = req.method == modern::methods::SUBSCRIPTIONS_LISTEN;
+    if listen && !acc.sse {
+        return not_acceptable("text/event-stream (a `subscriptions/listen` answer is a stream)");
+    }
+    if !listen && !acc.json {
         return not_acceptable("application/json (a 2026-07-28 request is answered as JSON)");
     }
-    if req.method == modern::methods::SUBSCRIPTIONS_LISTEN {
-        // A listen stream needs an SSE answer, which this transport does not give a
-        // 2026-07-28 request yet (stdio serves it).
-        let e = ErrorObject::method_not_found(
-            "`subscriptions/listen` is not served over HTTP by this server yet (it is on stdio); poll with tasks/get",
-        );
-        return json_response(StatusCode::NOT_FOUND, error_body(Some(&id), &e));
-    }
     // No session: the handler of the principal's modern requests serves it in a task of
-    // its own (see `crate::http::stateless`).
+    // its own (see `crate::http::stateless`), or on a stream of its own when it may send
+    // notifications first (`crate::http::modern_stream`).
     let peer = shared
         .stateless
         .get(shared.factory.as_ref(), principal.as_deref(), client);
-    let answered = match stateless::serve(peer, req, meta).await {
-        Ok(body) => return json_response(StatusCode::OK, body),
-        Err(error) => error,
+    let answered = if listen || (acc.sse && may_notify(&req, meta.as_deref())) {
+        let handler = Arc::clone(peer.handler());
+        match modern_stream::serve(handler, req, meta, listen).await {
+            Streamed::Sse(r) => return r,
+            Streamed::Json(Ok(body)) => return json_response(StatusCode::OK, body),
+            Streamed::Json(Err(error)) => error,
+        }
+    } else {
+        match stateless::serve(peer, req, meta).await {
+            Ok(body) => return json_response(StatusCode::OK, body),
+            Err(error) => error,
+        }
     };
     let status = match &answered {
         Message::Error(e) => status_of(e.error.code),
@@ -118,6 +164,22 @@ pub(super) async fn post(
         *r.status_mut() = status;
     }
     r
+}
+
+/// Whether the handler of `req` may send notifications tied to it before its answer: it
+/// carries a `progressToken`, or asks for log messages (`logLevel`).
+///
+/// Spec (progress): "The receiver MAY choose not to send any progress notifications";
+/// (streamable HTTP) "The server MAY send JSON-RPC _notifications_ — for example,
+/// `notifications/progress` or `notifications/message` — before the final response."
+fn may_notify(req: &Request, meta: Option<&RequestMeta>) -> bool {
+    meta.is_some_and(|m| m.log_level.is_some())
+        || req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("_meta"))
+            .and_then(|m| m.get("progressToken"))
+            .is_some_and(|t| !t.is_null())
 }
 
 /// The HTTP status of a modern JSON-RPC error.
@@ -162,7 +224,8 @@ fn name_may_be_missing(method: &str) -> bool {
 /// value contains invalid characters"; encoded `Mcp-Name` values are decoded first.
 ///
 /// # Errors
-/// `-32020` saying which header and why.
+/// `-32020` saying which header and why; `-32602` when the body's `_meta` has no protocol
+/// version at all.
 fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> {
     let version = required(headers, &PROTOCOL_VERSION, "MCP-Protocol-Version")?;
     let body_version = req
@@ -177,9 +240,13 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
                 "MCP-Protocol-Version header value '{version}' does not match body value {v}"
             )));
         }
+        // Spec (basic, `_meta`): "A request missing any required field is malformed; the
+        // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On
+        // HTTP, the response status MUST be `400 Bad Request`." Nothing to compare the
+        // header with: the body is what is wrong.
         None => {
-            return Err(modern::header_mismatch(format!(
-                "MCP-Protocol-Version header value '{version}' but the body's `_meta` has no `{PROTOCOL_VERSION_META}`"
+            return Err(ErrorObject::invalid_params(format!(
+                "`_meta[\"{PROTOCOL_VERSION_META}\"]` is required on every 2026-07-28 request (the MCP-Protocol-Version header says '{version}')"
             )));
         }
     }

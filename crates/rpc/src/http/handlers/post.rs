@@ -85,6 +85,9 @@ pub(super) async fn post(
         }
         other => other,
     };
+    if super::modern::header_is_modern(&parts.headers) {
+        return super::modern::not_a_request(&message);
+    }
     if let Err(r) = super::legacy_version_check(shared, &parts.headers) {
         return *r;
     }
@@ -370,12 +373,13 @@ impl Answer {
     }
 }
 
-/// One JSON-RPC answer as a JSON response: status 200, except a JSON-RPC error
-/// [`codes::RATE_LIMITED`], which is status 429 with `Retry-After` (whole seconds,
+/// One JSON-RPC answer as a JSON response: status 200, except a rate-limit refusal
+/// ([`codes::RATE_LIMITED`], or in 2026-07-28 the -32603 rewritten from it), which is
+/// status 429 with `Retry-After` (whole seconds,
 /// rounded up, from `data.retryAfterMs`).
 pub(super) fn json_message_response(m: Message) -> Response {
     match m {
-        Message::Error(e) if e.error.code == codes::RATE_LIMITED => {
+        Message::Error(e) if mcp_tasks_proto::modern::is_rate_limited(&e.error) => {
             let retry_ms = e
                 .error
                 .data

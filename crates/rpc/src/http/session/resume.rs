@@ -45,7 +45,7 @@ pub(crate) fn tag_for(req: &Request) -> Option<Arc<str>> {
 
 /// The request a tag names, if it is one [`tag_for`] made.
 pub(crate) fn request_of(tag: &str) -> Option<Request> {
-    if tag.len() > MAX_TAG || tag.len() % 2 != 0 {
+    if tag.len() > MAX_TAG || !tag.len().is_multiple_of(2) {
         return None;
     }
     let bytes = (0..tag.len())

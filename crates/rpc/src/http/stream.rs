@@ -319,6 +319,11 @@ impl StreamBuf {
         self.delivered
     }
 
+    /// The tag its event ids carry.
+    pub(crate) fn tag(&self) -> Option<&str> {
+        self.tag.as_deref()
+    }
+
     /// The stream number its event ids carry.
     pub(crate) fn id(&self) -> u64 {
         self.id

@@ -21,7 +21,8 @@ use mcp_tasks_proto::{Message, Request, RequestId, methods};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{Connect, HttpSession};
+use super::super::stream::StreamBuf;
+use super::{Connect, HttpSession, Pending};
 use crate::peer::RouteDelivery;
 
 /// The longest tag made or read (a request id and a task id fit many times over).
@@ -45,7 +46,7 @@ pub(crate) fn tag_for(req: &Request) -> Option<Arc<str>> {
 
 /// The request a tag names, if it is one [`tag_for`] made.
 pub(crate) fn request_of(tag: &str) -> Option<Request> {
-    if tag.len() > MAX_TAG || tag.len() % 2 != 0 {
+    if tag.len() > MAX_TAG || !tag.len().is_multiple_of(2) {
         return None;
     }
     let bytes = (0..tag.len())
@@ -64,7 +65,8 @@ pub(crate) fn request_of(tag: &str) -> Option<Request> {
 
 impl HttpSession {
     /// Make `req` (from a resumed stream's tag) again on a new stream of this copy, and a
-    /// connection reading it; `None` when a request of that id is in flight here already.
+    /// connection reading it (the stream of an earlier re-issue of it here, if it is
+    /// still there); `None` when another request of that id is in flight here.
     pub(crate) async fn reissue(
         self: &Arc<Self>,
         req: Request,
@@ -73,10 +75,22 @@ impl HttpSession {
     ) -> Option<Connect> {
         let n = {
             let mut st = self.state.lock();
-            if st.pending.contains_key(&req.id) {
-                return None;
+            match st.pending.get(&req.id) {
+                // Asked again here already (the client's GET came back to this replica
+                // from yet another one): that stream, from what no connection took yet.
+                Some(Pending::Stream(n)) => {
+                    let n = *n;
+                    let from = st
+                        .streams
+                        .get(&n)
+                        .filter(|s| s.tag() == Some(&*tag))
+                        .map(StreamBuf::delivered)?;
+                    drop(st);
+                    return Some(self.connect(n, Some(from), shutdown));
+                }
+                Some(Pending::Waiting { .. }) => return None,
+                None => Self::new_request_stream(&mut st, req.id.clone(), Some(tag)),
             }
-            Self::new_request_stream(&mut st, req.id.clone(), Some(tag))
         };
         tracing::debug!(session = %self.id, id = %req.id, "a tasks/result stream of another replica resumed here: asked again");
         self.peer

@@ -77,7 +77,7 @@ for group in 2025-11-25 2026-07-28 tasks; do
   done
 done
 
-column -t -s $'\t' "$out/results.tsv"
+while IFS=$'\t' read -r g s r; do printf '%-11s %-46s %s\n' "$g" "$s" "$r"; done <"$out/results.tsv"
 echo
 if [ "$failed" -gt 0 ]; then
   echo "conformance: $failed scenario(s) failed; logs in $out/logs/" >&2

@@ -96,7 +96,7 @@
 pub use mcp_tasks_server::{
     BuildError, CallToolResult, ContentBlock, ExtensionFactory, Fallback, GetPromptResult,
     LogLevel, MAX_COMPLETION_VALUES, MAX_SUBSCRIPTIONS_PER_SESSION, MethodNotFound, Prompt,
-    PromptMessage, ReadRequest, Resource, ResourceContents, ResourceTemplate, Role,
+    PromptContext, PromptMessage, ReadRequest, Resource, ResourceContents, ResourceTemplate, Role,
     SHUTDOWN_MESSAGE, Server, ServerBuilder, ServerConfig, ServerTools, SessionParts, Tool,
     ToolContext, ToolHandler, ToolSource, object_schema_for, serve_stdio,
 };

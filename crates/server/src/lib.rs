@@ -59,7 +59,7 @@ use mcp_tasks_rpc::stdio::LineIo;
 
 pub use builder::{BuildError, ServerBuilder};
 pub use catalog::complete::MAX_COMPLETION_VALUES;
-pub use catalog::prompt::{GetPromptResult, Prompt, PromptMessage, Role};
+pub use catalog::prompt::{GetPromptResult, Prompt, PromptContext, PromptMessage, Role};
 pub use catalog::resource::{ReadRequest, Resource, ResourceTemplate};
 pub use catalog::{Catalog, MAX_SUBSCRIPTIONS_PER_SESSION};
 pub use extension::{

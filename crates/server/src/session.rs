@@ -14,7 +14,7 @@ use serde_json::Value;
 use tracing::Instrument;
 
 use crate::ServerState;
-use crate::catalog::{Gen, SessionSide, Subscriptions};
+use crate::catalog::{Gen, Side, Subscriptions};
 use crate::extension::{Fallback, SessionParts, ToolSource};
 use crate::handlers;
 use crate::logging::{LogLevel, LogThreshold};
@@ -257,15 +257,13 @@ impl Session {
                 handlers::tasks::handle(self, &cx, m, params.as_ref()).await
             }
             m if self.state.catalog.serves(m, Gen::Legacy) => {
-                let side = SessionSide {
+                let side = Side::Session {
                     log: &self.log_threshold,
                     subscriptions: &self.subscriptions,
-                    peer: &cx.peer,
+                    cx: &cx,
+                    capabilities: (*negotiated.client_capabilities).clone(),
                 };
-                self.state
-                    .catalog
-                    .handle(m, params.as_ref(), Gen::Legacy, Some(side))
-                    .await
+                self.state.catalog.handle(m, params.as_ref(), side).await
             }
             _ => self.fallback.request(cx, method, params).await,
         }

@@ -142,5 +142,30 @@ pub(crate) fn prompts() -> Vec<Prompt> {
             },
         )
         .title("Prompt With Image"),
+        // 2026-07-28: answered `input_required` until the client gives the context.
+        Prompt::asking(
+            "test_input_required_result_prompt",
+            "MRTR: prompt that requires elicitation input",
+            |_, cx| async move {
+                let answer = cx
+                    .ask(
+                        "user_context",
+                        "elicitation/create",
+                        json!({
+                            "message": "What context should the prompt use?",
+                            "requestedSchema": {"type": "object",
+                                "properties": {"context": {"type": "string"}}, "required": ["context"]}
+                        }),
+                    )
+                    .await?;
+                let context = answer.pointer("/content/context").and_then(|c| c.as_str());
+                Ok(GetPromptResult::new(vec![PromptMessage::user(
+                    ContentBlock::text(format!(
+                        "Prompt with context: {}",
+                        context.unwrap_or("unknown")
+                    )),
+                )]))
+            },
+        ),
     ]
 }

@@ -84,13 +84,13 @@ pub(crate) fn tools() -> Vec<Tool> {
         .task_support(TaskSupport::Optional),
         Tool::typed(
             "failing_job",
-            "Reports a tool execution error after about a second",
+            "Reports a tool execution error after about a second (always a task)",
             |_: NoArgs, _cx| async move {
                 tokio::time::sleep(Duration::from_secs(1)).await;
                 Ok(CallToolResult::error("the job failed (on purpose)"))
             },
         )
-        .task_support(TaskSupport::Optional),
+        .task_support(TaskSupport::Required),
         Tool::typed(
             "protocol_error_job",
             "Fails with a protocol error (not a tool result)",

@@ -7,21 +7,26 @@
 //! `logging`). A server without any (`mcp-tasks serve`, a gateway) is unchanged: those
 //! methods go to its fallback.
 
+mod asking;
 pub mod complete;
 pub mod prompt;
 pub mod resource;
 mod subscribe;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use mcp_tasks_core::RequestorChannel;
 use mcp_tasks_proto::{ErrorObject, codes, methods};
+use mcp_tasks_rpc::RequestContext;
 use serde_json::{Map, Value, json};
 
 use self::complete::Reference;
-use self::prompt::Prompt;
+use self::prompt::{Prompt, PromptContext};
 use self::resource::{Resource, ResourceTemplate};
 pub use self::subscribe::{MAX_SUBSCRIPTIONS_PER_SESSION, Subscriptions};
 use crate::logging::LogThreshold;
+use crate::session::RequestChannel;
 
 /// Resources, templates, prompts and logging of a server.
 #[derive(Clone)]
@@ -63,11 +68,32 @@ pub(crate) enum Gen {
     Modern,
 }
 
-/// The session side of a 2025-11-25 catalog request: its log level and subscriptions.
-pub(crate) struct SessionSide<'a> {
-    pub(crate) log: &'a LogThreshold,
-    pub(crate) subscriptions: &'a Arc<Subscriptions>,
-    pub(crate) peer: &'a mcp_tasks_rpc::Peer,
+/// Who asks, besides the method and params: a 2025-11-25 session, or a 2026-07-28
+/// request.
+pub(crate) enum Side<'a> {
+    /// A 2025-11-25 session: its log level, subscriptions, the request, and the client's
+    /// capabilities.
+    Session {
+        log: &'a LogThreshold,
+        subscriptions: &'a Arc<Subscriptions>,
+        cx: &'a RequestContext,
+        capabilities: Value,
+    },
+    /// A 2026-07-28 request: the key of `requestState`s, the caller, its capabilities.
+    Modern {
+        key: &'a [u8; 32],
+        principal: Option<&'a str>,
+        capabilities: Value,
+    },
+}
+
+impl Side<'_> {
+    fn generation(&self) -> Gen {
+        match self {
+            Self::Session { .. } => Gen::Legacy,
+            Self::Modern { .. } => Gen::Modern,
+        }
+    }
 }
 
 impl Catalog {
@@ -121,8 +147,7 @@ impl Catalog {
         }
     }
 
-    /// Serve `method` (one [`Self::serves`] says yes to). `side` is the session of a
-    /// 2025-11-25 request (`None` in 2026-07-28).
+    /// Serve `method` (one [`Self::serves`] says yes to) for `side`.
     ///
     /// # Errors
     /// The JSON-RPC error to answer with.
@@ -130,9 +155,9 @@ impl Catalog {
         &self,
         method: &str,
         params: Option<&Value>,
-        generation: Gen,
-        side: Option<SessionSide<'_>>,
+        side: Side<'_>,
     ) -> Result<Value, ErrorObject> {
+        let generation = side.generation();
         match method {
             methods::RESOURCES_LIST => {
                 no_cursor(params)?;
@@ -150,17 +175,21 @@ impl Catalog {
             }
             methods::RESOURCES_READ => self.read(params, generation).await,
             methods::RESOURCES_SUBSCRIBE | methods::RESOURCES_UNSUBSCRIBE => {
-                let side = side.ok_or_else(|| ErrorObject::method_not_found(method))?;
+                let Side::Session {
+                    subscriptions, cx, ..
+                } = side
+                else {
+                    return Err(ErrorObject::method_not_found(method));
+                };
                 let uri = uri_param(params)?;
                 if method == methods::RESOURCES_SUBSCRIBE {
                     if self.find(uri).is_none() {
                         return Err(not_found(uri, generation));
                     }
-                    side.subscriptions.add(uri)?;
-                    side.subscriptions
-                        .forward(side.peer, self.updates.subscribe());
+                    subscriptions.add(uri)?;
+                    subscriptions.forward(&cx.peer, self.updates.subscribe());
                 } else {
-                    side.subscriptions.remove(uri);
+                    subscriptions.remove(uri);
                 }
                 Ok(json!({}))
             }
@@ -181,13 +210,31 @@ impl Catalog {
                     .ok_or_else(|| {
                         ErrorObject::invalid_params(format!("Unknown prompt: `{name}`"))
                     })?;
-                prompt.get(params.and_then(|p| p.get("arguments"))).await
+                match side {
+                    Side::Session {
+                        cx, capabilities, ..
+                    } => {
+                        let channel: Arc<dyn RequestorChannel> =
+                            Arc::new(RequestChannel(cx.clone()));
+                        let pcx = PromptContext::new(Some(channel), capabilities, BTreeMap::new());
+                        prompt
+                            .get(params.and_then(|p| p.get("arguments")), pcx)
+                            .await
+                    }
+                    Side::Modern {
+                        key,
+                        principal,
+                        capabilities,
+                    } => asking::get_modern(prompt, params, key, principal, capabilities).await,
+                }
             }
             methods::COMPLETION_COMPLETE => self.complete(params).await,
             methods::LOGGING_SET_LEVEL => {
-                let side = side.ok_or_else(|| ErrorObject::method_not_found(method))?;
+                let Side::Session { log, .. } = side else {
+                    return Err(ErrorObject::method_not_found(method));
+                };
                 let level = crate::logging::set_level_params(params)?;
-                side.log.set(Some(level));
+                log.set(Some(level));
                 Ok(json!({}))
             }
             other => Err(ErrorObject::method_not_found(format!(

@@ -13,6 +13,7 @@ use mcp_tasks_proto::{ContentBlock, ErrorObject};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+pub use super::asking::PromptContext;
 use super::complete::{Completer, FnCompleter};
 
 /// Who a prompt message is from.
@@ -82,10 +83,12 @@ impl From<Vec<PromptMessage>> for GetPromptResult {
 /// Makes a prompt's messages from its arguments.
 #[async_trait]
 pub trait PromptHandler: Send + Sync + 'static {
-    /// The messages for `arguments` (the required ones are present).
+    /// The messages for `arguments` (the required ones are present); `cx` asks the client
+    /// for more ([`PromptContext::ask`]).
     async fn get(
         &self,
         arguments: BTreeMap<String, String>,
+        cx: PromptContext,
     ) -> Result<GetPromptResult, ErrorObject>;
 }
 
@@ -94,14 +97,15 @@ struct FnPrompt<F>(F);
 #[async_trait]
 impl<F, Fut> PromptHandler for FnPrompt<F>
 where
-    F: Fn(BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+    F: Fn(BTreeMap<String, String>, PromptContext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
 {
     async fn get(
         &self,
         arguments: BTreeMap<String, String>,
+        cx: PromptContext,
     ) -> Result<GetPromptResult, ErrorObject> {
-        (self.0)(arguments).await
+        (self.0)(arguments, cx).await
     }
 }
 
@@ -139,6 +143,18 @@ impl Prompt {
     pub fn new<F, Fut>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
     where
         F: Fn(BTreeMap<String, String>) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
+    {
+        Self::asking(name, description, move |args, _cx| f(args))
+    }
+
+    /// A prompt whose handler may ask the client for input while it makes the messages
+    /// ([`PromptContext::ask`]). In 2026-07-28 the handler is run again for every round
+    /// of questions: it must ask the same questions, in the same way, for the same
+    /// arguments and answers.
+    pub fn asking<F, Fut>(name: impl Into<String>, description: impl Into<String>, f: F) -> Self
+    where
+        F: Fn(BTreeMap<String, String>, PromptContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<GetPromptResult, ErrorObject>> + Send + 'static,
     {
         let mut extra = Map::new();
@@ -239,7 +255,11 @@ impl Prompt {
     /// # Errors
     /// -32602 for a missing required argument or a value that is not a string; the
     /// handler's errors.
-    pub(crate) async fn get(&self, arguments: Option<&Value>) -> Result<Value, ErrorObject> {
+    pub(crate) async fn get(
+        &self,
+        arguments: Option<&Value>,
+        cx: PromptContext,
+    ) -> Result<Value, ErrorObject> {
         let mut args = BTreeMap::new();
         match arguments {
             None | Some(Value::Null) => {}
@@ -268,7 +288,7 @@ impl Prompt {
                 self.name, missing.name
             )));
         }
-        let result = self.handler.get(args).await?;
+        let result = self.handler.get(args, cx).await?;
         serde_json::to_value(result).map_err(ErrorObject::internal)
     }
 }
@@ -337,6 +357,10 @@ mod typed {
 mod tests {
     use super::*;
 
+    fn cx() -> PromptContext {
+        PromptContext::new(None, json!({}), BTreeMap::new())
+    }
+
     fn greet() -> Prompt {
         Prompt::new("greet", "Greets", |args| async move {
             Ok(GetPromptResult::new(vec![PromptMessage::user(
@@ -348,15 +372,21 @@ mod tests {
 
     #[tokio::test]
     async fn get_expands_the_arguments_and_refuses_a_missing_required_one() {
-        let r = greet().get(Some(&json!({"name": "Ada"}))).await.unwrap();
+        let r = greet()
+            .get(Some(&json!({"name": "Ada"})), cx())
+            .await
+            .unwrap();
         assert_eq!(
             r,
             json!({"messages": [{"role": "user", "content": {"type": "text", "text": "hello Ada"}}]})
         );
-        let e = greet().get(Some(&json!({}))).await.unwrap_err();
+        let e = greet().get(Some(&json!({})), cx()).await.unwrap_err();
         assert_eq!(e.code, -32602);
         assert!(e.message.contains("`name`"), "{}", e.message);
-        let e = greet().get(Some(&json!({"name": 3}))).await.unwrap_err();
+        let e = greet()
+            .get(Some(&json!({"name": 3})), cx())
+            .await
+            .unwrap_err();
         assert_eq!(e.code, -32602);
     }
 
@@ -395,9 +425,9 @@ mod tests {
                 {"name": "mood", "description": "How warm, optionally.", "required": false}
             ])
         );
-        let r = p.get(Some(&json!({"city": "Oslo"}))).await.unwrap();
+        let r = p.get(Some(&json!({"city": "Oslo"})), cx()).await.unwrap();
         assert_eq!(r["messages"][0]["role"], "assistant");
         assert_eq!(r["messages"][0]["content"]["text"], "Oslo ");
-        assert_eq!(p.get(None).await.unwrap_err().code, -32602);
+        assert_eq!(p.get(None, cx()).await.unwrap_err().code, -32602);
     }
 }

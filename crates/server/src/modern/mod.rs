@@ -32,7 +32,7 @@ use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
-use crate::catalog::Gen;
+use crate::catalog::{Gen, Side};
 use crate::extension::ToolSource;
 use crate::session::Session;
 
@@ -176,10 +176,16 @@ pub(crate) async fn handle(
             }
         }
         m if session.state.catalog.serves(m, Gen::Modern) => {
+            let key = session.state.parked.key(session).await?;
+            let side = Side::Modern {
+                key,
+                principal: session.requester.principal.as_deref(),
+                capabilities: req.meta.client_capabilities.to_value(),
+            };
             session
                 .state
                 .catalog
-                .handle(m, params.as_ref(), Gen::Modern, None)
+                .handle(m, params.as_ref(), side)
                 .await?
         }
         methods::INITIALIZE => {

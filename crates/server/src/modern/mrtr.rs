@@ -325,7 +325,7 @@ impl Parked {
 
     /// The key of this server's states: derived from the store's key (the same on every
     /// replica of one database), or random per process without a task store.
-    async fn key(&self, session: &Session) -> Result<&[u8; 32], ErrorObject> {
+    pub(crate) async fn key(&self, session: &Session) -> Result<&[u8; 32], ErrorObject> {
         self.key
             .get_or_try_init(|| async {
                 match &session.state.engine {

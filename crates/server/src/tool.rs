@@ -394,7 +394,12 @@ impl ToolContext {
     /// nothing is sent and the error is -32021 with `data.requiredCapabilities` in
     /// 2026-07-28, -32601 in 2025-11-25.
     pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.require_elicitation(&params)?;
+        check_declared(
+            &self.client_capabilities,
+            methods::ELICITATION_CREATE,
+            &params,
+            self.modern,
+        )?;
         self.channel
             .request(methods::ELICITATION_CREATE, params)
             .await
@@ -408,7 +413,12 @@ impl ToolContext {
     /// and the error is -32021 with `data.requiredCapabilities` in 2026-07-28, -32601 in
     /// 2025-11-25.
     pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
-        self.require("sampling")?;
+        check_declared(
+            &self.client_capabilities,
+            methods::SAMPLING_CREATE_MESSAGE,
+            &params,
+            self.modern,
+        )?;
         self.channel
             .request(methods::SAMPLING_CREATE_MESSAGE, params)
             .await
@@ -428,60 +438,61 @@ impl ToolContext {
     /// sent and the error is -32021 with `data.requiredCapabilities` in 2026-07-28,
     /// -32601 in 2025-11-25.
     pub async fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        match method {
-            methods::ELICITATION_CREATE => self.require_elicitation(&params)?,
-            methods::SAMPLING_CREATE_MESSAGE => self.require("sampling")?,
-            "roots/list" => self.require("roots")?,
-            _ => {}
-        }
+        check_declared(&self.client_capabilities, method, &params, self.modern)?;
         self.channel.request_keyed(key, method, params).await
     }
+}
 
-    /// The error of [`Self::undeclared`] unless the client declared `capability`.
-    fn require(&self, capability: &str) -> Result<(), ErrorObject> {
-        let declared = self
-            .client_capabilities
-            .get(capability)
-            .is_some_and(|c| !c.is_null());
-        if declared {
-            Ok(())
-        } else {
-            Err(self.undeclared(json!({ capability: {} }), &format!("`{capability}`")))
-        }
-    }
-
-    /// The error of [`Self::undeclared`] unless the client declared elicitation in the
-    /// mode of `params` (`form` when absent).
-    fn require_elicitation(&self, params: &Value) -> Result<(), ErrorObject> {
-        let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
-        if elicitation_mode_declared(&self.client_capabilities, mode) {
-            Ok(())
-        } else {
-            Err(self.undeclared(
+/// Refuse, before anything is sent, a question `method` (with `params`) that the client's
+/// declared `caps` do not cover: `elicitation/create` in its mode (`form` when absent),
+/// `sampling/createMessage`, `roots/list`. `modern`: the call is a 2026-07-28 one.
+///
+/// Spec (basic, 2026-07-28): "If processing a request requires a capability the client
+/// did not include in `io.modelcontextprotocol/clientCapabilities`, the server MUST return
+/// a `MissingRequiredClientCapabilityError` (`-32021`) whose `data.requiredCapabilities`
+/// lists the missing capabilities." Spec (elicitation, 2025-11-25): "Servers MUST NOT send
+/// elicitation requests with modes that are not supported by the client." 2025-11-25
+/// defines no code for it: -32601.
+pub(crate) fn check_declared(
+    caps: &Value,
+    method: &str,
+    params: &Value,
+    modern: bool,
+) -> Result<(), ErrorObject> {
+    let (declared, required, what) = match method {
+        methods::ELICITATION_CREATE => {
+            let mode = params.get("mode").and_then(Value::as_str).unwrap_or("form");
+            (
+                elicitation_mode_declared(caps, mode),
                 json!({ "elicitation": { mode: {} } }),
-                &format!("`elicitation` in `{mode}` mode"),
-            ))
+                format!("`elicitation` in `{mode}` mode"),
+            )
         }
-    }
-
-    /// The error of a question the client did not declare it can take: `required` (a
-    /// `ClientCapabilities` object) names what is missing.
-    ///
-    /// Spec (basic, 2026-07-28): "If processing a request requires a capability the client
-    /// did not include in `io.modelcontextprotocol/clientCapabilities`, the server MUST
-    /// return a `MissingRequiredClientCapabilityError` (`-32021`) whose
-    /// `data.requiredCapabilities` lists the missing capabilities." 2025-11-25 defines no
-    /// code for it: -32601, as before.
-    fn undeclared(&self, required: Value, what: &str) -> ErrorObject {
-        let detail = format!("the client did not declare {what}");
-        match required {
-            Value::Object(caps) if self.modern => mcp_tasks_proto::modern::missing_capability(
-                mcp_tasks_proto::modern::ClientCapabilities(caps),
-                &detail,
-            ),
-            _ => ErrorObject::new(codes::METHOD_NOT_FOUND, detail),
+        methods::SAMPLING_CREATE_MESSAGE | "roots/list" => {
+            let c = if method == "roots/list" {
+                "roots"
+            } else {
+                "sampling"
+            };
+            (
+                caps.get(c).is_some_and(|v| !v.is_null()),
+                json!({ c: {} }),
+                format!("`{c}`"),
+            )
         }
+        _ => return Ok(()),
+    };
+    if declared {
+        return Ok(());
     }
+    let detail = format!("the client did not declare {what}");
+    Err(match required {
+        Value::Object(caps) if modern => mcp_tasks_proto::modern::missing_capability(
+            mcp_tasks_proto::modern::ClientCapabilities(caps),
+            &detail,
+        ),
+        _ => ErrorObject::new(codes::METHOD_NOT_FOUND, detail),
+    })
 }
 
 /// Whether `caps` declare elicitation in `mode`: `elicitation: {}` is `form` only, else

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use mcp_tasks_core::RequestorChannel;
+use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::modern::{InputRequiredResult, RetryFields};
-use mcp_tasks_proto::{ErrorObject, methods};
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -80,22 +80,13 @@ impl PromptContext {
     /// answered at once).
     ///
     /// # Errors
-    /// The client's error, or -32601 when it did not declare the capability the method
-    /// needs (`elicitation`, `sampling`, `roots`).
+    /// The client's error; when it did not declare the capability the method needs
+    /// (`elicitation` in its mode, `sampling`, `roots`), -32021 with
+    /// `data.requiredCapabilities` in 2026-07-28, -32601 in 2025-11-25.
     pub async fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        let capability = match method {
-            methods::ELICITATION_CREATE => Some("elicitation"),
-            methods::SAMPLING_CREATE_MESSAGE => Some("sampling"),
-            "roots/list" => Some("roots"),
-            _ => None,
-        };
-        if let Some(c) = capability
-            && self.inner.capabilities.get(c).is_none_or(Value::is_null)
-        {
-            return Err(ErrorObject::method_not_found(format!(
-                "the client does not support {c} (no `{c}` capability)"
-            )));
-        }
+        // A 2026-07-28 `prompts/get` has no channel: its questions go out as `inputRequests`.
+        let modern = self.inner.channel.is_none();
+        crate::tool::check_declared(&self.inner.capabilities, method, &params, modern)?;
         if let Some(channel) = &self.inner.channel {
             return channel.request(method, params).await;
         }
@@ -132,7 +123,7 @@ pub(crate) async fn get_modern(
         })?,
         None => RetryFields::default(),
     };
-    let binding = st::binding(
+    let (binding, _) = st::binding(
         principal,
         &format!("prompt:{}", prompt.name),
         arguments.unwrap_or(&Value::Null),

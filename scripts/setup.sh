@@ -4,7 +4,8 @@
 #
 #   Debian packages  chromium (the dashboard's browser test, driven by playwright-core
 #                    without a browser download), python3-venv (the Python peers' venvs),
-#                    nodejs + npm (interop), postgresql (the PostgreSQL store tests);
+#                    nodejs + npm (interop), postgresql (the PostgreSQL store tests),
+#                    valgrind + jq (the instruction-count guard, bench/guard.sh);
 #   PostgreSQL       the local cluster started, reachable as postgres@127.0.0.1:5432
 #                    without a password (or wherever MCP_TASKS_TEST_PG points);
 #   cargo-nextest    the test runner (scripts/test.sh falls back to `cargo test`);
@@ -60,6 +61,9 @@ echo "== Debian packages"
 command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || install nodejs npm
 command -v chromium >/dev/null 2>&1 || install chromium
 python3 -c 'import ensurepip, venv' >/dev/null 2>&1 || install python3-venv
+# The instruction-count guard (bench/guard.sh): callgrind and jq.
+command -v valgrind >/dev/null 2>&1 || install valgrind
+command -v jq >/dev/null 2>&1 || install jq
 fresh_pg=0
 if [ -z "${MCP_TASKS_TEST_PG:-}" ] && ! command -v pg_ctlcluster >/dev/null 2>&1; then
   install postgresql

@@ -37,6 +37,8 @@ cargo test --workspace --benches --locked
 echo "== interop (TypeScript SDK)"
 MCP_TASKS_BIN="$PWD/target/debug/mcp-tasks" interop/run.sh
 
-# ---- conformance suite (MCP conformance, Node 22: installed by interop/conformance/setup.sh)
-# Its run goes here.
-# ---- end of the conformance suite
+echo "== conformance (the official MCP conformance suite against the SDK's example)"
+CONFORMANCE_BIN="$PWD/target/debug/examples/conformance" interop/conformance/run.sh
+
+echo "== instruction-count guard (callgrind, against bench/baseline/instructions.json)"
+GUARD_REQUIRE_PG=1 bench/guard.sh

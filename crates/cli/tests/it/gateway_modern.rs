@@ -158,13 +158,18 @@ fn a_modern_client_gets_tasks_in_front_of_a_task_less_upstream() {
     assert_eq!(t["status"], "completed", "{t}");
     assert_eq!(text_of(&t["result"]), "slept 1200");
 
-    // A JSON-RPC error of the upstream: `failed`, with that error inline.
+    // A JSON-RPC error of the upstream: `failed`, with that error inline; its code
+    // (-32042, which 2026-07-28 implementations "MUST NOT emit") goes out as -32603 with
+    // the original code and data.
     let id = task_of(&call(&mut s, "b", "boom", json!({})));
     let t = poll(&mut s, &id, "terminal", terminal);
     assert_eq!(t["status"], "failed", "{t}");
-    assert_eq!(t["error"]["code"], -32042, "{t}");
+    assert_eq!(t["error"]["code"], -32603, "{t}");
     assert_eq!(t["error"]["message"], "boom");
-    assert_eq!(t["error"]["data"], json!({"why": "asked to fail"}));
+    assert_eq!(
+        t["error"]["data"],
+        json!({"why": "asked to fail", "originalCode": -32042})
+    );
 
     // Cancelled: the upstream call is cancelled with notifications/cancelled.
     let id = task_of(&call(&mut s, "c", "slow", json!({"ms": 60000})));
@@ -284,11 +289,11 @@ fn is_error_completes_and_upstream_tasks_are_followed() {
         &mut s,
         "e",
         "error",
-        json!({"message": "nope", "code": -32050, "ms": 1000}),
+        json!({"message": "nope", "code": -31050, "ms": 1000}),
     ));
     let t = poll(&mut s, &id, "terminal", terminal);
     assert_eq!(t["status"], "failed", "{t}");
-    assert_eq!(t["error"]["code"], -32050, "{t}");
+    assert_eq!(t["error"]["code"], -31050, "{t}");
 
     // `ask` is `required` upstream: an upstream task, its question relayed to us.
     let id = task_of(&call(&mut s, "a", "ask", json!({"question": "Colour?"})));
@@ -376,7 +381,10 @@ async fn our_client_in_2026_07_28_over_http_through_the_gateway() {
     };
     assert_eq!(task.wait().await.unwrap().status, TaskStatus::Failed);
     let e = task.result().await.unwrap_err();
-    assert_eq!(e.rpc_error().map(|e| e.code), Some(-32042), "{e}");
+    // -32042 is reserved in 2026-07-28: -32603 with the original code in `data`.
+    let rpc = e.rpc_error().unwrap();
+    assert_eq!(rpc.code, -32603, "{e}");
+    assert_eq!(rpc.data.as_ref().unwrap()["originalCode"], -32042, "{e}");
 
     // Cancelled: the upstream sees notifications/cancelled.
     let started = c

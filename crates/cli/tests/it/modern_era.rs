@@ -101,11 +101,11 @@ fn failing_demo_tools_outlive_task_after_and_end_as_the_extension_says() {
         &mut s,
         "e",
         "tools/call",
-        json!({"name": "error", "arguments": {"message": "boom", "code": -32050, "ms": 300}}),
+        json!({"name": "error", "arguments": {"message": "boom", "code": -31050, "ms": 300}}),
         ext(),
     );
     assert_eq!(r["result"]["resultType"], "task", "{r}");
     let t = until_terminal(&mut s, r["result"]["taskId"].as_str().unwrap());
     assert_eq!(t["status"], "failed", "{t}");
-    assert_eq!(t["error"], json!({"code": -32050, "message": "boom"}));
+    assert_eq!(t["error"], json!({"code": -31050, "message": "boom"}));
 }

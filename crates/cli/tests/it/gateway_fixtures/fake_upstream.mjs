@@ -22,7 +22,8 @@
 // `job {ms, pad}` (taskSupport required when FAKE_TASKS=1: a task that completes after
 // ms, its text padded with `pad` x's), `failjob {ms, valid}` (a task that ends `failed`
 // after ms; its result is a CallToolResult without isError with `valid`, else what
-// FAKE_PY says), `big {bytes}` (a text result of that many x's).
+// FAKE_PY says), `big {bytes, endless}` (a text result of that many x's; with `endless`
+// the start of the answer and the x's, and never the rest of the line).
 // Any other method is answered with {"method": m, "params": p} (an echo, for round
 // trips). The request `x/emit {method, params}` makes it send that notification.
 import { appendFileSync, writeFileSync } from 'node:fs';
@@ -112,6 +113,10 @@ async function callTool(id, params) {
     case 'boom':
       return fail(id, { code: -32042, message: 'boom', data: { why: 'asked to fail' } });
     case 'big':
+      if (args.endless) {
+        process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"`);
+        return process.stdout.write('x'.repeat(args.bytes));
+      }
       return reply(id, text('x'.repeat(args.bytes)));
     case 'failjob':
       return startTask(id, params, args.ms ?? 0, t => {

@@ -18,8 +18,14 @@ pub(crate) struct GatewayArgs {
     /// splits words (no shell runs). Started once per session, restarted when it dies.
     #[arg(long, value_name = "CMD ARGS", conflicts_with = "upstream_url")]
     upstream_cmd: Option<String>,
-    /// An environment variable of the upstream command (repeatable).
-    #[arg(long = "upstream-env", value_name = "K=V", requires = "upstream_cmd")]
+    /// An environment variable of the upstream command (repeatable), of `--upstream-cmd`
+    /// or of the config file's `[upstream]` `command` (added to its `env`, and winning
+    /// over it).
+    #[arg(
+        long = "upstream-env",
+        value_name = "K=V",
+        conflicts_with = "upstream_url"
+    )]
     upstream_env: Vec<String>,
     /// Working directory of the upstream command.
     #[arg(long, value_name = "DIR", requires = "upstream_cmd")]
@@ -134,9 +140,14 @@ impl GatewayArgs {
                 headers,
             }
         } else {
+            let env = parse_each(&self.upstream_env, parse_env_pair, "--upstream-env")?;
             match self.file.upstream().with_context(|| self.file_context())? {
-                Some(u) if self.upstream_inherit_env => u.with_inherit_env(true),
-                Some(u) => u,
+                Some(UpstreamSpec::Http { .. }) if !env.is_empty() => bail!(
+                    "--upstream-env: the upstream of {} is a URL, not a command",
+                    self.file_context()
+                ),
+                Some(u) if self.upstream_inherit_env => u.with_env(env).with_inherit_env(true),
+                Some(u) => u.with_env(env),
                 None => bail!("--config: no [upstream] and no --upstream-cmd/--upstream-url"),
             }
         };

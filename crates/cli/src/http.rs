@@ -24,6 +24,12 @@ pub(crate) struct HttpArgs {
     /// A browser `Origin` allowed besides loopback origins (repeatable).
     #[arg(long = "allowed-origin", value_name = "ORIGIN")]
     allowed_origins: Vec<String>,
+    /// A `Host` name this server may be reached by (repeatable; `*` for any), for DNS
+    /// rebinding protection on `/mcp`, `/ui` and `/metrics`: IP addresses and `localhost`
+    /// are always accepted; on a loopback address any other name gets 403, elsewhere names
+    /// are checked only when some are given.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    allowed_hosts: Vec<String>,
     /// Bearer tokens: one `TOKEN PRINCIPAL` per line, `#` comments. Also read from
     /// `MCP_TASKS_AUTH_TOKENS` (entries separated by `;` or newlines). With any token, every
     /// request needs `Authorization: Bearer TOKEN` and tasks belong to its principal.
@@ -155,6 +161,7 @@ fn load_tokens(args: &HttpArgs) -> anyhow::Result<BearerTokens> {
     if let Some(path) = &args.auth_tokens {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("--auth-tokens: cannot read {}", path.display()))?;
+        crate::private_file::warn_if_loose(path, "--auth-tokens");
         parse_tokens(&text, &['\n'], &path.display().to_string(), &mut tokens)?;
         if tokens.is_empty() {
             bail!("--auth-tokens: {} holds no token", path.display());
@@ -214,6 +221,7 @@ pub(crate) async fn run(
         .max_body_bytes(max_body)
         .tokens(tokens)
         .allowed_origins(&args.allowed_origins)
+        .allowed_hosts(&args.allowed_hosts)
         .allow_unauthenticated(args.allow_unauthenticated)
         .drain(args.drain)
         .metrics(args.metrics.serving(args.allow_unauthenticated)?)

@@ -12,6 +12,7 @@ mod gateway;
 mod http;
 mod metrics_args;
 mod oauth;
+mod private_file;
 mod serve;
 mod tasks_cmd;
 mod term;

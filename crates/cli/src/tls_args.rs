@@ -39,6 +39,7 @@ impl TlsArgs {
         let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
             return Ok(None);
         };
+        crate::private_file::warn_if_loose(key, "--tls-key");
         #[cfg(feature = "tls")]
         {
             let files = mcp_tasks_server::http::TlsFiles::load(cert, key)

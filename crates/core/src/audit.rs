@@ -22,7 +22,11 @@
 //! [`Audit::reopen`] (on SIGHUP, after logrotate moved it). Lines go through a bounded
 //! queue to one writer task, so a slow disk never holds a request: when the queue is full
 //! the line is dropped, counted (`mcp_tasks_audit_dropped_total`) and reported (a warning,
-//! at most one every 10 seconds).
+//! at most one a minute, with the count). Lines a write fails to store (a full disk) are
+//! counted and reported the same way. The file is created with mode 0600: without
+//! authentication its task ids are the keys to the tasks' results. Every client-supplied
+//! string of a line (a task id, a method, a tool name) is cut to
+//! [`mcp_tasks_proto::logged::LOG_FIELD_MAX`] bytes, saying so.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,8 +36,9 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
-use sha2::Digest;
 use tokio::sync::{Notify, mpsc};
+
+use mcp_tasks_proto::logged::capped;
 
 use crate::engine::Requester;
 use crate::metrics::Metrics;
@@ -119,14 +124,7 @@ pub struct Event {
 /// The digest of a session's internal id written in the log: 16 hex digits of its
 /// SHA-256, enough to tell sessions apart, useless to present as anything.
 fn session_digest(session: &str) -> String {
-    use std::fmt::Write as _;
-    let d = sha2::Sha256::digest(session.as_bytes());
-    let mut hex = String::with_capacity(16);
-    for b in d.iter().take(8) {
-        // Writing into a `String` cannot fail.
-        let _ = write!(hex, "{b:02x}");
-    }
-    hex
+    mcp_tasks_proto::logged::digest(session)
 }
 
 /// A session's internal id, kept as it is until a line is written, which carries only its
@@ -159,7 +157,7 @@ impl Event {
     /// Who asked: its principal and session.
     #[must_use]
     pub fn who(mut self, who: &Requester) -> Self {
-        self.principal.clone_from(&who.principal);
+        self.principal = who.principal.as_deref().map(|p| capped(p).owned());
         self.session = who.session.clone().map(SessionId);
         self
     }
@@ -167,21 +165,21 @@ impl Event {
     /// The principal (for events no requester caused: a task's own end).
     #[must_use]
     pub fn principal(mut self, principal: Option<&str>) -> Self {
-        self.principal = principal.map(str::to_owned);
+        self.principal = principal.map(|p| capped(p).owned());
         self
     }
 
     /// The task.
     #[must_use]
     pub fn task(mut self, task_id: &str) -> Self {
-        self.task_id = Some(task_id.to_owned());
+        self.task_id = Some(capped(task_id).owned());
         self
     }
 
     /// The method (of the request, or the one the task wraps).
     #[must_use]
     pub fn method(mut self, method: &str) -> Self {
-        self.method = Some(method.to_owned());
+        self.method = Some(capped(method).owned());
         self
     }
 
@@ -192,10 +190,17 @@ impl Event {
         self
     }
 
-    /// Another field (`tool`, `by`, `reason`, `limit`, `status`, `count`).
+    /// Another field (`tool`, `by`, `reason`, `limit`, `status`, `count`); a string
+    /// value is [`capped`].
     #[must_use]
     pub fn with(mut self, key: &str, value: impl Into<Value>) -> Self {
-        self.extra.insert(key.to_owned(), value.into());
+        let value = match value.into() {
+            Value::String(s) if s.len() > mcp_tasks_proto::logged::LOG_FIELD_MAX => {
+                Value::String(capped(&s).owned())
+            }
+            v => v,
+        };
+        self.extra.insert(key.to_owned(), value);
         self
     }
 
@@ -261,12 +266,15 @@ impl Target {
     fn open(&self) -> std::io::Result<Box<dyn Write + Send>> {
         match self {
             Target::Stderr => Ok(Box::new(std::io::stderr())),
-            Target::File(p) => Ok(Box::new(
-                std::fs::OpenOptions::new()
-                    .append(true)
-                    .create(true)
-                    .open(p)?,
-            )),
+            Target::File(p) => {
+                let mut o = std::fs::OpenOptions::new();
+                o.append(true).create(true);
+                // Created private: its task ids are, without authentication, the keys to
+                // the tasks' results.
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut o, 0o600);
+                Ok(Box::new(o.open(p)?))
+            }
         }
     }
 }
@@ -278,9 +286,44 @@ struct Sink {
 
 struct Inner {
     sink: Option<Sink>,
-    dropped: AtomicU64,
+    lost: Arc<Lost>,
+}
+
+/// How often a warning about lost lines is logged at most.
+const LOST_WARNING_EVERY: Duration = Duration::from_secs(60);
+
+/// Lines that never reached the file: dropped at a full queue, or lost to a failed write
+/// (a full disk). Counted, and warned about at most once every [`LOST_WARNING_EVERY`] with
+/// the count since the previous warning.
+#[derive(Default)]
+struct Lost {
+    total: AtomicU64,
+    since_warning: AtomicU64,
     last_warning: Mutex<Option<Instant>>,
     metrics: std::sync::OnceLock<Metrics>,
+}
+
+impl Lost {
+    /// `n` lines lost, because of `why`.
+    fn lost(&self, n: u64, why: &dyn std::fmt::Display) {
+        self.total.fetch_add(n, Ordering::Relaxed);
+        self.since_warning.fetch_add(n, Ordering::Relaxed);
+        if let Some(m) = self.metrics.get() {
+            for _ in 0..n {
+                m.audit_dropped();
+            }
+        }
+        let mut last = self.last_warning.lock();
+        if last.is_none_or(|t| t.elapsed() >= LOST_WARNING_EVERY) {
+            *last = Some(Instant::now());
+            let count = self.since_warning.swap(0, Ordering::Relaxed);
+            tracing::warn!(
+                lost = count,
+                total = self.total.load(Ordering::Relaxed),
+                "audit lines were lost: {why} (warned at most once a minute)"
+            );
+        }
+    }
 }
 
 /// The audit trail. Cheap to clone; [`Audit::default`] writes `tracing` lines only.
@@ -296,9 +339,7 @@ impl Default for Audit {
         Self {
             inner: Arc::new(Inner {
                 sink: None,
-                dropped: AtomicU64::new(0),
-                last_warning: Mutex::new(None),
-                metrics: std::sync::OnceLock::new(),
+                lost: Arc::default(),
             }),
         }
     }
@@ -319,20 +360,25 @@ impl Audit {
         let out = target.open()?;
         let (tx, rx) = mpsc::channel(queue.max(1));
         let reopen = Arc::new(Notify::new());
-        tokio::spawn(write_lines(target, out, rx, Arc::clone(&reopen)));
+        let lost = Arc::<Lost>::default();
+        tokio::spawn(write_lines(
+            target,
+            out,
+            rx,
+            Arc::clone(&reopen),
+            Arc::clone(&lost),
+        ));
         Ok(Self {
             inner: Arc::new(Inner {
                 sink: Some(Sink { tx, reopen }),
-                dropped: AtomicU64::new(0),
-                last_warning: Mutex::new(None),
-                metrics: std::sync::OnceLock::new(),
+                lost,
             }),
         })
     }
 
     /// Count dropped lines into `metrics` (once).
     pub fn set_metrics(&self, metrics: Metrics) {
-        let _ = self.inner.metrics.set(metrics);
+        let _ = self.inner.lost.metrics.set(metrics);
     }
 
     /// Reopen the file (after logrotate moved it): the lines queued after this call go
@@ -343,9 +389,9 @@ impl Audit {
         }
     }
 
-    /// Lines dropped because the queue was full.
+    /// Lines lost: dropped because the queue was full, or lost to a failed write.
     pub fn dropped(&self) -> u64 {
-        self.inner.dropped.load(Ordering::Relaxed)
+        self.inner.lost.total.load(Ordering::Relaxed)
     }
 
     /// Record `event`: its `tracing` line, and its JSON line when there is a file. Never
@@ -360,18 +406,9 @@ impl Audit {
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
         let line = event.to_line(&crate::clock::rfc3339(now));
         if sink.tx.try_send(line).is_err() {
-            let n = self.inner.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-            if let Some(m) = self.inner.metrics.get() {
-                m.audit_dropped();
-            }
-            let mut last = self.inner.last_warning.lock();
-            if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
-                *last = Some(Instant::now());
-                tracing::warn!(
-                    dropped = n,
-                    "the audit log cannot keep up (its queue is full): audit lines were dropped"
-                );
-            }
+            self.inner
+                .lost
+                .lost(1, &"the audit log cannot keep up (its queue is full)");
         }
     }
 }
@@ -383,6 +420,7 @@ async fn write_lines(
     out: Box<dyn Write + Send>,
     mut rx: mpsc::Receiver<String>,
     reopen: Arc<Notify>,
+    lost: Arc<Lost>,
 ) {
     let out = Arc::new(Mutex::new(out));
     loop {
@@ -403,11 +441,13 @@ async fn write_lines(
                 let Some(first) = line else { return };
                 let mut batch = first;
                 batch.push('\n');
+                let mut lines = 1u64;
                 while batch.len() < 64 * 1024 {
                     match rx.try_recv() {
                         Ok(l) => {
                             batch.push_str(&l);
                             batch.push('\n');
+                            lines += 1;
                         }
                         Err(_) => break,
                     }
@@ -419,7 +459,8 @@ async fn write_lines(
                 })
                 .await;
                 if let Ok(Err(e)) = written {
-                    tracing::warn!(error = %e, "could not write the audit log");
+                    // A full disk: the batch is lost (some of it may have been written).
+                    lost.lost(lines, &format_args!("could not write the audit log: {e}"));
                 }
             }
         }
@@ -491,6 +532,62 @@ mod tests {
         let text = metrics.render(None, Duration::from_secs(1)).await;
         assert!(text.contains("mcp_tasks_audit_dropped_total 4"), "{text}");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn client_strings_are_cut_in_a_line() {
+        let huge = "x".repeat(1 << 20);
+        let who = Requester {
+            principal: Some(huge.clone()),
+            sees_all: false,
+            session: None,
+            client_address: None,
+        };
+        let line = Event::new(EventKind::LookupFailed)
+            .who(&who)
+            .task(&huge)
+            .method(&huge)
+            .with("tool", huge.as_str())
+            .to_line("2026-01-01T00:00:00.000Z");
+        assert!(line.len() < 4 * 1024, "{} bytes", line.len());
+        let v: Value = serde_json::from_str(&line).unwrap();
+        for k in ["taskId", "principal", "method", "tool"] {
+            assert!(
+                v[k].as_str().unwrap().ends_with("…(cut, 1048576 bytes)"),
+                "{k}: {}",
+                v[k]
+            );
+        }
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn the_file_is_created_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile_dir();
+        let path = dir.join("audit.log");
+        let _audit = Audit::open(path.to_str().unwrap(), 16).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `/dev/full` takes the open and fails every write, as a full disk does.
+    #[cfg(target_os = "linux")]
+    #[tokio::test]
+    async fn lines_lost_to_a_failed_write_are_counted() {
+        let audit = Audit::open("/dev/full", 16).unwrap();
+        let metrics = Metrics::new();
+        audit.set_metrics(metrics.clone());
+        for _ in 0..3 {
+            audit.record(Event::new(EventKind::Listed));
+        }
+        wait_for(|| audit.dropped() == 3).await;
+        let text = metrics.render(None, Duration::from_secs(1)).await;
+        assert!(text.contains("mcp_tasks_audit_dropped_total 3"), "{text}");
+        // Warned about once (the next warning waits a minute), with the count.
+        let last = *audit.inner.lost.last_warning.lock();
+        assert!(last.is_some());
     }
 
     fn tempfile_dir() -> PathBuf {

@@ -86,7 +86,7 @@ impl Guard {
         if let Some(m) = self.inner.metrics.get() {
             m.rejected(Rejection::RateLimited);
         }
-        tracing::debug!(principal = who.principal.as_deref(), limit = r.kind.name(), %method, retry_after_ms = r.retry_after_ms(), "request rate limited");
+        tracing::debug!(principal = who.principal.as_deref(), limit = r.kind.name(), method = %mcp_tasks_proto::logged::capped(method), retry_after_ms = r.retry_after_ms(), "request rate limited");
         self.record(
             Event::new(EventKind::RateLimited)
                 .who(who)

@@ -89,6 +89,16 @@ impl UpstreamSpec {
         self
     }
 
+    /// The same upstream with `env` added to its environment variables, after (and so
+    /// winning over) those it has (a stdio upstream; other kinds are returned unchanged).
+    #[must_use]
+    pub fn with_env(mut self, more: Vec<(String, String)>) -> Self {
+        if let Self::Stdio { env, .. } = &mut self {
+            env.extend(more);
+        }
+        self
+    }
+
     /// A short description for logs and error messages (no header values, no env values).
     pub fn describe(&self) -> String {
         match self {

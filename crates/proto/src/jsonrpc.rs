@@ -20,11 +20,14 @@ pub enum RequestId {
     String(String),
 }
 
+/// For log lines and error messages: a number as it is, a string quoted and, past
+/// [`crate::logged::LOG_FIELD_MAX`] bytes, cut (a client chooses its ids, and the id of a
+/// request is a field of every log line of it).
 impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Number(n) => write!(f, "{n}"),
-            Self::String(s) => write!(f, "{s:?}"),
+            Self::String(s) => write!(f, "{:?}", crate::logged::capped(s)),
         }
     }
 }

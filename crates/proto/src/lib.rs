@@ -13,6 +13,7 @@ pub mod error;
 #[doc(hidden)]
 pub mod fuzz;
 pub mod jsonrpc;
+pub mod logged;
 pub mod mcp;
 pub mod meta;
 pub mod methods;

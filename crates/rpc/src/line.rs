@@ -43,6 +43,8 @@ struct Scan {
     value: Vec<u8>,
     id: Option<Vec<u8>>,
     has_method: bool,
+    /// A top-level `result` or `error` key was read: the line is an answer.
+    has_answer: bool,
 }
 
 /// The longest `id` value kept.
@@ -127,6 +129,7 @@ impl Scan {
                             self.value.clear();
                         }
                         b"method" => self.has_method = true,
+                        b"result" | b"error" => self.has_answer = true,
                         _ => {}
                     }
                 }
@@ -139,17 +142,45 @@ impl Scan {
         }
     }
 
-    fn finish(self, bytes: usize) -> Oversized {
-        let id = self
-            .id
+    /// The top-level `id` read so far.
+    fn id(&self) -> Option<RequestId> {
+        self.id
+            .as_ref()
             .filter(|v| v.len() <= MAX_ID_BYTES)
-            .and_then(|v| serde_json::from_slice::<RequestId>(&v).ok());
+            .and_then(|v| serde_json::from_slice::<RequestId>(v).ok())
+    }
+
+    /// The id of the request this line answers, once that is known before the line ends:
+    /// its `id` and a `result` or `error` key were read, and no `method`.
+    fn answers(&self) -> Option<RequestId> {
+        if self.has_answer && !self.has_method {
+            self.id()
+        } else {
+            None
+        }
+    }
+
+    fn finish(self, bytes: usize) -> Oversized {
         Oversized {
             bytes,
-            id,
+            id: self.id(),
             has_method: self.has_method,
         }
     }
+}
+
+/// What [`read_line_watching`] reports of a line while it is still being skipped.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Early {
+    /// The line just went over the bound (`bytes` read of it so far).
+    Over {
+        /// Bytes of the line read so far.
+        bytes: usize,
+    },
+    /// The line is an answer to request `id` (its `id` and `result`/`error` keys came
+    /// before the bound was passed or while the line was skipped): that request can fail
+    /// now, rather than when, if ever, the line ends.
+    Answers(RequestId),
 }
 
 /// Read one line into `buf` (cleared first), keeping at most `max` bytes in memory.
@@ -164,7 +195,24 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
     buf: &mut Vec<u8>,
     max: usize,
 ) -> std::io::Result<Frame> {
+    read_line_watching(reader, buf, max, |_| {}).await
+}
+
+/// As [`read_line`], telling `early` what is known of an oversized line while it is
+/// skipped, so that a line that never ends (a peer writing without a newline) still fails
+/// the request it answers: [`Early::Over`] once the line passes the bound, and
+/// [`Early::Answers`] once (if ever) its id says which request it answers.
+///
+/// # Errors
+/// I/O errors of the reader.
+pub async fn read_line_watching<R: AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    max: usize,
+    mut early: impl FnMut(Early),
+) -> std::io::Result<Frame> {
     buf.clear();
+    let mut answered = false;
     // Set once the line is over the bound: what is read of it from then on.
     let mut too_long: Option<(Scan, usize)> = None;
     loop {
@@ -191,11 +239,20 @@ pub async fn read_line<R: AsyncBufRead + Unpin>(
                 let mut scan = Scan::default();
                 scan.feed(buf);
                 scan.feed(part);
-                too_long = Some((scan, buf.len() + part.len()));
+                let bytes = buf.len() + part.len();
+                early(Early::Over { bytes });
+                too_long = Some((scan, bytes));
                 buf.clear();
                 buf.shrink_to(64 * 1024);
             }
             None => buf.extend_from_slice(part),
+        }
+        if !answered
+            && let Some((scan, _)) = &too_long
+            && let Some(id) = scan.answers()
+        {
+            answered = true;
+            early(Early::Answers(id));
         }
         reader.consume(used);
         if done {
@@ -244,6 +301,61 @@ mod tests {
 #[cfg(test)]
 mod scan_tests {
     use super::*;
+
+    /// A line that never ends reports its id as soon as it is read, past the bound.
+    #[tokio::test]
+    async fn an_endless_answer_is_reported_before_its_end() {
+        let (mut w, r) = tokio::io::duplex(64);
+        let mut r = tokio::io::BufReader::with_capacity(16, r);
+        tokio::spawn(async move {
+            use tokio::io::AsyncWriteExt;
+            w.write_all(br#"{"jsonrpc":"2.0","id":7,"result":{"text":""#)
+                .await
+                .unwrap();
+            // Endless: the reader must not wait for the end.
+            loop {
+                if w.write_all(&[b'a'; 64]).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let reading = tokio::spawn(async move {
+            let mut buf = Vec::new();
+            let _ = read_line_watching(&mut r, &mut buf, 100, |e| {
+                let _ = tx.send(e);
+            })
+            .await;
+        });
+        assert!(matches!(rx.recv().await, Some(Early::Over { bytes }) if bytes > 100));
+        assert_eq!(rx.recv().await, Some(Early::Answers(RequestId::Number(7))));
+        reading.abort();
+    }
+
+    #[tokio::test]
+    async fn a_request_or_a_late_id_is_no_early_answer() {
+        for line in [
+            // A request with a large param: its id is its own, not one of ours.
+            r#"{"jsonrpc":"2.0","id":3,"method":"sampling/createMessage","params":{"x":"yyyyyyyyyyyyyyyyyyyy"}}"#,
+            // The id after the result: known only at the end of the line.
+            r#"{"result":{"x":"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"},"jsonrpc":"2.0","id":4}"#,
+        ] {
+            let data = format!("{line}\n");
+            let mut r = tokio::io::BufReader::with_capacity(7, data.as_bytes());
+            let mut seen = Vec::new();
+            let frame = read_line_watching(&mut r, &mut Vec::new(), 10, |e| seen.push(e))
+                .await
+                .unwrap();
+            assert!(matches!(frame, Frame::TooLong(_)), "{frame:?}");
+            assert!(
+                !seen
+                    .iter()
+                    .any(|e| matches!(e, Early::Answers(RequestId::Number(3)))),
+                "{seen:?}"
+            );
+            assert!(matches!(seen[0], Early::Over { .. }), "{seen:?}");
+        }
+    }
 
     async fn oversized(line: &str) -> Oversized {
         let data = format!("{line}\n");

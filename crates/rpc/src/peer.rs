@@ -92,6 +92,16 @@ pub trait Handler: Send + Sync + 'static {
         tracing::warn!(id = %id, "response to an unknown request ignored");
     }
 
+    /// Whether a notification (`Some(method)`) or a response (`None`) the other side sent
+    /// may be taken in: a transport that takes them one by one (Streamable HTTP, a POST
+    /// each) asks first, so that they count toward the sender's request rate like its
+    /// requests. `Err` refuses it with that error (-32029: over HTTP, 429). The default
+    /// takes everything.
+    fn admit_message(&self, method: Option<&str>) -> Result<(), ErrorObject> {
+        let _ = method;
+        Ok(())
+    }
+
     /// What another process needs to serve this session as this handler does (for a
     /// 2025-11-25 server: the negotiated version, the client's capabilities and the
     /// requester), once initialization settled it; `None` when the session cannot be

@@ -5,7 +5,7 @@ use tokio::io::{AsyncBufRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::error::TransportError;
-use crate::line::{Frame, read_line};
+use crate::line::{Early, Frame, read_line_watching};
 use crate::peer::{Outbound, Peer, Route};
 
 /// Default bound of one incoming line: 16 MiB.
@@ -122,12 +122,28 @@ where
 
     let mut line = Vec::with_capacity(8192);
     let result = loop {
-        match read_line(&mut reader, &mut line, max_line).await {
+        // An answer too large to read fails the request it answers as soon as its id is
+        // read past the bound, even if the line never ends.
+        let mut failed_early = None;
+        let frame = read_line_watching(&mut reader, &mut line, max_line, |e| match e {
+            Early::Over { bytes } => tracing::warn!(
+                bytes,
+                limit = max_line,
+                "a message over the line bound is being skipped"
+            ),
+            Early::Answers(id) => {
+                tracing::warn!(id = %id, limit = max_line, "an answer over the line bound: its request fails");
+                peer.fail(id.clone(), TransportError::too_large(None, max_line as u64));
+                failed_early = Some(id);
+            }
+        })
+        .await;
+        match frame {
             Ok(Frame::Eof) => break Ok(()),
             Ok(Frame::TooLong(big)) if !big.has_method && big.id.is_some() => {
                 // An answer too large to read: the request it answers fails, saying so,
-                // instead of waiting for ever.
-                if let Some(id) = big.id {
+                // instead of waiting for ever (unless it failed already).
+                if let Some(id) = big.id.filter(|id| failed_early.as_ref() != Some(id)) {
                     let error = TransportError::too_large(Some(big.bytes as u64), max_line as u64);
                     peer.fail(id, error);
                 }

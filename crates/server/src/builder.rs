@@ -28,6 +28,7 @@ use mcp_tasks_core::{
     Clock, EngineError, Guard, Instrumented, MemoryStore, Metrics, Policy, StoreError, SystemClock,
     TaskEngine, TaskStore,
 };
+use mcp_tasks_proto::logged::redact_url;
 
 use crate::catalog::Catalog;
 use crate::catalog::prompt::Prompt;
@@ -44,7 +45,7 @@ pub enum BuildError {
     #[error(
         "unknown store `{}` (expected `memory`, `sqlite:PATH[?synchronous=normal]`{sqlite} or \
          `postgres://USER@HOST:PORT/DB[?pool=N&statement_timeout=5s]`{postgres})",
-        redact(.0),
+        redact_url(.0),
         sqlite = if cfg!(feature = "sqlite") { "" } else { ", which needs the `sqlite` feature," },
         postgres = if cfg!(feature = "postgres") { "" } else { ", which needs the `postgres` feature" }
     )]
@@ -325,21 +326,6 @@ type SharedSessions = Option<std::convert::Infallible>;
 /// An opened store, its description for logs, and where sessions are shared.
 type Opened = (Arc<dyn TaskStore>, String, SharedSessions);
 
-/// `url` without the password it may hold (`postgres://USER:PASSWORD@...`).
-fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let end = rest.find(['/', '?']).unwrap_or(rest.len());
-    match rest[..end].rsplit_once('@') {
-        Some((userinfo, host)) if userinfo.contains(':') => {
-            let user = userinfo.split_once(':').map_or(userinfo, |(u, _)| u);
-            format!("{scheme}://{user}:***@{host}{}", &rest[end..])
-        }
-        _ => url.to_owned(),
-    }
-}
-
 /// The store `choice` names and its description for logs; `None` when tasks are off.
 async fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
     match choice {
@@ -360,7 +346,7 @@ async fn open_store(choice: StoreChoice) -> Result<Option<Opened>, BuildError> {
             let store = mcp_tasks_store_postgres::PgStore::connect(&url)
                 .await
                 .map_err(|source| BuildError::OpenStore {
-                    store: redact(&url),
+                    store: redact_url(&url),
                     source,
                 })?;
             let description = store.description();
@@ -433,6 +419,17 @@ mod tests {
         assert!(matches!(err, BuildError::OpenStore { .. }), "{msg}");
         assert!(!msg.contains("hunter2"), "{msg}");
         assert!(msg.contains("127.0.0.1:1/tasks"), "{msg}");
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_postgres_store_with_a_password_parameter_is_refused_without_it() {
+        let (_, msg) = refused(
+            "postgresql://me@127.0.0.1:1/tasks?connect_for=200ms&password=hunter2&sslpassword=s3cr3t",
+        )
+        .await;
+        assert!(!msg.contains("hunter2") && !msg.contains("s3cr3t"), "{msg}");
+        assert!(msg.contains("password=***"), "{msg}");
     }
 
     #[cfg(feature = "sqlite")]

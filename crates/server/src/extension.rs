@@ -104,7 +104,7 @@ pub trait Fallback: Send + Sync + 'static {
     /// (which the connection handles). Ignored by default.
     async fn notification(&self, _peer: &Peer, method: String, _params: Option<Value>) {
         if method != methods::INITIALIZED {
-            tracing::debug!(method = %method, "notification ignored");
+            tracing::debug!(method = %mcp_tasks_proto::logged::capped(&method), "notification ignored");
         }
     }
 }

@@ -13,8 +13,8 @@ use mcp_tasks_rpc::Handler;
 use mcp_tasks_rpc::http::{HttpServer, SessionFactory};
 
 pub use mcp_tasks_rpc::http::{
-    BearerTokens, HttpConfig, MetricsEndpoint, OAuth, OAuthConfig, OriginPolicy, Readiness,
-    ReplyMode,
+    BearerTokens, HostPolicy, HttpConfig, MetricsEndpoint, OAuth, OAuthConfig, OriginPolicy,
+    Readiness, ReplyMode,
 };
 #[cfg(feature = "tls")]
 pub use mcp_tasks_rpc::http::{TlsError, TlsFiles};
@@ -84,6 +84,15 @@ impl HttpOptions {
     #[must_use]
     pub fn oauth(mut self, oauth: OAuth) -> Self {
         self.transport.oauth = Some(Arc::new(oauth));
+        self
+    }
+
+    /// `Host` names allowed besides IP literals and `localhost` (DNS rebinding protection;
+    /// `*`: any). On a loopback address, any other name is refused; elsewhere names are
+    /// checked only when some are given.
+    #[must_use]
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        self.transport.hosts = HostPolicy::new(hosts);
         self
     }
 
@@ -214,6 +223,7 @@ pub async fn serve_http(
             transport.ui = Some(crate::ui::endpoint(engine.clone(), admin.clone()));
         }
     }
+    let http_hosts = transport.hosts.clone();
     let http = HttpServer::new(transport, factory);
     tracing::info!(address = %addr, authenticated, "serving Streamable HTTP");
     let stop_metrics = tokio_util::sync::CancellationToken::new();
@@ -226,11 +236,17 @@ pub async fn serve_http(
         let render = http_metrics::render(server, Some(gauges));
         tracing::info!(address = %listener.local_addr()?, "serving metrics");
         let stop = stop_metrics.clone();
+        let hosts = http_hosts.clone();
         tokio::spawn(async move {
             let stopped = async move { stop.cancelled().await };
-            if let Err(e) =
-                mcp_tasks_rpc::http::serve_metrics(listener, render, METRICS_CONTENT_TYPE, stopped)
-                    .await
+            if let Err(e) = mcp_tasks_rpc::http::serve_metrics(
+                listener,
+                render,
+                METRICS_CONTENT_TYPE,
+                hosts,
+                stopped,
+            )
+            .await
             {
                 tracing::warn!(error = %e, "the metrics listener failed");
             }
@@ -298,10 +314,9 @@ fn store_readiness(store: Arc<dyn TaskStore>) -> Readiness {
     Arc::new(move || {
         let store = Arc::clone(&store);
         Box::pin(async move {
-            store
-                .ready()
-                .await
-                .map_err(|e| format!("the task store does not answer: {e}"))
+            store.ready().await.map_err(|e| {
+                mcp_tasks_rpc::http::NotReady::new("the task store does not answer", e.to_string())
+            })
         })
     })
 }
@@ -406,9 +421,15 @@ mod tests {
 
     /// `GET path` on a fresh connection: the status and the body.
     async fn probe(addr: std::net::SocketAddr, path: &str) -> (u16, String) {
+        probe_with(addr, path, "").await
+    }
+
+    /// `GET path` with `headers` (`Name: value\r\n` lines).
+    async fn probe_with(addr: std::net::SocketAddr, path: &str, headers: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-        let req = format!("GET {path} HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n");
+        let req =
+            format!("GET {path} HTTP/1.1\r\nHost: localhost\r\n{headers}Connection: close\r\n\r\n");
         tcp.write_all(req.as_bytes()).await.unwrap();
         let mut raw = String::new();
         tcp.read_to_string(&mut raw).await.unwrap();
@@ -449,8 +470,14 @@ mod tests {
     #[tokio::test]
     async fn readyz_is_503_with_the_reason_when_the_check_fails_or_hangs() {
         let server = Server::builder().build().await.unwrap();
-        let failing: Readiness =
-            Arc::new(|| Box::pin(async { Err("the store is on fire".to_owned()) }));
+        let failing: Readiness = Arc::new(|| {
+            Box::pin(async {
+                Err(mcp_tasks_rpc::http::NotReady::new(
+                    "the store is on fire",
+                    "at postgres://alice@db.internal:5432/tasks",
+                ))
+            })
+        });
         let (addr, _stop) = serving(
             &server,
             HttpOptions::new().with_transport(|t| t.readiness = Some(failing)),
@@ -458,7 +485,36 @@ mod tests {
         .await;
         let (status, body) = probe(addr, "/readyz").await;
         assert_eq!(status, 503);
-        assert_eq!(body, "not ready: the store is on fire\n");
+        assert_eq!(
+            body, "not ready: the store is on fire\n",
+            "without a token the body names no user, host or database"
+        );
+        // With authentication on, a valid token sees the cause; a wrong one does not.
+        let failing: Readiness = Arc::new(|| {
+            Box::pin(async {
+                Err(mcp_tasks_rpc::http::NotReady::new(
+                    "the store is on fire",
+                    "at postgres://alice@db.internal:5432/tasks",
+                ))
+            })
+        });
+        let (addr, _stop) = serving(
+            &server,
+            HttpOptions::new()
+                .token("secret", "ops")
+                .with_transport(|t| t.readiness = Some(failing)),
+        )
+        .await;
+        let (status, body) = probe(addr, "/readyz").await;
+        assert_eq!(
+            (status, body.as_str()),
+            (503, "not ready: the store is on fire\n")
+        );
+        let (_, body) = probe_with(addr, "/readyz", "Authorization: Bearer wrong\r\n").await;
+        assert!(!body.contains("db.internal"), "{body}");
+        let (status, body) = probe_with(addr, "/readyz", "Authorization: Bearer secret\r\n").await;
+        assert_eq!(status, 503);
+        assert!(body.contains("alice@db.internal:5432/tasks"), "{body}");
         assert_eq!(probe(addr, "/healthz").await.0, 200);
 
         let hanging: Readiness = Arc::new(|| Box::pin(std::future::pending()));

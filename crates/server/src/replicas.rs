@@ -94,7 +94,7 @@ mod pg {
                 return Ok(None);
             };
             let Ok(state) = serde_json::from_slice(&row.state) else {
-                tracing::warn!(session = %id, "a shared session's state is not JSON; ignored");
+                tracing::warn!(session = %mcp_tasks_proto::logged::digest(id), "a shared session's state is not JSON; ignored");
                 return Ok(None);
             };
             Ok(Some(SharedSession::new(

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::{RequestEra, Requester, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_proto::logged::capped;
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_proto::modern::{self, Era};
 use mcp_tasks_proto::trace::TraceContext;
@@ -118,7 +119,8 @@ impl Session {
 /// `_meta` carries (`traceparent` / `tracestate`; over HTTP also the headers, which the
 /// transport puts into `_meta`) as `trace_id`, `parent_span_id` and `tracestate`, so
 /// that every log line of the request names the caller's trace. A malformed trace context
-/// is ignored.
+/// is ignored. The client's strings (method, id, tracestate) are [`capped`]: they are
+/// fields of every log line of the request.
 ///
 /// Spec (2026-07-28, basic, `_meta`): "the keys `traceparent`, `tracestate`, and
 /// `baggage` are reserved for OpenTelemetry trace context propagation."
@@ -130,7 +132,7 @@ fn request_span(
 ) -> tracing::Span {
     let span = tracing::info_span!(
         "request",
-        method = %method,
+        method = %capped(method),
         id = %id,
         era = era.label(),
         trace_id = tracing::field::Empty,
@@ -143,7 +145,7 @@ fn request_span(
         span.record("trace_id", t.trace_id.as_str());
         span.record("parent_span_id", t.parent_span_id.as_str());
         if let Some(state) = &t.tracestate {
-            span.record("tracestate", state.as_str());
+            span.record("tracestate", tracing::field::display(capped(state)));
         }
     }
     span
@@ -333,7 +335,7 @@ impl Handler for Session {
                 self.fallback.notification(peer, method, params).await;
             }
             methods::INITIALIZED => {}
-            other => tracing::debug!(method = %other, "notification ignored"),
+            other => tracing::debug!(method = %capped(other), "notification ignored"),
         }
     }
 
@@ -352,6 +354,14 @@ impl Handler for Session {
             "clientInfo": n.client_info,
             "session": self.requester.session,
         }))
+    }
+
+    /// A notification or a response a client POSTs counts toward its `requests` rate
+    /// limit, as a request does.
+    fn admit_message(&self, method: Option<&str>) -> Result<(), ErrorObject> {
+        self.state
+            .guard
+            .admit_request(&self.requester, method.unwrap_or("(response)"))
     }
 
     fn handle_unmatched_response(&self, id: RequestId, outcome: Result<Value, ErrorObject>) {

@@ -225,21 +225,9 @@ fn valid_schema(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// `url` with the password (between `user:` and `@`) replaced by `***`.
-pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let auth_end = rest.find(['/', '?']).unwrap_or(rest.len());
-    let (authority, tail) = rest.split_at(auth_end);
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => match userinfo.split_once(':') {
-            Some((user, _)) => format!("{scheme}://{user}:***@{host}{tail}"),
-            None => url.to_owned(),
-        },
-        None => url.to_owned(),
-    }
-}
+/// `url` with its secrets (the password between `user:` and `@`, secret query
+/// parameters) replaced by `***`.
+pub use mcp_tasks_proto::logged::redact_url as redact;
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_core::StoreError;
+use mcp_tasks_proto::logged::digest;
 use parking_lot::Mutex;
 use tokio_postgres::types::ToSql;
 
@@ -409,7 +410,7 @@ fn deliver(db: &Db, f: &Callback, p: &str) {
                         }
                     }
                     Err(e) => {
-                        tracing::warn!(session = %session, error = %e, "could not read a relayed message");
+                        tracing::warn!(session = %digest(&session), error = %e, "could not read a relayed message");
                     }
                 }
             });

@@ -214,8 +214,9 @@ pub(crate) fn mask_command(line: &str) -> String {
     mask_words(&words).join(" ")
 }
 
-/// Words of a command with secrets masked: URL passwords, `--api-key=V` and `API_KEY=V`
-/// values, and the word after a secret-like option (`--token V`).
+/// Words of a command with secrets masked: URL passwords, the values of `--x=V` and
+/// `X=V` whose name says secret ([`secret_option`]), and the word after such an option
+/// (`--token V`, `--password V`, `-p V`).
 pub(crate) fn mask_words(words: &[&str]) -> Vec<String> {
     let mut out = Vec::with_capacity(words.len());
     let mut after_secret_option = false;
@@ -225,16 +226,29 @@ pub(crate) fn mask_words(words: &[&str]) -> Vec<String> {
         } else if w.contains("://") {
             mask_url(w)
         } else if let Some((name, _)) = w.split_once('=')
-            && secret_like(name)
+            && secret_option(name)
         {
             format!("{name}={MASK}")
         } else {
             (*w).to_owned()
         };
-        after_secret_option = w.starts_with('-') && !w.contains('=') && secret_like(w);
+        after_secret_option = w.starts_with('-') && !w.contains('=') && secret_option(w);
         out.push(masked);
     }
     out
+}
+
+/// Whether an option or variable of a command (`--db-password`, `-p`, `API_KEY`) takes a
+/// secret: its name says pass, secret, token or key ([`secret_like`] and more: a command's
+/// options are not ours, so any of these words counts), or it is `-p` (the password of
+/// `mysql`, `redis-cli -a`'s kin).
+fn secret_option(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "-p"
+        || secret_like(&n)
+        || ["pass", "secret", "token", "key"]
+            .iter()
+            .any(|w| n.contains(w))
 }
 
 /// A URL with the password of its user info and its secret-like query parameters masked;

@@ -398,6 +398,60 @@ fn masking() {
 }
 
 #[test]
+fn print_config_masks_the_secret_options_of_the_upstream_command() {
+    for (cmd, shown) in [
+        ("psql -p hunter2 -h db", "psql -p **** -h db"),
+        ("srv --pass hunter2 -v", "srv --pass **** -v"),
+        ("srv --passphrase=hunter2", "srv --passphrase=****"),
+        ("srv --signing-key hunter2", "srv --signing-key ****"),
+        ("srv --db-password hunter2", "srv --db-password ****"),
+        (
+            "srv --client-secret=hunter2 x",
+            "srv --client-secret=**** x",
+        ),
+        ("srv --port 8080", "srv --port 8080"),
+    ] {
+        assert_eq!(mask_command(cmd), shown, "{cmd}");
+        let (printed, _, _dir) = print_config(&["--upstream-cmd", cmd], "");
+        assert_masked(&printed, &["hunter2"]);
+    }
+}
+
+#[test]
+fn upstream_env_adds_to_the_command_of_the_files_upstream_table() {
+    let file =
+        "[upstream]\ncommand = [\"node\", \"server.js\"]\nenv = { K = \"file\", A = \"1\" }\n";
+    let (_, cli, _dir) = ok(
+        &["--upstream-env", "K=flag", "--upstream-env", "B=2"],
+        Some(file),
+    );
+    let config = serve_args(&cli).gateway.config().unwrap();
+    let mcp_tasks_gateway::UpstreamSpec::Stdio { env, .. } = &config.upstream else {
+        panic!("{:?}", config.upstream)
+    };
+    // The flags' come after the file's, so the flag's K wins when the command starts.
+    let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
+    assert_eq!(env.len(), 4, "{env:?}");
+    assert!(env[..2].contains(&pair("K", "file")) && env[..2].contains(&pair("A", "1")));
+    assert_eq!(env[2..], [pair("K", "flag"), pair("B", "2")]);
+    // Not for an upstream URL.
+    let url = "[upstream]\nurl = \"http://127.0.0.1:9/mcp\"\n";
+    let (_, cli, _dir) = ok(&["--upstream-env", "K=V"], Some(url));
+    let e = serve_args(&cli).gateway.config().unwrap_err();
+    assert!(
+        format!("{e:#}").contains("is a URL, not a command"),
+        "{e:#}"
+    );
+    assert!(
+        parse_with(
+            &["--upstream-url", "http://h/", "--upstream-env", "K=V"],
+            None
+        )
+        .is_err()
+    );
+}
+
+#[test]
 fn toml_strings_read_back() {
     for s in [
         "plain",

@@ -82,6 +82,8 @@ fn another_gateway_replica_follows_the_upstream_task_of_a_killed_one() {
         .as_str()
         .unwrap_or_else(|| panic!("no upstream session in {noted}"))
         .to_owned();
+    // The upstream's log shows session ids as digests.
+    let session = mcp_tasks_proto::logged::digest(&session);
     a.child.kill().unwrap();
     let _ = a.child.wait();
     drop(a);

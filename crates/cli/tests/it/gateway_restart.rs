@@ -40,6 +40,8 @@ fn an_http_upstream_task_is_followed_again_after_the_gateway_is_killed() {
         .as_str()
         .unwrap_or_else(|| panic!("no upstream session in {noted}"))
         .to_owned();
+    // The upstream's log shows session ids as digests.
+    let session = mcp_tasks_proto::logged::digest(&session);
     assert_eq!(*up.sessions.lock().unwrap(), vec![session.clone()]);
     assert_eq!(noted["upstreamSession"]["protocolVersion"], "2025-11-25");
     a.child.kill().unwrap();

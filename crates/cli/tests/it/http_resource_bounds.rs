@@ -209,7 +209,7 @@ async fn half_open_connections_are_capped_and_timed_out() {
     let mut slow = Vec::new();
     for _ in 0..HALF_OPEN {
         let mut s = TcpStream::connect(addr).await.unwrap();
-        s.write_all(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: appl")
+        s.write_all(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: appl")
             .await
             .unwrap();
         slow.push(s);
@@ -231,7 +231,7 @@ async fn half_open_connections_are_capped_and_timed_out() {
     // An idle keep-alive connection is closed after the same timeout: a complete request,
     // its response, then nothing; the server closes the connection.
     let mut keep = TcpStream::connect(addr).await.unwrap();
-    keep.write_all(b"GET /elsewhere HTTP/1.1\r\nHost: x\r\n\r\n")
+    keep.write_all(b"GET /elsewhere HTTP/1.1\r\nHost: localhost\r\n\r\n")
         .await
         .unwrap();
     let mut got = Vec::new();
@@ -283,7 +283,7 @@ async fn per_address_connections_and_slow_bodies_are_refused() {
     // A body announced as 100 bytes of which 10 come: 408 after the body timeout.
     let mut s = TcpStream::connect(addr).await.unwrap();
     s.write_all(
-        b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
+        b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nAccept: application/json\r\nContent-Length: 100\r\n\r\n{\"jsonrpc\"",
     )
     .await
     .unwrap();

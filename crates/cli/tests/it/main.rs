@@ -21,6 +21,7 @@ mod term_support;
 mod audit_log;
 mod bad_input;
 mod bench_smoke;
+mod bounds_logs_hosts;
 mod cli_auto;
 mod cli_call;
 mod cli_modern;

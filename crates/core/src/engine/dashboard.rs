@@ -16,9 +16,10 @@ use crate::store::ListQuery;
 
 /// Most tasks of one dashboard page ([`DashboardQuery::limit`] is capped to it).
 pub const DASHBOARD_PAGE_MAX: usize = 500;
-/// Most tasks one dashboard refresh reads from the store: past it the counts cover the
-/// oldest tasks only, and [`DashboardPage::truncated`] says so.
-pub const DASHBOARD_SCAN_MAX: usize = 20_000;
+/// Most tasks one dashboard refresh reads from the store (four store pages): past it the
+/// counts cover the oldest tasks only, and [`DashboardPage::truncated`] says so. Each
+/// refresh also counts toward the requester's `requests` rate limit.
+pub const DASHBOARD_SCAN_MAX: usize = 4 * SCAN_PAGE;
 /// Most distinct tool names a page reports (for the tool filter).
 pub const DASHBOARD_TOOLS_MAX: usize = 200;
 /// Tasks read from the store per call while scanning.

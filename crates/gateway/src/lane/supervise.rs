@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
+use mcp_tasks_proto::logged::digest;
 use mcp_tasks_proto::methods;
 use mcp_tasks_rpc::http_client::ResumeSession;
 use serde_json::{Map, Value, json};
@@ -60,7 +61,7 @@ impl LaneInner {
                 return None;
             }
         };
-        tracing::info!(upstream = %self.describe(), session = %session.session_id, "taking up the upstream session again");
+        tracing::info!(upstream = %self.describe(), session = %digest(&session.session_id), "taking up the upstream session again");
         let (conn, ended, settled) = self.adopt(connected, shared);
         conn.set_init_result(session.init_result);
         if let Some(settled) = settled {

@@ -1,5 +1,5 @@
-//! Who may use the endpoint: bearer tokens (authentication) and allowed `Origin`s (DNS
-//! rebinding protection).
+//! Who may use the endpoint: bearer tokens (authentication), allowed `Origin`s and
+//! allowed `Host`s (DNS rebinding protection).
 
 use sha2::{Digest, Sha256};
 
@@ -154,6 +154,80 @@ fn valid_port(tail: &str) -> bool {
         .is_some_and(|p| !p.is_empty() && p.parse::<u16>().is_ok())
 }
 
+/// Accepted `Host` header values: the other half of the DNS rebinding protection. A page
+/// of a hostile name that re-resolves to this server's address is same-origin for the
+/// browser (which then sends no `Origin` on a GET), but its requests carry the hostile name
+/// in `Host`.
+///
+/// Accepted: an IP literal (a browser names the address it reached), `localhost`, and every
+/// listed name (`--allowed-host`, `*` for any). Any other name is refused when the server
+/// listens on a loopback address, or when names are listed; a server on another address
+/// without a list cannot know the names it is reached by, and accepts them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostPolicy {
+    allowed: Vec<String>,
+}
+
+impl HostPolicy {
+    /// Loopback names and IP literals, plus exactly the names in `allowed` (`host` or
+    /// `host:port`, whose port is ignored; `*` accepts every name).
+    pub fn new(allowed: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        Self {
+            allowed: allowed
+                .into_iter()
+                .filter_map(|s| {
+                    let s = s.as_ref().trim();
+                    if s == "*" {
+                        Some("*".to_owned())
+                    } else {
+                        host_name(s)
+                    }
+                })
+                .collect(),
+        }
+    }
+
+    /// Whether a request with `Host: host` may be served by a server listening on
+    /// `listen` (`None`: unknown, as for a router served by its embedder).
+    pub fn allows(&self, host: &str, listen: Option<std::net::SocketAddr>) -> bool {
+        let Some(name) = host_name(host) else {
+            return false;
+        };
+        if self.allowed.iter().any(|a| *a == name || a == "*")
+            || name == "localhost"
+            || name.parse::<std::net::IpAddr>().is_ok()
+        {
+            return true;
+        }
+        self.allowed.is_empty() && listen.is_none_or(|a| !a.ip().is_loopback())
+    }
+}
+
+/// The name of a `Host` value, lowercased, without its port or an IPv6 literal's brackets;
+/// `None` when it is not `host[:port]`.
+fn host_name(host: &str) -> Option<String> {
+    let h = host.trim().to_ascii_lowercase();
+    let name = if let Some(v6) = h.strip_prefix('[') {
+        let (addr, tail) = v6.split_once(']')?;
+        if !(tail.is_empty() || valid_port(tail)) {
+            return None;
+        }
+        addr.to_owned()
+    } else {
+        match h.split_once(':') {
+            Some((n, port)) if valid_port(&format!(":{port}")) => n.to_owned(),
+            Some(_) => return None,
+            None => h.clone(),
+        }
+    };
+    let name = name.strip_suffix('.').unwrap_or(&name).to_owned();
+    (!name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | ':')))
+    .then_some(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +246,44 @@ mod tests {
         assert_eq!(t.authenticate("secret-a"), Some("carol"));
         assert_eq!(t.len(), 2);
         assert!(!format!("{t:?}").contains("secret"));
+    }
+
+    #[test]
+    fn hosts_on_loopback_are_loopback_names_ip_literals_and_the_list() {
+        let lo: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        let p = HostPolicy::new(["mcp.example.com"]);
+        for ok in [
+            "localhost",
+            "localhost:8080",
+            "LOCALHOST.",
+            "127.0.0.1:8080",
+            "[::1]:8080",
+            "10.1.2.3",
+            "mcp.example.com",
+            "MCP.example.com:443",
+        ] {
+            assert!(p.allows(ok, Some(lo)), "{ok}");
+        }
+        for bad in [
+            "evil.example",
+            "evil.example:8080",
+            "localhost.evil.example",
+            "127.0.0.1.evil.example",
+            "localhost:99999",
+            "",
+            "a b",
+            "[::1]x",
+        ] {
+            assert!(!p.allows(bad, Some(lo)), "{bad}");
+        }
+        let none = HostPolicy::default();
+        assert!(!none.allows("evil.example", Some(lo)));
+        assert!(none.allows("localhost:1", Some(lo)));
+        // Off loopback without a list the names cannot be known; with one they are checked.
+        let public: std::net::SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert!(none.allows("mcp.example.com", Some(public)));
+        assert!(!p.allows("evil.example", Some(public)));
+        assert!(HostPolicy::new(["*"]).allows("anything.example", Some(lo)));
     }
 
     #[test]

@@ -103,7 +103,8 @@ impl Shared {
 }
 
 /// Serve only `GET /metrics`, without authentication, on `listener` until `shutdown`
-/// completes (`--metrics-listen`: an address only the monitoring system reaches).
+/// completes (`--metrics-listen`: an address only the monitoring system reaches). A
+/// request whose `Host` `hosts` refuses (for this listener's address) gets 403.
 ///
 /// # Errors
 /// An I/O error of the listener.
@@ -111,15 +112,29 @@ pub async fn serve_metrics(
     listener: tokio::net::TcpListener,
     render: MetricsRender,
     content_type: &'static str,
+    hosts: super::HostPolicy,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    use axum::http::{HeaderValue, header};
+    use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
     use axum::response::IntoResponse;
+    let listen = listener.local_addr()?;
     let app = axum::Router::new().route(
         METRICS_PATH,
-        axum::routing::get(move || {
+        axum::routing::get(move |headers: HeaderMap| {
             let render = Arc::clone(&render);
+            let host = headers
+                .get(header::HOST)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let refused = host.is_some_and(|h| !hosts.allows(&h, Some(listen)));
             async move {
+                if refused {
+                    return (
+                        StatusCode::FORBIDDEN,
+                        "Forbidden: this host name is not allowed (DNS rebinding protection)\n",
+                    )
+                        .into_response();
+                }
                 let body = render(HttpGauges::default()).await;
                 let mut r = body.into_response();
                 r.headers_mut()

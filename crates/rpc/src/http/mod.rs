@@ -47,12 +47,13 @@ use std::sync::atomic::AtomicUsize;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::Request;
+use mcp_tasks_proto::logged::digest;
 use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
-pub use auth::{BearerTokens, OriginPolicy};
+pub use auth::{BearerTokens, HostPolicy, OriginPolicy};
 pub use metrics::{
     HttpGauges, HttpObserver, METRICS_PATH, MetricsEndpoint, MetricsRender, Refusal, serve_metrics,
 };
@@ -135,10 +136,32 @@ pub enum ReplyMode {
 /// Picks the [`ReplyMode`] of each request.
 pub type ReplyPolicy = Arc<dyn Fn(&Request) -> ReplyMode + Send + Sync>;
 
-/// What `/readyz` asks besides "not shutting down": `Err(reason)` when the service cannot
+/// What `/readyz` asks besides "not shutting down": `Err(why)` when the service cannot
 /// serve (its store does not answer, ...). Bounded by [`HttpConfig::readiness_timeout`].
 pub type Readiness =
-    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync>;
+    Arc<dyn Fn() -> futures::future::BoxFuture<'static, Result<(), NotReady>> + Send + Sync>;
+
+/// Why the service is not ready. `/readyz` is served without authentication, so its body
+/// gives the [`Self::summary`] only (anyone may read it); the [`Self::cause`], which may
+/// name the database's user, host, port and name, is logged, and shown only to a request
+/// with a valid bearer token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NotReady {
+    /// What anyone may read ("the task store does not answer").
+    pub summary: String,
+    /// Why, with the names of what failed.
+    pub cause: String,
+}
+
+impl NotReady {
+    /// Not ready: `summary` for everyone, `cause` for the log and authenticated callers.
+    pub fn new(summary: impl Into<String>, cause: impl Into<String>) -> Self {
+        Self {
+            summary: summary.into(),
+            cause: cause.into(),
+        }
+    }
+}
 
 /// Configuration of the HTTP transport.
 #[non_exhaustive]
@@ -155,6 +178,8 @@ pub struct HttpConfig {
     pub oauth: Option<Arc<OAuth>>,
     /// Accepted `Origin`s.
     pub origins: OriginPolicy,
+    /// Accepted `Host`s.
+    pub hosts: HostPolicy,
     /// A session with no request and no open stream for this long ends.
     pub session_idle: Duration,
     /// A session whose client never completed initialization (no request naming the
@@ -241,6 +266,7 @@ mcp_tasks_proto::debug_non_exhaustive!(HttpConfig, |s| {
     tokens: s.tokens,
     oauth: s.oauth,
     origins: s.origins,
+    hosts: s.hosts,
     session_idle: s.session_idle,
     sse_hold: s.sse_hold,
     sse_retry: s.sse_retry,
@@ -259,6 +285,7 @@ impl Default for HttpConfig {
             tokens: BearerTokens::new(),
             oauth: None,
             origins: OriginPolicy::default(),
+            hosts: HostPolicy::default(),
             session_idle: Duration::from_secs(3600),
             session_init_idle: Duration::from_secs(30),
             max_sessions: 10_000,
@@ -373,6 +400,8 @@ pub(crate) struct Shared {
     /// With a directory: how shared sessions reach the other replicas (started with the
     /// first shared session, in the runtime).
     relay: std::sync::OnceLock<session::listener::Relay>,
+    /// The address [`HttpServer::serve`] listens on, for the `Host` check.
+    listen: std::sync::OnceLock<SocketAddr>,
 }
 
 impl Shared {
@@ -424,9 +453,9 @@ impl Shared {
                 // Shared: only this process's copy goes (it is reloaded if the client comes
                 // back here); the bound of the principal's sessions everywhere is kept by
                 // the directory at `initialize`.
-                tracing::debug!(session = %v.id, "local copy of a shared session dropped to make room ({why})");
+                tracing::debug!(session = %digest(&v.id), "local copy of a shared session dropped to make room ({why})");
             } else {
-                tracing::info!(session = %v.id, principal = ?v.principal, initialized = v.is_initialized(), "session ended to make room for a new one ({why})");
+                tracing::info!(session = %digest(&v.id), principal = ?v.principal, initialized = v.is_initialized(), "session ended to make room for a new one ({why})");
             }
             v.end();
         }
@@ -468,9 +497,9 @@ impl Shared {
             if s.is_idle(idle, now) {
                 if self.config.sessions.is_some() {
                     // Its row expires by itself unless another replica uses it.
-                    tracing::debug!(session = %s.id, "idle local copy of a shared session dropped");
+                    tracing::debug!(session = %digest(&s.id), "idle local copy of a shared session dropped");
                 } else {
-                    tracing::info!(session = %s.id, initialized = s.is_initialized(), "session expired after being idle");
+                    tracing::info!(session = %digest(&s.id), initialized = s.is_initialized(), "session expired after being idle");
                 }
                 self.remove(&s.id);
                 s.end();
@@ -501,6 +530,7 @@ impl HttpServer {
             draining: std::sync::atomic::AtomicBool::new(false),
             stateless: stateless::Peers::new(stateless::MAX_CACHED_PRINCIPALS),
             relay: std::sync::OnceLock::new(),
+            listen: std::sync::OnceLock::new(),
         });
         if let Some(dir) = &shared.config.sessions {
             let weak = Arc::downgrade(&shared);
@@ -584,6 +614,7 @@ impl HttpServer {
     /// I/O errors of the listener.
     pub async fn serve(&self, listener: tokio::net::TcpListener) -> std::io::Result<()> {
         let shared = Arc::clone(&self.shared);
+        let _ = shared.listen.set(listener.local_addr()?);
         if let Some(o) = &shared.config.oauth {
             o.default_resource(shared.scheme(), listener.local_addr()?, &shared.config.path);
         }

@@ -42,12 +42,27 @@ pub struct UiResponse {
     pub status: u16,
     /// The JSON body.
     pub body: String,
+    /// `Retry-After` (seconds) of a refusal by a rate limit (status 429).
+    pub retry_after_secs: Option<u64>,
 }
 
 impl UiResponse {
     /// A JSON answer.
     pub fn json(status: u16, body: String) -> Self {
-        Self { status, body }
+        Self {
+            status,
+            body,
+            retry_after_secs: None,
+        }
+    }
+
+    /// 429 with `Retry-After`: a rate limit refused the request.
+    pub fn rate_limited(body: String, retry_after_ms: u64) -> Self {
+        Self {
+            status: 429,
+            body,
+            retry_after_secs: Some(retry_after_ms.div_ceil(1000).max(1)),
+        }
     }
 }
 

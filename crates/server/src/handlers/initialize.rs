@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::logged::capped;
 use mcp_tasks_proto::mcp::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS};
 use serde_json::{Value, json};
 
@@ -71,8 +72,21 @@ pub fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorOb
             "the session is already initialized",
         ));
     }
-    let client = params.get("clientInfo").cloned().unwrap_or(Value::Null);
-    tracing::info!(requested, negotiated = version, client = %client, "session initialized");
+    // What the client says of itself, cut to a few hundred bytes each.
+    let info = |k: &str| {
+        params
+            .get("clientInfo")
+            .and_then(|c| c.get(k))
+            .and_then(Value::as_str)
+            .map(capped)
+    };
+    tracing::info!(
+        requested = %capped(requested),
+        negotiated = version,
+        client = info("name").map(tracing::field::display),
+        client_version = info("version").map(tracing::field::display),
+        "session initialized"
+    );
 
     let mut caps = json!({ "tools": { "listChanged": false } });
     if let Some(m) = caps.as_object_mut() {

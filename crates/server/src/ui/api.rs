@@ -8,7 +8,9 @@
 //! * `POST tasks/ID/cancel`: cancels it through the engine, as `tasks/cancel` does (the
 //!   tool is stopped); 409 when it is already terminal.
 //!
-//! Errors are `{"error": {"code": ..., "message": ...}}` with the HTTP status that fits.
+//! Errors are `{"error": {"code": ..., "message": ...}}` with the HTTP status that fits; a
+//! refusal by a rate limit (every call counts toward the requester's `requests` limit; a
+//! lookup toward `lookup-failures`) is 429 with `Retry-After` and the -32029 error.
 
 use mcp_tasks_core::clock::rfc3339;
 use mcp_tasks_core::engine::dashboard::{
@@ -37,7 +39,22 @@ fn error(status: u16, code: i64, message: impl Into<String>) -> UiResponse {
     )
 }
 
+/// 429 with `Retry-After` and the JSON-RPC error of the refusal (-32029, with
+/// `data.limit` and `data.retryAfterMs`).
+fn rate_limited(e: &mcp_tasks_proto::ErrorObject) -> UiResponse {
+    let retry_ms = e
+        .data
+        .as_ref()
+        .and_then(|d| d.get("retryAfterMs"))
+        .and_then(Value::as_u64)
+        .unwrap_or(1000);
+    UiResponse::rate_limited(json!({ "error": e }).to_string(), retry_ms)
+}
+
 fn engine_error(e: &EngineError) -> UiResponse {
+    if let EngineError::RateLimited(r) = e {
+        return rate_limited(&r.to_error());
+    }
     let (status, code) = match e {
         EngineError::NotFound | EngineError::Expired => (404, codes::INVALID_PARAMS),
         EngineError::AlreadyTerminal(_) => (409, codes::INVALID_PARAMS),
@@ -85,6 +102,10 @@ impl Api {
             && self.admin.is_some()
             && req.principal.as_deref() == self.admin.as_deref();
         let who = self.requester(req.principal);
+        // Every call of the API is a request of its requester, under `--rate-limit requests`.
+        if let Err(e) = self.engine.guard().admit_request(&who, "ui/api") {
+            return rate_limited(&e);
+        }
         let parts: Vec<&str> = req.path.split('/').collect();
         match (req.method, parts.as_slice()) {
             (UiMethod::Get, ["tasks"]) => self.list(&who, &req.query, with_owner).await,

@@ -211,7 +211,8 @@ pub fn until_terminal(s: &mut Stdio, id: &str) -> Value {
 pub struct HttpUpstream {
     pub child: std::process::Child,
     pub url: String,
-    /// The ids of the sessions it started, in order (from its log).
+    /// The digests of the sessions it started, in order (from its log, which shows a
+    /// session id only as `mcp_tasks_proto::logged::digest`).
     pub sessions: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 

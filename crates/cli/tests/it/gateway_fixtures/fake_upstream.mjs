@@ -22,7 +22,8 @@
 // `job {ms, pad}` (taskSupport required when FAKE_TASKS=1: a task that completes after
 // ms, its text padded with `pad` x's), `failjob {ms, valid}` (a task that ends `failed`
 // after ms; its result is a CallToolResult without isError with `valid`, else what
-// FAKE_PY says), `big {bytes}` (a text result of that many x's), `askjob {question, ms}`
+// FAKE_PY says), `big {bytes, endless}` (a text result of that many x's; with `endless`
+// the start of the answer and the x's, and never the rest of the line), `askjob {question, ms}`
 // (FAKE_TASKS=1: a task that, after ms, asks elicitation/create *without* related-task `_meta`, as
 // FastMCP 3.4.11 does, then completes with `answer: <the answer or error as JSON>`).
 // Any other method is answered with {"method": m, "params": p} (an echo, for round
@@ -115,6 +116,10 @@ async function callTool(id, params) {
     case 'boom':
       return fail(id, { code: -32042, message: 'boom', data: { why: 'asked to fail' } });
     case 'big':
+      if (args.endless) {
+        process.stdout.write(`{"jsonrpc":"2.0","id":${JSON.stringify(id)},"result":{"content":[{"type":"text","text":"`);
+        return process.stdout.write('x'.repeat(args.bytes));
+      }
       return reply(id, text('x'.repeat(args.bytes)));
     case 'failjob':
       return startTask(id, params, args.ms ?? 0, t => {

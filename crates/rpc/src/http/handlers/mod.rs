@@ -13,6 +13,7 @@ use axum::middleware::{self, Next};
 use axum::response::Response;
 use axum::{Extension, Router, routing};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
+use mcp_tasks_proto::logged::{capped, digest};
 use mcp_tasks_proto::{ErrorObject, RequestId, codes};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
@@ -153,10 +154,30 @@ fn empty(status: StatusCode) -> Response {
 /// Spec (transports, security warning): "Servers MUST validate the `Origin` header on all
 /// incoming connections to prevent DNS rebinding attacks. If the `Origin` header is
 /// present and invalid, servers MUST respond with HTTP 403 Forbidden."
+///
+/// A browser omits `Origin` on a same-origin GET, which is what a page served under a
+/// rebinding name makes: its `Host` names it, and is checked too
+/// ([`super::HostPolicy`]), on every path (`/mcp`, `/ui`, `/metrics`, the probes).
 async fn origin_guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    if let Some(h) = header_str(req.headers(), header::HOST)
+        && !shared.config.hosts.allows(h, shared.listen.get().copied())
+    {
+        let h = capped(h);
+        tracing::debug!(host = %h, "request for a foreign host name refused");
+        shared.refused(super::Refusal::Origin);
+        return http_error(
+            StatusCode::FORBIDDEN,
+            codes::INVALID_REQUEST,
+            format!(
+                "Forbidden: host `{h}` is not allowed (DNS rebinding protection): reach this \
+                 server by an IP address or localhost, or allow the name (--allowed-host)"
+            ),
+        );
+    }
     if let Some(o) = header_str(req.headers(), header::ORIGIN)
         && !shared.config.origins.allows(o)
     {
+        let o = capped(o);
         tracing::debug!(origin = %o, "request from a foreign origin refused");
         shared.refused(super::Refusal::Origin);
         return http_error(
@@ -208,9 +229,12 @@ async fn healthz() -> Response {
 
 /// Readiness: not shutting down, and [`super::HttpConfig::readiness`] holds within
 /// [`super::HttpConfig::readiness_timeout`]; 503 with the reason otherwise.
-async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
+///
+/// The probe needs no token, so its body names no host, user or database: the cause of a
+/// failed check ([`super::NotReady::cause`]) is logged, and shown only to a request that
+/// carries a valid bearer token.
+async fn readyz(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {
     let not_ready = |reason: String| {
-        tracing::debug!(%reason, "not ready");
         text_response(
             StatusCode::SERVICE_UNAVAILABLE,
             format!("not ready: {reason}\n"),
@@ -224,7 +248,16 @@ async fn readyz(State(shared): State<Arc<Shared>>) -> Response {
         let limit = shared.config.readiness_timeout;
         match tokio::time::timeout(limit, check()).await {
             Ok(Ok(())) => {}
-            Ok(Err(reason)) => return not_ready(reason),
+            Ok(Err(why)) => {
+                tracing::warn!(cause = %why.cause, "not ready: {}", why.summary);
+                let authenticated = headers.contains_key(header::AUTHORIZATION)
+                    && matches!(authenticate(&shared, &headers).await, Ok(Some(_)));
+                return not_ready(if authenticated {
+                    format!("{}: {}", why.summary, why.cause)
+                } else {
+                    why.summary
+                });
+            }
             Err(_) => {
                 return not_ready(format!(
                     "the readiness check did not answer within {} ms",
@@ -638,7 +671,7 @@ async fn get(
         // (ADR 0006).
         Connect::Unknown if shared.config.sessions.is_some() => {
             let named = header_str(&headers, LAST_EVENT_ID).unwrap_or("");
-            tracing::info!(session = %session.id, last_event_id = %named, "resumption of a stream this replica does not hold: standalone stream, nothing replayed");
+            tracing::info!(session = %digest(&session.id), last_event_id = %capped(named), "resumption of a stream this replica does not hold: standalone stream, nothing replayed");
             match session.connect(STANDALONE, None, shared.shutdown.clone()) {
                 Connect::Reader(reader) => {
                     session.announce_listener();
@@ -675,7 +708,7 @@ async fn delete(
     if let Some(dir) = &shared.config.sessions
         && let Err(e) = dir.remove(&session.id).await
     {
-        tracing::warn!(session = %session.id, error = %e, "could not end a shared session");
+        tracing::warn!(session = %digest(&session.id), error = %e, "could not end a shared session");
         return http_error(
             StatusCode::SERVICE_UNAVAILABLE,
             codes::INTERNAL_ERROR,
@@ -684,6 +717,6 @@ async fn delete(
     }
     shared.remove(&session.id);
     session.end();
-    tracing::info!(session = %session.id, "session ended by the client");
+    tracing::info!(session = %digest(&session.id), "session ended by the client");
     empty(StatusCode::NO_CONTENT)
 }

@@ -8,6 +8,7 @@ use axum::body::Body;
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::Response;
+use mcp_tasks_proto::logged::digest;
 use mcp_tasks_proto::{ErrorObject, Message, RequestId, codes, methods};
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -119,6 +120,9 @@ pub(super) async fn post(
                     answer.into_response(&session)
                 }
                 Message::Notification(n) => {
+                    if let Err(e) = session.peer.handler().admit_message(Some(&n.method)) {
+                        return json_message_response(Message::reply_null(e));
+                    }
                     let cancelled = (n.method == methods::CANCELLED)
                         .then(|| n.params.as_ref().and_then(|p| p.get("requestId")))
                         .flatten()
@@ -134,6 +138,10 @@ pub(super) async fn post(
                     empty(StatusCode::ACCEPTED)
                 }
                 response => {
+                    // Counted as a request of its sender, before it is relayed anywhere.
+                    if let Err(e) = session.peer.handler().admit_message(None) {
+                        return json_message_response(Message::reply_null(e));
+                    }
                     // Answers to what the server asked, possibly on another stream or
                     // session: the peer (and behind it the handler) routes them by id;
                     // one answering a request of another replica's goes there too.
@@ -255,7 +263,7 @@ async fn initialize(
     }
     if keep && ok {
         guard.0 = None;
-        tracing::info!(session = %session.id, principal = ?session.principal, "session started");
+        tracing::info!(session = %digest(&session.id), principal = ?session.principal, "session started");
         let mut r = answer.into_response(&session);
         if let Ok(v) = HeaderValue::from_str(&session.id) {
             r.headers_mut().insert(MCP_SESSION_ID, v);
@@ -315,13 +323,13 @@ async fn share(
         Ok(replaced) => {
             session.set_stored_until(until);
             for id in replaced {
-                tracing::info!(session = %id, "session ended to make room for a new one (the principal's session bound, every replica)");
+                tracing::info!(session = %digest(&id), "session ended to make room for a new one (the principal's session bound, every replica)");
                 shared.ended_elsewhere(&id);
             }
             Ok(())
         }
         Err(e) => {
-            tracing::warn!(session = %session.id, error = %e, "could not record a shared session");
+            tracing::warn!(session = %digest(&session.id), error = %e, "could not record a shared session");
             Err(Box::new(store_unavailable()))
         }
     }

@@ -99,6 +99,10 @@ pub(super) async fn under(
     let answer = (ui.api)(req).await;
     let status = StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut r = json_response(status, answer.body);
+    if let Some(secs) = answer.retry_after_secs {
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
     harden(&mut r);
     r
 }

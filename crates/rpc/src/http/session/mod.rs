@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use mcp_tasks_proto::logged::digest;
 use mcp_tasks_proto::{Message, RequestId};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, oneshot};
@@ -448,7 +449,7 @@ impl HttpSession {
                 continue;
             }
             if let Some(s) = st.streams.remove(&n) {
-                tracing::debug!(session = %self.id, stream = n, bytes = s.bytes(), "replay bound reached: unread stream dropped");
+                tracing::debug!(session = %digest(&self.id), stream = n, bytes = s.bytes(), "replay bound reached: unread stream dropped");
                 if !s.is_finished()
                     && let Some(id) = s.request()
                 {
@@ -478,7 +479,7 @@ impl HttpSession {
     /// stop as if the client had sent `notifications/cancelled`.
     pub(crate) fn cancel_requests(&self, ids: Vec<RequestId>, reason: &'static str) {
         for id in ids {
-            tracing::debug!(session = %self.id, id = %id, reason, "request cancelled");
+            tracing::debug!(session = %digest(&self.id), id = %id, reason, "request cancelled");
             let peer = self.peer.clone();
             tokio::spawn(async move {
                 let params = serde_json::json!({

@@ -16,6 +16,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use mcp_tasks_proto::logged::digest;
 use mcp_tasks_proto::{Message, RequestId, methods};
 
 use super::HttpSession;
@@ -217,7 +218,7 @@ impl Shared {
             return Ok(None);
         }
         let Some(handler) = self.factory.restore(rec.principal.as_deref(), &rec.state) else {
-            tracing::debug!(session = %id, "a shared session could not be restored here");
+            tracing::debug!(session = %digest(id), "a shared session could not be restored here");
             return Ok(None);
         };
         let (peer, outbound) = Peer::new(handler);
@@ -236,7 +237,7 @@ impl Shared {
             s.set_relay(relay);
             s.ask_listener();
         }
-        tracing::debug!(session = %s.id, "session started on another replica served here");
+        tracing::debug!(session = %digest(&s.id), "session started on another replica served here");
         self.admit_copy(s, &rec.owner)
             .map(Some)
             .map_err(LoadError::Refused)
@@ -264,7 +265,7 @@ impl Shared {
                 }
                 Err(e) => {
                     s.set_stored_until(i64::MIN);
-                    tracing::warn!(session = %s.id, error = %e, "could not renew a shared session");
+                    tracing::warn!(session = %digest(&s.id), error = %e, "could not renew a shared session");
                 }
             }
         });
@@ -273,7 +274,7 @@ impl Shared {
     /// Session `id` ended on another replica (or in the directory): end the copy here.
     pub(crate) fn ended_elsewhere(&self, id: &str) {
         if let Some(s) = self.remove(id) {
-            tracing::debug!(session = %id, "session ended on another replica");
+            tracing::debug!(session = %digest(id), "session ended on another replica");
             s.end();
         }
     }
@@ -297,14 +298,14 @@ impl Shared {
                 if !s.peer.is_inflight(&rid) {
                     return;
                 }
-                tracing::debug!(session = %id, id = %rid, "cancellation relayed by another replica");
+                tracing::debug!(session = %digest(id), id = %rid, "cancellation relayed by another replica");
                 s.peer.receive(message).await;
                 s.request_cancelled(&rid);
                 return;
             }
             _ => return,
         }
-        tracing::debug!(session = %id, "response relayed by another replica");
+        tracing::debug!(session = %digest(id), "response relayed by another replica");
         s.peer.receive(message).await;
     }
 
@@ -339,11 +340,11 @@ impl Shared {
         match dir.relay(&s.id, &value).await {
             Ok(()) => Ok(()),
             Err(RelayFailure::Refused(why)) => {
-                tracing::warn!(session = %s.id, reason = %why, "a message to relay to the other replicas was refused");
+                tracing::warn!(session = %digest(&s.id), reason = %why, "a message to relay to the other replicas was refused");
                 Err(why)
             }
             Err(RelayFailure::Failed(e)) => {
-                tracing::warn!(session = %s.id, error = %e, "could not relay a message to the other replicas");
+                tracing::warn!(session = %digest(&s.id), error = %e, "could not relay a message to the other replicas");
                 Ok(())
             }
         }
@@ -383,7 +384,7 @@ impl Shared {
         match dir.sweep(now_ms()).await {
             Ok(ids) => {
                 for id in ids {
-                    tracing::info!(session = %id, "session expired after being idle");
+                    tracing::info!(session = %digest(&id), "session expired after being idle");
                     self.ended_elsewhere(&id);
                 }
             }

@@ -99,18 +99,20 @@ impl UpstreamSpec {
         self
     }
 
-    /// A short description for logs and error messages (no header values, no env values).
+    /// A short description for logs and error messages (no header values, no env values,
+    /// no URL password, no value of a secret-like option of the command).
     pub fn describe(&self) -> String {
         match self {
-            Self::Stdio { program, args, .. } => {
-                let mut s = program.clone();
-                for a in args {
-                    s.push(' ');
-                    s.push_str(a);
-                }
-                format!("stdio `{s}`")
+            Self::Stdio { program, args, .. } => format!(
+                "stdio `{}`",
+                mcp_tasks_proto::logged::redact_command(program, args)
+            ),
+            Self::Http { url, .. } => {
+                format!(
+                    "Streamable HTTP {}",
+                    mcp_tasks_proto::logged::redact_url(url)
+                )
             }
-            Self::Http { url, .. } => format!("Streamable HTTP {url}"),
         }
     }
 }
@@ -354,6 +356,22 @@ impl FileConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_description_in_logs_shows_no_secret_of_the_command() {
+        let u = UpstreamSpec::stdio_from_command_line(
+            "mysql-mcp -p SECRET1 --api-token=SECRET2 --url postgres://u:SECRET3@h/db",
+            vec![],
+            None,
+        )
+        .unwrap();
+        let shown = u.describe();
+        assert!(
+            shown.starts_with("stdio `mysql-mcp -p *** --api-token=***"),
+            "{shown}"
+        );
+        assert!(!shown.contains("SECRET"), "{shown}");
+    }
 
     #[test]
     fn command_lines_split_like_a_shell() {

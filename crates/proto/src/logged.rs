@@ -109,6 +109,52 @@ pub fn redact_url(url: &str) -> String {
     out
 }
 
+/// A command line (`program` and its `args`) as a log line may show it: URL passwords and
+/// secret query parameters redacted ([`redact_url`]), the values of `--x=V` and `X=V`
+/// whose name says secret, and the word after such an option (`--token V`, `--password V`,
+/// `-p V`) shown as `***`.
+pub fn redact_command(program: &str, args: &[String]) -> String {
+    let mut out = redact_url(program);
+    let mut after_secret_option = false;
+    for a in args {
+        out.push(' ');
+        if after_secret_option && !a.is_empty() && !a.starts_with('-') {
+            out.push_str("***");
+        } else if a.contains("://") {
+            out.push_str(&redact_url(a));
+        } else if let Some((name, _)) = a.split_once('=')
+            && secret_option(name)
+        {
+            out.push_str(name);
+            out.push_str("=***");
+        } else {
+            out.push_str(a);
+        }
+        after_secret_option = a.starts_with('-') && !a.contains('=') && secret_option(a);
+    }
+    out
+}
+
+/// Whether an option or variable of a command (`--db-password`, `-p`, `API_KEY`) takes a
+/// secret: its name says pass, secret, token, key, credential or authorization, or it is
+/// `-p` (the password option of `mysql` and its kin). A command's options are not ours,
+/// so any of these words counts.
+pub fn secret_option(name: &str) -> bool {
+    let n = name.to_ascii_lowercase();
+    n == "-p"
+        || [
+            "pass",
+            "pwd",
+            "secret",
+            "token",
+            "key",
+            "credential",
+            "authorization",
+        ]
+        .iter()
+        .any(|w| n.contains(w))
+}
+
 /// Whether a URL's query parameter holds a secret.
 fn secret_parameter(name: &str) -> bool {
     let n = name.to_ascii_lowercase();
@@ -134,6 +180,29 @@ mod tests {
         assert!(format!("{:?}", capped(&long)).starts_with("\"é"));
         let exact = "a".repeat(LOG_FIELD_MAX);
         assert_eq!(capped(&exact).to_string(), exact);
+    }
+
+    #[test]
+    fn a_command_shows_no_secret_option() {
+        let args: Vec<String> = [
+            "-p",
+            "hunter2",
+            "--db-password=s3",
+            "--verbose",
+            "postgres://u:pw@h/db",
+            "API_KEY=k",
+            "plain",
+        ]
+        .map(String::from)
+        .to_vec();
+        let shown = redact_command("mysql", &args);
+        assert_eq!(
+            shown,
+            "mysql -p *** --db-password=*** --verbose postgres://u:***@h/db API_KEY=*** plain"
+        );
+        for secret in ["hunter2", "s3", ":pw@", "=k"] {
+            assert!(!shown.contains(secret), "{shown}");
+        }
     }
 
     #[test]

@@ -238,17 +238,10 @@ pub(crate) fn mask_words(words: &[&str]) -> Vec<String> {
     out
 }
 
-/// Whether an option or variable of a command (`--db-password`, `-p`, `API_KEY`) takes a
-/// secret: its name says pass, secret, token or key ([`secret_like`] and more: a command's
-/// options are not ours, so any of these words counts), or it is `-p` (the password of
-/// `mysql`, `redis-cli -a`'s kin).
+/// Whether an option or variable of a command takes a secret (one rule with the
+/// gateway's log lines: [`mcp_tasks_proto::logged::secret_option`]).
 fn secret_option(name: &str) -> bool {
-    let n = name.to_ascii_lowercase();
-    n == "-p"
-        || secret_like(&n)
-        || ["pass", "secret", "token", "key"]
-            .iter()
-            .any(|w| n.contains(w))
+    secret_like(name) || mcp_tasks_proto::logged::secret_option(name)
 }
 
 /// A URL with the password of its user info and its secret-like query parameters masked;

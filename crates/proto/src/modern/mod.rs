@@ -173,6 +173,11 @@ pub struct RequestMeta {
     pub client_info: Option<Implementation>,
     /// `io.modelcontextprotocol/logLevel`, if given.
     pub log_level: Option<String>,
+    /// The `Mcp-Param-{Name}` headers of a Streamable HTTP request, `{Name}` lowercased
+    /// and the value Base64-decoded when encoded; `None` on other transports, where they
+    /// do not exist. Spec (streamable HTTP): "Clients using other transports (e.g.,
+    /// stdio) MAY ignore `x-mcp-header`".
+    pub param_headers: Option<Vec<(String, String)>>,
 }
 
 /// The era a request asks for, read from its params.
@@ -246,6 +251,7 @@ pub fn take_request_era(params: Option<&mut Value>, supported: &[&str]) -> Era {
         client_capabilities,
         client_info,
         log_level,
+        param_headers: None,
     })
 }
 
@@ -382,6 +388,16 @@ pub fn missing_tasks_extension(detail: &str) -> ErrorObject {
 /// `-32020`.
 pub fn header_mismatch(detail: impl std::fmt::Display) -> ErrorObject {
     ErrorObject::new(codes::HEADER_MISMATCH, format!("Header mismatch: {detail}"))
+}
+
+/// The `data` key naming the header of a `-32020` a server raised after the transport,
+/// once it knew which `Mcp-Param-{Name}` headers the called tool declares.
+pub const MISMATCHED_HEADER: &str = "header";
+
+/// `-32020` for the `Mcp-Param-{Name}` header `header` (with `data.header`; see
+/// [`valid_error`]).
+pub fn param_header_mismatch(header: &str, detail: impl std::fmt::Display) -> ErrorObject {
+    header_mismatch(detail).with_data(json!({ MISMATCHED_HEADER: header }))
 }
 
 /// `data` of `UnsupportedProtocolVersionError`.

@@ -61,6 +61,7 @@ pub fn parse_request(body: &[u8]) -> Option<(Request, RequestMeta)> {
             client_capabilities,
             client_info: meta.client_info.and_then(Implementation::from_value),
             log_level,
+            param_headers: None,
         },
     ))
 }

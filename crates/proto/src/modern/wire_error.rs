@@ -27,8 +27,10 @@ pub const ORIGINAL_CODE: &str = "originalCode";
 
 /// `e` as a 2026-07-28 answer may carry it: unchanged when its code is outside the
 /// server-error range, or -32021/-32022 with the `data` their schema requires; else
-/// [`rewritten`]. A -32020 (`HeaderMismatch`) is rewritten too: only the transport reads
-/// headers, and it answers its own mismatches before any handler runs.
+/// [`rewritten`]. A -32020 (`HeaderMismatch`) is rewritten too, unless its
+/// `data.header` names an `Mcp-Param-{Name}` header ([`super::param_header_mismatch`]:
+/// the server's check of those against the tool's arguments, which needs the tool): the
+/// transport answers every other mismatch before any handler runs.
 pub fn valid_error(e: ErrorObject) -> ErrorObject {
     let keep = match e.code {
         codes::MISSING_REQUIRED_CLIENT_CAPABILITY => e
@@ -41,6 +43,15 @@ pub fn valid_error(e: ErrorObject) -> ErrorObject {
             .clone()
             .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok())
             .is_some(),
+        codes::HEADER_MISMATCH => e
+            .data
+            .as_ref()
+            .and_then(|d| d.get(super::MISMATCHED_HEADER))
+            .and_then(Value::as_str)
+            .is_some_and(|h| {
+                h.get(..10)
+                    .is_some_and(|p| p.eq_ignore_ascii_case("mcp-param-"))
+            }),
         -32099..=-32000 => false,
         _ => true,
     };
@@ -77,7 +88,9 @@ pub fn is_rate_limited(e: &ErrorObject) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modern::{missing_tasks_extension, unsupported_version};
+    use crate::modern::{
+        header_mismatch, missing_tasks_extension, param_header_mismatch, unsupported_version,
+    };
 
     /// Our own implementation-defined codes and a tool's reserved ones become -32603 with
     /// the original code and data kept; the defined codes pass with their data, and are
@@ -107,6 +120,11 @@ mod tests {
         assert_eq!(valid_error(missing.clone()), missing);
         let version = unsupported_version("1999-01-01", &["2026-07-28"]);
         assert_eq!(valid_error(version.clone()), version);
+        // A -32020 passes only naming an `Mcp-Param-*` header (the server's own check).
+        let param = param_header_mismatch("Mcp-Param-Region", "x");
+        assert_eq!(valid_error(param.clone()), param);
+        let other = header_mismatch("x").with_data(json!({"header": "Mcp-Name"}));
+        assert_eq!(valid_error(other).code, -32603);
         for code in [-32021, -32022] {
             let bare = valid_error(ErrorObject::new(code, "from a tool"));
             assert_eq!(bare.code, -32603, "{code}");

@@ -1,6 +1,7 @@
 //! Plain tools: content blocks, an error, logging, progress, sampling, elicitation and a
 //! JSON Schema 2020-12 input schema (scenarios `tools-*`, `elicitation-*`,
-//! `json-schema-2020-12`, `server-sse-*`).
+//! `json-schema-2020-12`, `server-sse-*`), and an `x-mcp-header` parameter
+//! (`http-custom-header-server-validation`).
 
 use std::time::Duration;
 
@@ -37,6 +38,17 @@ struct ElicitationArgs {
     message: String,
 }
 
+/// The arguments of `test_custom_header`: `region` is mirrored in the `Mcp-Param-Region`
+/// HTTP header, which the server checks against it.
+#[derive(Deserialize, JsonSchema)]
+#[serde(crate = "mcp_tasks_sdk::serde")]
+#[schemars(crate = "mcp_tasks_sdk::schemars")]
+struct RegionArgs {
+    /// The region to run in.
+    #[schemars(extend("x-mcp-header" = "Region"))]
+    region: String,
+}
+
 /// A tool without arguments whose result is always `result`.
 fn fixed(name: &str, description: &str, result: CallToolResult) -> Tool {
     Tool::typed(name, description, move |_: NoArgs, _cx| {
@@ -57,6 +69,11 @@ pub(crate) fn tools() -> Vec<Tool> {
         json!({"test": "data", "value": 123}).to_string(),
     ));
     vec![
+        Tool::typed(
+            "test_custom_header",
+            "Echoes the region its Mcp-Param-Region header mirrors",
+            |a: RegionArgs, _cx| async move { Ok(format!("Region: {}", a.region)) },
+        ),
         fixed(
             "test_simple_text",
             "Tests simple text content response",

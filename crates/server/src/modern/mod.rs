@@ -18,6 +18,7 @@ mod get_text;
 mod listen;
 pub(crate) mod mrtr;
 pub(crate) mod mrtr_state;
+mod param_headers;
 mod tasks;
 mod tools;
 

@@ -53,6 +53,9 @@ pub(super) fn list(source: &dyn ToolSource, params: Option<&Value>) -> Result<Va
 /// * A `task` field is ignored. Spec (SEP-2663): "The `task` parameter on
 ///   `CallToolRequest` is removed; servers MUST ignore it".
 /// * Bad arguments give the `isError` result, as in 2025-11-25.
+/// * On HTTP, the `Mcp-Param-{Name}` headers must match the arguments the tool's
+///   `inputSchema` marks `x-mcp-header` ([`super::param_headers`]): -32020 (HTTP 400)
+///   otherwise, before anything runs.
 /// * The params the handler sees ([`ToolContext::request_params`], which a gateway
 ///   forwards upstream) lose the per-request `io.modelcontextprotocol/*` fields of
 ///   `_meta`: they describe this hop (this client's version and capabilities), not the
@@ -68,6 +71,7 @@ pub(super) async fn call(
 ) -> Result<Value, ErrorObject> {
     let (session, cx, meta) = (req.session, req.cx, req.meta);
     let (params_value, _, args, tool) = crate::handlers::tools_call::parse(source, params)?;
+    super::param_headers::check(&tool.input_schema, &args, meta.param_headers.as_deref())?;
     let extension = meta.client_capabilities.has_tasks_extension();
     let engine = session.state.engine.as_ref();
     let support = tool.effective_task_support();

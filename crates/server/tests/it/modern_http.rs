@@ -135,6 +135,17 @@ async fn serve() -> SocketAddr {
         },
     )
     .task_support(TaskSupport::Required);
+    let region = Tool::new(
+        "region",
+        "Returns its region, mirrored in Mcp-Param-Region.",
+        json!({"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}),
+        |args: Value, _cx| async move {
+            Ok(CallToolResult::text(
+                args["region"].as_str().unwrap_or("none"),
+            ))
+        },
+    );
     let engine = TaskEngine::new(
         Arc::new(MemoryStore::new()),
         Policy::default(),
@@ -142,7 +153,7 @@ async fn serve() -> SocketAddr {
     );
     let server = Server::new(
         ServerConfig::default(),
-        vec![echo, batch, ask],
+        vec![echo, batch, ask, region],
         Some(engine),
     );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -211,6 +222,78 @@ async fn the_legacy_era_still_opens_a_session_on_the_same_endpoint() {
     // A legacy header with an unknown version is refused as before.
     let r = post(addr, &[("MCP-Protocol-Version", "1999-01-01")], &init).await;
     assert_eq!(r.status, 400);
+}
+
+/// `x-mcp-header` parameters: the `Mcp-Param-{Name}` header must carry the argument
+/// (decoded when Base64-encoded); a missing, different, undecodable or argument-less one
+/// is 400 with -32020, and the tool does not run.
+#[tokio::test]
+async fn mcp_param_headers_are_checked_against_the_arguments() {
+    let addr = serve().await;
+    let base = [
+        ("MCP-Protocol-Version", "2026-07-28"),
+        ("Mcp-Method", "tools/call"),
+        ("Mcp-Name", "region"),
+    ];
+    let call = |args: Value| {
+        request(
+            "tools/call",
+            json!({"name": "region", "arguments": args}),
+            json!({}),
+        )
+    };
+    let with = |extra: &[(&'static str, &'static str)]| {
+        let mut h = base.to_vec();
+        h.extend_from_slice(extra);
+        h
+    };
+    for (args, extra) in [
+        (
+            json!({"region": "us-west1"}),
+            with(&[("Mcp-Param-Region", "us-west1")]),
+        ),
+        (
+            json!({"region": "Hello"}),
+            with(&[("mcp-param-region", "=?base64?SGVsbG8=?=")]),
+        ),
+        // Without both markers the value is literal.
+        (
+            json!({"region": "SGVsbG8="}),
+            with(&[("Mcp-Param-Region", "SGVsbG8=")]),
+        ),
+        (json!({}), with(&[])),
+    ] {
+        let r = post(addr, &extra, &call(args.clone())).await;
+        assert_eq!(r.status, 200, "{extra:?}: {}", r.body);
+        let want = args["region"].as_str().unwrap_or("none");
+        assert_eq!(r.body["result"]["content"][0]["text"], want, "{}", r.body);
+    }
+    for (args, extra) in [
+        // The header is missing while the argument is there.
+        (json!({"region": "us-west1"}), with(&[])),
+        (
+            json!({"region": "us-west1"}),
+            with(&[("Mcp-Param-Region", "eu-west1")]),
+        ),
+        // Broken Base64 padding; characters outside the alphabet.
+        (
+            json!({"region": "Hello"}),
+            with(&[("Mcp-Param-Region", "=?base64?SGVsbG8?=")]),
+        ),
+        (
+            json!({"region": "Hello"}),
+            with(&[("Mcp-Param-Region", "=?base64?SGVs!!!bG8=?=")]),
+        ),
+        // A header for an argument that is not there.
+        (json!({}), with(&[("Mcp-Param-Region", "us-west1")])),
+    ] {
+        let r = post(addr, &extra, &call(args)).await;
+        assert_eq!(r.status, 400, "{extra:?}: {}", r.body);
+        assert_eq!(r.body["error"]["code"], -32020, "{extra:?}: {}", r.body);
+        MODERN
+            .validate_def("HeaderMismatchError", &r.body)
+            .unwrap_or_else(|e| panic!("{extra:?}: {e}"));
+    }
 }
 
 #[tokio::test]

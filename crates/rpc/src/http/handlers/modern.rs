@@ -34,6 +34,8 @@ const PROTOCOL_VERSION: HeaderName = HeaderName::from_static(MCP_PROTOCOL_VERSIO
 /// The Base64 sentinel of an encoded header value: `=?base64?...?=`.
 const B64_PREFIX: &str = "=?base64?";
 const B64_SUFFIX: &str = "?=";
+/// The lowercase prefix of the `Mcp-Param-{Name}` headers (header names arrive lowercase).
+const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
 /// Whether a POSTed request is modern (see the module docs).
 pub(super) fn is_modern(headers: &HeaderMap, req: &Request) -> bool {
@@ -101,6 +103,10 @@ pub(super) async fn post(
     if let Err(e) = check_headers(headers, &req) {
         return refuse(&e);
     }
+    let params = match param_headers(headers) {
+        Ok(p) => p,
+        Err(e) => return refuse(&e),
+    };
     // The versions a refusal lists; no list is built per request when the server adds
     // none to the modern ones.
     let extra = &shared.config.protocol_versions;
@@ -122,7 +128,10 @@ pub(super) async fn post(
         None => modern::take_request_era(req.params.as_mut(), supported),
     };
     let meta = match era {
-        Era::Modern(meta) => Some(Arc::new(meta)),
+        Era::Modern(mut meta) => {
+            meta.param_headers = Some(params);
+            Some(Arc::new(meta))
+        }
         // Spec (basic, `_meta`): "A request missing any required field is malformed; the
         // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On
         // HTTP, the response status MUST be `400 Bad Request`."
@@ -261,7 +270,7 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
         if headers.get(&MCP_NAME).is_none() && name_may_be_missing(&req.method) {
             return Ok(());
         }
-        let header = decode(required(headers, &MCP_NAME, "Mcp-Name")?)?;
+        let header = decode(required(headers, &MCP_NAME, "Mcp-Name")?, "Mcp-Name")?;
         let body = req
             .params
             .as_ref()
@@ -275,6 +284,34 @@ fn check_headers(headers: &HeaderMap, req: &Request) -> Result<(), ErrorObject> 
         }
     }
     Ok(())
+}
+
+/// The `Mcp-Param-{Name}` headers, `{Name}` lowercased, each value decoded; which of them
+/// a tool recognizes, and whether they match the body, is for the server that knows the
+/// tool's `inputSchema` (`x-mcp-header`).
+///
+/// Spec (streamable HTTP): "Servers MUST reject requests with a recognized
+/// `Mcp-Param-{Name}` header that contains invalid characters"; "servers MUST decode an
+/// encoded `Mcp-Name` or `Mcp-Param-{Name}` value before comparing it to the corresponding
+/// request body value". A header no tool recognizes is refused only when it cannot be
+/// read at all (not visible ASCII, or a broken Base64 sentinel).
+///
+/// # Errors
+/// `-32020` naming the header.
+fn param_headers(headers: &HeaderMap) -> Result<Vec<(String, String)>, ErrorObject> {
+    let mut out = Vec::new();
+    for (name, value) in headers {
+        let Some(suffix) = name.as_str().strip_prefix(MCP_PARAM_PREFIX) else {
+            continue;
+        };
+        let shown = format!("Mcp-Param-{suffix}");
+        let value = value.to_str().map_err(|_| {
+            modern::header_mismatch(format!("the {shown} header contains invalid characters"))
+        })?;
+        let decoded = decode(value.trim(), &shown)?;
+        out.push((suffix.to_owned(), decoded.into_owned()));
+    }
+    Ok(out)
 }
 
 /// The value of a required header.
@@ -293,46 +330,24 @@ fn required<'a>(
     }
 }
 
-/// A header value, Base64-decoded when it has the sentinel form (else borrowed as it is).
-fn decode(value: &str) -> Result<Cow<'_, str>, ErrorObject> {
+/// A header value (of the header `shown`), Base64-decoded when it has the sentinel form
+/// (else borrowed as it is: a value without both markers is literal). The Base64 is the
+/// standard alphabet with its `=` padding (RFC 4648, section 4): a value with broken
+/// padding or a character outside the alphabet is refused.
+fn decode<'a>(value: &'a str, shown: &str) -> Result<Cow<'a, str>, ErrorObject> {
     let Some(inner) = value
         .strip_prefix(B64_PREFIX)
         .and_then(|v| v.strip_suffix(B64_SUFFIX))
     else {
         return Ok(Cow::Borrowed(value));
     };
-    base64_decode(inner)
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD
+        .decode(inner)
+        .ok()
         .and_then(|b| String::from_utf8(b).ok())
         .map(Cow::Owned)
-        .ok_or_else(|| modern::header_mismatch("Mcp-Name has an invalid Base64 value"))
-}
-
-/// Standard Base64 (RFC 4648, with or without `=` padding).
-fn base64_decode(s: &str) -> Option<Vec<u8>> {
-    fn sextet(c: u8) -> Option<u32> {
-        Some(match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' => 62,
-            b'/' => 63,
-            _ => return None,
-        } as u32)
-    }
-    let s = s.trim_end_matches('=').as_bytes();
-    if s.len() % 4 == 1 {
-        return None;
-    }
-    let mut out = Vec::with_capacity(s.len() * 3 / 4);
-    for chunk in s.chunks(4) {
-        let mut n = 0u32;
-        for (i, c) in chunk.iter().enumerate() {
-            n |= sextet(*c)? << (18 - 6 * i);
-        }
-        let bytes = n.to_be_bytes();
-        out.extend_from_slice(&bytes[1..chunk.len()]);
-    }
-    Some(out)
+        .ok_or_else(|| modern::header_mismatch(format!("{shown} has an invalid Base64 value")))
 }
 
 #[cfg(test)]
@@ -348,11 +363,19 @@ mod tests {
             ("=?base64?bGluZTEKbGluZTI=?=", "line1\nline2"),
             ("=?base64?PT9iYXNlNjQ/bGl0ZXJhbD89?=", "=?base64?literal?="),
         ] {
-            assert_eq!(decode(header).unwrap(), value, "{header}");
+            assert_eq!(decode(header, "Mcp-Name").unwrap(), value, "{header}");
         }
-        // Not base64; not UTF-8.
-        for header in ["=?base64?!!!?=", "=?base64?/w==?="] {
-            assert_eq!(decode(header).unwrap_err().code, -32020, "{header}");
+        // Not base64; not UTF-8; broken padding.
+        for header in ["=?base64?!!!?=", "=?base64?/w==?=", "=?base64?SGVsbG8?="] {
+            assert_eq!(
+                decode(header, "Mcp-Name").unwrap_err().code,
+                -32020,
+                "{header}"
+            );
+        }
+        // Without both markers a value is literal.
+        for header in ["SGVsbG8=", "=?base64?SGVsbG8="] {
+            assert_eq!(decode(header, "Mcp-Name").unwrap(), header);
         }
     }
 
@@ -395,6 +418,30 @@ mod tests {
         let e = check_headers(&h, &req).unwrap_err();
         assert_eq!(e.code, -32020);
         assert!(e.message.contains("Mcp-Name"), "{}", e.message);
+    }
+
+    /// Every `Mcp-Param-*` header is decoded under its lowercased name; an unreadable one
+    /// is -32020.
+    #[test]
+    fn param_headers_are_decoded_and_a_broken_one_is_refused() {
+        let h = headers(&[
+            ("Mcp-Param-Region", " us-west1 "),
+            ("mcp-param-greeting", "=?base64?SGVsbG8sIOS4lueVjA==?="),
+            ("Mcp-Name", "echo"),
+        ]);
+        let mut got = param_headers(&h).unwrap();
+        got.sort();
+        assert_eq!(
+            got,
+            [
+                ("greeting".to_owned(), "Hello, 世界".to_owned()),
+                ("region".to_owned(), "us-west1".to_owned())
+            ]
+        );
+        let e =
+            param_headers(&headers(&[("Mcp-Param-Region", "=?base64?SGVs!!!bG8=?=")])).unwrap_err();
+        assert_eq!(e.code, -32020);
+        assert!(e.message.contains("Mcp-Param-region"), "{}", e.message);
     }
 
     #[test]

@@ -56,6 +56,14 @@ scenarios_of() { # $1: a tag (a spec version, or "tasks" for the extension's tas
   done
 }
 
+# Scenarios known to fail, each with its reason (docs/conformance.md): reported as
+# "known FAIL" without failing the run, so that any other failure (a regression) fails it.
+# A known one that passes is reported "pass (drop it from KNOWN_FAILING)" and fails the
+# run, so that the list cannot go stale.
+declare -A KNOWN_FAILING=(
+  [tasks-mrtr-composition]="input rounds before a task is created: not built yet (issue 31)"
+)
+
 failed=0
 printf '%s\t%s\t%s\n' group scenario result >"$out/results.tsv"
 for group in 2025-11-25 2026-07-28 tasks; do
@@ -68,7 +76,16 @@ for group in 2025-11-25 2026-07-28 tasks; do
     log="$out/logs/$group-$scenario.log"
     if "${suite[@]}" server --url "$url" --scenario "$scenario" "${version[@]}" \
       --timeout 30000 >"$log" 2>&1; then
-      if grep -q '^SKIPPED' "$log"; then result="n/a"; else result="pass"; fi
+      if grep -q '^SKIPPED' "$log"; then
+        result="n/a"
+      elif [ -n "${KNOWN_FAILING[$scenario]:-}" ]; then
+        result="pass (drop it from KNOWN_FAILING)"
+        failed=$((failed + 1))
+      else
+        result="pass"
+      fi
+    elif [ -n "${KNOWN_FAILING[$scenario]:-}" ]; then
+      result="known FAIL: ${KNOWN_FAILING[$scenario]}"
     else
       result="FAIL"
       failed=$((failed + 1))
@@ -83,4 +100,4 @@ if [ "$failed" -gt 0 ]; then
   echo "conformance: $failed scenario(s) failed; logs in $out/logs/" >&2
   exit 1
 fi
-echo "conformance: every scenario passed (or is not applicable)"
+echo "conformance: every scenario passed (or is not applicable), but for ${#KNOWN_FAILING[@]} known failure(s) listed above"

@@ -272,9 +272,12 @@ async fn drive(c: &Client) {
     let TaskPayload::Failed { error } = &t.payload else {
         panic!("{t:?}")
     };
+    // 2026-07-28 (basic, "Error Codes"): "Implementations MUST NOT emit any code from this
+    // sub-range [-32020 to -32099] that is not defined by this specification": the tool's
+    // -32050 goes out as -32603, its code kept in `data.originalCode`.
     assert_eq!(
         Value::Object(error.clone()),
-        json!({"code": -32050, "message": "boom"})
+        json!({"code": -32603, "message": "boom", "data": {"originalCode": -32050}})
     );
     // SEP-2663: "The `tasks/get` response SHOULD include a `statusMessage` field with
     // diagnostic information about the failure".

@@ -103,7 +103,12 @@ fn an_upstream_error_fails_the_task_and_is_error_stays_a_result() {
         json!({"message": "broken", "code": -32001, "ms": 400}),
     ));
     let r = task_result(&mut s, &id);
-    assert_eq!(r["error"]["code"], -32001, "{r}");
+    // 2026-07-28 (basic, "Error Codes"): the legacy sub-range -32000..-32019 "new
+    // implementations SHOULD NOT use": the upstream answers the gateway in 2026-07-28, so
+    // the tool's -32001 arrives as -32603 with the code in `data.originalCode`, and the
+    // gateway passes that on.
+    assert_eq!(r["error"]["code"], -32603, "{r}");
+    assert_eq!(r["error"]["data"]["originalCode"], -32001, "{r}");
     assert_eq!(r["error"]["message"], "broken", "{r}");
     assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
     wait_upstream(dir.path(), "broken", "failed");
@@ -112,17 +117,19 @@ fn an_upstream_error_fails_the_task_and_is_error_stays_a_result() {
     let r = task_result(&mut s, &id);
     assert_eq!(r["result"]["isError"], true, "{r}");
     assert_eq!(text_of(&r["result"]), "bad input");
-    // 2025-11-25: a tool result with isError ends the task `failed` (the upstream, in
-    // 2026-07-28, has it `completed`).
+    // 2025-11-25: a tool result with isError ends the task `failed`. The upstream stores
+    // its task `failed` too (one task, read `completed` only by a 2026-07-28 client).
     assert_eq!(until_terminal(&mut s, &id)["status"], "failed");
-    wait_upstream(dir.path(), "bad input", "completed");
+    wait_upstream(dir.path(), "bad input", "failed");
 
-    // Plain calls: the error and the isError result pass unchanged.
+    // Plain calls: the error and the isError result pass as the upstream sent them (in
+    // 2026-07-28, which "MUST NOT emit" -32002: -32603 with the code in `data`).
     let e = s.err(
         "tools/call",
         json!({"name": "error", "arguments": {"message": "now", "code": -32002}}),
     );
-    assert_eq!(e["code"], -32002, "{e}");
+    assert_eq!(e["code"], -32603, "{e}");
+    assert_eq!(e["data"]["originalCode"], -32002, "{e}");
     let r = s.ok(
         "tools/call",
         json!({"name": "fail", "arguments": {"message": "plain bad"}}),

@@ -81,9 +81,12 @@ fn check(s: &HashMap<String, Value>) {
     assert_eq!(get("cancelled")["status"], "cancelled");
     let f = get("failed");
     assert_eq!(f["status"], "failed", "{f}");
+    // 2026-07-28 (basic, "Error Codes"): "Implementations MUST NOT emit any code from this
+    // sub-range [-32020 to -32099] that is not defined by this specification": the tool's
+    // -32050 goes out as -32603, its code kept in `data.originalCode`.
     assert_eq!(
         f["error"],
-        json!({"code": -32050, "message": "boom"}),
+        json!({"code": -32603, "message": "boom", "data": {"originalCode": -32050}}),
         "{f}"
     );
     let e = get("is_error");

@@ -503,11 +503,16 @@ async fn a_prompt_that_asks_is_answered_input_required_round_by_round_in_2026_07
         )
         .await;
     assert_eq!(e["code"], -32602);
-    // Without the capability the question cannot be asked.
+    // Without the capability the question cannot be asked: -32021 naming it.
     let e = w
         .err_modern("prompts/get", json!({"name": "topic"}), json!({}))
         .await;
-    assert_eq!(e["code"], -32601, "{e}");
+    assert_eq!(e["code"], -32021, "{e}");
+    assert_eq!(
+        e["data"]["requiredCapabilities"],
+        json!({"elicitation": {"form": {}}}),
+        "{e}"
+    );
 }
 
 /// 2025-11-25: the prompt's question is an `elicitation/create` request to the client on

@@ -61,7 +61,7 @@ pub use builder::{BuildError, ServerBuilder};
 pub use catalog::complete::MAX_COMPLETION_VALUES;
 pub use catalog::prompt::{GetPromptResult, Prompt, PromptContext, PromptMessage, Role};
 pub use catalog::resource::{ReadRequest, Resource, ResourceTemplate};
-pub use catalog::{Catalog, MAX_SUBSCRIPTIONS_PER_SESSION};
+pub use catalog::{Catalog, MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION};
 pub use extension::{
     ExtensionFactory, Fallback, MethodNotFound, ServerTools, SessionParts, ToolSource,
 };

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 use self::complete::Reference;
 use self::prompt::{Prompt, PromptContext};
 use self::resource::{Resource, ResourceTemplate};
-pub use self::subscribe::{MAX_SUBSCRIPTIONS_PER_SESSION, Subscriptions};
+pub use self::subscribe::{MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION, Subscriptions};
 use crate::logging::LogThreshold;
 use crate::session::RequestChannel;
 

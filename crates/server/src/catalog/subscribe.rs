@@ -19,6 +19,10 @@ use tokio::sync::broadcast;
 /// with -32602 (unsubscribe first).
 pub const MAX_SUBSCRIPTIONS_PER_SESSION: usize = 100;
 
+/// Most bytes of one watched URI: what a session keeps for its life is bounded in size,
+/// not only in number (100 URIs of a whole request body each would be 1.6 GB).
+pub const MAX_SUBSCRIBED_URI_BYTES: usize = 4096;
+
 /// The URIs one session watches.
 #[derive(Debug, Default)]
 pub struct Subscriptions {
@@ -30,8 +34,14 @@ impl Subscriptions {
     /// Watch `uri` (again: no change).
     ///
     /// # Errors
-    /// -32602 past [`MAX_SUBSCRIPTIONS_PER_SESSION`].
+    /// -32602 past [`MAX_SUBSCRIPTIONS_PER_SESSION`] or [`MAX_SUBSCRIBED_URI_BYTES`].
     pub(crate) fn add(&self, uri: &str) -> Result<(), ErrorObject> {
+        if uri.len() > MAX_SUBSCRIBED_URI_BYTES {
+            return Err(ErrorObject::invalid_params(format!(
+                "a watched URI may have at most {MAX_SUBSCRIBED_URI_BYTES} bytes; this one has {}",
+                uri.len()
+            )));
+        }
         let mut uris = self.uris.lock();
         if !uris.contains(uri) && uris.len() >= MAX_SUBSCRIPTIONS_PER_SESSION {
             return Err(ErrorObject::invalid_params(format!(

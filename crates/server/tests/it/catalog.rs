@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use mcp_tasks_proto::{CallToolResult, ContentBlock, ResourceContents};
 use mcp_tasks_server::{
-    GetPromptResult, LogLevel, MAX_SUBSCRIPTIONS_PER_SESSION, Prompt, PromptMessage, Resource,
-    ResourceTemplate, Server, Tool,
+    GetPromptResult, LogLevel, MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION, Prompt,
+    PromptMessage, Resource, ResourceTemplate, Server, Tool,
 };
 use mcp_tasks_testkit::wire::Wire;
 use serde_json::{Value, json};
@@ -380,6 +380,10 @@ async fn subscribers_hear_of_updates_until_they_unsubscribe() {
 async fn a_session_watches_a_bounded_number_of_resources() {
     let (_s, mut w) = served(false).await;
     w.initialize().await;
+    // Bounded in size too: a URI past the bound is not kept.
+    let long = format!("test://item/{}", "x".repeat(MAX_SUBSCRIBED_URI_BYTES));
+    let e = w.err("resources/subscribe", json!({"uri": long})).await;
+    assert_eq!(e["code"], -32602, "{e}");
     for i in 0..MAX_SUBSCRIPTIONS_PER_SESSION {
         w.ok(
             "resources/subscribe",

@@ -113,7 +113,7 @@ impl HttpSession {
         *self.listener.lock() = Some(Arc::clone(&relay.me));
         let note = json!({ LISTENER: &*relay.me });
         if relay.tx.try_send((self.id.clone(), note)).is_err() {
-            tracing::warn!(session = %self.id, "the relay queue is full: the other replicas do not learn where this session's GET is");
+            tracing::warn!(session = %mcp_tasks_proto::logged::digest(&self.id), "the relay queue is full: the other replicas do not learn where this session's GET is");
         }
     }
 
@@ -126,7 +126,7 @@ impl HttpSession {
         };
         let note = json!({ ASK: &*relay.me });
         if relay.tx.try_send((self.id.clone(), note)).is_err() {
-            tracing::warn!(session = %self.id, "the relay queue is full: this replica does not learn where this session's GET is");
+            tracing::warn!(session = %mcp_tasks_proto::logged::digest(&self.id), "the relay queue is full: this replica does not learn where this session's GET is");
         }
     }
 

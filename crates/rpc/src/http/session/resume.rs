@@ -92,7 +92,7 @@ impl HttpSession {
                 None => Self::new_request_stream(&mut st, req.id.clone(), Some(tag)),
             }
         };
-        tracing::debug!(session = %self.id, id = %req.id, "a tasks/result stream of another replica resumed here: asked again");
+        tracing::debug!(session = %mcp_tasks_proto::logged::digest(&self.id), id = %req.id, "a tasks/result stream of another replica resumed here: asked again");
         self.peer
             .receive_with(Message::Request(req), RouteDelivery::OwnStream)
             .await;

@@ -55,6 +55,6 @@ pub use metrics::{Metrics, RequestEra};
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
 pub use store::{
-    AdoptQuery, Limits, ListQuery, ListScope, OrphanSweep, TaskNotes, TaskStore, Transition,
-    TransitionResult,
+    AdoptQuery, Limits, ListOrder, ListQuery, ListScope, OrphanSweep, TaskNotes, TaskStore,
+    Transition, TransitionResult,
 };

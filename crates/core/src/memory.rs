@@ -11,7 +11,7 @@ use crate::history::{HistoryEntry, push_bounded};
 use crate::record::{NewTask, TaskRecord};
 use crate::status::{TaskStatus, allowed_predecessors};
 use crate::store::{
-    Limits, ListQuery, ListScope, OrphanSweep, TaskStore, Transition, TransitionResult,
+    Limits, ListOrder, ListQuery, ListScope, OrphanSweep, TaskStore, Transition, TransitionResult,
     within_limits,
 };
 use crate::wake::WakeMap;
@@ -225,9 +225,14 @@ impl TaskStore for MemoryStore {
 
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
         let g = self.inner.lock();
-        let start = q.after_seq.map_or(i64::MIN, |s| s.saturating_add(1));
-        Ok(g.by_seq
-            .range(start..)
+        let seqs: Box<dyn Iterator<Item = (&i64, &String)>> = match q.order {
+            ListOrder::OldestFirst => {
+                let start = q.after_seq.map_or(i64::MIN, |s| s.saturating_add(1));
+                Box::new(g.by_seq.range(start..))
+            }
+            ListOrder::NewestFirst => Box::new(g.by_seq.range(..q.before_or_max()).rev()),
+        };
+        Ok(seqs
             .filter_map(|(_, id)| g.tasks.get(id))
             .filter(|r| match &q.scope {
                 ListScope::All => true,

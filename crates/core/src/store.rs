@@ -29,8 +29,9 @@ impl ListScope {
     }
 }
 
-/// One page of [`TaskStore::list`]: up to `limit` tasks in `scope` with `seq > after_seq`
-/// (all of them when `after_seq` is `None`), in ascending `seq`.
+/// One page of [`TaskStore::list`]: up to `limit` tasks in `scope`, in the page's
+/// [`ListOrder`]: ascending `seq` with `seq > after_seq`, or newest first with
+/// `seq < after_seq` (all of them when `after_seq` is `None`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListQuery {
     /// Which tasks.
@@ -39,16 +40,48 @@ pub struct ListQuery {
     pub after_seq: Option<i64>,
     /// Most tasks on the page.
     pub limit: usize,
+    /// Which way the pages go.
+    pub order: ListOrder,
+}
+
+/// The order of [`TaskStore::list`]'s pages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListOrder {
+    /// Ascending `seq`, oldest first: `tasks/list` (its cursors follow this order, and a
+    /// task created during the pagination is still found on a later page).
+    #[default]
+    OldestFirst,
+    /// Descending `seq`, newest first: the dashboard, which shows the newest tasks and
+    /// reads no more than it shows (no consistency across pages is promised).
+    NewestFirst,
 }
 
 impl ListQuery {
-    /// The page of `scope` after `after_seq`, of at most `limit` tasks.
+    /// The page of `scope` after `after_seq`, of at most `limit` tasks, oldest first.
     pub fn new(scope: ListScope, after_seq: Option<i64>, limit: usize) -> Self {
         Self {
             scope,
             after_seq,
             limit,
+            order: ListOrder::OldestFirst,
         }
+    }
+
+    /// The page of `scope` before `before_seq` (from the newest task when `None`), of at
+    /// most `limit` tasks, newest first.
+    pub fn newest_first(scope: ListScope, before_seq: Option<i64>, limit: usize) -> Self {
+        Self {
+            scope,
+            after_seq: before_seq,
+            limit,
+            order: ListOrder::NewestFirst,
+        }
+    }
+
+    /// The highest `seq` a newest-first page may hold is below this one (`i64::MAX` for
+    /// the first page), as a database compares it.
+    pub fn before_or_max(&self) -> i64 {
+        self.after_seq.unwrap_or(i64::MAX)
     }
 
     /// The lowest `seq` a page may hold is above this one (`i64::MIN` for the first page),
@@ -345,8 +378,8 @@ pub trait TaskStore: Send + Sync + 'static {
             .unwrap_or_default())
     }
 
-    /// Up to `limit` tasks in `scope` with `seq > after_seq`, in ascending `seq`.
-    /// Up to `q.limit` tasks in `q.scope` with `seq > q.after_seq`, in ascending `seq`.
+    /// Up to `q.limit` tasks in `q.scope`, in `q.order`: with `seq > q.after_seq` in
+    /// ascending `seq`, or with `seq < q.after_seq` in descending `seq` (newest first).
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError>;
 
     /// Delete up to `limit` tasks whose TTL has passed at `now_ms`; returns their ids.

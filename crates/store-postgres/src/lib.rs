@@ -66,8 +66,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Pool, PoolError, RecyclingMethod
 use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::wake::WakeMap;
 use mcp_tasks_core::{
-    AdoptQuery, HistoryEntry, Limits, ListQuery, NewTask, OrphanSweep, Outcome, StoreError,
-    TaskRecord, TaskStore, Transition, TransitionResult,
+    AdoptQuery, HistoryEntry, Limits, ListOrder, ListQuery, NewTask, OrphanSweep, Outcome,
+    StoreError, TaskRecord, TaskStore, Transition, TransitionResult,
 };
 use mcp_tasks_proto::{ErrorObject, codes};
 use tokio::sync::watch;
@@ -438,8 +438,23 @@ impl TaskStore for PgStore {
     }
 
     async fn list(&self, q: ListQuery) -> Result<Vec<TaskRecord>, StoreError> {
-        let (after, limit, owner) = (q.after_or_min(), q.limit_i64(), q.scope.owner());
-        self.records(&ops::list(), &[&after, &limit, &owner]).await
+        let (limit, owner) = (q.limit_i64(), q.scope.owner());
+        match (q.order, owner) {
+            (ListOrder::OldestFirst, owner) => {
+                let after = q.after_or_min();
+                self.records(&ops::list(), &[&after, &limit, &owner]).await
+            }
+            (ListOrder::NewestFirst, None) => {
+                let before = q.before_or_max();
+                self.records(&ops::list_newest(false), &[&before, &limit])
+                    .await
+            }
+            (ListOrder::NewestFirst, Some(owner)) => {
+                let before = q.before_or_max();
+                self.records(&ops::list_newest(true), &[&before, &limit, &owner])
+                    .await
+            }
+        }
     }
 
     async fn delete_expired(&self, now_ms: i64, limit: usize) -> Result<Vec<String>, StoreError> {

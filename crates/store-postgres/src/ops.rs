@@ -84,6 +84,17 @@ pub(crate) fn list() -> String {
     format!("SELECT {COLS} FROM list_page($1, $2, $3)")
 }
 
+/// Newest-first pages (the dashboard's), below `$1`, at most `$2`, of every task or (with
+/// `$3`) of one owner: the same indexes read backwards, no fence (such pages promise no
+/// consistency across them).
+pub(crate) fn list_newest(of_owner: bool) -> String {
+    if of_owner {
+        format!("SELECT {COLS} FROM tasks WHERE owner = $3 AND seq < $1 ORDER BY seq DESC LIMIT $2")
+    } else {
+        format!("SELECT {COLS} FROM tasks WHERE seq < $1 ORDER BY seq DESC LIMIT $2")
+    }
+}
+
 /// Delete up to `$2` tasks whose TTL has passed at `$1`, skipping the rows another
 /// transaction holds (another replica's sweep takes them, or a transition is changing
 /// them: they are deleted by a later sweep).

@@ -5,8 +5,8 @@
 use mcp_tasks_core::status::allowed_predecessors;
 use mcp_tasks_core::store::within_limits;
 use mcp_tasks_core::{
-    AdoptQuery, HISTORY_MAX, HistoryEntry, Limits, ListQuery, NewTask, OrphanSweep, Outcome,
-    OutcomeKind, StoreError, TaskRecord, Transition, TransitionResult,
+    AdoptQuery, HISTORY_MAX, HistoryEntry, Limits, ListOrder, ListQuery, NewTask, OrphanSweep,
+    Outcome, OutcomeKind, StoreError, TaskRecord, Transition, TransitionResult,
 };
 use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
@@ -476,21 +476,26 @@ fn one(conn: &Connection, sql: &str, task_id: &str) -> rusqlite::Result<Option<T
         .optional()
 }
 
-/// One keyset page: `WHERE seq > ? [AND owner = ?] ORDER BY seq LIMIT ?`.
+/// One keyset page: `WHERE seq > ? [AND owner = ?] ORDER BY seq LIMIT ?`, or newest first
+/// `WHERE seq < ? ... ORDER BY seq DESC` (the same indexes, read backwards).
 pub(crate) fn list(conn: &Connection, q: &ListQuery) -> rusqlite::Result<Vec<TaskRecord>> {
-    let (after, limit) = (q.after_or_min(), q.limit_i64());
+    let limit = q.limit_i64();
+    let (cmp, order, from) = match q.order {
+        ListOrder::OldestFirst => (">", "", q.after_or_min()),
+        ListOrder::NewestFirst => ("<", " DESC", q.before_or_max()),
+    };
     match q.scope.owner() {
         None => conn
             .prepare_cached(&format!(
-                "SELECT {COLS} FROM tasks WHERE seq > ?1 ORDER BY seq LIMIT ?2"
+                "SELECT {COLS} FROM tasks WHERE seq {cmp} ?1 ORDER BY seq{order} LIMIT ?2"
             ))?
-            .query_map(params![after, limit], read_record)?
+            .query_map(params![from, limit], read_record)?
             .collect(),
         Some(o) => conn
             .prepare_cached(&format!(
-                "SELECT {COLS} FROM tasks WHERE owner = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"
+                "SELECT {COLS} FROM tasks WHERE owner = ?1 AND seq {cmp} ?2 ORDER BY seq{order} LIMIT ?3"
             ))?
-            .query_map(params![o, after, limit], read_record)?
+            .query_map(params![o, from, limit], read_record)?
             .collect(),
     }
 }

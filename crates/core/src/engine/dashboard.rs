@@ -4,7 +4,7 @@
 //! its own tasks (a foreign task is not found), one that sees all (the local peer, an
 //! administrator) every task.
 
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 
 use super::query::Read;
 use super::{Requester, TaskEngine};
@@ -16,9 +16,10 @@ use crate::store::ListQuery;
 
 /// Most tasks of one dashboard page ([`DashboardQuery::limit`] is capped to it).
 pub const DASHBOARD_PAGE_MAX: usize = 500;
-/// Most tasks one dashboard refresh reads from the store (four store pages): past it the
-/// counts cover the oldest tasks only, and [`DashboardPage::truncated`] says so. Each
-/// refresh also counts toward the requester's `requests` rate limit.
+/// Most tasks one dashboard refresh reads from the store (four store pages, newest first):
+/// past it the counts and the matches cover the newest tasks only, and
+/// [`DashboardPage::truncated`] says so. Each refresh also counts toward the requester's
+/// `requests` rate limit.
 pub const DASHBOARD_SCAN_MAX: usize = 4 * SCAN_PAGE;
 /// Most distinct tool names a page reports (for the tool filter).
 pub const DASHBOARD_TOOLS_MAX: usize = 200;
@@ -52,13 +53,15 @@ pub struct DashboardRow {
 pub struct DashboardPage {
     /// The tasks that match the query, newest first, at most its limit.
     pub tasks: Vec<DashboardRow>,
-    /// How many tasks match the query (the page shows the newest of them).
+    /// How many tasks match the query (the page shows the newest of them), among those
+    /// scanned.
     pub matching: u64,
-    /// The requester's tasks by status (all of them, whatever the filter).
+    /// The requester's tasks by status (all those scanned, whatever the filter).
     pub counts: Vec<(TaskStatus, u64)>,
     /// The tools of the requester's tasks, sorted (for the tool filter).
     pub tools: Vec<String>,
-    /// Whether the scan stopped at [`DASHBOARD_SCAN_MAX`] tasks.
+    /// Whether the scan stopped at [`DASHBOARD_SCAN_MAX`] tasks (older ones exist that the
+    /// counts leave out).
     pub truncated: bool,
 }
 
@@ -91,20 +94,21 @@ impl TaskEngine {
         let limit = query.limit.clamp(1, DASHBOARD_PAGE_MAX);
         let now = self.now();
         let mut page = DashboardPage::default();
-        let mut shown: VecDeque<DashboardRow> = VecDeque::with_capacity(limit);
+        let mut shown: Vec<DashboardRow> = Vec::with_capacity(limit);
         let mut tools = BTreeSet::new();
-        let mut after = None;
+        let mut before = None;
         let mut scanned = 0usize;
-        // The only `list` of the dashboard: pages in ascending `seq`, the newest `limit`
-        // matches kept.
+        // The only `list` of the dashboard: pages newest first, so that the page shows the
+        // newest matches and a refresh reads at most DASHBOARD_SCAN_MAX tasks however many
+        // are stored.
         loop {
             let batch = self
                 .inner
                 .store
-                .list(ListQuery::new(scope.clone(), after, SCAN_PAGE))
+                .list(ListQuery::newest_first(scope.clone(), before, SCAN_PAGE))
                 .await?;
             let full = batch.len() == SCAN_PAGE;
-            after = batch.last().map(|r| r.seq);
+            before = batch.last().map(|r| r.seq);
             for rec in batch {
                 scanned += 1;
                 if rec.is_expired(now) {
@@ -124,13 +128,12 @@ impl TaskEngine {
                     && query.tool.as_ref().is_none_or(|t| tool.as_ref() == Some(t));
                 if matches {
                     page.matching += 1;
-                    if shown.len() == limit {
-                        shown.pop_front();
+                    if shown.len() < limit {
+                        shown.push(DashboardRow {
+                            task: rec.summary(),
+                            tool,
+                        });
                     }
-                    shown.push_back(DashboardRow {
-                        task: rec.summary(),
-                        tool,
-                    });
                 }
             }
             if !full {
@@ -141,7 +144,7 @@ impl TaskEngine {
                 break;
             }
         }
-        page.tasks = shown.into_iter().rev().collect();
+        page.tasks = shown;
         page.tools = tools.into_iter().collect();
         Ok(page)
     }

@@ -2,6 +2,7 @@
 #![allow(missing_docs)]
 
 mod conformance_memory;
+mod engine_dashboard;
 mod engine_guard;
 mod engine_one_read;
 mod engine_props;

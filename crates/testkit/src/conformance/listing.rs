@@ -265,3 +265,86 @@ pub async fn owner_isolation(store: Store) {
     );
     assert_eq!(ids(&list_all(&store, &ListScope::All, 5).await), everything);
 }
+
+/// Newest-first pages (the dashboard's): descending `seq`, strictly before the previous
+/// page's last task, at most `limit`, neither skipping nor repeating; per owner they hold
+/// that owner's tasks only; a cursor at a deleted task still works.
+pub async fn newest_first_pages(store: Store) {
+    let mut created = Vec::new();
+    for i in 0..25 {
+        let owner = ["a", "b"].get(i % 3).copied();
+        created.push(create(&store, new_task(owner, None)).await);
+    }
+    let newest: Vec<TaskRecord> = created.iter().rev().cloned().collect();
+    for page in [1, 7, 10, 25, 100] {
+        let mut all: Vec<TaskRecord> = Vec::new();
+        let mut before = None;
+        loop {
+            let batch = store
+                .list(ListQuery::newest_first(ListScope::All, before, page))
+                .await
+                .unwrap_or_else(|e| panic!("list failed: {e}"));
+            assert!(
+                batch.len() <= page,
+                "list returned {} > limit {page}",
+                batch.len()
+            );
+            let Some(last) = batch.last() else {
+                break;
+            };
+            before = Some(last.seq);
+            all.extend(batch);
+        }
+        assert_eq!(
+            all, newest,
+            "paging newest first by {page} must return every task once, in descending seq"
+        );
+    }
+    let first = store
+        .list(ListQuery::newest_first(ListScope::All, None, 10))
+        .await
+        .expect("list");
+    assert_eq!(first, newest[..10], "the first page holds the newest tasks");
+    let of_a = store
+        .list(ListQuery::newest_first(
+            ListScope::Owner("a".into()),
+            None,
+            3,
+        ))
+        .await
+        .expect("list");
+    let want: Vec<TaskRecord> = newest
+        .iter()
+        .filter(|r| r.owner.as_deref() == Some("a"))
+        .take(3)
+        .cloned()
+        .collect();
+    assert_eq!(of_a, want, "an owner's newest tasks, and only its own");
+    assert!(
+        store
+            .list(ListQuery::newest_first(
+                ListScope::All,
+                Some(created[0].seq),
+                10
+            ))
+            .await
+            .expect("list")
+            .is_empty(),
+        "nothing before the first task"
+    );
+    // A cursor left by a deleted task still works.
+    let t = create_expiring(&store).await;
+    store
+        .delete_expired(T0 + 1, 10)
+        .await
+        .expect("delete_expired");
+    let page = store
+        .list(ListQuery::newest_first(ListScope::All, Some(t.seq), 2))
+        .await
+        .expect("list");
+    assert_eq!(
+        page,
+        newest[..2],
+        "a cursor at a deleted task resumes before it"
+    );
+}

@@ -43,7 +43,8 @@ pub use limits::{
     max_active_per_owner, quota_keys_not_owners, stored_bytes_limits, stored_tasks_limit,
 };
 pub use listing::{
-    keyset_pagination, owner_isolation, pagination_under_concurrent_inserts, ttl_deletion,
+    keyset_pagination, newest_first_pages, owner_isolation, pagination_under_concurrent_inserts,
+    ttl_deletion,
 };
 pub use races::{RaceOp, race_case, racing_terminals};
 pub use records::{
@@ -89,6 +90,7 @@ macro_rules! conformance_tests {
             failing_writes_fail_alone,
             ttl_deletion,
             keyset_pagination,
+            newest_first_pages,
             pagination_under_concurrent_inserts,
             owner_isolation,
             max_active_per_owner,

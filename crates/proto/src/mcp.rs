@@ -73,40 +73,29 @@ impl std::fmt::Display for TaskStatus {
     }
 }
 
-/// Declares a `Task` struct: the fields are the same in both eras, but for the names of
-/// the two durations (`ttl`/`pollInterval` in 2025-11-25, `ttlMs`/`pollIntervalMs` in the
-/// tasks extension), given as `ttl_field, poll_field`.
-macro_rules! task_struct {
-    ($(#[$attr:meta])* $ttl:ident, $poll:ident) => {
-        $(#[$attr])*
-        #[derive(Debug, Clone, PartialEq, ::serde::Serialize, ::serde::Deserialize)]
-        #[serde(rename_all = "camelCase")]
-        pub struct Task {
-            /// The task id (stable).
-            pub task_id: String,
-            /// The current status.
-            pub status: $crate::mcp::TaskStatus,
-            /// Optional human-readable message describing the current state.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub status_message: Option<String>,
-            /// RFC 3339 (ISO 8601) creation time; never changes.
-            pub created_at: String,
-            /// RFC 3339 (ISO 8601) time of the last update.
-            pub last_updated_at: String,
-            /// Actual retention from creation in milliseconds, `null` for unlimited. Always
-            /// present.
-            pub $ttl: Option<u64>,
-            /// Suggested polling interval in milliseconds.
-            #[serde(default, skip_serializing_if = "Option::is_none")]
-            pub $poll: Option<u64>,
-        }
-    };
-}
-pub(crate) use task_struct;
-
-task_struct! {
-    /// The `Task` object of the wire schema.
-    ttl, poll_interval
+/// The `Task` object of the 2025-11-25 wire schema. The tasks extension of 2026-07-28 has
+/// the same fields under two other names for the durations
+/// ([`crate::modern::tasks::Task`]: `ttlMs`, `pollIntervalMs`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Task {
+    /// The task id (stable).
+    pub task_id: String,
+    /// The current status.
+    pub status: TaskStatus,
+    /// Optional human-readable message describing the current state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_message: Option<String>,
+    /// RFC 3339 (ISO 8601) creation time; never changes.
+    pub created_at: String,
+    /// RFC 3339 (ISO 8601) time of the last update.
+    pub last_updated_at: String,
+    /// Actual retention from creation in milliseconds, `null` for unlimited. Always
+    /// present.
+    pub ttl: Option<u64>,
+    /// Suggested polling interval in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub poll_interval: Option<u64>,
 }
 
 /// How a tool may be run as a task (`execution.taskSupport`).

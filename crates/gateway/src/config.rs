@@ -229,7 +229,7 @@ impl GatewayConfig {
 
 /// The default of [`GatewayConfig::max_upstreams`]: 32. A Node.js upstream takes about
 /// 44 MiB (a minimal server) to 68 MiB (`server-everything`) of resident memory each, so
-/// 32 of them about 1.4 to 2.2 GiB (measured; see the README).
+/// 32 of them about 1.4 to 2.2 GiB (measured; see `docs/operating.md`, "Policy and limits").
 pub const DEFAULT_MAX_UPSTREAMS: usize = 32;
 
 /// The TOML file, as written.

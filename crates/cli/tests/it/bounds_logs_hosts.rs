@@ -125,6 +125,50 @@ async fn a_huge_request_id_and_task_id_are_cut_in_every_log_line() {
     );
 }
 
+/// `initialize`'s `clientInfo` (kept by the session within its 64 KiB bound) is quoted
+/// in the "session initialized" line cut to a few hundred bytes, saying it was cut.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_client_info_is_cut_in_the_log_line() {
+    let server = Server::start_env(&[], &[("RUST_LOG", "info")]);
+    let c = Client::new(&server);
+    let name = "n".repeat(60_000);
+    let body = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": name, "version": "v".repeat(2_000)},
+        },
+    });
+    let resp = c
+        .post_with(
+            &[("Accept", "application/json")],
+            body.to_string().as_bytes(),
+        )
+        .await;
+    let answer: Value = serde_json::from_slice(&resp.bytes().await).unwrap();
+    assert!(answer["result"]["protocolVersion"].is_string(), "{answer}");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let stderr = loop {
+        let stderr = server.stderr();
+        if stderr.contains("session initialized") {
+            break stderr;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no `session initialized` line: {stderr}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert!(long_lines(&stderr).is_empty(), "{:?}", long_lines(&stderr));
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("session initialized"))
+        .unwrap();
+    assert!(line.contains("…(cut, 60000 bytes)"), "{line}");
+    assert!(line.contains("…(cut, 2000 bytes)"), "{line}");
+}
+
 /// `--rate-limit requests=N`: the dashboard's API counts (the N+1th call is 429 with
 /// `Retry-After` and -32029), and a lookup refused by `lookup-failures` is 429 too.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

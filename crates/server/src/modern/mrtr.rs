@@ -38,7 +38,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use mcp_tasks_core::RequestorChannel;
@@ -49,6 +49,7 @@ use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use tokio::sync::{Notify, OnceCell, oneshot};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::mrtr_state::{self as st, MAX_REQUEST_STATE_BYTES, Recorded, State};

@@ -88,3 +88,29 @@ fn the_handler_params_leave_out_the_arguments_it_already_has() {
     let params = json!({"name": "t", "arguments": {}});
     assert_eq!(for_handler(params.clone(), &json!({})), params);
 }
+
+/// A parked call stays no longer than [`PARK_TTL`]: past it its retry finds nothing (and
+/// re-runs from its `requestState`), and the table holds nothing of it, even when no other
+/// call is parked or taken meanwhile.
+#[tokio::test(start_paused = true)]
+async fn a_parked_call_is_dropped_at_its_expiry() {
+    let parked = Parked::default();
+    let call = Call::new(BTreeMap::new());
+    let weak = Arc::downgrade(&call);
+    assert_eq!(
+        parked.park("x".into(), parking("principal:x", 10), call),
+        Ok(())
+    );
+    tokio::time::sleep(PARK_TTL - Duration::from_secs(1)).await;
+    assert_eq!(
+        parked.calls.lock().len(),
+        1,
+        "still parked before its expiry"
+    );
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    // Let the expiry task run.
+    tokio::task::yield_now().await;
+    assert!(parked.calls.lock().is_empty(), "dropped at its expiry");
+    assert!(weak.upgrade().is_none(), "nothing of the call is held");
+    assert!(parked.take("x", "b-principal:x").is_none());
+}

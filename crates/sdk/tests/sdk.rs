@@ -194,3 +194,53 @@ fn readme_program_is_the_render_example() {
         "the section names the one dependency"
     );
 }
+
+/// The conformance example (`--stdio`) serves its fixtures over stdio in both
+/// generations: a tool call and a resource read, to a 2025-11-25 and a 2026-07-28 client.
+/// (The official suite drives it over HTTP: `interop/conformance/run.sh`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_conformance_example_serves_over_stdio_in_both_generations() {
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .and_then(std::path::Path::parent)
+        .unwrap()
+        .join("examples/conformance");
+    assert!(
+        bin.exists(),
+        "{} is not built: build the examples (`cargo build --workspace --all-targets`)",
+        bin.display()
+    );
+    for protocol in [Protocol::Legacy, Protocol::Modern] {
+        let mut cmd = tokio::process::Command::new(&bin);
+        cmd.arg("--stdio");
+        let config = ClientConfig::default().with_protocol(protocol);
+        let client = tokio::time::timeout(LIMIT, Client::connect_stdio(cmd, config))
+            .await
+            .expect("connects in time")
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}"));
+        let tools = client.list_tools().await.unwrap();
+        assert!(
+            tools.iter().any(|t| t.name == "test_simple_text"),
+            "{protocol:?}"
+        );
+        let r = tokio::time::timeout(LIMIT, client.call_tool("test_simple_text", json!({})))
+            .await
+            .expect("answers in time")
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}"));
+        assert_eq!(
+            r.text(),
+            "This is a simple text response for testing.",
+            "{protocol:?}"
+        );
+        let read = client
+            .request("resources/read", Some(json!({"uri": "test://static-text"})))
+            .await
+            .unwrap_or_else(|e| panic!("{protocol:?}: {e}"));
+        assert_eq!(
+            read["contents"][0]["text"], "This is the content of the static text resource.",
+            "{protocol:?}: {read}"
+        );
+        client.close().await;
+    }
+}

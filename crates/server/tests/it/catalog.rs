@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{CallToolResult, ContentBlock, ResourceContents};
 use mcp_tasks_server::{
     GetPromptResult, LogLevel, MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION, Prompt,
@@ -24,6 +25,7 @@ fn chatty() -> Tool {
             Ok(CallToolResult::text("done"))
         },
     )
+    .task_support(TaskSupport::Optional)
 }
 
 /// A server with a text resource, a template, two prompts (one completing), logging.
@@ -306,6 +308,44 @@ async fn log_messages_follow_set_level_in_2025_11_25() {
         w.err("logging/setLevel", json!({"level": "loud"})).await["code"],
         -32602
     );
+}
+
+/// A tool running as a task logs with the task's related-task `_meta`, so that the
+/// requestor ties each message to its task.
+///
+/// Spec (2025-11-25, tasks): "All requests, notifications, and responses related to a task
+/// MUST include the `io.modelcontextprotocol/related-task` key in their `_meta` field".
+#[tokio::test]
+async fn log_messages_of_a_task_carry_its_related_task_meta() {
+    let (_s, mut w) = served(true).await;
+    w.initialize().await;
+    let id = w
+        .start(
+            "tools/call",
+            json!({"name": "chatty", "task": {"ttl": 60_000}}),
+        )
+        .await;
+    let created = w.response_to(&id).await;
+    let task_id = created["result"]["task"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a CreateTaskResult: {created}"))
+        .to_owned();
+    let id = w.start("tasks/result", json!({"taskId": task_id})).await;
+    let result = w.response_to(&id).await;
+    assert_eq!(result["result"]["content"][0]["text"], "done", "{result}");
+    let msgs = w.drain_for(Duration::from_millis(50)).await;
+    let logged: Vec<&Value> = msgs
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .collect();
+    assert_eq!(logged.len(), 3, "{msgs:?}");
+    for m in logged {
+        assert_eq!(
+            m["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+            json!(task_id),
+            "{m}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -75,6 +75,8 @@ pub(crate) const RELAY_QUEUE: usize = 4096;
 pub(crate) struct Relay {
     pub(crate) me: Arc<str>,
     pub(crate) tx: mpsc::Sender<(String, Value)>,
+    /// The directory (which records the requests a copy sends, [`HttpSession::outgoing`]).
+    pub(crate) dir: Arc<dyn super::shared::SessionDirectory>,
 }
 
 impl Relay {
@@ -345,6 +347,42 @@ impl HttpSession {
             self.enforce(&mut st, Instant::now())
         };
         self.cancel_requests(abandoned, "the replay buffers of the session are full");
+    }
+
+    /// `out` is about to go on a stream of this copy of a shared session: a request to the
+    /// client (numbered by the peer) is recorded in the directory as pending first, so
+    /// that its answer reaching another replica is relayed here (and only an answer to a
+    /// request pending somewhere is); a `notifications/cancelled` for one of them (its
+    /// caller went away or timed out) ends that, in the background.
+    pub(crate) async fn outgoing(&self, out: &Outbound) {
+        let Some(relay) = self.relay.get() else {
+            return;
+        };
+        match &out.message {
+            Message::Request(r) => {
+                let RequestId::Number(n) = r.id else { return };
+                if let Err(e) = relay.dir.request_sent(&self.id, n).await {
+                    tracing::warn!(session = %mcp_tasks_proto::logged::digest(&self.id), error = %e, "a request to the client is not recorded for the other replicas: its answer must come to this one");
+                }
+            }
+            Message::Notification(n) if n.method == methods::CANCELLED => {
+                let Some(RequestId::Number(id)) = n
+                    .params
+                    .as_ref()
+                    .and_then(|p| p.get("requestId"))
+                    .and_then(|v| serde_json::from_value(v.clone()).ok())
+                else {
+                    return;
+                };
+                let (dir, session) = (Arc::clone(&relay.dir), self.id.clone());
+                tokio::spawn(async move {
+                    if let Err(e) = dir.request_done(&session, id).await {
+                        tracing::debug!(session = %mcp_tasks_proto::logged::digest(&session), error = %e, "a cancelled request stays recorded until its session's sweep");
+                    }
+                });
+            }
+            _ => {}
+        }
     }
 
     /// This replica starts serving the session's GET: the others are told, so that what

@@ -320,6 +320,7 @@ impl HttpSession {
                 () = self.ended.cancelled() => None,
             };
             let Some(out) = next else { break };
+            self.outgoing(&out).await;
             self.route(out);
         }
     }

@@ -136,6 +136,29 @@ mod pg {
                 })
         }
 
+        async fn request_sent(&self, session: &str, id: i64) -> Result<(), String> {
+            self.0.request_sent(session, id).await.map_err(text)
+        }
+
+        async fn request_done(&self, session: &str, id: i64) -> Result<(), String> {
+            self.0.request_done(session, id).await.map_err(text)
+        }
+
+        async fn relay_answer(
+            &self,
+            session: &str,
+            id: i64,
+            message: &serde_json::Value,
+        ) -> Result<bool, RelayFailure> {
+            self.0
+                .relay_answer(session, id, &message.to_string())
+                .await
+                .map_err(|e| match e {
+                    RelayError::Refused(why) => RelayFailure::Refused(why),
+                    other => RelayFailure::Failed(other.to_string()),
+                })
+        }
+
         fn on_ended(&self, f: EndedCallback) {
             self.0.on_ended(move |e| match e {
                 SessionEnded::Id(id) => f(Ended::Session(id)),

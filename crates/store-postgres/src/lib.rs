@@ -75,6 +75,7 @@ use tokio_postgres::NoTls;
 use tokio_postgres::types::ToSql;
 
 mod announce;
+mod answers;
 mod buckets;
 mod group;
 mod inputs;
@@ -88,6 +89,7 @@ mod sessions;
 mod setbased;
 mod write;
 
+pub use answers::{MAX_PENDING_REQUESTS_PER_SESSION, PENDING_REQUEST_TTL};
 pub use group::QUEUE as WRITE_QUEUE;
 pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
 pub use relay::{

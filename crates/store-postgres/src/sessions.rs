@@ -16,6 +16,7 @@ use parking_lot::Mutex;
 use tokio_postgres::types::ToSql;
 
 use crate::PgStore;
+use crate::answers;
 use crate::listen::{listen_on, new_backoff};
 use crate::options::PgConfig;
 use crate::relay::{self, RelayError, RelayLimits};
@@ -69,7 +70,9 @@ const FIND: &str =
 const TOUCH: &str = "UPDATE sessions SET expires_ms = greatest(expires_ms, $2) WHERE id = $1";
 const REMOVE: &str = "DELETE FROM sessions WHERE id = $1";
 /// Also sweeps the relayed messages past their TTL (`relay.rs`), in the same statement.
-const SWEEP: &str = "WITH relayed AS (DELETE FROM relayed_messages WHERE expires_ms <= $1) \
+/// And the pending requests past their TTL (`answers.rs`).
+const SWEEP: &str = "WITH relayed AS (DELETE FROM relayed_messages WHERE expires_ms <= $1), \
+     requests AS (DELETE FROM session_requests WHERE expires_ms <= $1) \
      DELETE FROM sessions WHERE id IN (SELECT id FROM sessions \
      WHERE expires_ms <= $1 ORDER BY expires_ms LIMIT 1000 FOR UPDATE SKIP LOCKED) RETURNING id";
 const RELAY: &str = "SELECT pg_notify($1, $2)";
@@ -340,6 +343,105 @@ impl PgSessions {
             return Err(relay::full(message.len(), row.get(1), l.max_total));
         }
         Ok(())
+    }
+
+    /// The peer of a copy of `session` sends request `id` to the client: it is pending
+    /// (so that an answer reaching another replica is relayed, [`Self::relay_answer`]),
+    /// for [`answers::PENDING_REQUEST_TTL`] at most, within the session's
+    /// [`answers::MAX_PENDING_REQUESTS_PER_SESSION`] newest. Nothing is recorded for a
+    /// session the table does not hold. One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn request_sent(&self, session: &str, id: i64) -> Result<(), StoreError> {
+        let ttl = i64::try_from(answers::PENDING_REQUEST_TTL.as_millis()).unwrap_or(i64::MAX);
+        let expires = relay::now_ms().saturating_add(ttl);
+        let max = relay::to_i64(answers::MAX_PENDING_REQUESTS_PER_SESSION);
+        self.db
+            .query(answers::PUT, &[&session, &id, &expires, &max])
+            .await
+            .map(|_| ())
+    }
+
+    /// Request `id` of `session` is no longer pending (answered on the replica that sent
+    /// it, or cancelled). One round trip.
+    ///
+    /// # Errors
+    /// The database fails.
+    pub async fn request_done(&self, session: &str, id: i64) -> Result<(), StoreError> {
+        self.db
+            .query(answers::DONE, &[&session, &id])
+            .await
+            .map(|_| ())
+    }
+
+    /// As [`Self::relay`], for `message`, the client's answer to request `id` of
+    /// `session`: relayed only when a copy of the session has that request pending
+    /// ([`Self::request_sent`]), in the same statement, which ends its pending state.
+    /// `Ok(false)`: pending nowhere, nothing relayed or stored. One round trip.
+    ///
+    /// # Errors
+    /// As [`Self::relay`] (a refused answer stays pending, for a retry).
+    pub async fn relay_answer(
+        &self,
+        session: &str,
+        id: i64,
+        message: &str,
+    ) -> Result<bool, RelayError> {
+        let channel = format!("{}_sessions", self.cfg.options.schema);
+        let payload = serde_json::json!({"session": session, "message": message}).to_string();
+        let now = relay::now_ms();
+        if payload.len() <= MAX_RELAYED_BYTES {
+            let rows = self
+                .db
+                .query(
+                    answers::RELAY_SMALL,
+                    &[&channel, &payload, &session, &id, &now],
+                )
+                .await?;
+            return Ok(!rows.is_empty());
+        }
+        let l = self.limits;
+        if message.len() > l.max_message {
+            return Err(relay::too_large(message.len(), l.max_message));
+        }
+        let ttl = i64::try_from(l.ttl.as_millis()).unwrap_or(i64::MAX);
+        let rows = self
+            .db
+            .query(
+                answers::RELAY_LARGE,
+                &[
+                    &channel,
+                    &session,
+                    &id,
+                    &message.as_bytes(),
+                    &now,
+                    &ttl,
+                    &relay::to_i64(l.max_total),
+                    &relay::to_i64(l.max_per_owner),
+                ],
+            )
+            .await?;
+        let row = rows
+            .first()
+            .ok_or_else(|| StoreError::Corrupt("relay_store_answer returned no row".into()))?;
+        if !row.get::<_, bool>(3) {
+            return Ok(false);
+        }
+        if row.get::<_, Option<i64>>(0).is_none() {
+            let owner_used: i64 = row.get(2);
+            if owner_used.saturating_add(relay::to_i64(message.len()))
+                > relay::to_i64(l.max_per_owner)
+            {
+                return Err(relay::over_share(
+                    message.len(),
+                    owner_used,
+                    l.max_per_owner,
+                ));
+            }
+            return Err(relay::full(message.len(), row.get(1), l.max_total));
+        }
+        Ok(true)
     }
 
     /// Call `f` with the id of every session that ends from now on, on any replica, and

@@ -264,11 +264,13 @@ async fn a_large_sampling_answer_on_another_replica_reaches_the_call_and_an_over
     );
 }
 
-/// One client flooding the relayed messages does not block another's real answer: bob
-/// POSTs 1 MiB answers to ids nobody asked, to B. Those with ids no session's peer could
-/// have sent (strings) are dropped (202, nothing stored); numbered ones are relayed until
-/// bob's share of `relayed_messages` (4 MiB of the 16 MiB) is full, then refused with 400
-/// naming it. Alice's 200 KB sampling answer POSTed to B still reaches her call on A.
+/// Flooding the relay with answers to requests nobody sent blocks no real answer (issue
+/// 28): alice's session POSTs to B sixteen 1 MiB answers to ids no replica's copy of it
+/// has pending (numbered as the server numbers its requests, and strings), and bob does
+/// the same: each is dropped (202, nothing relayed or stored: only an answer to a request
+/// pending on some replica is relayed). Her real 200 KB sampling answer, POSTed to B
+/// next, still reaches her call on A at once (before, the flood filled her 4 MiB share of
+/// `relayed_messages` and the real answer was refused for 30 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_flooding_the_relay_does_not_block_another_clients_large_answer() {
     let cluster = Cluster::start(&[]).await;
@@ -279,39 +281,35 @@ async fn a_client_flooding_the_relay_does_not_block_another_clients_large_answer
     let bob_b = cluster.at(1, &bob);
     let (call_id, mut sse, request) = summarize_on(&mut a).await;
     let mib = "f".repeat(1024 * 1024 - 200);
-    for i in 0..8 {
-        let r = bob_b
-            .post(&sampling_answer(&json!(format!("nobody-{i}")), &mib))
-            .await;
-        assert_eq!(r.status, 202, "{r:?}");
-    }
-    let mut refused = None;
-    for i in 0..16 {
-        let r = bob_b.post(&sampling_answer(&json!(1000 + i), &mib)).await;
-        if r.status == 400 {
-            refused = Some((i, r.json().await));
-            break;
+    let sent = request["id"].as_i64().expect("a numbered request");
+    for (who, c) in [("alice", &b), ("bob", &bob_b)] {
+        for i in 0..16 {
+            let id = if i % 4 == 3 {
+                json!(format!("nobody-{i}"))
+            } else {
+                json!(sent + 1000 + i)
+            };
+            let r = c.post(&sampling_answer(&id, &mib)).await;
+            assert_eq!(
+                r.status, 202,
+                "{who}'s answer {i} to {id} is dropped: {r:?}"
+            );
         }
-        assert_eq!(r.status, 202, "{r:?}");
     }
-    let (at, e) = refused.expect("bob's flood is refused past his share");
-    assert_eq!(at, 4, "four 1 MiB answers fill a 4 MiB share: {e}");
-    assert!(
-        e["error"]["message"]
-            .as_str()
-            .unwrap_or_default()
-            .contains("one client may hold"),
-        "{e}"
-    );
     let large = "l".repeat(200_000);
+    let at = Instant::now();
     let r = b.post(&sampling_answer(&request["id"], &large)).await;
     assert_eq!(r.status, 202, "{r:?}");
     let result = loop {
-        let e = sse.next().await.expect("the call's response on A's stream");
+        let e = tokio::time::timeout(Duration::from_secs(5), sse.next())
+            .await
+            .expect("the real answer is not blocked")
+            .expect("the call's response on A's stream");
         if let Some(m) = e.message().filter(|m| m["id"] == json!(call_id)) {
             break m;
         }
     };
+    eprintln!("the real answer reached the call within {:?}", at.elapsed());
     assert_eq!(
         result["result"]["content"][0]["text"]
             .as_str()

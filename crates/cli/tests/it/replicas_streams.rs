@@ -176,3 +176,97 @@ async fn event_ids_are_unique_across_replicas_and_a_foreign_resumption_says_noth
         "{text:?}"
     );
 }
+
+/// A 2025-11-25 task runs on replica A (0), which received its `tools/call`; the client
+/// waits for its outcome with `tasks/result` on replica B (1), and holds no GET stream.
+/// Every `notifications/progress` of the task (under the request's `progressToken`, in
+/// order) and its terminal `notifications/tasks/status` come on that `tasks/result`
+/// stream, before its response, as on one server; nothing of the task is left on A's
+/// standalone stream (each message goes out once).
+///
+/// Spec (2025-11-25 tasks): "Task-augmented requests support progress notifications as
+/// defined in the progress specification. The `progressToken` provided in the initial
+/// request remains valid throughout the task lifetime." and "clients SHOULD expect
+/// messages to be delivered on any SSE stream, including the HTTP GET stream. One possible
+/// approach is maintaining an SSE stream on `tasks/result`". Streamable HTTP: "The server
+/// MUST send each of its JSON-RPC messages on only one of the connected streams".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tasks_notifications_reach_its_tasks_result_stream_on_another_replica() {
+    let cluster = Cluster::start(&[]).await;
+    let mut a = cluster.at(0, &cluster.client("tok-alice"));
+    a.initialize().await;
+    let mut b = cluster.at(1, &a);
+    for round in 0..2 {
+        let token = format!("r{round}");
+        let msg = a
+            .rpc(
+                "tools/call",
+                json!({
+                    "name": "progress", "arguments": {"steps": 4, "ms": 150},
+                    "task": {"ttl": 600_000}, "_meta": {"progressToken": token},
+                }),
+            )
+            .await;
+        let task = msg["result"]["task"]["taskId"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{msg}"))
+            .to_owned();
+        let (rid, resp) = b.request("tasks/result", json!({"taskId": task})).await;
+        assert_eq!(resp.status, 200, "{resp:?}");
+        assert!(
+            resp.is_sse(),
+            "the waiting tasks/result is a stream: {resp:?}"
+        );
+        let mut sse = resp.sse();
+        let mut seen = Vec::new();
+        let done = tokio::time::timeout(
+            Duration::from_secs(10),
+            sse.next_non_notification(&mut seen),
+        )
+        .await
+        .unwrap_or_else(|_| panic!("no response within 10 s: {seen:#?}"))
+        .unwrap_or_else(|| panic!("the stream ended without its response: {seen:#?}"));
+        assert_eq!(done["id"], json!(rid), "{done}");
+        assert_eq!(done["result"]["content"][0]["text"], "done 4", "{done}");
+        let progress: Vec<f64> = seen
+            .iter()
+            .filter(|m| m["method"] == "notifications/progress")
+            .map(|m| {
+                assert_eq!(m["params"]["progressToken"], token.as_str(), "{m}");
+                assert_eq!(
+                    m["params"]["_meta"]["io.modelcontextprotocol/related-task"]["taskId"],
+                    task.as_str(),
+                    "{m}"
+                );
+                m["params"]["progress"].as_f64().unwrap()
+            })
+            .collect();
+        assert_eq!(
+            progress,
+            [1.0, 2.0, 3.0, 4.0],
+            "round {round}: every progress notification on B's tasks/result: {seen:#?}"
+        );
+        let finals: Vec<&Value> = seen
+            .iter()
+            .filter(|m| is_final_status(m) && m["params"]["taskId"] == task.as_str())
+            .collect();
+        assert_eq!(
+            finals.len(),
+            1,
+            "round {round}: the terminal status once, on the tasks/result stream: {seen:#?}"
+        );
+    }
+    // Nothing of the tasks waits on A's standalone stream: a GET there gets no copy.
+    let get = a.get(None).await;
+    assert_eq!(get.status, 200, "{get:?}");
+    let mut stream = get.sse();
+    let mut left = Vec::new();
+    while let Ok(Some(e)) = stream.next_within(Duration::from_millis(500)).await {
+        left.extend(e.message());
+    }
+    assert!(
+        left.iter()
+            .all(|m| m["method"] != "notifications/progress" && !is_final_status(m)),
+        "each message once: A's standalone stream holds {left:#?}"
+    );
+}

@@ -6,8 +6,9 @@
 use std::time::Duration;
 
 use mcp_tasks_store_postgres::{
-    MAX_RELAYED_BYTES, MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_OWNER_BYTES, MAX_RELAYED_TOTAL_BYTES,
-    PgStore, RELAYED_TTL, RelayError, RelayLimits, SessionEnded, SessionRow,
+    MAX_PENDING_REQUESTS_PER_SESSION, MAX_RELAYED_BYTES, MAX_RELAYED_MESSAGE_BYTES,
+    MAX_RELAYED_OWNER_BYTES, MAX_RELAYED_TOTAL_BYTES, PENDING_REQUEST_TTL, PgStore, RELAYED_TTL,
+    RelayError, RelayLimits, SessionEnded, SessionRow,
 };
 
 use crate::common::{TestDb, two_listening_directories};
@@ -214,4 +215,102 @@ async fn one_owner_flooding_the_table_leaves_room_for_the_others() {
             message: answer
         }
     );
+}
+
+async fn pending_requests(db: &TestDb, session: &str) -> Vec<i64> {
+    let c = db.client().await;
+    c.query(
+        "SELECT request_id FROM mcp_tasks.session_requests WHERE session = $1 \
+         ORDER BY request_id",
+        &[&session],
+    )
+    .await
+    .unwrap()
+    .iter()
+    .map(|r| r.get(0))
+    .collect()
+}
+
+/// Issue 28: only an answer to a request some replica's copy of the session recorded as
+/// pending is relayed, small (in the notification) or large (through the table): one to
+/// an id pending nowhere is refused with `Ok(false)`, nothing notified or stored; one to a
+/// pending id is relayed once and ends its pending state (a second answer to it is
+/// dropped). A request answered where it was sent, or cancelled, is no longer pending;
+/// the rows of a session are at most 128 (the newest kept) and go with the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn only_answers_to_pending_requests_are_relayed() {
+    assert_eq!(MAX_PENDING_REQUESTS_PER_SESSION, 128);
+    assert_eq!(PENDING_REQUEST_TTL, Duration::from_secs(3600));
+    let db = TestDb::new().await;
+    let url = db.url("pool=2");
+    let (a, b, mut rx) = two_listening_directories(&url).await;
+    let row = SessionRow::new(
+        "s1".into(),
+        None,
+        "ip:x".into(),
+        b"{}".to_vec(),
+        i64::MAX / 2,
+    );
+    a.insert(&row, 100).await.expect("session recorded");
+    let small = message(100);
+    let large = message(200_000);
+    for (id, msg) in [(7, &small), (8, &large)] {
+        assert!(
+            !b.relay_answer("s1", id, msg).await.expect("no failure"),
+            "{id} is pending nowhere"
+        );
+    }
+    assert_eq!(rows(&db).await, (0, 0), "nothing stored");
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), rx.recv())
+            .await
+            .is_err(),
+        "nothing relayed"
+    );
+    a.request_sent("s1", 7).await.unwrap();
+    a.request_sent("s1", 8).await.unwrap();
+    a.request_sent("s1", 9).await.unwrap();
+    // A session the table does not hold records nothing.
+    a.request_sent("gone", 1).await.unwrap();
+    assert_eq!(pending_requests(&db, "gone").await, Vec::<i64>::new());
+    assert_eq!(pending_requests(&db, "s1").await, [7, 8, 9]);
+    for (id, msg) in [(7, &small), (8, &large)] {
+        assert!(
+            b.relay_answer("s1", id, msg).await.expect("relayed"),
+            "{id} is pending"
+        );
+        let got = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .expect("the answer arrives")
+            .unwrap();
+        assert_eq!(
+            got,
+            SessionEnded::Message {
+                session: "s1".to_owned(),
+                message: msg.clone()
+            }
+        );
+        assert!(
+            !b.relay_answer("s1", id, msg).await.unwrap(),
+            "{id} was answered: no longer pending"
+        );
+    }
+    assert_eq!(rows(&db).await.0, 1, "the large answer stored once");
+    // Another session's id is not this one's.
+    a.request_sent("s1", 10).await.unwrap();
+    assert!(!b.relay_answer("s2", 10, &small).await.unwrap());
+    // Answered where it was sent (or cancelled): done.
+    a.request_done("s1", 9).await.unwrap();
+    assert_eq!(pending_requests(&db, "s1").await, [10]);
+    // At most 128 per session, the newest kept.
+    for id in 100..100 + 130 {
+        a.request_sent("s1", id).await.unwrap();
+    }
+    let kept = pending_requests(&db, "s1").await;
+    assert_eq!(kept.len(), MAX_PENDING_REQUESTS_PER_SESSION, "{kept:?}");
+    assert_eq!(kept.last(), Some(&229));
+    assert!(!kept.contains(&100) && !kept.contains(&10), "{kept:?}");
+    // The session ends: its rows go.
+    a.remove("s1").await.unwrap();
+    assert_eq!(pending_requests(&db, "s1").await, Vec::<i64>::new());
 }

@@ -442,6 +442,11 @@ impl Drop for WaitGuard<'_> {
     }
 }
 
+/// The task id of a `tasks/result` request.
+fn task_of_result(req: &mcp_tasks_proto::Request) -> Option<&str> {
+    req.params.as_ref()?.get("taskId")?.as_str()
+}
+
 /// Deliver request `req` to the session's peer and wait for how to answer it.
 ///
 /// Spec: "If the input is a JSON-RPC request, the server MUST either return
@@ -488,6 +493,13 @@ pub(super) async fn answer(
             None
         }
     };
+    // A tasks/result on a stream of a shared session carries its task's notifications,
+    // wherever the task runs.
+    if mode != ReplyMode::Json
+        && let Some(task) = tag.as_ref().and_then(|_| task_of_result(&req))
+    {
+        session.follow_task(task, &id);
+    }
     if let Some(n) = stream {
         session
             .peer

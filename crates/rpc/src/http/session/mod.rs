@@ -66,6 +66,10 @@ pub(crate) struct State {
     /// stream whose last message was an error response (it counts only results as the
     /// response), often after its next request acknowledged, and so dropped, the stream.
     ended: VecDeque<u64>,
+    /// With shared sessions: the `tasks/result` requests of this copy that carry a task's
+    /// notifications relayed by the replica running it, by task id ([`listener`]; at most
+    /// [`listener::MAX_FOLLOWED`]).
+    pub(crate) follows: HashMap<String, listener::Follow>,
 }
 
 /// How many ended streams a session remembers (8 bytes each).
@@ -130,6 +134,11 @@ pub(crate) struct HttpSession {
     relay: std::sync::OnceLock<listener::Relay>,
     /// With shared sessions: the replica that last said it holds the session's GET.
     listener: Mutex<Option<Arc<str>>>,
+    /// With shared sessions: the replicas that last said they serve a `tasks/result` of a
+    /// task, oldest first (at most [`listener::MAX_FOLLOWED`]).
+    followed: Mutex<VecDeque<(String, Arc<str>)>>,
+    /// This session (for the timers it starts).
+    this: std::sync::Weak<HttpSession>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(HttpSession, |s| { principal: s.principal });
@@ -183,7 +192,7 @@ impl HttpSession {
         let meter = Meter::new(global_bytes);
         let mut streams = HashMap::new();
         streams.insert(STANDALONE, StreamBuf::new(STANDALONE, None, now, &meter));
-        Arc::new(Self {
+        Arc::new_cyclic(|this| Self {
             id,
             principal,
             peer,
@@ -194,6 +203,7 @@ impl HttpSession {
                 next_stream: 1,
                 meter,
                 ended: VecDeque::new(),
+                follows: HashMap::new(),
             }),
             last_seen: Mutex::new(now),
             initialized: AtomicBool::new(false),
@@ -202,6 +212,8 @@ impl HttpSession {
             stored_until: AtomicI64::new(i64::MIN),
             relay: std::sync::OnceLock::new(),
             listener: Mutex::new(None),
+            followed: Mutex::new(VecDeque::new()),
+            this: this.clone(),
         })
     }
 
@@ -297,6 +309,7 @@ impl HttpSession {
         let mut st = self.state.lock();
         st.pending.clear();
         st.streams.clear();
+        st.follows.clear();
     }
 
     /// Drain the peer's outgoing messages onto streams until the session ends.
@@ -307,6 +320,7 @@ impl HttpSession {
                 () = self.ended.cancelled() => None,
             };
             let Some(out) = next else { break };
+            self.outgoing(&out).await;
             self.route(out);
         }
     }
@@ -329,6 +343,23 @@ impl HttpSession {
 
     fn route_locked(&self, st: &mut State, out: Outbound) {
         let limits = self.limits.buffer;
+        let Outbound { message, route } = out;
+        let id = match route {
+            Route::Standalone => {
+                self.to_standalone(&mut st.streams, &message);
+                return;
+            }
+            Route::Request(id) => id,
+        };
+        let reply = is_reply_to(&message, &id);
+        let message = if reply && !st.follows.is_empty() {
+            match self.hold_reply(st, &id, message) {
+                Some(m) => m,
+                None => return,
+            }
+        } else {
+            message
+        };
         let State {
             pending,
             streams,
@@ -336,15 +367,6 @@ impl HttpSession {
             meter,
             ..
         } = st;
-        let Outbound { message, route } = out;
-        let id = match route {
-            Route::Standalone => {
-                self.to_standalone(streams, &message);
-                return;
-            }
-            Route::Request(id) => id,
-        };
-        let reply = is_reply_to(&message, &id);
         match pending.remove(&id) {
             Some(Pending::Waiting { tx, upgrade, tag }) => {
                 if reply {

@@ -132,6 +132,39 @@ pub trait SessionDirectory: Send + Sync + 'static {
         let _ = (session, message);
         Ok(())
     }
+
+    /// The copy of `session` on this replica sends request `id` to the client: record it
+    /// as pending until [`Self::request_done`] (bounded per session by the directory), so
+    /// that the client's answer reaching another replica is relayed
+    /// ([`Self::relay_answer`]). Awaited before the request goes out.
+    async fn request_sent(&self, session: &str, id: i64) -> Result<(), String> {
+        let _ = (session, id);
+        Ok(())
+    }
+
+    /// Request `id` of `session` is no longer pending: answered on this replica, or
+    /// cancelled.
+    async fn request_done(&self, session: &str, id: i64) -> Result<(), String> {
+        let _ = (session, id);
+        Ok(())
+    }
+
+    /// As [`Self::relay`] for `message`, the client's answer to request `id` of
+    /// `session`, which this replica did not send: passed on only when a replica's copy of
+    /// the session recorded it pending ([`Self::request_sent`]), which it then no longer
+    /// is. `Ok(false)`: pending nowhere, nothing passed on. The default relays it.
+    ///
+    /// # Errors
+    /// As [`Self::relay`].
+    async fn relay_answer(
+        &self,
+        session: &str,
+        id: i64,
+        message: &Value,
+    ) -> Result<bool, RelayFailure> {
+        let _ = id;
+        self.relay(session, message).await.map(|()| true)
+    }
 }
 
 /// Milliseconds since the Unix epoch.
@@ -157,6 +190,7 @@ impl Shared {
         let dir = self.config.sessions.as_ref()?;
         let relay = self.relay.get_or_init(|| {
             let (tx, rx) = tokio::sync::mpsc::channel(super::listener::RELAY_QUEUE);
+            let kept = Arc::clone(dir);
             let dir = Arc::clone(dir);
             tokio::spawn(super::listener::relay_all(rx, move |session, note| {
                 let dir = Arc::clone(&dir);
@@ -165,13 +199,14 @@ impl Shared {
                         let e = match e {
                             RelayFailure::Refused(why) | RelayFailure::Failed(why) => why,
                         };
-                        tracing::warn!(session = %session, error = %e, "could not pass a message of the session's standalone stream to another replica");
+                        tracing::warn!(session = %digest(&session), error = %e, "could not pass a message of the session's standalone stream to another replica");
                     }
                 }
             }));
             super::listener::Relay {
                 me: Arc::from(super::new_session_id()),
                 tx,
+                dir: kept,
             }
         });
         Some(relay.clone())
@@ -323,21 +358,48 @@ impl Shared {
         let Some(dir) = &self.config.sessions else {
             return Ok(());
         };
+        let answered = match message {
+            Message::Response(r) => Some(&r.id),
+            Message::Error(e) => e.id.as_ref(),
+            _ => None,
+        };
         let foreign = match message {
-            Message::Response(r) => answers_elsewhere(s, &r.id),
-            Message::Error(e) => e.id.as_ref().is_some_and(|i| answers_elsewhere(s, i)),
             Message::Notification(n) if n.method == methods::CANCELLED => {
                 cancelled_id(n.params.as_ref()).is_some_and(|i| !s.peer.is_inflight(&i))
             }
             _ => false,
         };
-        if !foreign {
+        let answer = match answered {
+            // Answered here: no longer pending for the other replicas.
+            Some(RequestId::Number(n)) if s.peer.pending().contains(&RequestId::Number(*n)) => {
+                let (dir, session, n) = (Arc::clone(dir), s.id.clone(), *n);
+                tokio::spawn(async move {
+                    if let Err(e) = dir.request_done(&session, n).await {
+                        tracing::debug!(session = %digest(&session), error = %e, "an answered request stays recorded until its session's sweep");
+                    }
+                });
+                return Ok(());
+            }
+            Some(RequestId::Number(n)) => Some(*n),
+            // A task's request (its id chosen by the task engine) is answered through the
+            // task store's mailbox wherever the task runs; any other id was sent by nobody.
+            _ => None,
+        };
+        if answer.is_none() && !foreign {
             return Ok(());
         }
         let Ok(value) = serde_json::from_str::<Value>(&message.to_json()) else {
             return Ok(());
         };
-        match dir.relay(&s.id, &value).await {
+        let relayed = match answer {
+            Some(n) => dir.relay_answer(&s.id, n, &value).await.map(|pending| {
+                if !pending {
+                    tracing::debug!(session = %digest(&s.id), id = n, "an answer to a request pending on no replica was dropped");
+                }
+            }),
+            None => dir.relay(&s.id, &value).await,
+        };
+        match relayed {
             Ok(()) => Ok(()),
             Err(RelayFailure::Refused(why)) => {
                 tracing::warn!(session = %digest(&s.id), reason = %why, "a message to relay to the other replicas was refused");
@@ -391,16 +453,6 @@ impl Shared {
             Err(e) => tracing::warn!(error = %e, "could not sweep the shared sessions"),
         }
     }
-}
-
-/// Whether an answer with `id` from the client of `s` may answer a request another
-/// replica's copy of the session sent: not one of this replica's, and numbered as a
-/// session's peer numbers its requests. Any other id is pending in no replica's peer: a
-/// task's request (its id chosen by the task engine) is answered through the task store's
-/// mailbox wherever the task runs, and an id nobody sent is dropped here (it is neither
-/// stored nor announced to the replicas).
-fn answers_elsewhere(s: &HttpSession, id: &RequestId) -> bool {
-    matches!(id, RequestId::Number(_)) && !s.peer.pending().contains(id)
 }
 
 /// The `requestId` of a `notifications/cancelled`'s params.

@@ -245,3 +245,146 @@ async fn ending_a_session_drops_its_streams_and_waiters() {
     assert!(s.state.lock().streams.is_empty());
     assert!(s.peer.is_closed());
 }
+
+/// A directory with nothing in it, for copies of shared sessions.
+struct NoDirectory;
+
+#[async_trait]
+impl super::shared::SessionDirectory for NoDirectory {
+    async fn insert(
+        &self,
+        _: &super::shared::SharedSession,
+        _: usize,
+    ) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+    async fn find(&self, _: &str, _: i64) -> Result<Option<super::shared::SharedSession>, String> {
+        Ok(None)
+    }
+    async fn touch(&self, _: &str, _: i64) -> Result<bool, String> {
+        Ok(true)
+    }
+    async fn remove(&self, _: &str) -> Result<(), String> {
+        Ok(())
+    }
+    async fn sweep(&self, _: i64) -> Result<Vec<String>, String> {
+        Ok(Vec::new())
+    }
+    async fn existing(&self, ids: &[String]) -> Result<Vec<String>, String> {
+        Ok(ids.to_vec())
+    }
+    fn on_ended(&self, _: super::shared::EndedCallback) {}
+}
+
+/// A copy of a shared session as replica `me`; the notes it relays.
+fn shared_copy(me: &str) -> (Arc<HttpSession>, mpsc::Receiver<(String, Value)>) {
+    let s = session();
+    let (tx, rx) = mpsc::channel(1024);
+    s.set_relay(listener::Relay {
+        me: Arc::from(me),
+        tx,
+        dir: Arc::new(NoDirectory),
+    });
+    (s, rx)
+}
+
+fn progress_of(task: &str, n: u64) -> Message {
+    Message::notification(
+        "notifications/progress",
+        Some(json!({"progressToken": "p", "progress": n,
+                    "_meta": {"io.modelcontextprotocol/related-task": {"taskId": task}}})),
+    )
+}
+
+fn status_of(task: &str, status: &str) -> Message {
+    Message::notification(
+        "notifications/tasks/status",
+        Some(json!({"taskId": task, "status": status})),
+    )
+}
+
+/// Replica A (running the tasks) follows where the `tasks/result` of at most
+/// `MAX_FOLLOWED` tasks is: past it the oldest is forgotten, and its notifications stay on
+/// A's standalone stream; those of a followed task go to the replica serving its
+/// `tasks/result`, once (moved, never copied), and its terminal status ends the following.
+#[tokio::test]
+async fn the_running_replica_follows_a_bounded_number_of_tasks_result_streams() {
+    let (a, mut notes) = shared_copy("A");
+    let n = listener::MAX_FOLLOWED + 6;
+    for i in 0..n {
+        let note = json!({"mcp-tasks.result": "B", "mcp-tasks.task": format!("t{i}")});
+        a.noted(&listener::Note::parse(&note).unwrap());
+    }
+    assert_eq!(a.followed.lock().len(), listener::MAX_FOLLOWED);
+    // The newest task: its messages go to B.
+    let newest = format!("t{}", n - 1);
+    for m in [progress_of(&newest, 1), status_of(&newest, "completed")] {
+        a.route(Outbound {
+            message: m,
+            route: Route::Standalone,
+        });
+    }
+    for expected in ["notifications/progress", "notifications/tasks/status"] {
+        let (_, note) = notes.try_recv().expect("relayed to B");
+        assert_eq!(note["mcp-tasks.to"], "B", "{note}");
+        assert_eq!(note["mcp-tasks.task"], newest.as_str(), "{note}");
+        assert_eq!(note["message"]["method"], expected, "{note}");
+    }
+    assert!(!text(&a, STANDALONE).contains(&newest));
+    // Its terminal status ended the following; the oldest was forgotten: both stay here.
+    for task in [newest.as_str(), "t0"] {
+        a.route(Outbound {
+            message: progress_of(task, 2),
+            route: Route::Standalone,
+        });
+        assert!(notes.try_recv().is_err(), "{task} is not relayed");
+    }
+    let t = text(&a, STANDALONE);
+    assert!(
+        t.contains(&format!(r#""taskId":"{newest}""#)) && t.contains(r#""taskId":"t0""#),
+        "{t}"
+    );
+}
+
+/// Replica B serves `tasks/result` of task T running on A: at most `MAX_FOLLOWED` such
+/// requests are announced; T's relayed progress goes on the request's stream, and its
+/// response waits there until T's relayed terminal status is on the stream.
+#[tokio::test]
+async fn the_serving_replica_holds_the_response_for_the_relayed_terminal_status() {
+    let (b, mut notes) = shared_copy("B");
+    let n = listener::MAX_FOLLOWED + 3;
+    let mut streams = Vec::new();
+    for i in 0..n {
+        let id = RequestId::Number(i64::try_from(i).unwrap() + 1);
+        let stream = HttpSession::new_request_stream(&mut b.state.lock(), id.clone(), None);
+        streams.push(stream);
+        b.follow_task(&format!("t{i}"), &id);
+    }
+    assert_eq!(b.state.lock().follows.len(), listener::MAX_FOLLOWED);
+    let mut announced = 0;
+    while let Ok((_, note)) = notes.try_recv() {
+        assert_eq!(note["mcp-tasks.result"], "B", "{note}");
+        announced += 1;
+    }
+    assert_eq!(announced, listener::MAX_FOLLOWED);
+    let relayed = |m: Message| {
+        json!({"mcp-tasks.to": "B", "mcp-tasks.task": "t0",
+                                      "message": serde_json::from_str::<Value>(&m.to_json()).unwrap()})
+    };
+    let note = relayed(progress_of("t0", 1));
+    b.noted(&listener::Note::parse(&note).unwrap());
+    b.route(Outbound {
+        message: Message::reply(RequestId::Number(1), Ok(json!({"content": []}))),
+        route: Route::Request(RequestId::Number(1)),
+    });
+    let t = text(&b, streams[0]);
+    assert!(t.contains("notifications/progress"), "{t}");
+    assert!(!t.contains(r#""content""#), "the response waits: {t}");
+    let note = relayed(status_of("t0", "completed"));
+    b.noted(&listener::Note::parse(&note).unwrap());
+    let t = text(&b, streams[0]);
+    let status = t.find("notifications/tasks/status").expect(&t);
+    let response = t.find(r#""content""#).expect(&t);
+    assert!(status < response, "{t}");
+    assert!(b.state.lock().streams[&streams[0]].is_finished());
+}

@@ -3,3 +3,4 @@
 
 mod in_process;
 mod receiver;
+mod version_retry;

@@ -115,8 +115,7 @@ not_run() { # $1: a client scenario
 }
 # Client scenarios known to fail, as KNOWN_FAILING.
 declare -A KNOWN_FAILING_CLIENT=(
-  [http-custom-headers]="the client does not mirror x-mcp-header arguments into Mcp-Param-* headers yet"
-  [http-invalid-tool-headers]="the client does not refuse tools whose x-mcp-header annotations are invalid yet"
+  # [scenario]="reason"
 )
 for version in 2025-11-25 2026-07-28; do
   group="client-$version"

@@ -18,6 +18,8 @@
 //! requested schema's defaults and sampling with a fixed text. Two scenarios ask for
 //! something else: `json-schema-2020-12-preservation` (the focal tool's `inputSchema` is
 //! sent back, verbatim, to the echo tool) and `tools_call` (`add_numbers` with 5 and 3).
+//! When the suite gives the calls to make (`toolCalls` in the JSON of
+//! `MCP_CONFORMANCE_CONTEXT`: `[{name, arguments}]`), those are made instead, in order.
 //! Exit status 1 when the client cannot connect; a call that fails is reported on stderr
 //! (some scenarios expect the client to refuse a tool).
 
@@ -133,6 +135,24 @@ async fn browse(client: &Client) {
     }
 }
 
+/// The calls the suite asks for (`toolCalls` of its context), if any.
+fn given_calls(context: Option<&str>) -> Option<Vec<(String, Value)>> {
+    let context: Value = serde_json::from_str(context?).ok()?;
+    let calls = context.get("toolCalls")?.as_array()?;
+    Some(
+        calls
+            .iter()
+            .filter_map(|c| {
+                let name = c.get("name")?.as_str()?.to_owned();
+                Some((
+                    name,
+                    c.get("arguments").cloned().unwrap_or_else(|| json!({})),
+                ))
+            })
+            .collect(),
+    )
+}
+
 /// Play `scenario` against the server at `url`.
 async fn play(scenario: &str, version: &str, url: &str) -> Result<(), String> {
     // Dated revisions compare as text: 2025-11-25 and before are spoken through `initialize`.
@@ -163,7 +183,20 @@ async fn play(scenario: &str, version: &str, url: &str) -> Result<(), String> {
             return Err(format!("tools/list: {e}"));
         }
     };
-    if !matches!(scenario, "initialize" | "json-schema-ref-no-deref") {
+    let context = std::env::var("MCP_CONFORMANCE_CONTEXT").ok();
+    if let Some(calls) = given_calls(context.as_deref()) {
+        for (name, args) in calls {
+            // A tool the client refused from the listing is not called.
+            if !tools.iter().any(|t| t.name == name) {
+                eprintln!("{name}: not listed (refused), not called");
+                continue;
+            }
+            match client.call_tool(&name, args).await {
+                Ok(r) => eprintln!("{name}: {}", r.text()),
+                Err(e) => eprintln!("{name}: {e}"),
+            }
+        }
+    } else if !matches!(scenario, "initialize" | "json-schema-ref-no-deref") {
         // Every tool at once: a scenario may watch the calls overlap.
         let calls = tools.iter().filter_map(|tool| {
             let args = call_arguments(scenario, tool, &tools)?;

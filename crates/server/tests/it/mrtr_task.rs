@@ -294,3 +294,36 @@ async fn in_2025_11_25_the_task_asks_every_question_itself() {
     assert_eq!(text_of(&r["result"]), "Di likes blue", "{r}");
     assert_eq!(started.load(Ordering::SeqCst), 1);
 }
+
+/// `start_task` in an `optional` tool under `task_after`: the call becomes a task at once,
+/// long before `task_after` (here an hour), and finishes as one.
+#[tokio::test]
+async fn an_optional_tool_that_starts_its_task_is_promoted_at_once() {
+    let later = Tool::new(
+        "later",
+        "Becomes a task, then answers.",
+        json!({"type": "object"}),
+        |_args: Value, cx| async move {
+            cx.start_task().await?;
+            Ok(CallToolResult::text("done as a task"))
+        },
+    )
+    .task_support(mcp_tasks_proto::mcp::TaskSupport::Optional);
+    let engine = TaskEngine::new(
+        Arc::new(MemoryStore::new()),
+        Policy::default(),
+        Arc::new(SystemClock),
+    );
+    let config = ServerConfig::default().with_task_after(Duration::from_secs(3600));
+    let server = Server::new(config, vec![later], Some(engine));
+    let (mut s, (reader, writer)) = Wire::pair();
+    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    let started = tokio::time::Instant::now();
+    let r = s
+        .ok_modern("tools/call", json!({"name": "later"}), ext())
+        .await;
+    let id = created(&r);
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let done = until(&mut s, &id, |t| t["status"] == "completed").await;
+    assert_eq!(text_of(&done["result"]), "done as a task", "{done}");
+}

@@ -4,11 +4,15 @@
 # suite's 2025-11-25 group (at the 2025-11-25 wire), its 2026-07-28 group (at the
 # 2026-07-28 wire) and the tasks extension (tasks-*, at the wire the suite gives it:
 # 2026-07-28). A scenario the suite
-# itself skips at that version counts as not applicable (n/a).
+# itself skips at that version counts as not applicable (n/a). Then the client scenarios:
+# the suite serves each one itself and runs the client driver
+# (crates/client/examples/conformance_client.rs) with its URL, at each of the two revisions
+# the scenario is tagged with (groups client-2025-11-25, client-2026-07-28).
 #
 #   interop/conformance/run.sh                    # build the example, run everything
 #   interop/conformance/run.sh 'tools-.*'         # only scenarios matching this regex
 #   CONFORMANCE_BIN=/path/to/conformance interop/conformance/run.sh
+#   (the client driver: CONFORMANCE_CLIENT_BIN, else conformance_client beside CONFORMANCE_BIN)
 #
 # Prints a table (group, scenario, result); per-scenario logs and results.tsv go to
 # target/conformance/. Exits non-zero when any scenario fails.
@@ -25,6 +29,11 @@ suite=("$node" "$here/node_modules/@modelcontextprotocol/conformance/dist/index.
 if [ -z "${CONFORMANCE_BIN:-}" ]; then
   (cd "$repo" && cargo build -q -p mcp-tasks-sdk --example conformance)
   CONFORMANCE_BIN="$repo/target/debug/examples/conformance"
+fi
+if [ -z "${CONFORMANCE_CLIENT_BIN:-}" ]; then
+  CONFORMANCE_CLIENT_BIN="$(dirname "$CONFORMANCE_BIN")/conformance_client"
+  [ -x "$CONFORMANCE_CLIENT_BIN" ] ||
+    (cd "$repo" && cargo build -q -p mcp-tasks-client --example conformance_client)
 fi
 
 rm -rf "$out"
@@ -61,7 +70,7 @@ scenarios_of() { # $1: a tag (a spec version, or "tasks" for the extension's tas
 # A known one that passes is reported "pass (drop it from KNOWN_FAILING)" and fails the
 # run, so that the list cannot go stale.
 declare -A KNOWN_FAILING=(
-  [tasks-mrtr-composition]="input rounds before a task is created: not built yet (issue 31)"
+  # [scenario]="reason"
 )
 
 failed=0
@@ -94,10 +103,55 @@ for group in 2025-11-25 2026-07-28 tasks; do
   done
 done
 
-while IFS=$'\t' read -r g s r; do printf '%-11s %-46s %s\n' "$g" "$s" "$r"; done <"$out/results.tsv"
+# The client scenarios, "  - tools_call [2025-06-18,2025-11-25,2026-07-28]".
+client_listing="$("${suite[@]}" list --client)"
+# Client scenarios not played, each with its reason (docs/conformance.md): reported as
+# "not run" without failing the run.
+not_run() { # $1: a client scenario
+  case "$1" in
+    auth/*) echo "the client sends a bearer token it is given; it runs no OAuth flow" ;;
+    sep-2640-*) echo "skills extension (SEP-2640): the client has no skills support" ;;
+  esac
+}
+# Client scenarios known to fail, as KNOWN_FAILING.
+declare -A KNOWN_FAILING_CLIENT=(
+  # [scenario]="reason"
+)
+for version in 2025-11-25 2026-07-28; do
+  group="client-$version"
+  sed -n 's/^  - \([^ ]*\) \[\(.*\)\]$/\1 \2/p' <<<"$client_listing" | while read -r name tags; do
+    if [[ ",$tags," == *",$version,"* ]]; then echo "$name"; fi
+  done >"$out/client-$version.txt"
+  while read -r scenario; do
+    [[ "$scenario" =~ ^($filter)$ ]] || continue
+    reason="$(not_run "$scenario")"
+    if [ -n "$reason" ]; then
+      printf '%s\t%s\t%s\n' "$group" "$scenario" "not run: $reason" >>"$out/results.tsv"
+      continue
+    fi
+    log="$out/logs/$group-${scenario//\//-}.log"
+    if "${suite[@]}" client --command "$CONFORMANCE_CLIENT_BIN" --scenario "$scenario" \
+      --spec-version "$version" --timeout 30000 >"$log" 2>&1; then
+      if [ -n "${KNOWN_FAILING_CLIENT[$scenario]:-}" ]; then
+        result="pass (drop it from KNOWN_FAILING_CLIENT)"
+        failed=$((failed + 1))
+      else
+        result="pass"
+      fi
+    elif [ -n "${KNOWN_FAILING_CLIENT[$scenario]:-}" ]; then
+      result="known FAIL: ${KNOWN_FAILING_CLIENT[$scenario]}"
+    else
+      result="FAIL"
+      failed=$((failed + 1))
+    fi
+    printf '%s\t%s\t%s\n' "$group" "$scenario" "$result" >>"$out/results.tsv"
+  done <"$out/client-$version.txt"
+done
+
+while IFS=$'\t' read -r g s r; do printf '%-17s %-46s %s\n' "$g" "$s" "$r"; done <"$out/results.tsv"
 echo
 if [ "$failed" -gt 0 ]; then
   echo "conformance: $failed scenario(s) failed; logs in $out/logs/" >&2
   exit 1
 fi
-echo "conformance: every scenario passed (or is not applicable), but for ${#KNOWN_FAILING[@]} known failure(s) listed above"
+echo "conformance: every scenario passed (or is not applicable, or not run), but for $((${#KNOWN_FAILING[@]} + ${#KNOWN_FAILING_CLIENT[@]})) known failure(s) listed above"

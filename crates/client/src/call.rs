@@ -178,14 +178,32 @@ impl Client {
     ) -> Result<Started, ClientError> {
         let mut params = call_params(name, arguments, None, options);
         let mut rounds = 0;
+        let mut relisted = false;
         loop {
-            let v = self
+            let sent = self
                 .send(
                     methods::TOOLS_CALL,
                     Some(params.clone()),
                     self.inner.call_timeout,
                 )
-                .await?;
+                .await;
+            let v = match sent {
+                // Spec (streamable HTTP): "If the server rejects a request with a
+                // `HeaderMismatch` error because required `Mcp-Param-*` headers are
+                // missing or do not match the body, the client SHOULD call `tools/list`
+                // to check for changes to the tool's `inputSchema`, then retry the
+                // original request with the appropriate headers." Once.
+                Err(ClientError::Rpc { error, .. })
+                    if error.code == mcp_tasks_proto::modern::codes::HEADER_MISMATCH
+                        && !relisted
+                        && self.is_http() =>
+                {
+                    relisted = true;
+                    self.list_tools().await?;
+                    continue;
+                }
+                sent => sent?,
+            };
             match ResultType::of(&v) {
                 ResultType::Complete => return Ok(Started::Result(CallToolResult(v))),
                 ResultType::Task => {

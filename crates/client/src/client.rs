@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use mcp_tasks_proto::mcp::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, Task, Tool};
 use mcp_tasks_proto::modern as wire;
+use mcp_tasks_proto::modern::param_headers;
 use mcp_tasks_proto::{Notification, methods};
 use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
 use mcp_tasks_rpc::{Peer, stdio};
@@ -675,9 +676,59 @@ impl Client {
                 _ => break,
             }
         }
-        let tools = Arc::new(tools);
+        let tools = Arc::new(self.keep_valid_param_headers(tools));
         *self.inner.tools.lock() = Some(Arc::clone(&tools));
         Ok(tools)
+    }
+
+    /// Whether the client speaks Streamable HTTP.
+    pub(crate) fn is_http(&self) -> bool {
+        matches!(&*self.inner.transport.lock(), Some(Transport::Http(_)))
+    }
+
+    /// 2026-07-28 over HTTP: `tools` without those whose `x-mcp-header` annotations are
+    /// invalid (a warning names each, with the reason), and the transport told the
+    /// annotations of the others, which it mirrors into `Mcp-Param-{Name}` headers.
+    ///
+    /// Spec (streamable HTTP): "Clients using the Streamable HTTP transport **MUST**
+    /// reject tool definitions where any `x-mcp-header` value violates these constraints.
+    /// Rejection means the client **MUST** exclude the invalid tool from the result of
+    /// `tools/list`. Clients **SHOULD** log a warning when rejecting a tool definition,
+    /// including the tool name and the reason for rejection." Other transports and
+    /// 2025-11-25 keep every tool ("Clients using other transports (e.g., stdio) **MAY**
+    /// ignore `x-mcp-header` annotations entirely").
+    fn keep_valid_param_headers(&self, tools: Vec<Tool>) -> Vec<Tool> {
+        if !self.is_modern() {
+            return tools;
+        }
+        let transport = self.inner.transport.lock();
+        let Some(Transport::Http(http)) = &*transport else {
+            return tools;
+        };
+        let mut table = mcp_tasks_rpc::http_client::ParamHeaderTable::new();
+        let kept = tools
+            .into_iter()
+            .filter(
+                |tool| match param_headers::annotations(&tool.input_schema) {
+                    Ok(annotated) => {
+                        if !annotated.is_empty() {
+                            table.insert(tool.name.clone(), annotated);
+                        }
+                        true
+                    }
+                    Err(reason) => {
+                        tracing::warn!(
+                            tool = %mcp_tasks_proto::logged::capped(&tool.name),
+                            %reason,
+                            "tools/list: tool excluded, its x-mcp-header annotations are invalid"
+                        );
+                        false
+                    }
+                },
+            )
+            .collect();
+        http.set_param_headers(table);
+        kept
     }
 
     /// The tool called `name` (from the kept list; listed afresh when it is not there).

@@ -77,10 +77,40 @@ pub(crate) use mcp_tasks_proto::meta::stamp;
 /// not a recognized modern JSON-RPC error, fall back to `initialize`"; a 4xx without such
 /// a body arrives here as a transport error with its status.
 ///
+/// An `UnsupportedProtocolVersionError` whose `supported` list names a modern version this
+/// client speaks is answered by probing again, once, with that version: "Use one of the
+/// versions in its advertised `supported` list" (a second refusal is the error).
+///
 /// # Errors
 /// A modern server refusing the probe (no mutually supported version, a header or
 /// capability error), or a transport that cannot reach the server at all.
 pub(crate) async fn probe(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, ClientError> {
+    match probe_once(rpc, config).await {
+        Err(ClientError::Rpc { error, .. })
+            if error.code == modern::codes::UNSUPPORTED_PROTOCOL_VERSION
+                && refused_versions(&error)
+                    .iter()
+                    .any(|v| is_modern_version(v)) =>
+        {
+            tracing::debug!("server/discover refused our version, which it lists: probing again");
+            probe_once(rpc, config).await
+        }
+        other => other,
+    }
+}
+
+/// The `supported` list of an `UnsupportedProtocolVersionError`.
+fn refused_versions(error: &ErrorObject) -> Vec<String> {
+    error
+        .data
+        .clone()
+        .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok())
+        .map(|d| d.supported)
+        .unwrap_or_default()
+}
+
+/// One `server/discover`, and what its answer says.
+async fn probe_once(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, ClientError> {
     let params = stamp(&request_meta(config), None);
     let answer = rpc
         .request(
@@ -124,11 +154,7 @@ pub(crate) async fn probe(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, Cli
 /// revision we speak and no modern one.
 fn refused_probe(error: ErrorObject) -> Result<Probe, ClientError> {
     if error.code == modern::codes::UNSUPPORTED_PROTOCOL_VERSION {
-        let data = error
-            .data
-            .clone()
-            .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok());
-        let versions = data.map(|d| d.supported).unwrap_or_default();
+        let versions = refused_versions(&error);
         if !versions.iter().any(|v| is_modern_version(v))
             && versions.iter().any(|v| is_legacy_version(v))
         {

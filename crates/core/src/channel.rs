@@ -26,6 +26,17 @@ pub trait RequestorChannel: Send + Sync {
     }
     /// Send a notification (best effort: a gone peer is not an error).
     async fn notify(&self, method: &str, params: Value);
+    /// The handler asks to go on as a task: a channel of a call that can still become one
+    /// (a 2026-07-28 call gathering input before its task, an `optional` tool under
+    /// `task_after`) creates the task, durably, and returns once the handler runs as its
+    /// work. The default does nothing: the call already is a task, or cannot become one
+    /// (it goes on as it is).
+    ///
+    /// # Errors
+    /// The call ended before its task could be created.
+    async fn start_task(&self) -> Result<(), ErrorObject> {
+        Ok(())
+    }
 }
 
 /// A stream on which a `tasks/result` call can carry requests to the requestor.

@@ -28,6 +28,11 @@
 //! arguments and answers: the same questions, by method, in the same order), and what it
 //! does before a question may run again: keep side effects after the last question, or
 //! make them idempotent. A task's handler runs once.
+//!
+//! **Input first, then a task.** A tool built with [`Tool::task_after_input`] always runs
+//! as a task, but asks its questions before [`ToolContext::start_task`] synchronously (in
+//! 2026-07-28: the `input_required` rounds above, so the same re-run rule applies to what
+//! comes before `start_task`); the handler then goes on as the task's work.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -85,6 +90,9 @@ pub struct Tool {
     validator: Option<Arc<ArgsValidator>>,
     /// Checks results against the schema [`Tool::output_schema`] set.
     output: Option<Arc<OutputCheck>>,
+    /// [`Tool::task_after_input`]: questions before [`ToolContext::start_task`] are asked
+    /// before the task exists.
+    input_first: bool,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(Tool, |s| {
@@ -127,7 +135,37 @@ impl Tool {
             handler,
             validator: Some(Arc::new(ArgsValidator::default())),
             output: None,
+            input_first: false,
         }
+    }
+
+    /// Always run as a task (`execution.taskSupport: "required"`), but gather input
+    /// first, before the task exists: in a 2026-07-28 call (client with the tasks
+    /// extension) the handler starts as a direct call, its questions
+    /// ([`ToolContext::ask`], [`ToolContext::elicit`], ...) are answered by multi
+    /// round-trip rounds (`InputRequiredResult`, retried with `inputResponses` and the
+    /// signed `requestState`, re-run on another replica as for any direct call), and the
+    /// task is created when it calls [`ToolContext::start_task`] (or, at the latest, when
+    /// it finishes): that round's answer is the `CreateTaskResult`, and from then on the
+    /// running handler is the task's work (its later questions are the task's
+    /// `inputRequests`). In 2025-11-25 a required tool is called as a task from the start:
+    /// every question goes to the client through the task (`input_required`, relayed on
+    /// `tasks/result`) and `start_task` does nothing.
+    ///
+    /// Spec (SEP-2663): "Server implementations that use multi round-trip requests in
+    /// conjunction with task creation (for example, a tool that requires elicitation over
+    /// `InputRequiredResult` before creating a task) **SHOULD** resolve all MRTR exchanges
+    /// _synchronously_ before responding with a `CreateTaskResult`."
+    #[must_use]
+    pub fn task_after_input(mut self) -> Self {
+        self.task_support = Some(TaskSupport::Required);
+        self.input_first = true;
+        self
+    }
+
+    /// Whether [`Tool::task_after_input`] is set (and the tool still `required`).
+    pub fn gathers_input_before_task(&self) -> bool {
+        self.input_first && self.task_support == Some(TaskSupport::Required)
     }
 
     /// Set `execution.taskSupport`.
@@ -422,6 +460,20 @@ impl ToolContext {
         self.channel
             .request(methods::SAMPLING_CREATE_MESSAGE, params)
             .await
+    }
+
+    /// Go on as a task, when the call can still become one: for a tool built with
+    /// [`Tool::task_after_input`] in a 2026-07-28 call, this ends the synchronous input
+    /// rounds (the answers gathered so far are the handler's own) and creates the task;
+    /// the `CreateTaskResult` is the reply, and the handler goes on as the task's work.
+    /// An `optional` tool under [`crate::ServerConfig::with_task_after`] becomes a task at
+    /// once. Anywhere else (already a task, or a call that cannot become one) it does
+    /// nothing.
+    ///
+    /// # Errors
+    /// The call ended before its task could be created.
+    pub async fn start_task(&self) -> Result<(), ErrorObject> {
+        self.channel.start_task().await
     }
 
     /// Ask the client `method` with `params` under the name `key`, and wait for the

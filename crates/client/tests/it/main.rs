@@ -2,4 +2,6 @@
 #![allow(missing_docs)]
 
 mod in_process;
+mod param_headers;
 mod receiver;
+mod version_retry;

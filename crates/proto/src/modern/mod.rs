@@ -9,6 +9,7 @@
 //! Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
 //! fields in `_meta`; fields marked as required MUST be included on every request."
 
+pub mod param_headers;
 mod parse;
 pub mod tasks;
 mod wire_error;

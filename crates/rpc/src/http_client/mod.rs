@@ -118,7 +118,15 @@ struct State {
     /// 2026-07-28: the requests whose POST is in flight, by id; firing one's token drops
     /// its POST (the cancellation of that request, see `streams::drive`).
     in_flight: Mutex<std::collections::HashMap<mcp_tasks_proto::RequestId, CancellationToken>>,
+    /// 2026-07-28: the `x-mcp-header` parameters of each tool, by name
+    /// ([`HttpClientTransport::set_param_headers`]), mirrored into `Mcp-Param-{Name}`
+    /// headers of its `tools/call`.
+    param_headers: Mutex<ParamHeaderTable>,
 }
+
+/// The `x-mcp-header` parameters of each tool, by tool name.
+pub type ParamHeaderTable =
+    std::collections::HashMap<String, Vec<mcp_tasks_proto::modern::param_headers::ParamHeader>>;
 
 /// A running Streamable HTTP client transport. Dropping it stops it (and, best effort,
 /// ends the session with DELETE); [`Self::close`] does so and waits.
@@ -183,6 +191,7 @@ impl HttpClientTransport {
             resumptions: AtomicU64::new(0),
             next_internal_id: AtomicU64::new(1),
             in_flight: Mutex::new(std::collections::HashMap::new()),
+            param_headers: Mutex::new(ParamHeaderTable::new()),
         });
         if resuming {
             state.start_standalone();
@@ -226,6 +235,18 @@ impl HttpClientTransport {
     /// How many times an SSE stream was resumed with `Last-Event-ID`.
     pub fn resumptions(&self) -> u64 {
         self.state.resumptions.load(Ordering::Relaxed)
+    }
+
+    /// The `x-mcp-header` parameters of the server's tools (the valid ones of its last
+    /// `tools/list`), replacing those known: a 2026-07-28 `tools/call` of one of them
+    /// carries a `Mcp-Param-{Name}` header for each of its arguments so annotated.
+    ///
+    /// Spec (streamable HTTP, "Client Behavior"): "Inspect the tool's `inputSchema` for
+    /// properties marked with `x-mcp-header` and extract the value at each annotated
+    /// property's exact property path ... Encode the values according to the Value
+    /// Encoding rules ... Append a `Mcp-Param-{Name}: {Value}` header to the request."
+    pub fn set_param_headers(&self, table: ParamHeaderTable) {
+        *self.state.param_headers.lock() = table;
     }
 
     /// The state of the standalone GET stream, as it changes.

@@ -27,7 +27,10 @@ impl State {
             let mut s = self.session.lock();
             s.init_params = req.params.clone();
         }
-        let modern = self.config.modern.then(|| super::modern::headers(&req));
+        let modern = self
+            .config
+            .modern
+            .then(|| super::modern::headers(&req, &self.param_headers.lock()));
         let body = Message::Request(req).to_json();
         let mut retried = false;
         loop {

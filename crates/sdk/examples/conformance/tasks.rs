@@ -1,5 +1,6 @@
 //! The fixtures of the tasks extension's scenarios (`tasks-*`): a sync-only tool, tools
-//! that may run as tasks (slow, failing, asking for input) and one that always does.
+//! that may run as tasks (slow, failing, asking for input), ones that always do, and one
+//! that gathers its input by `input_required` rounds before its task (`test_tool_with_task`).
 
 use std::time::Duration;
 
@@ -133,8 +134,10 @@ pub(crate) fn tools() -> Vec<Tool> {
         .task_support(TaskSupport::Required),
         Tool::typed(
             "test_tool_with_task",
-            "Asks for a name, then greets in a task",
+            "Asks for a name (input rounds before the task), then greets in a task",
             |_: NoArgs, cx: ToolContext| async move {
+                // 2026-07-28: an `input_required` round of the call itself; 2025-11-25:
+                // the task's own question.
                 let answer = cx
                     .ask(
                         "user_name",
@@ -147,9 +150,14 @@ pub(crate) fn tools() -> Vec<Tool> {
                     )
                     .await?;
                 let name = answer.pointer("/content/name").and_then(Value::as_str);
-                Ok(format!("Hello, {}!", name.unwrap_or("friend")))
+                let greeting = format!("Hello, {}!", name.unwrap_or("friend"));
+                // The input is in: the rest runs as a task (the reply is its
+                // `CreateTaskResult`).
+                cx.start_task().await?;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                Ok(greeting)
             },
         )
-        .task_support(TaskSupport::Required),
+        .task_after_input(),
     ]
 }

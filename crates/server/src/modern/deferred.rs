@@ -67,6 +67,14 @@ impl RequestorChannel for Deferred {
         }
     }
 
+    /// Become a task now (promoted as if `task_after` had passed).
+    async fn start_task(&self) -> Result<(), ErrorObject> {
+        self.task_channel()
+            .await
+            .map(|_| ())
+            .ok_or_else(|| ErrorObject::internal("the call ended before it became a task"))
+    }
+
     async fn notify(&self, method: &str, params: Value) {
         let task = self.task.borrow().clone();
         match task {
@@ -80,7 +88,7 @@ impl RequestorChannel for Deferred {
 }
 
 /// Aborts the handler when dropped (the task ended another way, or the call went away).
-struct AbortOnDrop(tokio::task::AbortHandle);
+pub(super) struct AbortOnDrop(pub(super) tokio::task::AbortHandle);
 
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
@@ -153,10 +161,38 @@ pub(super) async fn call(
             return Err(ErrorObject::internal("the call was cancelled"));
         }
     }
+    let hand_over = Box::new(move |channel: Arc<dyn RequestorChannel>| {
+        deferred.task.send_replace(Some(channel));
+        Box::new(deferred) as Box<dyn Send>
+    });
+    adopt(session, engine, call.params, work, abort, cancel, hand_over).await
+}
+
+/// What a running handler is handed when its task starts: the task's channel. It returns
+/// what the task keeps alive while it runs.
+pub(super) type HandOver = Box<dyn FnOnce(Arc<dyn RequestorChannel>) -> Box<dyn Send> + Send>;
+
+/// Create, durably, the task that adopts the handler already running as `work` (aborted
+/// by `abort` when the task ends another way; stopped by `cancel`, its
+/// [`ToolContext::cancellation`], when the task is cancelled), and answer with its
+/// `CreateTaskResult`. When the engine runs the task, `hand_over` gives the handler the
+/// task's channel.
+///
+/// # Errors
+/// What the engine refused (limits, shutting down, store failure).
+pub(super) async fn adopt(
+    session: &Session,
+    engine: &TaskEngine,
+    params: Value,
+    work: tokio::task::JoinHandle<Result<Value, ErrorObject>>,
+    abort: AbortOnDrop,
+    cancel: CancellationToken,
+    hand_over: HandOver,
+) -> Result<Value, ErrorObject> {
     let spec = TaskSpec {
         requester: session.requester.clone(),
         method: methods::TOOLS_CALL.to_owned(),
-        params: call.params,
+        params,
         task_field: json!({}),
         origin: Arc::new(Unreachable),
         classify,
@@ -167,7 +203,7 @@ pub(super) async fn call(
             cancel: task_cancel,
             ..
         } = run;
-        deferred.task.send_replace(Some(channel));
+        let kept = hand_over(channel);
         let stop = CancelOnDrop {
             task: task_cancel.clone(),
             handler: cancel.clone(),
@@ -175,6 +211,7 @@ pub(super) async fn call(
         };
         Box::pin(async move {
             let _stop = stop;
+            let _kept = kept;
             tokio::select! {
                 r = work => joined(r),
                 () = task_cancel.cancelled() => {

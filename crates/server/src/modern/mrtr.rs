@@ -41,17 +41,18 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_core::RequestorChannel;
+use mcp_tasks_core::{RequestorChannel, TaskEngine};
 use mcp_tasks_proto::modern::{InputRequiredResult, RetryFields};
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
 use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, OnceCell, oneshot};
+use tokio::sync::{Notify, OnceCell, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use super::deferred::{AbortOnDrop, HandOver, adopt};
 use super::mrtr_state::{self as st, MAX_REQUEST_STATE_BYTES, Recorded, State};
 use super::tools::ToolCall;
 use crate::session::Session;
@@ -104,6 +105,12 @@ struct Call {
     current: Mutex<Option<RequestContext>>,
     work: Mutex<Option<tokio::task::JoinHandle<Result<Value, ErrorObject>>>>,
     cancel: CancellationToken,
+    /// [`crate::Tool::task_after_input`]: `None` when the call cannot become a task,
+    /// `Some(true)` once the handler asked to ([`ToolContext::start_task`]).
+    escalate: Mutex<Option<bool>>,
+    /// The task's channel, once the handler runs as a task's work: its questions and
+    /// notifications go there from then on.
+    task: watch::Sender<Option<Arc<dyn RequestorChannel>>>,
 }
 
 impl Call {
@@ -118,6 +125,8 @@ impl Call {
             current: Mutex::new(None),
             work: Mutex::new(None),
             cancel: CancellationToken::new(),
+            escalate: Mutex::new(None),
+            task: watch::channel(None).0,
         })
     }
 }
@@ -151,7 +160,33 @@ impl RequestorChannel for Asking {
         self.ask(Some(key), method, params).await
     }
 
+    async fn start_task(&self) -> Result<(), ErrorObject> {
+        let gone = || ErrorObject::internal("the call ended before its task was created");
+        let mut rx = {
+            let call = self.0.upgrade().ok_or_else(gone)?;
+            {
+                let mut escalate = call.escalate.lock();
+                match *escalate {
+                    // A call that cannot become a task goes on as it is.
+                    None => return Ok(()),
+                    Some(_) => *escalate = Some(true),
+                }
+            }
+            let rx = call.task.subscribe();
+            call.asked.notify_one();
+            rx
+        };
+        rx.wait_for(Option::is_some)
+            .await
+            .map(|_| ())
+            .map_err(|_| gone())
+    }
+
     async fn notify(&self, method: &str, params: Value) {
+        let task = self.0.upgrade().and_then(|call| call.task.borrow().clone());
+        if let Some(channel) = task {
+            return channel.notify(method, params).await;
+        }
         let cx = self
             .0
             .upgrade()
@@ -202,7 +237,17 @@ impl Asking {
                 call.answered.lock().insert(n, r);
                 return Ok(response);
             }
-            call.questions.lock().insert(
+            let mut questions = call.questions.lock();
+            // Once a task: the question is the task's (its `inputRequests`).
+            let task = call.task.borrow().clone();
+            if let Some(channel) = task {
+                drop(questions);
+                return match key {
+                    Some(key) => channel.request_keyed(key, method, params).await,
+                    None => channel.request(method, params).await,
+                };
+            }
+            questions.insert(
                 n,
                 Question {
                     key: key.map(str::to_owned),
@@ -211,6 +256,7 @@ impl Asking {
                     answer: tx,
                 },
             );
+            drop(questions);
             call.asked.notify_one();
             call.cancel.clone()
         };
@@ -351,13 +397,24 @@ impl Parked {
 /// bounds ([`Parked::park`]); one that does not fit is answered all the same, and its
 /// retry re-runs the handler.
 ///
+/// With `task` (a [`crate::Tool::task_after_input`] tool, for a client with the tasks
+/// extension) the call becomes a task of that engine when the handler calls
+/// [`ToolContext::start_task`] or finishes with a result: the running handler is adopted
+/// as the task's work and the reply is the `CreateTaskResult`, which carries no
+/// `requestState` (the input rounds end there). Spec (SEP-2663): "The MRTR phase ends
+/// when the server returns any non-`"input_required"` `resultType`, at which point its
+/// `inputRequests` keys are consumed. The task phase begins with `CreateTaskResult` and
+/// maintains _its own_ `inputRequests` keys independently."
+///
 /// # Errors
 /// The handler's JSON-RPC error; -32602 for a malformed retry, a `requestState` that
-/// fails verification or is over its bound, or answers that outgrow that bound.
+/// fails verification or is over its bound, or answers that outgrow that bound; what the
+/// engine refused when creating the task.
 pub(super) async fn call(
     session: &Session,
     cx: &RequestContext,
     req: ToolCall<'_>,
+    task: Option<&TaskEngine>,
 ) -> Result<Value, ErrorObject> {
     let retry = RetryFields::deserialize(&req.params)
         .map_err(|e| ErrorObject::invalid_params(format!("inputResponses/requestState: {e}")))?;
@@ -372,8 +429,13 @@ pub(super) async fn call(
     // A genuine state of another caller or call, or expired: the call starts afresh.
     .filter(|s| s.binding == binding && s.expires_ms > st::now_ms());
     let responses = retry.input_responses.unwrap_or_default();
+    // The task's params: the call's own, without this hop's MRTR fields.
+    let task_params = task.map(|_| without_retry_fields(req.params.clone()));
     let fresh = |req, script| {
         let (call, held) = start(req, script);
+        if task.is_some() {
+            *call.escalate.lock() = Some(false);
+        }
         let parking = Parking {
             owner: who.quota_key(),
             binding: binding.clone(),
@@ -403,10 +465,24 @@ pub(super) async fn call(
         return Err(ErrorObject::internal("the call is already being served"));
     };
     loop {
+        let escalating = *call.escalate.lock() == Some(true);
+        if let (Some(engine), Some(params), true) = (task, &task_params, escalating) {
+            return escalate(session, engine, call, work, params.clone()).await;
+        }
         let waiting = !call.questions.lock().is_empty();
         tokio::select! {
             r = &mut work => {
-                return r.unwrap_or_else(|e| Err(ErrorObject::internal(format!("the tool failed: {e}"))));
+                let r = r.unwrap_or_else(|e| Err(ErrorObject::internal(format!("the tool failed: {e}"))));
+                return match (task, task_params, r) {
+                    // A result before `start_task`: the task is created all the same,
+                    // already done (a JSON-RPC error before it stays the call's error).
+                    (Some(engine), Some(params), Ok(result)) => {
+                        *call.current.lock() = None;
+                        let done = tokio::spawn(async move { Ok(result) });
+                        escalate(session, engine, call, done, params).await
+                    }
+                    (_, _, r) => r,
+                };
             }
             () = call.asked.notified(), if !waiting => continue,
             () = tokio::time::sleep(SETTLE), if waiting => {}
@@ -415,6 +491,9 @@ pub(super) async fn call(
                 work.abort();
                 return Err(ErrorObject::internal("the call was cancelled"));
             }
+        }
+        if *call.escalate.lock() == Some(true) {
+            continue;
         }
         // The handler waits for answers: hand the questions to the client.
         let (requests, asked, keys) = {
@@ -458,6 +537,48 @@ pub(super) async fn call(
         let result = InputRequiredResult::new(requests, Some(text));
         return serde_json::to_value(result).map_err(ErrorObject::internal);
     }
+}
+
+/// Create the task that adopts the call's running handler (`work`), durably, and answer
+/// with its `CreateTaskResult`. Questions the handler asked alongside
+/// [`ToolContext::start_task`] go to the task, as the task's own.
+async fn escalate(
+    session: &Session,
+    engine: &TaskEngine,
+    call: Arc<Call>,
+    work: tokio::task::JoinHandle<Result<Value, ErrorObject>>,
+    params: Value,
+) -> Result<Value, ErrorObject> {
+    *call.current.lock() = None;
+    let abort = AbortOnDrop(work.abort_handle());
+    let cancel = call.cancel.clone();
+    let hand_over: HandOver = Box::new(move |channel: Arc<dyn RequestorChannel>| {
+        let waiting = {
+            let mut questions = call.questions.lock();
+            call.task.send_replace(Some(Arc::clone(&channel)));
+            std::mem::take(&mut *questions)
+        };
+        for (n, q) in waiting {
+            let channel = Arc::clone(&channel);
+            tokio::spawn(async move {
+                let key = q.key.unwrap_or_else(|| format!("q{n}"));
+                let r = channel.request_keyed(&key, &q.method, q.params).await;
+                let _ = q.answer.send(r);
+            });
+        }
+        // The task keeps the call (and so the handler's channel) alive while it runs.
+        Box::new(call) as Box<dyn Send>
+    });
+    adopt(session, engine, params, work, abort, cancel, hand_over).await
+}
+
+/// `params` without the MRTR fields of this hop (`inputResponses`, `requestState`).
+fn without_retry_fields(mut params: Value) -> Value {
+    if let Some(obj) = params.as_object_mut() {
+        obj.remove("inputResponses");
+        obj.remove("requestState");
+    }
+    params
 }
 
 /// The answers a re-run hands to the handler: those `state` carries and the retry's
@@ -521,13 +642,12 @@ fn start(req: ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> (Arc<Call>, usiz
 /// ([`ToolContext::request_params`]): without the MRTR fields (they belong to this hop),
 /// and without non-empty `arguments` (the handler has them as `args`: one copy is kept
 /// while the call waits for its retry).
-fn for_handler(mut params: Value, args: &Value) -> Value {
-    if let Some(obj) = params.as_object_mut() {
-        obj.remove("inputResponses");
-        obj.remove("requestState");
-        if args.as_object().is_some_and(|a| !a.is_empty()) {
-            obj.remove("arguments");
-        }
+fn for_handler(params: Value, args: &Value) -> Value {
+    let mut params = without_retry_fields(params);
+    if let Some(obj) = params.as_object_mut()
+        && args.as_object().is_some_and(|a| !a.is_empty())
+    {
+        obj.remove("arguments");
     }
     params
 }

@@ -97,6 +97,10 @@ pub(super) async fn call(
             log: log_threshold(meta)?,
         };
         match support {
+            // Input first, by multi round-trip rounds, then the task.
+            TaskSupport::Required if tool.gathers_input_before_task() => {
+                return super::mrtr::call(session, cx, call, Some(engine)).await;
+            }
             TaskSupport::Required => return super::tasks::create(session, engine, call).await,
             TaskSupport::Optional => return super::deferred::call(session, engine, cx, call).await,
             TaskSupport::Forbidden => {}
@@ -151,7 +155,7 @@ async fn run_direct(
         caps: meta.client_capabilities.to_value(),
         log: log_threshold(meta)?,
     };
-    super::mrtr::call(session, cx, call).await
+    super::mrtr::call(session, cx, call, None).await
 }
 
 /// The log level a request's `_meta` asks for; off without one (2026-07-28 changelog:

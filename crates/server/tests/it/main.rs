@@ -15,5 +15,6 @@ mod modern;
 mod modern_http;
 mod modern_tasks;
 mod mrtr_replay;
+mod mrtr_task;
 mod output_schema;
 mod tasks;

@@ -93,6 +93,15 @@ impl HttpSession {
             }
         };
         tracing::debug!(session = %mcp_tasks_proto::logged::digest(&self.id), id = %req.id, "a tasks/result stream of another replica resumed here: asked again");
+        // The resumed stream carries its task's notifications too, wherever the task runs.
+        if let Some(task) = req
+            .params
+            .as_ref()
+            .and_then(|p| p.get("taskId"))
+            .and_then(Value::as_str)
+        {
+            self.follow_task(task, &req.id);
+        }
         self.peer
             .receive_with(Message::Request(req), RouteDelivery::OwnStream)
             .await;

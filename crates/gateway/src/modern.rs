@@ -15,7 +15,9 @@
 //! upstream sends during a call reaches the call's [`mcp_tasks_server::ToolContext`],
 //! which turns an elicitation into the task's `inputRequests` or a multi round-trip
 //! `InputRequiredResult`. A request the upstream sends outside any call (or that cannot be
-//! attributed to one call) has no client to go to: it is answered with an error at once.
+//! attributed to one call) has no client to go to: it is answered with an error at once,
+//! and the calls then waiting on the lane fail with a message saying why
+//! ([`LaneInner::on_upstream_request`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};

@@ -476,3 +476,190 @@ async fn a_modern_request_given_up_on_is_cancelled_by_dropping_its_post() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(*posts.lock(), ["tools/call"], "a notification was POSTed");
 }
+
+/// The fake modern server of the `x-mcp-header` tests: `tools/list` lists `q` (`region`
+/// and `greeting` annotated) and `bad` (an annotation on a `number`); a `tools/call` of
+/// `q` is answered only with the headers the spec's own examples show, else 400 -32020.
+fn param_server(s: &Seen, _: usize) -> Vec<u8> {
+    match s.rpc_method() {
+        Some("tools/list") => json_reply(
+            None,
+            &result_for(
+                s,
+                &json!({"resultType": "complete", "tools": [
+                    {"name": "q", "inputSchema": {"type": "object", "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"},
+                        "greeting": {"type": "string", "x-mcp-header": "Greeting"},
+                        "query": {"type": "string"}}}},
+                    {"name": "bad", "inputSchema": {"type": "object", "properties": {
+                        "ratio": {"type": "number", "x-mcp-header": "Ratio"}}}}
+                ]}),
+            ),
+        ),
+        Some("tools/call")
+            if s.header("mcp-param-region") == Some("us-west1")
+                && s.header("mcp-param-greeting") == Some("=?base64?SGVsbG8sIOS4lueVjA==?=") =>
+        {
+            json_reply(None, &result_for(s, &json!({"resultType": "complete", "content": []})))
+        }
+        _ => status(
+            400,
+            "Bad Request",
+            &json!({"jsonrpc": "2.0", "id": s.body["id"], "error": {"code": -32020, "message": "Header mismatch"}})
+                .to_string(),
+        ),
+    }
+}
+
+fn modern_params(extra: Value) -> Value {
+    let mut p = extra;
+    p["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28"});
+    p
+}
+
+/// Spec (streamable HTTP, "Client Behavior"): a `tools/call` carries `Mcp-Param-{Name}`
+/// for each `x-mcp-header` argument, encoded as "Value Encoding" says (plain
+/// `us-west1`; `Hello, 世界` as `=?base64?SGVsbG8sIOS4lueVjA==?=`); a tool whose
+/// annotation breaks the constraints is excluded from `tools/list`.
+#[tokio::test]
+async fn a_modern_tools_call_mirrors_x_mcp_header_arguments() {
+    let (url, seen) = fake(Arc::new(param_server)).await;
+    let (peer, _t) = start_with(&url, |c| c.modern = true);
+    let list = peer
+        .request(
+            "tools/list",
+            Some(modern_params(json!({}))),
+            crate::Route::Standalone,
+        )
+        .await
+        .unwrap();
+    let names: Vec<_> = list["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    assert_eq!(names, [json!("q")], "{list}");
+    let args = json!({"region": "us-west1", "greeting": "Hello, 世界", "query": "SELECT 1"});
+    peer.request(
+        "tools/call",
+        Some(modern_params(json!({"name": "q", "arguments": args}))),
+        crate::Route::Standalone,
+    )
+    .await
+    .unwrap();
+    let call = first(&seen, "tools/call");
+    let params: Vec<_> = call
+        .headers
+        .iter()
+        .filter(|(k, _)| k.starts_with("mcp-param-"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect::<std::collections::BTreeMap<_, _>>()
+        .into_iter()
+        .collect();
+    assert_eq!(
+        params,
+        [
+            (
+                "mcp-param-greeting".to_owned(),
+                "=?base64?SGVsbG8sIOS4lueVjA==?=".to_owned()
+            ),
+            ("mcp-param-region".to_owned(), "us-west1".to_owned()),
+        ]
+    );
+}
+
+/// Spec: "If the server rejects a request with a `HeaderMismatch` error because required
+/// `Mcp-Param-*` headers are missing or do not match the body, the client SHOULD call
+/// `tools/list` to check for changes to the tool's `inputSchema`, then retry the original
+/// request with the appropriate headers." Once: a second refusal is the call's error.
+#[tokio::test]
+async fn a_header_mismatch_reads_tools_list_and_retries_once() {
+    let (url, seen) = fake(Arc::new(param_server)).await;
+    let (peer, _t) = start_with(&url, |c| c.modern = true);
+    let args = json!({"region": "us-west1", "greeting": "Hello, 世界"});
+    peer.request(
+        "tools/call",
+        Some(modern_params(json!({"name": "q", "arguments": args}))),
+        crate::Route::Standalone,
+    )
+    .await
+    .unwrap();
+    let methods: Vec<_> = seen
+        .lock()
+        .iter()
+        .map(|s| s.rpc_method().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(methods, ["tools/call", "tools/list", "tools/call"]);
+    // The tools/list carried the call's modern `_meta`.
+    assert_eq!(
+        seen.lock()[1].body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    // A mismatch that tools/list does not mend: the server's -32020 stands.
+    let e = peer
+        .request(
+            "tools/call",
+            Some(modern_params(
+                json!({"name": "q", "arguments": {"region": "eu"}}),
+            )),
+            crate::Route::Standalone,
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&e, crate::PeerError::Remote(o) if o.code == -32020),
+        "{e:?}"
+    );
+    assert_eq!(seen.lock().len(), 6, "one tools/list and one retry only");
+}
+
+/// A request the server sends on the SSE answer of one of our POSTs is handled knowing
+/// that request ([`RequestContext::stream_of`]); on the standalone stream it is not.
+#[tokio::test]
+async fn a_request_on_a_posts_stream_names_that_post() {
+    struct Record(Arc<Mutex<Vec<Option<mcp_tasks_proto::RequestId>>>>);
+    #[async_trait]
+    impl Handler for Record {
+        async fn handle_request(
+            &self,
+            cx: RequestContext,
+            _req: Request,
+        ) -> Result<Value, ErrorObject> {
+            self.0.lock().push(cx.stream_of.clone());
+            Ok(json!({}))
+        }
+    }
+    let (url, _seen) = fake(Arc::new(|s: &Seen, _| match s.rpc_method() {
+        Some("tools/call") => sse_reply(&format!(
+            "data: {}\n\ndata: {}\n\n",
+            json!({"jsonrpc": "2.0", "id": "ask-1", "method": "elicitation/create", "params": {}}),
+            result_for(s, &json!({"content": []}))
+        )),
+        _ => accepted(),
+    }))
+    .await;
+    let streams = Arc::new(Mutex::new(Vec::new()));
+    let (peer, rx) = Peer::new(Arc::new(Record(Arc::clone(&streams))));
+    let mut config = HttpClientConfig::new(&url);
+    config.standalone_stream = false;
+    let _t = HttpClientTransport::start(peer.clone(), rx, config).unwrap();
+    let sink = Arc::new(std::sync::OnceLock::new());
+    peer.request_with(
+        "tools/call",
+        Some(json!({"name": "q"})),
+        crate::RequestOptions::new(crate::Route::Standalone).record_id(Arc::clone(&sink)),
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    while streams.lock().is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the request was not handled"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*streams.lock(), [sink.get().cloned()]);
+    assert!(sink.get().is_some());
+}

@@ -37,7 +37,6 @@
 
 mod config;
 mod modern;
-mod param_headers;
 mod state;
 mod streams;
 #[cfg(test)]
@@ -57,7 +56,6 @@ use tokio_util::sync::CancellationToken;
 use crate::error::{TransportError, TransportErrorKind};
 use crate::peer::{Outbound, Peer};
 pub use config::{HttpClientConfig, HttpClientError, ResumeSession};
-pub use param_headers::MAX_ANNOTATED_TOOLS;
 
 const MCP_SESSION_ID: &str = "mcp-session-id";
 const MCP_PROTOCOL_VERSION: &str = "mcp-protocol-version";
@@ -120,9 +118,6 @@ struct State {
     /// 2026-07-28: the requests whose POST is in flight, by id; firing one's token drops
     /// its POST (the cancellation of that request, see `streams::drive`).
     in_flight: Mutex<std::collections::HashMap<mcp_tasks_proto::RequestId, CancellationToken>>,
-    /// 2026-07-28: the `x-mcp-header` parameters of the tools seen in `tools/list`
-    /// results, mirrored into `Mcp-Param-{Name}` headers of each `tools/call`.
-    param_tools: Mutex<param_headers::ParamTools>,
 }
 
 /// A running Streamable HTTP client transport. Dropping it stops it (and, best effort,
@@ -188,7 +183,6 @@ impl HttpClientTransport {
             resumptions: AtomicU64::new(0),
             next_internal_id: AtomicU64::new(1),
             in_flight: Mutex::new(std::collections::HashMap::new()),
-            param_tools: Mutex::new(param_headers::ParamTools::default()),
         });
         if resuming {
             state.start_standalone();

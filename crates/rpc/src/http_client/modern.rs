@@ -21,12 +21,8 @@ const PROTOCOL_VERSION_META: &str = "io.modelcontextprotocol/protocolVersion";
 /// all requests"; `Mcp-Method` "All requests"; "These headers are REQUIRED for
 /// compliance."
 pub(super) fn headers(req: &Request) -> HeaderMap {
-    headers_of(&req.method, req.params.as_ref())
-}
-
-/// [`headers`] of a request of `method` with `params`.
-pub(super) fn headers_of(method: &str, params: Option<&Value>) -> HeaderMap {
     let mut h = HeaderMap::new();
+    let params = req.params.as_ref();
     if let Some(v) = params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(PROTOCOL_VERSION_META))
@@ -34,8 +30,8 @@ pub(super) fn headers_of(method: &str, params: Option<&Value>) -> HeaderMap {
     {
         h.insert(MCP_PROTOCOL_VERSION, encoded(v));
     }
-    h.insert(MCP_METHOD, encoded(method));
-    let name = mcp_tasks_proto::modern::mcp_name_field(method)
+    h.insert(MCP_METHOD, encoded(&req.method));
+    let name = mcp_tasks_proto::modern::mcp_name_field(&req.method)
         .and_then(|f| params.and_then(|p| p.get(f)))
         .and_then(Value::as_str);
     if let Some(name) = name {

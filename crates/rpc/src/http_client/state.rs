@@ -201,8 +201,8 @@ impl State {
             let mut found = None;
             let _ = self
                 .read_events(resp, &mut parser, None, |m| {
-                    if reply_id(m) == Some(id) {
-                        found = Some(m.clone());
+                    if reply_id(&m) == Some(id) {
+                        found = Some(m);
                         return (false, true);
                     }
                     (true, false)
@@ -277,7 +277,7 @@ impl State {
         mut resp: Response,
         parser: &mut SseParser,
         stream_of: Option<&RequestId>,
-        mut on: impl FnMut(&mut Message) -> (bool, bool),
+        mut on: impl FnMut(Message) -> (bool, bool),
     ) -> bool {
         loop {
             let chunk = tokio::select! {
@@ -309,8 +309,8 @@ impl State {
                     continue;
                 }
                 match Message::parse(ev.data.as_bytes()) {
-                    Ok(mut m) => {
-                        let (deliver, stop) = on(&mut m);
+                    Ok(m) => {
+                        let (deliver, stop) = on(m.clone());
                         if deliver {
                             self.deliver_on(m, stream_of).await;
                         }

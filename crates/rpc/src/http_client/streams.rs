@@ -12,7 +12,6 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::param_headers::MAX_REFRESH_PAGES;
 use super::state::{is_event_stream, reply_id};
 use super::{StandaloneState, State, transport_error};
 use crate::error::{TransportError, TransportErrorKind};
@@ -28,15 +27,9 @@ impl State {
             let mut s = self.session.lock();
             s.init_params = req.params.clone();
         }
-        let mut modern = self.config.modern.then(|| self.modern_headers(&req));
-        // A modern `tools/call`: its params, to mirror `x-mcp-header` arguments again after
-        // `tools/list` was read anew; a modern `tools/list`: its result teaches them.
-        let call_params =
-            (self.config.modern && req.method == methods::TOOLS_CALL).then(|| req.params.clone());
-        let learn_tools = self.config.modern && req.method == methods::TOOLS_LIST;
+        let modern = self.config.modern.then(|| super::modern::headers(&req));
         let body = Message::Request(req).to_json();
         let mut retried = false;
-        let mut relisted = false;
         loop {
             let extra = modern.clone().unwrap_or_default();
             let (resp, sent_session) = match self.post(body.clone(), extra).await {
@@ -61,25 +54,7 @@ impl State {
             }
             if !status.is_success() {
                 if modern.is_some() {
-                    let (status, www) = (resp.status(), www_authenticate(&resp));
-                    let body = self.read_body(resp).await.unwrap_or_default();
-                    // Spec (Client Behavior): "If the server rejects a request with a
-                    // `HeaderMismatch` error because required `Mcp-Param-*` headers are
-                    // missing or do not match the body, the client SHOULD call
-                    // `tools/list` to check for changes to the tool's `inputSchema`, then
-                    // retry the original request with the appropriate headers."
-                    if let Some(params) = &call_params
-                        && !relisted
-                        && is_header_mismatch(&body)
-                    {
-                        relisted = true;
-                        self.relist_tools(params.as_ref()).await;
-                        let mut h = super::modern::headers_of(methods::TOOLS_CALL, params.as_ref());
-                        h.extend(self.param_tools.lock().headers(params.as_ref()));
-                        modern = Some(h);
-                        continue;
-                    }
-                    self.modern_failure(id, status, www, &body).await;
+                    self.modern_failure(id, resp).await;
                     return;
                 }
                 let err = self.http_failure(resp).await;
@@ -99,17 +74,13 @@ impl State {
                 return;
             }
             if is_event_stream(&resp) {
-                self.follow_request_stream(id, resp, is_init, learn_tools)
-                    .await;
+                self.follow_request_stream(id, resp, is_init).await;
             } else {
                 match self.read_body(resp).await {
                     Ok(body) => match Message::parse(&body) {
-                        Ok(mut m) => {
+                        Ok(m) => {
                             if is_init && let Message::Response(r) = &m {
                                 self.capture_version(&r.result);
-                            }
-                            if learn_tools && let Message::Response(r) = &mut m {
-                                self.param_tools.lock().learn(&mut r.result);
                             }
                             self.deliver(m).await;
                         }
@@ -135,7 +106,6 @@ impl State {
         id: RequestId,
         first: Response,
         is_init: bool,
-        learn_tools: bool,
     ) {
         let mut parser = SseParser::new(self.config.max_message_bytes);
         let mut resp = first;
@@ -144,18 +114,12 @@ impl State {
             let mut init_result = None;
             let done = self
                 .read_events(resp, &mut parser, Some(&id), |m| {
-                    let mine = reply_id(m) == Some(&id);
+                    let mine = reply_id(&m) == Some(&id);
                     if mine
                         && is_init
                         && let Message::Response(r) = &m
                     {
                         init_result = Some(r.result.clone());
-                    }
-                    if mine
-                        && learn_tools
-                        && let Message::Response(r) = m
-                    {
-                        self.param_tools.lock().learn(&mut r.result);
                     }
                     (true, mine)
                 })
@@ -272,88 +236,19 @@ impl State {
     ///
     /// Spec (streamable HTTP, backward compatibility): "On `400 Bad Request`, the client
     /// SHOULD inspect the response body before falling back".
-    async fn modern_failure(
-        &self,
-        id: RequestId,
-        status: StatusCode,
-        www: Option<String>,
-        body: &[u8],
-    ) {
-        if let Ok(Message::Error(mut e)) = Message::parse(body)
+    async fn modern_failure(&self, id: RequestId, resp: Response) {
+        let status = resp.status();
+        let www = www_authenticate(&resp);
+        let body = self.read_body(resp).await.unwrap_or_default();
+        if let Ok(Message::Error(mut e)) = Message::parse(&body)
             && e.id.as_ref().is_none_or(|i| *i == id)
         {
             e.id = Some(id);
             self.deliver(Message::Error(e)).await;
             return;
         }
-        self.fail(id, failure_of(status, www, body));
+        self.fail(id, failure_of(status, www, &body));
     }
-
-    /// The modern headers of `req`: `MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, and
-    /// for a `tools/call` the `Mcp-Param-{Name}` of the tool's `x-mcp-header` arguments.
-    fn modern_headers(&self, req: &Request) -> HeaderMap {
-        let mut h = super::modern::headers(req);
-        if req.method == methods::TOOLS_CALL {
-            h.extend(self.param_tools.lock().headers(req.params.as_ref()));
-        }
-        h
-    }
-
-    /// Read `tools/list` anew (at most [`MAX_REFRESH_PAGES`] pages), with the modern
-    /// `_meta` of `call` (a `tools/call`'s params), so that the tools' `x-mcp-header`
-    /// parameters are known again. A failure is only logged: the call is retried anyway,
-    /// and its error stands if it fails again.
-    async fn relist_tools(self: &Arc<Self>, call: Option<&Value>) {
-        let meta = call.and_then(|p| p.get("_meta")).cloned();
-        let mut cursor: Option<Value> = None;
-        for _ in 0..MAX_REFRESH_PAGES {
-            let n = self.next_internal_id.fetch_add(1, Ordering::Relaxed);
-            let id = RequestId::String(format!("mcp-tasks-tools-list-{n}"));
-            let mut params = serde_json::Map::new();
-            if let Some(m) = &meta {
-                params.insert("_meta".into(), m.clone());
-            }
-            if let Some(c) = cursor.take() {
-                params.insert("cursor".into(), c);
-            }
-            let req = Request {
-                id: id.clone(),
-                method: methods::TOOLS_LIST.to_owned(),
-                params: Some(Value::Object(params)),
-            };
-            let headers = super::modern::headers(&req);
-            let resp = match self.post(Message::Request(req).to_json(), headers).await {
-                Ok((r, _)) if r.status().is_success() => r,
-                Ok((r, _)) => {
-                    tracing::debug!(status = %r.status(), "tools/list after a header mismatch refused");
-                    return;
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "tools/list after a header mismatch failed");
-                    return;
-                }
-            };
-            match self.read_one_reply(resp, &id).await {
-                Ok(Message::Response(mut r)) => {
-                    self.param_tools.lock().learn(&mut r.result);
-                    match r.result.get("nextCursor") {
-                        Some(c) if !c.is_null() => cursor = Some(c.clone()),
-                        _ => return,
-                    }
-                }
-                Ok(_) => return,
-                Err(e) => {
-                    tracing::debug!(error = %e, "tools/list after a header mismatch unreadable");
-                    return;
-                }
-            }
-        }
-    }
-}
-
-/// Whether `body` is a JSON-RPC `-32020` (HeaderMismatch) error.
-fn is_header_mismatch(body: &[u8]) -> bool {
-    matches!(Message::parse(body), Ok(Message::Error(e)) if e.error.code == mcp_tasks_proto::codes::HEADER_MISMATCH)
 }
 
 fn www_authenticate(resp: &Response) -> Option<String> {

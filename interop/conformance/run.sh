@@ -148,7 +148,56 @@ for version in 2025-11-25 2026-07-28; do
   done <"$out/client-$version.txt"
 done
 
-while IFS=$'\t' read -r g s r; do printf '%-17s %-46s %s\n' "$g" "$s" "$r"; done <"$out/results.tsv"
+
+# The gateway passes resources, prompts, completion, logging, content blocks and
+# `x-mcp-header` parameters through in both eras (issue 31): the scenarios about them, at
+# each wire, against `mcp-tasks serve` in front of the example, once over stdio
+# (`--upstream-cmd "<example> --stdio"`, group gw-stdio) and once over Streamable HTTP
+# (`--upstream-url` of the example above, group gw-http).
+GATEWAY_SCENARIOS="logging-set-level|completion-complete|tools-list|tools-call-simple-text|tools-call-image|tools-call-audio|tools-call-embedded-resource|tools-call-mixed-content|tools-call-with-logging|tools-call-error|tools-call-with-progress|resources-list|resources-read-text|resources-read-binary|resources-templates-read|resources-subscribe|resources-unsubscribe|sep-2164-resource-not-found|prompts-list|prompts-get-simple|prompts-get-with-args|prompts-get-embedded-resource|prompts-get-with-image|http-custom-header-server-validation"
+if [ -z "${MCP_TASKS_BIN:-}" ]; then
+  (cd "$repo" && cargo build -q --bin mcp-tasks)
+  MCP_TASKS_BIN="$repo/target/debug/mcp-tasks"
+fi
+gateway_pid=""
+trap 'kill "$server_pid" $gateway_pid 2>/dev/null || true; wait 2>/dev/null || true' EXIT
+for front in gw-stdio gw-http; do
+  case "$front" in
+    gw-stdio) upstream=(--upstream-cmd "$CONFORMANCE_BIN --stdio") ;;
+    gw-http) upstream=(--upstream-url "$url") ;;
+  esac
+  "$MCP_TASKS_BIN" serve --listen 127.0.0.1:0 --store memory "${upstream[@]}" \
+    2>"$out/$front.log" &
+  gateway_pid=$!
+  gw_url=""
+  for _ in $(seq 1 100); do
+    gw_url="$(sed -n 's/^listening on \(http:[^ ]*\)$/\1/p' "$out/$front.log" | head -n1)"
+    [ -n "$gw_url" ] && break
+    kill -0 "$gateway_pid" 2>/dev/null || { cat "$out/$front.log" >&2; echo "conformance: the gateway exited" >&2; exit 1; }
+    sleep 0.1
+  done
+  [ -n "$gw_url" ] || { echo "conformance: the gateway did not start listening" >&2; exit 1; }
+  for version in 2025-11-25 2026-07-28; do
+    for scenario in $(scenarios_of "$version"); do
+      [[ "$scenario" =~ ^($GATEWAY_SCENARIOS)$ ]] || continue
+      [[ "$scenario" =~ ^($filter)$ ]] || continue
+      log="$out/logs/$front-$version-$scenario.log"
+      if "${suite[@]}" server --url "$gw_url" --scenario "$scenario" --spec-version "$version" \
+        --timeout 30000 >"$log" 2>&1; then
+        if grep -q '^SKIPPED' "$log"; then result="n/a"; else result="pass"; fi
+      else
+        result="FAIL"
+        failed=$((failed + 1))
+      fi
+      printf '%s\t%s\t%s\n' "$front $version" "$scenario" "$result" >>"$out/results.tsv"
+    done
+  done
+  kill "$gateway_pid" 2>/dev/null || true
+  wait "$gateway_pid" 2>/dev/null || true
+  gateway_pid=""
+done
+
+while IFS=$'\t' read -r g s r; do printf '%-22s %-46s %s\n' "$g" "$s" "$r"; done <"$out/results.tsv"
 echo
 if [ "$failed" -gt 0 ]; then
   echo "conformance: $failed scenario(s) failed; logs in $out/logs/" >&2

@@ -192,6 +192,19 @@ impl Conn {
         self.send(method, params, self.shared.timeout).await
     }
 
+    /// [`Self::call`] on behalf of the call `waiter`: what the upstream sends on this
+    /// request's response stream (Streamable HTTP) is that call's.
+    pub(crate) async fn call_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        waiter: &Arc<crate::lane::Waiter>,
+    ) -> Result<Value, CallError> {
+        let post = waiter.post();
+        self.send_with(method, params, self.shared.timeout, Some(post.sink()))
+            .await
+    }
+
     /// [`Self::call`] without `--upstream-timeout` (`initialize` has its own bound).
     pub(crate) async fn call_unbounded(
         &self,
@@ -207,9 +220,22 @@ impl Conn {
         params: Option<Value>,
         timeout: Option<std::time::Duration>,
     ) -> Result<Value, CallError> {
-        let options = RequestOptions::new(Route::Standalone)
+        self.send_with(method, params, timeout, None).await
+    }
+
+    async fn send_with(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        timeout: Option<std::time::Duration>,
+        id_sink: Option<Arc<OnceLock<mcp_tasks_proto::RequestId>>>,
+    ) -> Result<Value, CallError> {
+        let mut options = RequestOptions::new(Route::Standalone)
             .timeout(timeout)
             .cancel_reason("The request was cancelled by the client of the gateway");
+        if let Some(sink) = id_sink {
+            options = options.record_id(sink);
+        }
         let params = match self.modern_meta.get() {
             Some(meta) => Some(crate::modern_upstream::stamp(meta, params)),
             None => params,
@@ -243,13 +269,12 @@ pub(crate) struct UpstreamHandler(pub(crate) Arc<ConnShared>);
 
 #[async_trait]
 impl Handler for UpstreamHandler {
-    async fn handle_request(
-        &self,
-        _cx: RequestContext,
-        req: Request,
-    ) -> Result<Value, ErrorObject> {
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
         match self.0.lane.upgrade() {
-            Some(lane) => lane.on_upstream_request(req.method, req.params).await,
+            Some(lane) => {
+                lane.on_upstream_request(req.method, req.params, cx.stream_of)
+                    .await
+            }
             None => Err(crate::lane::ended()),
         }
     }

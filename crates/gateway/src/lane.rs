@@ -29,6 +29,7 @@ use crate::tools::ToolSet;
 mod routing;
 mod supervise;
 
+pub(crate) use routing::{RouteGuard, Waiter};
 pub(crate) use supervise::merge_initialize;
 
 /// How long `initialize` (downstream) waits for the upstream's first start.
@@ -133,8 +134,9 @@ struct Routes {
     /// Plain upstream calls in flight.
     calls: Vec<(u64, ToolContext)>,
     /// Every call in flight, plain or running as an upstream task (its task id known
-    /// yet or not).
-    waiting: Vec<(u64, ToolContext)>,
+    /// yet or not), with the requests of its upstream connection whose response streams
+    /// carry its questions, and the failure it may be given ([`routing::Waiter`]).
+    waiting: Vec<(u64, ToolContext, Arc<routing::Waiter>)>,
 }
 
 /// The lane's state, shared by its session, its calls, its supervisor and its

@@ -15,7 +15,9 @@
 //! upstream sends during a call reaches the call's [`mcp_tasks_server::ToolContext`],
 //! which turns an elicitation into the task's `inputRequests` or a multi round-trip
 //! `InputRequiredResult`. A request the upstream sends outside any call (or that cannot be
-//! attributed to one call) has no client to go to: it is answered with an error at once.
+//! attributed to one call) has no client to go to: it is answered with an error at once,
+//! and the calls then waiting on the lane fail with a message saying why
+//! ([`LaneInner::on_upstream_request`]).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -29,6 +31,30 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, Link};
+
+/// The 2026-07-28 requests a modern lane passes to the upstream as they are: what the
+/// gateway does not interpret (its tools and tasks it serves itself).
+pub(crate) const FORWARDED: [&str; 6] = [
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+];
+
+/// The forwarded requests whose 2026-07-28 results are cacheable: schema, `ttlMs` and
+/// `cacheScope` required. A 2025-11-25 upstream gives no hint, and its lists may change
+/// at any time (`list_changed`): `ttlMs` 0 ("The response SHOULD be considered
+/// immediately stale") and `cacheScope` `private` (served from the requester's own lane:
+/// "Caches MUST NOT be shared across authorization contexts"). A 2026-07-28 upstream's
+/// own hints are kept.
+const CACHEABLE: [&str; 4] = [
+    "resources/list",
+    "resources/read",
+    "resources/templates/list",
+    "prompts/list",
+];
 
 /// How long a modern lane stays without a modern request before it is released (its
 /// upstream process or session ends; the next modern request starts a new one).
@@ -79,6 +105,72 @@ impl ModernLanes {
         requester: &Requester,
         open: impl FnOnce() -> Lease,
     ) -> Result<Arc<dyn ToolSource>, ErrorObject> {
+        let lane = self.lane(requester, open).await?;
+        Ok(Arc::new(ModernTools(lane)))
+    }
+
+    /// Pass a modern request the gateway does not interpret (resources, prompts,
+    /// completion: [`FORWARDED`]) to the modern lane of `requester`; the upstream's
+    /// answer comes back unchanged (a 2026-07-28 upstream's `complete` result made a
+    /// legacy one first, which the server stamps again).
+    ///
+    /// # Errors
+    /// As [`Self::tools`], or the upstream's error.
+    pub(crate) async fn forward(
+        self: &Arc<Self>,
+        requester: &Requester,
+        open: impl FnOnce() -> Lease,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, ErrorObject> {
+        let lane = self.lane(requester, open).await?;
+        let mut result = lane.forward_request(method, params).await?;
+        if CACHEABLE.contains(&method)
+            && let Some(obj) = result.as_object_mut()
+        {
+            obj.entry("ttlMs").or_insert_with(|| json!(0));
+            obj.entry("cacheScope").or_insert_with(|| json!("private"));
+        }
+        Ok(result)
+    }
+
+    /// What `server/discover` declares of the upstream besides tools, from the
+    /// `initialize` (or `server/discover`) result of `requester`'s modern lane: its
+    /// `resources`, `prompts` and `completions`, which [`FORWARDED`] serves, without
+    /// `subscribe` and `listChanged` (their 2026-07-28 form, `subscriptions/listen`, is
+    /// not relayed).
+    ///
+    /// # Errors
+    /// As [`Self::tools`].
+    pub(crate) async fn capabilities(
+        self: &Arc<Self>,
+        requester: &Requester,
+        open: impl FnOnce() -> Lease,
+    ) -> Result<serde_json::Map<String, Value>, ErrorObject> {
+        let lane = self.lane(requester, open).await?;
+        let mut out = serde_json::Map::new();
+        let Some(conn) = lane.conn() else {
+            return Ok(out);
+        };
+        let caps = conn.init_result().get("capabilities");
+        for key in ["resources", "prompts", "completions"] {
+            if let Some(Value::Object(c)) = caps.and_then(|c| c.get(key)) {
+                let mut c = c.clone();
+                c.remove("subscribe");
+                c.remove("listChanged");
+                out.insert(key.to_owned(), Value::Object(c));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The modern lane of `requester`, opened with `open` if there is none (or the last
+    /// one has ended), started and up.
+    async fn lane(
+        self: &Arc<Self>,
+        requester: &Requester,
+        open: impl FnOnce() -> Lease,
+    ) -> Result<Arc<LaneInner>, ErrorObject> {
         self.reaper.call_once(|| {
             tokio::spawn(reap(Arc::downgrade(self), MODERN_IDLE));
         });
@@ -110,7 +202,7 @@ impl ModernLanes {
         if lane.conn().is_none() {
             return Err(lane.unavailable_now());
         }
-        Ok(Arc::new(ModernTools(lane)))
+        Ok(lane)
     }
 
     /// Drop the lease of `lane` if it is still the one held.

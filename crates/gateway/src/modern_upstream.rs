@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 
 use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
-use crate::lane::LaneInner;
+use crate::lane::{LaneInner, Waiter};
 
 /// Most `input_required` rounds of one plain call: an upstream that asks again and again
 /// without end gets an error after this many.
@@ -180,16 +180,29 @@ async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> 
 }
 
 /// A modern `tools/call` upstream, followed to its outcome: the final result, or the
-/// JSON-RPC error the call (or its upstream task) ended with.
+/// JSON-RPC error the call (or its upstream task) ended with, or the error the lane
+/// failed it with meanwhile.
 pub(crate) async fn call_tool(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    params: Value,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
+    let routes = lane.register_call(cx, true);
+    routes
+        .unless_failed(call_rounds(lane, conn, params, cx, routes.waiter()))
+        .await
+}
+
+async fn call_rounds(
     lane: &Arc<LaneInner>,
     conn: Arc<Conn>,
     mut params: Value,
     cx: &ToolContext,
+    waiter: &Arc<Waiter>,
 ) -> Result<Value, ErrorObject> {
-    let _routes = lane.register_call(cx, true);
     for _ in 0..MAX_INPUT_ROUNDS {
-        let mut creating = Creating::start(&conn, params.clone(), cx);
+        let mut creating = Creating::start(&conn, params.clone(), cx, waiter);
         let answer = creating.answer().await;
         let v = match answer {
             Ok(v) => v,
@@ -245,9 +258,11 @@ struct Creating {
 }
 
 impl Creating {
-    fn start(conn: &Arc<Conn>, params: Value, cx: &ToolContext) -> Self {
+    fn start(conn: &Arc<Conn>, params: Value, cx: &ToolContext, waiter: &Arc<Waiter>) -> Self {
         let c = Arc::clone(conn);
-        let call = tokio::spawn(async move { c.call(methods::TOOLS_CALL, Some(params)).await });
+        let w = Arc::clone(waiter);
+        let call =
+            tokio::spawn(async move { c.call_for(methods::TOOLS_CALL, Some(params), &w).await });
         Self {
             conn: Arc::clone(conn),
             call: Some(call),

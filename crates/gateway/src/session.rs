@@ -127,6 +127,36 @@ impl ExtensionFactory for GatewayFactory {
     ) -> BoxFuture<'a, Result<Arc<dyn ToolSource>, ErrorObject>> {
         Box::pin(self.modern.tools(requester, || self.open_lane()))
     }
+
+    /// Resources, prompts and completion pass through to the upstream in 2026-07-28 as
+    /// in 2025-11-25 ([`crate::modern::FORWARDED`]), on the requester's modern lane.
+    fn forwards_modern(&self, method: &str) -> bool {
+        crate::modern::FORWARDED.contains(&method)
+    }
+
+    fn modern_capabilities<'a>(
+        &'a self,
+        requester: &'a Requester,
+    ) -> BoxFuture<'a, Option<serde_json::Map<String, Value>>> {
+        Box::pin(async move {
+            self.modern
+                .capabilities(requester, || self.open_lane())
+                .await
+                .ok()
+        })
+    }
+
+    fn modern_request<'a>(
+        &'a self,
+        requester: &'a Requester,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> BoxFuture<'a, Result<Value, ErrorObject>> {
+        Box::pin(
+            self.modern
+                .forward(requester, || self.open_lane(), method, params),
+        )
+    }
 }
 
 /// One downstream session of the gateway: its own upstream connection (lane).

@@ -200,18 +200,24 @@ async fn plain(
     params: Value,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
-    let _routes = lane.register_call(cx, true);
-    match conn.call(methods::TOOLS_CALL, Some(params)).await {
-        Ok(mut v) => {
-            strip_related_task(&mut v);
-            Ok(v)
+    let routes = lane.register_call(cx, true);
+    let call = async {
+        match conn
+            .call_for(methods::TOOLS_CALL, Some(params), routes.waiter())
+            .await
+        {
+            Ok(mut v) => {
+                strip_related_task(&mut v);
+                Ok(v)
+            }
+            Err(CallError::Upstream(e) | CallError::Failed(e)) => Err(e),
+            Err(CallError::Lost(d)) => Err(unavailable(format!(
+                "{} during the call",
+                lane.lost_reason(conn, d.as_deref()).await
+            ))),
         }
-        Err(CallError::Upstream(e) | CallError::Failed(e)) => Err(e),
-        Err(CallError::Lost(d)) => Err(unavailable(format!(
-            "{} during the call",
-            lane.lost_reason(conn, d.as_deref()).await
-        ))),
-    }
+    };
+    routes.unless_failed(call).await
 }
 
 #[cfg(test)]

@@ -28,11 +28,11 @@ use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
 use mcp_tasks_proto::meta::strip_related_task;
 
-use crate::lane::LaneInner;
+use crate::lane::{LaneInner, RouteGuard, Waiter};
 
 /// Cancels the upstream task when our task is cancelled (the call future is dropped with
-/// its cancellation token fired); a drop for any other reason (shutdown) leaves the
-/// upstream task alone.
+/// its cancellation token fired) or failed by the lane ([`Self::or_failed`]); a drop for
+/// any other reason (shutdown) leaves the upstream task alone.
 pub(crate) struct CancelUpstream {
     lane: Arc<LaneInner>,
     conn: Arc<Conn>,
@@ -41,6 +41,9 @@ pub(crate) struct CancelUpstream {
     ours: Option<String>,
     cancel: CancellationToken,
     armed: bool,
+    /// The call, failed by the lane when the upstream asked what the gateway could not
+    /// attribute.
+    waiter: Option<Arc<Waiter>>,
 }
 
 impl CancelUpstream {
@@ -58,13 +61,21 @@ impl CancelUpstream {
             ours: cx.task_id().map(str::to_owned),
             cancel: cx.cancellation().clone(),
             armed: true,
+            waiter: None,
         }
+    }
+
+    /// Cancel the upstream task too when `waiter`'s call is failed.
+    pub(crate) fn or_failed(mut self, waiter: &Arc<Waiter>) -> Self {
+        self.waiter = Some(Arc::clone(waiter));
+        self
     }
 }
 
 impl Drop for CancelUpstream {
     fn drop(&mut self) {
-        if !self.armed || !self.cancel.is_cancelled() {
+        let failed = self.waiter.as_ref().is_some_and(|w| w.is_failed());
+        if !self.armed || !(self.cancel.is_cancelled() || failed) {
             return;
         }
         if let Some(ours) = &self.ours {
@@ -107,15 +118,37 @@ fn is_terminal(task: &Value) -> bool {
         .is_some_and(TaskStatus::is_terminal)
 }
 
-/// Run the call as an upstream task and return its exact outcome.
+/// Run the call as an upstream task and return its exact outcome; or the error it is
+/// failed with meanwhile (an upstream question the gateway could not attribute: the
+/// upstream task is then cancelled).
 pub(crate) async fn run(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    params: Value,
+    task_field: Option<Value>,
+    cx: &ToolContext,
+) -> Result<Value, ErrorObject> {
+    let mut routes = lane.register_call(cx, false);
+    let waiter = Arc::clone(routes.waiter());
+    let out = waiter
+        .unless_failed(run_task(lane, conn, params, task_field, cx, &mut routes))
+        .await;
+    if out.is_err()
+        && let Some(ours) = cx.task_id()
+    {
+        lane.forget_task(ours).await;
+    }
+    out
+}
+
+async fn run_task(
     lane: &Arc<LaneInner>,
     conn: Arc<Conn>,
     mut params: Value,
     task_field: Option<Value>,
     cx: &ToolContext,
+    routes: &mut RouteGuard,
 ) -> Result<Value, ErrorObject> {
-    let mut routes = lane.register_call(cx, false);
     if let Some(obj) = params.as_object_mut() {
         obj.insert(
             "task".into(),
@@ -124,7 +157,10 @@ pub(crate) async fn run(
                 .unwrap_or_else(|| json!({})),
         );
     }
-    let created = match conn.call(methods::TOOLS_CALL, Some(params)).await {
+    let created = match conn
+        .call_for(methods::TOOLS_CALL, Some(params), routes.waiter())
+        .await
+    {
         Ok(v) => v,
         Err(CallError::Upstream(e) | CallError::Failed(e)) => return Err(e),
         Err(CallError::Lost(d)) => {
@@ -143,12 +179,12 @@ pub(crate) async fn run(
         return Ok(created);
     };
     tracing::info!(task = ?cx.task_id(), upstream_task = %upstream_id, "upstream task created");
-    lane.register_task(&routes, &upstream_id, cx);
+    lane.register_task(routes, &upstream_id, cx);
     if let Some(ours) = cx.task_id() {
         lane.note_task(ours, &upstream_id, &conn).await;
     }
-    let mut guard = CancelUpstream::new(lane, &conn, &upstream_id, cx);
-    let out = follow(lane, conn, &upstream_id, &mut guard).await;
+    let mut guard = CancelUpstream::new(lane, &conn, &upstream_id, cx).or_failed(routes.waiter());
+    let out = follow(lane, conn, &upstream_id, &mut guard, routes.waiter()).await;
     guard.armed = false;
     if let Some(ours) = cx.task_id() {
         lane.forget_task(ours).await;
@@ -166,7 +202,20 @@ pub(crate) async fn resume(
 ) -> Result<Value, ErrorObject> {
     let mut routes = lane.register_call(cx, false);
     lane.register_task(&routes, upstream_id, cx);
-    let mut guard = CancelUpstream::new(lane, &conn, upstream_id, cx);
+    let waiter = Arc::clone(routes.waiter());
+    waiter
+        .unless_failed(resume_task(lane, conn, upstream_id, cx, &mut routes))
+        .await
+}
+
+async fn resume_task(
+    lane: &Arc<LaneInner>,
+    conn: Arc<Conn>,
+    upstream_id: &str,
+    cx: &ToolContext,
+    routes: &mut RouteGuard,
+) -> Result<Value, ErrorObject> {
+    let mut guard = CancelUpstream::new(lane, &conn, upstream_id, cx).or_failed(routes.waiter());
     // The upstream may have forgotten the task while the gateway was down.
     if let Err(CallError::Upstream(e)) = conn
         .call(methods::TASKS_GET, Some(json!({ "taskId": upstream_id })))
@@ -181,7 +230,7 @@ pub(crate) async fn resume(
             ),
         ));
     }
-    let out = follow(lane, conn, upstream_id, &mut guard).await;
+    let out = follow(lane, conn, upstream_id, &mut guard, routes.waiter()).await;
     guard.armed = false;
     routes.linger();
     out
@@ -315,13 +364,17 @@ async fn follow(
     mut conn: Arc<Conn>,
     upstream_id: &str,
     guard: &mut CancelUpstream,
+    waiter: &Arc<Waiter>,
 ) -> Result<Value, ErrorObject> {
     let id = json!({ "taskId": upstream_id });
     // The upstream task as `tasks/get` last showed it ended: the next `tasks/result`
     // answer is final.
     let mut terminal: Option<Value> = None;
     loop {
-        let lost = match conn.call(methods::TASKS_RESULT, Some(id.clone())).await {
+        let lost = match conn
+            .call_for(methods::TASKS_RESULT, Some(id.clone()), waiter)
+            .await
+        {
             Ok(v) => return finish(&conn, &id, upstream_id, v, terminal).await,
             Err(CallError::Upstream(e) | CallError::Failed(e)) => {
                 if terminal.is_some() {

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use mcp_tasks_proto::{RequestId, methods};
@@ -32,6 +33,10 @@ pub struct RequestOptions {
     pub timeout: Option<Duration>,
     /// The `reason` of the `notifications/cancelled` sent when the caller stops waiting.
     pub cancel_reason: Cow<'static, str>,
+    /// Where the id the peer gives the request is written, before it is sent: a caller
+    /// that must recognize what arrives on the request's own stream
+    /// ([`crate::RequestContext::stream_of`]) keeps it.
+    pub id_sink: Option<Arc<OnceLock<RequestId>>>,
 }
 
 impl Default for RequestOptions {
@@ -40,6 +45,7 @@ impl Default for RequestOptions {
             route: Route::Standalone,
             timeout: None,
             cancel_reason: Cow::Borrowed("the requester stopped waiting"),
+            id_sink: None,
         }
     }
 }
@@ -64,6 +70,13 @@ impl RequestOptions {
     #[must_use]
     pub fn cancel_reason(mut self, reason: impl Into<Cow<'static, str>>) -> Self {
         self.cancel_reason = reason.into();
+        self
+    }
+
+    /// Write the request's id into `sink` before it is sent ([`Self::id_sink`]).
+    #[must_use]
+    pub fn record_id(mut self, sink: Arc<OnceLock<RequestId>>) -> Self {
+        self.id_sink = Some(sink);
         self
     }
 }
@@ -172,6 +185,9 @@ pub(crate) async fn request(
         return Err(PeerError::Closed);
     }
     let (id, rx) = peer.pending().open();
+    if let Some(sink) = &options.id_sink {
+        let _ = sink.set(id.clone());
+    }
     let mut outstanding = Outstanding {
         peer,
         id: id.clone(),

@@ -324,6 +324,18 @@ impl Peer {
     /// Deliver one incoming message; a request's handler learns how what it sends on the
     /// request's route reaches the other side (see [`RequestContext::delivery`]).
     pub async fn receive_with(&self, message: Message, delivery: RouteDelivery) {
+        self.receive_on(message, delivery, None).await;
+    }
+
+    /// [`Self::receive_with`] for a message that came on the response stream of our own
+    /// request `stream_of` (a Streamable HTTP client reading the SSE answer of one of its
+    /// POSTs): a request's handler learns it ([`RequestContext::stream_of`]).
+    pub async fn receive_on(
+        &self,
+        message: Message,
+        delivery: RouteDelivery,
+        stream_of: Option<RequestId>,
+    ) {
         match message {
             Message::Request(r) if self.inner.handler.is_sequential(&r.method) => {
                 let cx = RequestContext {
@@ -332,6 +344,7 @@ impl Peer {
                     cancel: CancellationToken::new(),
                     delivery,
                     modern_meta: None,
+                    stream_of,
                 };
                 let handler = Arc::clone(&self.inner.handler);
                 let id = r.id.clone();
@@ -340,7 +353,7 @@ impl Peer {
                     .send(Message::reply(id.clone(), out), Route::Request(id))
                     .await;
             }
-            Message::Request(r) => self.spawn_request(r, delivery),
+            Message::Request(r) => self.spawn_request(r, delivery, stream_of),
             Message::Notification(n) => {
                 if n.method == methods::CANCELLED
                     && let Some(id) = n
@@ -377,7 +390,7 @@ impl Peer {
         }
     }
 
-    fn spawn_request(&self, req: Request, delivery: RouteDelivery) {
+    fn spawn_request(&self, req: Request, delivery: RouteDelivery, stream_of: Option<RequestId>) {
         let id = req.id.clone();
         let token = CancellationToken::new();
         {
@@ -406,6 +419,7 @@ impl Peer {
                 cancel: token.clone(),
                 delivery,
                 modern_meta: None,
+                stream_of,
             };
             let handler = Arc::clone(&peer.inner.handler);
             let fut = handler.handle_request(cx, req);
@@ -469,6 +483,12 @@ pub struct RequestContext {
     /// (Streamable HTTP does, to answer a malformed one with 400): the handler need not
     /// parse it again. `None`: read it from the request.
     pub modern_meta: Option<Arc<RequestMeta>>,
+    /// The id of our own request on whose response stream this request came, when the
+    /// transport can tell (a Streamable HTTP client: spec, "The server MAY send JSON-RPC
+    /// requests and notifications before sending the JSON-RPC response. These messages
+    /// SHOULD relate to the originating client request."); `None` on a shared stream
+    /// (stdio, the standalone GET stream).
+    pub stream_of: Option<RequestId>,
 }
 
 impl RequestContext {

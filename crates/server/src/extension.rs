@@ -194,4 +194,45 @@ pub trait ExtensionFactory: Send + Sync + 'static {
             ))
         })
     }
+
+    /// The capabilities `server/discover` declares for what the extension serves to
+    /// `requester`'s 2026-07-28 requests besides tools (`resources`, `prompts`,
+    /// `completions`: [`Self::forwards_modern`]). `None` by default, and when it cannot
+    /// say now (a gateway whose upstream is down): nothing is added.
+    fn modern_capabilities<'a>(
+        &'a self,
+        requester: &'a Requester,
+    ) -> futures::future::BoxFuture<'a, Option<serde_json::Map<String, Value>>> {
+        let _ = requester;
+        Box::pin(async { None })
+    }
+
+    /// Whether a 2026-07-28 request of `method` that the server does not serve itself
+    /// (resources, prompts, completion) is the extension's ([`Self::modern_request`]).
+    /// `false` by default.
+    fn forwards_modern(&self, method: &str) -> bool {
+        let _ = method;
+        false
+    }
+
+    /// Serve a 2026-07-28 request of `method` the extension [forwards](Self::forwards_modern)
+    /// for `requester`, with its params (the checked `io.modelcontextprotocol/*` `_meta`
+    /// fields taken out); the server stamps the result `complete`. A gateway passes it to
+    /// the requester's modern lane.
+    ///
+    /// # Errors
+    /// The JSON-RPC error to answer with (by default -32601).
+    fn modern_request<'a>(
+        &'a self,
+        requester: &'a Requester,
+        method: &'a str,
+        params: Option<Value>,
+    ) -> futures::future::BoxFuture<'a, Result<Value, ErrorObject>> {
+        let _ = (requester, params);
+        Box::pin(async move {
+            Err(ErrorObject::method_not_found(format!(
+                "`{method}` is not served in 2026-07-28"
+            )))
+        })
+    }
 }

@@ -339,3 +339,28 @@ fn tasks_get_and_cancel_work_in_both_eras_and_list_result_are_refused_in_modern(
         );
     }
 }
+
+/// The CLI's `call` over HTTP in 2026-07-28 sends the `Mcp-Param-{Name}` header of an
+/// `x-mcp-header` argument (here one that needs the Base64 form), which the conformance
+/// example checks (-32020 without it).
+#[test]
+fn call_sends_the_mcp_param_headers_of_x_mcp_header_arguments() {
+    let up = crate::gateway_common::ConformanceHttp::start();
+    let o = run(&mut cli_auto(&[
+        "call",
+        "test_custom_header",
+        "--arg",
+        "region=Région 北",
+        "--json",
+        "--protocol",
+        "modern",
+        "--url",
+        &up.url,
+    ]));
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v = json_out(&o);
+    assert_eq!(
+        v["result"]["content"][0]["text"], "Region: Région 北",
+        "{v}"
+    );
+}

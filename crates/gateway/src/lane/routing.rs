@@ -1,11 +1,14 @@
 //! Routing what the upstream sends to the call it belongs to (progress, relayed
 //! requests, upstream tasks), and what the downstream sends to the upstream.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use parking_lot::Mutex;
+use tokio::sync::watch;
+
 use mcp_tasks_proto::meta::{progress_token_key as token_key, related_task, strip_related_task};
-use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_proto::{ErrorObject, RequestId, methods};
 use mcp_tasks_rpc::{Peer, Route};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Value, json};
@@ -16,14 +19,124 @@ use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
 use crate::resume::Note;
 
+/// What the lane keeps of one call in flight besides its context: the ids of its
+/// requests upstream whose response streams may carry the upstream's questions for it
+/// (Streamable HTTP), and the error it is failed with when the upstream asked a question
+/// the gateway could not attribute ([`LaneInner::on_upstream_request`]).
+pub(crate) struct Waiter {
+    posts: Mutex<Vec<Arc<OnceLock<RequestId>>>>,
+    failed: watch::Sender<Option<ErrorObject>>,
+}
+
+impl Waiter {
+    fn new() -> Self {
+        Self {
+            posts: Mutex::new(Vec::new()),
+            failed: watch::channel(None).0,
+        }
+    }
+
+    /// A request of this call is about to be sent upstream: its id will be written into
+    /// the returned sink, which stays registered until the [`Post`] is dropped.
+    pub(crate) fn post(self: &Arc<Self>) -> Post {
+        let sink = Arc::new(OnceLock::new());
+        self.posts.lock().push(Arc::clone(&sink));
+        Post {
+            waiter: Arc::clone(self),
+            sink,
+        }
+    }
+
+    /// Whether the upstream request `id` of ours belongs to this call.
+    fn sent(&self, id: &RequestId) -> bool {
+        self.posts.lock().iter().any(|s| s.get() == Some(id))
+    }
+
+    /// Whether the call was failed ([`Self::fail`]).
+    pub(crate) fn is_failed(&self) -> bool {
+        self.failed.borrow().is_some()
+    }
+
+    /// Fail the call with `error` (the first failure wins).
+    fn fail(&self, error: ErrorObject) {
+        self.failed.send_if_modified(|f| {
+            if f.is_some() {
+                return false;
+            }
+            *f = Some(error);
+            true
+        });
+    }
+
+    /// `work`'s outcome, unless the call is failed first (or already was): then that
+    /// error, and `work` is dropped (its request upstream abandoned, so cancelled).
+    pub(crate) async fn unless_failed<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, ErrorObject>>,
+    ) -> Result<T, ErrorObject> {
+        let mut rx = self.failed.subscribe();
+        let failed = async move {
+            let seen = rx.wait_for(Option::is_some).await.map(|e| {
+                e.clone()
+                    .unwrap_or_else(|| ErrorObject::internal("the call failed"))
+            });
+            match seen {
+                Ok(e) => e,
+                Err(_) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            e = failed => Err(e),
+            r = work => r,
+        }
+    }
+}
+
+/// One request of a call registered with its [`Waiter`]; deregistered when dropped.
+pub(crate) struct Post {
+    waiter: Arc<Waiter>,
+    sink: Arc<OnceLock<RequestId>>,
+}
+
+impl Post {
+    /// Where the peer writes the request's id.
+    pub(crate) fn sink(&self) -> Arc<OnceLock<RequestId>> {
+        Arc::clone(&self.sink)
+    }
+}
+
+impl Drop for Post {
+    fn drop(&mut self) {
+        self.waiter
+            .posts
+            .lock()
+            .retain(|s| !Arc::ptr_eq(s, &self.sink));
+    }
+}
+
 /// Removes a call's routes when the call ends (or is dropped).
 pub(crate) struct RouteGuard {
     lane: Arc<LaneInner>,
     id: u64,
     linger: bool,
+    waiter: Arc<Waiter>,
 }
 
 impl RouteGuard {
+    /// The call's [`Waiter`].
+    pub(crate) fn waiter(&self) -> &Arc<Waiter> {
+        &self.waiter
+    }
+
+    /// [`Waiter::unless_failed`].
+    pub(crate) async fn unless_failed<T>(
+        &self,
+        work: impl std::future::Future<Output = Result<T, ErrorObject>>,
+    ) -> Result<T, ErrorObject> {
+        self.waiter.unless_failed(work).await
+    }
+
     /// Keep the call's progress route a moment after it ends: over HTTP the upstream's
     /// last progress notifications travel on another stream than its answer and may
     /// arrive after it.
@@ -37,7 +150,7 @@ fn remove_routes(lane: &LaneInner, id: u64) {
     r.progress.retain(|_, (i, _)| *i != id);
     r.tasks.retain(|_, (i, _)| *i != id);
     r.calls.retain(|(i, _)| *i != id);
-    r.waiting.retain(|(i, _)| *i != id);
+    r.waiting.retain(|(i, _, _)| *i != id);
 }
 
 impl Drop for RouteGuard {
@@ -50,7 +163,7 @@ impl Drop for RouteGuard {
                 .routes
                 .lock()
                 .waiting
-                .retain(|(i, _)| *i != self.id);
+                .retain(|(i, _, _)| *i != self.id);
             let lane = Arc::clone(&self.lane);
             let id = self.id;
             rt.spawn(async move {
@@ -61,6 +174,17 @@ impl Drop for RouteGuard {
         }
         remove_routes(&self.lane, self.id);
     }
+}
+
+/// The error of each call waiting on a lane of 2026-07-28 clients when the upstream
+/// sent `method` that could not be attributed to one of the `waiting` calls.
+pub(crate) fn unattributed(method: &str, waiting: usize) -> ErrorObject {
+    ErrorObject::new(
+        mcp_tasks_proto::codes::INTERNAL_ERROR,
+        format!(
+            "the upstream sent `{method}` naming no task (no related-task `_meta`, not on the response stream of one call) while {waiting} calls waited on the same upstream connection: the gateway cannot tell which one asked, so it refused the request and fails every one of them rather than pass off a result that may rest on a refused question"
+        ),
+    )
 }
 
 /// Ask the requestor of the call `cx` what the upstream asked (elicitation and sampling
@@ -169,11 +293,13 @@ impl LaneInner {
         if plain {
             r.calls.push((id, cx.clone()));
         }
-        r.waiting.push((id, cx.clone()));
+        let waiter = Arc::new(Waiter::new());
+        r.waiting.push((id, cx.clone(), Arc::clone(&waiter)));
         RouteGuard {
             lane: Arc::clone(self),
             id,
             linger: false,
+            waiter,
         }
     }
 
@@ -193,6 +319,7 @@ impl LaneInner {
             lane: Arc::clone(self),
             id,
             linger: false,
+            waiter: Arc::new(Waiter::new()),
         })
     }
 
@@ -255,29 +382,53 @@ impl LaneInner {
     }
 
     /// The one call waiting on this lane, plain or running as an upstream task, if exactly
-    /// one is; else how many wait.
-    fn only_waiter(&self) -> Result<ToolContext, usize> {
+    /// one is; else every call waiting (none, or several).
+    fn only_waiter(&self) -> Result<ToolContext, Vec<Arc<Waiter>>> {
         match self.routes.lock().waiting.as_slice() {
-            [(_, cx)] => Ok(cx.clone()),
-            other => Err(other.len()),
+            [(_, cx, _)] => Ok(cx.clone()),
+            other => Err(other.iter().map(|(_, _, w)| Arc::clone(w)).collect()),
         }
+    }
+
+    /// The call whose request `id` (upstream) carried, on its response stream, what the
+    /// upstream sent.
+    fn call_of_stream(&self, id: &RequestId) -> Option<ToolContext> {
+        self.routes
+            .lock()
+            .waiting
+            .iter()
+            .find(|(_, _, w)| w.sent(id))
+            .map(|(_, cx, _)| cx.clone())
     }
 
     /// A request from the upstream (elicitation, sampling, roots, ping, ...).
     ///
     /// During a call it goes to that call's requestor: as a task, the task moves to
     /// `input_required` and the request travels on `tasks/result` with the downstream
-    /// task's related-task `_meta`; the answer comes back here. Otherwise it goes to the
-    /// client of the session as it is. A lane of 2026-07-28 clients has no client to send
-    /// it to: a request without related-task `_meta` (FastMCP 3 sends its task's
-    /// elicitation so) goes to the one call or task waiting on the lane when there is
-    /// exactly one, and is refused with a message saying why otherwise.
+    /// task's related-task `_meta`; the answer comes back here. The call is the one whose
+    /// request upstream carried it on its response stream (`stream_of`: Streamable HTTP;
+    /// spec, "These messages SHOULD relate to the originating client request"), else the
+    /// task its related-task `_meta` names, else the only plain call in flight. Otherwise
+    /// it goes to the client of the session as it is.
+    ///
+    /// A lane of 2026-07-28 clients has no client to send it to: a request still
+    /// unattributed (FastMCP 3 sends its task's elicitation without related-task `_meta`)
+    /// goes to the one call or task waiting on the lane when there is exactly one.
+    /// Otherwise it is refused, and every call waiting on the lane then fails with a
+    /// message saying why ([`unattributed`]): the gateway cannot tell which of them asked,
+    /// and a result the upstream builds on the refused question must not pass for a
+    /// success.
     pub(crate) async fn on_upstream_request(
         &self,
         method: String,
         params: Option<Value>,
+        stream_of: Option<RequestId>,
     ) -> Result<Value, ErrorObject> {
-        let target = params.as_ref().and_then(|p| self.route_of(p));
+        tracing::debug!(method = %method, stream_of = ?stream_of, "upstream request");
+        let target = stream_of
+            .as_ref()
+            .and_then(|id| self.call_of_stream(id))
+            .or_else(|| params.as_ref().and_then(|p| self.route_of(p)));
         if let Some(cx) = target {
             let mut params = params.unwrap_or_else(|| json!({}));
             strip_related_task(&mut params);
@@ -297,9 +448,16 @@ impl LaneInner {
                     tracing::debug!(method = %method, task = ?cx.task_id(), "an upstream request without related-task meta relayed to the one call waiting on the lane");
                     return ask(&cx, &method, params).await;
                 }
-                Err(n) => n,
+                Err(waiters) => waiters,
             };
-            tracing::warn!(method = %method, waiting, "an upstream request outside a single call of a 2026-07-28 client refused: no client to send it to");
+            if !waiting.is_empty() {
+                let failure = unattributed(&method, waiting.len());
+                for w in &waiting {
+                    w.fail(failure.clone());
+                }
+            }
+            let waiting = waiting.len();
+            tracing::warn!(method = %method, waiting, "an upstream request outside a single call of a 2026-07-28 client refused: no client to send it to; the calls waiting on the lane fail");
             return Err(ErrorObject::new(
                 mcp_tasks_proto::codes::METHOD_NOT_FOUND,
                 format!(

@@ -69,6 +69,7 @@ pub(crate) async fn serve(
         cancel,
         delivery: RouteDelivery::OwnStream,
         modern_meta: meta,
+        stream_of: None,
     };
     let mut work = tokio::spawn(async move { handler.handle_request_text(cx, req).await });
     let first = if always {

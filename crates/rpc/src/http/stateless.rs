@@ -131,6 +131,7 @@ pub(crate) async fn serve(
         cancel,
         delivery: RouteDelivery::Diverted,
         modern_meta: meta,
+        stream_of: None,
     };
     let handler = Arc::clone(peer.handler());
     let out = if read {

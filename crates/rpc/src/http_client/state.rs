@@ -91,6 +91,14 @@ impl State {
         self.peer.receive(message).await;
     }
 
+    /// [`Self::deliver`] a message read on the response stream of our request
+    /// `stream_of`, if it is one: a request's handler learns it.
+    async fn deliver_on(&self, message: Message, stream_of: Option<&RequestId>) {
+        self.peer
+            .receive_on(message, crate::RouteDelivery::Shared, stream_of.cloned())
+            .await;
+    }
+
     pub(super) fn fail(&self, id: RequestId, error: TransportError) {
         self.peer.fail(id, error);
     }
@@ -192,7 +200,7 @@ impl State {
             let mut parser = SseParser::new(self.config.max_message_bytes);
             let mut found = None;
             let _ = self
-                .read_events(resp, &mut parser, |m| {
+                .read_events(resp, &mut parser, None, |m| {
                     if reply_id(&m) == Some(id) {
                         found = Some(m);
                         return (false, true);
@@ -262,11 +270,13 @@ impl State {
 
     /// Read SSE events of `resp`, passing each JSON-RPC message to `on`, which returns
     /// (deliver it to the peer, stop reading). Returns whether reading stopped because
-    /// `on` asked (else the stream ended or broke).
+    /// `on` asked (else the stream ended or broke). `stream_of`: the request of ours whose
+    /// response stream this is (`None`: the standalone stream).
     pub(super) async fn read_events(
         &self,
         mut resp: Response,
         parser: &mut SseParser,
+        stream_of: Option<&RequestId>,
         mut on: impl FnMut(Message) -> (bool, bool),
     ) -> bool {
         loop {
@@ -302,7 +312,7 @@ impl State {
                     Ok(m) => {
                         let (deliver, stop) = on(m.clone());
                         if deliver {
-                            self.deliver(m).await;
+                            self.deliver_on(m, stream_of).await;
                         }
                         if stop {
                             return true;

@@ -116,7 +116,7 @@ impl State {
         loop {
             let mut init_result = None;
             let done = self
-                .read_events(resp, &mut parser, |m| {
+                .read_events(resp, &mut parser, Some(&id), |m| {
                     let mine = reply_id(&m) == Some(&id);
                     if mine
                         && is_init
@@ -330,7 +330,8 @@ impl State {
                 Ok(r) if r.status().is_success() && is_event_stream(&r) => {
                     failures = None;
                     self.standalone_state.send_replace(StandaloneState::Open);
-                    self.read_events(r, &mut parser, |_| (true, false)).await;
+                    self.read_events(r, &mut parser, None, |_| (true, false))
+                        .await;
                     self.standalone_state
                         .send_replace(StandaloneState::Reconnecting);
                     tokio::select! {

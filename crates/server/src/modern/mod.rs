@@ -151,7 +151,10 @@ pub(crate) async fn handle(
 ) -> Result<Reply, ErrorObject> {
     let (session, method) = (req.session, req.method);
     let mut result = match method {
-        methods::SERVER_DISCOVER => discover(session),
+        methods::SERVER_DISCOVER => {
+            let forwarded = forwarded_capabilities(session).await;
+            discover(session, forwarded)
+        }
         methods::TOOLS_LIST => {
             let owned = tools_for(session).await?;
             let source = owned.as_deref().unwrap_or_else(|| session.tool_source());
@@ -189,6 +192,22 @@ pub(crate) async fn handle(
                 .handle(m, params.as_ref(), side)
                 .await?
         }
+        m if session
+            .state
+            .extension
+            .as_ref()
+            .is_some_and(|e| e.forwards_modern(m)) =>
+        {
+            let Some(ext) = session.state.extension.as_ref() else {
+                return Err(ErrorObject::method_not_found(format!(
+                    "`{m}` is not served in 2026-07-28"
+                )));
+            };
+            // What describes this hop (this client's version, capabilities, identity)
+            // is not the next one's.
+            let params = params.map(tools::without_hop_meta);
+            ext.modern_request(&session.requester, m, params).await?
+        }
         methods::INITIALIZE => {
             return Err(ErrorObject::method_not_found(
                 "`initialize` is not a 2026-07-28 method: drop the `io.modelcontextprotocol/protocolVersion` `_meta` to open a 2025-11-25 session, or send requests without a handshake",
@@ -214,6 +233,19 @@ async fn tools_for(session: &Session) -> Result<Option<Arc<dyn ToolSource>>, Err
     match &session.state.extension {
         Some(ext) => ext.modern_tools(&session.requester).await.map(Some),
         None => Ok(None),
+    }
+}
+
+/// The capabilities of what an extension serves for this requester's modern requests
+/// besides tools ([`crate::ExtensionFactory::modern_capabilities`]: a gateway's upstream
+/// resources, prompts, completions); none when it has none or cannot say now.
+async fn forwarded_capabilities(session: &Session) -> Map<String, Value> {
+    match &session.state.extension {
+        Some(ext) if ext.serves_modern() => ext
+            .modern_capabilities(&session.requester)
+            .await
+            .unwrap_or_default(),
+        _ => Map::new(),
     }
 }
 
@@ -257,7 +289,7 @@ fn tasks_on(session: &Session) -> bool {
 /// capabilities, and identity." Spec (SEP-2663): the server declares
 /// `"extensions": {"io.modelcontextprotocol/tasks": {}}` in response to
 /// `server/discover`.
-fn discover(session: &Session) -> Value {
+fn discover(session: &Session, forwarded: Map<String, Value>) -> Value {
     let mut extensions = Map::new();
     if tasks_on(session) {
         extensions.insert(TASKS_EXTENSION.to_owned(), json!({}));
@@ -265,7 +297,13 @@ fn discover(session: &Session) -> Value {
     let capabilities = ServerCapabilities {
         tools: Some(json!({ "listChanged": false })),
         extensions: (!extensions.is_empty()).then_some(extensions),
-        extra: session.state.catalog.capabilities(Gen::Modern),
+        extra: {
+            let mut extra = session.state.catalog.capabilities(Gen::Modern);
+            for (k, v) in forwarded {
+                extra.entry(k).or_insert(v);
+            }
+            extra
+        },
     };
     let result = DiscoverResult {
         result_type: ResultType::Complete,

@@ -170,7 +170,7 @@ fn log_threshold(meta: &modern::RequestMeta) -> Result<LogThreshold, ErrorObject
 
 /// `params` without the per-request protocol fields of `_meta` (and without `_meta` if
 /// nothing else was in it).
-fn without_hop_meta(mut params: Value) -> Value {
+pub(super) fn without_hop_meta(mut params: Value) -> Value {
     let Some(obj) = params.as_object_mut() else {
         return params;
     };

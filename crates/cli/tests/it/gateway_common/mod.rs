@@ -358,3 +358,72 @@ pub fn listed_tool(s: &mut Stdio, name: &str) -> Value {
         .cloned()
         .unwrap_or_else(|| panic!("{tools}"))
 }
+
+/// The SDK's conformance example (`crates/sdk/examples/conformance`): tools, resources,
+/// prompts, completions, logging and `x-mcp-header` parameters in both generations. Built
+/// by `cargo build --workspace --all-targets` (and the suite's `--examples`); built here
+/// once when missing.
+pub fn conformance_example() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let bin = Path::new(crate::common::bin());
+            let path = bin
+                .parent()
+                .expect("the binary's directory")
+                .join("examples")
+                .join(format!("conformance{}", std::env::consts::EXE_SUFFIX));
+            if !path.exists() {
+                let status = std::process::Command::new(env!("CARGO"))
+                    .args(["build", "--workspace", "--examples"])
+                    .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+                    .status()
+                    .expect("run cargo to build the conformance example");
+                assert!(status.success(), "building the conformance example failed");
+            }
+            assert!(path.exists(), "{} is missing", path.display());
+            path
+        })
+        .clone()
+}
+
+/// The conformance example over Streamable HTTP on a free loopback port. Killed on drop.
+pub struct ConformanceHttp {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl ConformanceHttp {
+    pub fn start() -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(conformance_example())
+            .args(["--listen", "127.0.0.1:0"])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("spawn the conformance example");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stderr).lines() {
+                let Ok(line) = line else { return };
+                if let Some(url) = line.strip_prefix("listening on ") {
+                    let _ = tx.send(url.trim().to_owned());
+                }
+                eprintln!("[conformance] {line}");
+            }
+        });
+        let url = rx
+            .recv_timeout(TIMEOUT)
+            .expect("the conformance example printed its address");
+        Self { child, url }
+    }
+}
+
+impl Drop for ConformanceHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -173,3 +173,37 @@ async fn tasks_end_completed_failed_and_cancelled() {
     assert!(e.is_cancelled(), "{e}");
     c.close().await;
 }
+
+/// Spec (streamable HTTP, "Custom Headers from Tool Parameters"): "When a server's tool
+/// definition includes `x-mcp-header` annotations, conforming clients MUST mirror the
+/// designated parameter values into HTTP headers." Our client calls the conformance
+/// example's `test_custom_header` (`region` annotated `Region`) in 2026-07-28 over HTTP,
+/// with a plain value and with one that needs the Base64 form, before and after listing
+/// the tools; and so does a gateway in front of it (`--upstream-protocol modern`), called
+/// by our client in turn.
+#[tokio::test]
+async fn x_mcp_header_arguments_are_mirrored_into_mcp_param_headers() {
+    let up = crate::gateway_common::ConformanceHttp::start();
+    let modern = || answering().with_protocol(Protocol::Modern);
+    let gateway = HttpServer::start(&["--upstream-url", &up.url, "--upstream-protocol", "modern"]);
+    for url in [&up.url, &gateway.url] {
+        let c = Client::connect_http(HttpClientConfig::new(url), modern())
+            .await
+            .unwrap();
+        for region in ["us-west1", "Hello, 世界", " padded ", "=?base64?literal?="] {
+            let r = c
+                .call_tool("test_custom_header", json!({"region": region}))
+                .await
+                .unwrap_or_else(|e| panic!("{url} {region:?}: {e}"));
+            assert_eq!(r.text(), format!("Region: {region}"), "{url}");
+        }
+        let tools = c.list_tools().await.unwrap();
+        assert!(tools.iter().any(|t| t.name == "test_custom_header"));
+        let r = c
+            .call_tool("test_custom_header", json!({"region": "Ünïcode"}))
+            .await
+            .unwrap();
+        assert_eq!(r.text(), "Region: Ünïcode");
+        c.close().await;
+    }
+}

@@ -124,6 +124,10 @@ struct State {
     param_headers: Mutex<ParamHeaderTable>,
 }
 
+/// Most tools whose `x-mcp-header` parameters a transport learns from the `tools/list`
+/// results it reads (a server cannot grow a client's memory past it).
+pub const MAX_PARAM_HEADER_TOOLS: usize = 4096;
+
 /// The `x-mcp-header` parameters of each tool, by tool name.
 pub type ParamHeaderTable =
     std::collections::HashMap<String, Vec<mcp_tasks_proto::modern::param_headers::ParamHeader>>;
@@ -300,5 +304,38 @@ impl Drop for HttpClientTransport {
             });
         }
         self.state.shutdown();
+    }
+}
+
+impl State {
+    /// A `tools/list` result read by this transport (2026-07-28): the tools'
+    /// `x-mcp-header` parameters are kept, so that a later `tools/call` of one of them
+    /// carries its `Mcp-Param-{Name}` headers whoever lists and calls (a gateway's
+    /// upstream connection as well as our `Client`, which also drops the tools with
+    /// invalid annotations from what it shows). At most [`MAX_PARAM_HEADER_TOOLS`] tools.
+    ///
+    /// Spec (streamable HTTP, "Client Behavior"): "Inspect the tool's `inputSchema` for
+    /// properties marked with `x-mcp-header`".
+    pub(super) fn learn_param_headers(&self, result: &serde_json::Value) {
+        let Some(tools) = result.get("tools").and_then(serde_json::Value::as_array) else {
+            return;
+        };
+        let mut table = self.param_headers.lock();
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(serde_json::Value::as_str) else {
+                continue;
+            };
+            let schema = tool.get("inputSchema").unwrap_or(&serde_json::Value::Null);
+            match mcp_tasks_proto::modern::param_headers::annotations(schema) {
+                Ok(annotated) if !annotated.is_empty() => {
+                    if table.len() < MAX_PARAM_HEADER_TOOLS || table.contains_key(name) {
+                        table.insert(name.to_owned(), annotated);
+                    }
+                }
+                _ => {
+                    table.remove(name);
+                }
+            }
+        }
     }
 }

@@ -23,6 +23,9 @@ impl State {
     pub(super) async fn send_request(self: Arc<Self>, req: Request) {
         let id = req.id.clone();
         let is_init = req.method == methods::INITIALIZE;
+        // A modern `tools/list`: its result teaches the tools' `x-mcp-header` parameters,
+        // whoever reads it (our `Client`, or a gateway's upstream connection).
+        let learn_tools = self.config.modern && req.method == methods::TOOLS_LIST;
         if is_init {
             let mut s = self.session.lock();
             s.init_params = req.params.clone();
@@ -77,13 +80,17 @@ impl State {
                 return;
             }
             if is_event_stream(&resp) {
-                self.follow_request_stream(id, resp, is_init).await;
+                self.follow_request_stream(id, resp, is_init, learn_tools)
+                    .await;
             } else {
                 match self.read_body(resp).await {
                     Ok(body) => match Message::parse(&body) {
                         Ok(m) => {
                             if is_init && let Message::Response(r) = &m {
                                 self.capture_version(&r.result);
+                            }
+                            if learn_tools && let Message::Response(r) = &m {
+                                self.learn_param_headers(&r.result);
                             }
                             self.deliver(m).await;
                         }
@@ -109,6 +116,7 @@ impl State {
         id: RequestId,
         first: Response,
         is_init: bool,
+        learn_tools: bool,
     ) {
         let mut parser = SseParser::new(self.config.max_message_bytes);
         let mut resp = first;
@@ -123,6 +131,12 @@ impl State {
                         && let Message::Response(r) = &m
                     {
                         init_result = Some(r.result.clone());
+                    }
+                    if mine
+                        && learn_tools
+                        && let Message::Response(r) = &m
+                    {
+                        self.learn_param_headers(&r.result);
                     }
                     (true, mine)
                 })

@@ -476,3 +476,30 @@ async fn a_modern_request_given_up_on_is_cancelled_by_dropping_its_post() {
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(*posts.lock(), ["tools/call"], "a notification was POSTed");
 }
+
+/// A `tools/list` result read by the transport teaches the tools' `x-mcp-header`
+/// parameters (an unannotated or invalid tool is forgotten), for at most
+/// `MAX_PARAM_HEADER_TOOLS` tools.
+#[tokio::test]
+async fn tools_list_results_teach_param_headers_within_a_bound() {
+    let (_peer, t) = start("http://127.0.0.1:9/mcp");
+    let annotated = |name: &str| {
+        json!({"name": name, "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}})
+    };
+    t.state.learn_param_headers(&json!({"tools": [
+        annotated("a"),
+        {"name": "plain", "inputSchema": {"type": "object"}},
+    ]}));
+    assert_eq!(t.state.param_headers.lock().len(), 1);
+    assert!(t.state.param_headers.lock().contains_key("a"));
+    // Listed again without its annotation: forgotten.
+    t.state
+        .learn_param_headers(&json!({"tools": [{"name": "a", "inputSchema": {"type": "object"}}]}));
+    assert!(t.state.param_headers.lock().is_empty());
+    let many: Vec<Value> = (0..MAX_PARAM_HEADER_TOOLS + 10)
+        .map(|i| annotated(&format!("t{i}")))
+        .collect();
+    t.state.learn_param_headers(&json!({ "tools": many }));
+    assert_eq!(t.state.param_headers.lock().len(), MAX_PARAM_HEADER_TOOLS);
+}

@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 11;
+pub const SCHEMA_VERSION: i32 = 12;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -337,6 +337,8 @@ const MIGRATIONS: &[&str] = &[
     crate::buckets::MIGRATION,
     // 10 -> 11: each owner's share of the relayed messages (`relay`).
     crate::relay::OWNER_SHARE_MIGRATION,
+    // 11 -> 12: `finish_tasks` set-based: one update per batch (`finish`).
+    crate::finish::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

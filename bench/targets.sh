@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # bench/targets.sh: the throughput targets in one run: `create` and `get` at 16 clients
+# (and `result-wait`: 16 clients, 100 ms of work, the p50 and p99 of the result's
+# lateness: its arrival - (creation sent + 100 ms), an upper bound of the time from the
+# task's completion to the answer of its waiting `tasks/result`)
 # against the TypeScript SDK 1.32.2 task server (bench/ts-server), our server on the
 # default SQLite store and on PostgreSQL (one replica), and, with BIN_BEFORE, an earlier
 # build of ours on the same two stores. Every server is started fresh for each run, the
@@ -10,6 +13,7 @@
 #
 #   bench/targets.sh
 #   BIN_BEFORE=../old/target/release/mcp-tasks ROUNDS=3 DURATION=10s bench/targets.sh
+#   SCENS="create get" bench/targets.sh      # without result-wait
 #
 # Needs: node + npm (bench/ts-server is installed from its lock file), jq, taskset, psql
 # and PostgreSQL at $PG_ADMIN (default postgres://postgres@127.0.0.1:5432/postgres).
@@ -26,6 +30,7 @@ LOAD_CPU=${LOAD_CPU:-1}
 PORT=${PORT:-18921}
 ADMIN=${PG_ADMIN:-postgres://postgres@127.0.0.1:5432/postgres}
 export PGOPTIONS="${PGOPTIONS:-} -c client_min_messages=warning"
+SCENS=${SCENS:-create get result-wait}
 OUT=${OUT:-bench/results/$(date -u +%Y%m%dT%H%M%SZ)-targets}
 mkdir -p "$OUT"
 (cd bench/ts-server && [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error)
@@ -75,12 +80,13 @@ start() {
 for r in $(seq 1 "$ROUNDS"); do
     order=$SERVERS
     if [ $((r % 2)) = 0 ]; then order=$(tr ' ' '\n' <<<"$SERVERS" | tac | tr '\n' ' '); fi
-    for scen in create get; do
+    for scen in $SCENS; do
         for which in $order; do
             start "$which"
             echo "-- round $r $scen $which"
             extra=()
             if [ "$scen" = get ]; then extra=(-k 1000); fi
+            if [ "$scen" = result-wait ]; then extra=(--work-ms 100); fi
             taskset -c "$LOAD_CPU" "$BIN" bench --url "http://127.0.0.1:$PORT/mcp" --token bench-token \
                 --server-pid "$SPID" -s "$scen" -c 16 "${extra[@]}" -d "$DURATION" --warmup "$WARMUP" \
                 --json >"$OUT/r$r-$scen-$which.json" 2>>"$OUT/bench.log" || echo "   (errors counted in the JSON)"
@@ -90,8 +96,19 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 
 {
-    echo "== bench/targets.sh $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), ROUNDS=$ROUNDS DURATION=$DURATION, $BIN${BIN_BEFORE:+, before: $BIN_BEFORE}"
-    for scen in create get; do
+    echo "== bench/targets.sh $(date -u +%FT%TZ), commit $(git rev-parse --short HEAD), ROUNDS=$ROUNDS DURATION=$DURATION, $BIN${BIN_BEFORE:+, before: $BIN_BEFORE}, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+    for scen in $SCENS; do
+        if [ "$scen" = result-wait ]; then
+            # Latencies: the median over the runs of each run's p50 and p99 of the lateness.
+            for which in $SERVERS; do
+                jq -s -r --arg w "$which" '
+                    def med: sort | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end);
+                    [.[] | .ops["result-lateness"]] as $o
+                    | "result-wait \($w): lateness p50 \($o | map(.p50_ms) | med * 100 | round / 100) ms, p99 \($o | map(.p99_ms) | med * 100 | round / 100) ms (p99 of the runs: \($o | map(.p99_ms * 100 | round / 100 | tostring) | join(" · ")) ms)"
+                ' "$OUT"/r*-"$scen-$which".json
+            done
+            continue
+        fi
         for which in $SERVERS; do
             jq -s -r --arg w "$which" --arg s "$scen" '
                 map(.figure.value) | sort

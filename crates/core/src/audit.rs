@@ -394,9 +394,20 @@ impl Audit {
         self.inner.lost.total.load(Ordering::Relaxed)
     }
 
+    /// Whether an event recorded now is written anywhere: to the file (or stderr) of
+    /// [`Audit::open`], or as a `tracing` line on [`AUDIT_TARGET`] at `info`. When not,
+    /// the callers on the request path do not build the event at all (its principal,
+    /// session, task id and method are copies), and [`Audit::record`] drops it.
+    pub fn wanted(&self) -> bool {
+        self.inner.sink.is_some() || tracing::enabled!(target: AUDIT_TARGET, tracing::Level::INFO)
+    }
+
     /// Record `event`: its `tracing` line, and its JSON line when there is a file. Never
     /// waits.
     pub fn record(&self, event: Event) {
+        if !self.wanted() {
+            return;
+        }
         event.trace();
         let Some(sink) = &self.inner.sink else {
             return;

@@ -81,6 +81,14 @@ impl Guard {
         self.inner.audit.record(event);
     }
 
+    /// Record the audit event `event` makes, made only when it is written anywhere
+    /// ([`Audit::wanted`]): what every request pays for the audit trail when it is off.
+    pub fn record_with(&self, event: impl FnOnce() -> Event) {
+        if self.inner.audit.wanted() {
+            self.inner.audit.record(event());
+        }
+    }
+
     /// `who`'s `method` was refused by `r`: counted, logged at debug and audited; `r`.
     pub fn refused(&self, who: &Requester, method: &str, r: Refused) -> Refused {
         if let Some(m) = self.inner.metrics.get() {

@@ -77,6 +77,7 @@ use tokio_postgres::types::ToSql;
 mod announce;
 mod answers;
 mod buckets;
+mod finish;
 mod group;
 mod inputs;
 mod listen;
@@ -247,10 +248,12 @@ impl PgStore {
 
     /// [`Self::query`] for the sweeps' statements, run again (at most 3 times in all) when
     /// PostgreSQL broke a deadlock by aborting it. A sweep's set-based statement locks the
-    /// usage counters of its keys in key order, a group-commit batch of terminal
-    /// transitions (`finish_tasks`) locks them row by row in shard order, so the two can
-    /// deadlock (a batch of creations no longer can: `setbased` takes them up front in the
-    /// sweeps' order); the sweep is idempotent and its aborted
+    /// usage counters of its keys in key order; a group-commit batch of terminal
+    /// transitions (`finish_tasks`, set-based since `finish`) locks the tasks' rows in
+    /// shard order before its one update, and a sweep may meet the same rows in another
+    /// order, so the two can still deadlock (a batch of creations no longer can:
+    /// `setbased` takes the counters up front in the sweeps' order); the sweep is
+    /// idempotent and its aborted
     /// transaction changed nothing, so running it again is safe (the batch falls back to
     /// one row at a time on its side).
     async fn query_retrying(

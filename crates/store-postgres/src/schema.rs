@@ -12,7 +12,7 @@ use tokio_postgres::error::SqlState;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 12;
+pub const SCHEMA_VERSION: i32 = 13;
 
 /// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
 /// names: the store's schema is first on the search path.
@@ -340,6 +340,8 @@ const MIGRATIONS: &[&str] = &[
     // 11 -> 12: the requests of shared sessions waiting for an answer; only answers to
     // them are relayed (`answers`).
     crate::answers::MIGRATION,
+    // 12 -> 13: `finish_tasks` set-based: one update per batch (`finish`).
+    crate::finish::MIGRATION,
 ];
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.

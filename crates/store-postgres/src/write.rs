@@ -3,8 +3,8 @@
 //! commit (`create_tasks`, `finish_tasks`: schema version 7, [`MIGRATION`]).
 //!
 //! `create_tasks` is replaced at schema version 9 by a set-based one (`setbased`): one
-//! insert per batch, every lock taken up front; what follows describes version 7's, which
-//! `finish_tasks` still is.
+//! insert per batch, every lock taken up front; `finish_tasks` likewise by a later
+//! migration (`finish`): one update per batch. What follows describes version 7's.
 //!
 //! A batch function takes the advisory locks of every quota key of its rows first, in
 //! `hashtext` order, then the store-wide one when a row has a store-wide byte limit, and

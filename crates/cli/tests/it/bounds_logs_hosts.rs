@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::http_common::{Client, Server, send};
+use crate::http_common::{Client, Server, TOKENS_ENV, send};
 
 /// The status and body of `GET path` sent with `Host: host` on a fresh connection.
 async fn get_with_host(addr: SocketAddr, path: &str, host: &str) -> (u16, String) {
@@ -63,6 +63,73 @@ async fn a_foreign_host_name_is_refused_on_every_path_and_localhost_is_served() 
     assert_eq!(status, 200);
     let (status, _) = get_with_host(server.addr, "/ui/api/tasks", "evil.example").await;
     assert_eq!(status, 403);
+}
+
+/// The head (status line and headers, lower-case names) and body of a raw request on a
+/// fresh connection.
+async fn raw_request(addr: SocketAddr, req: &str) -> (String, String) {
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(req.as_bytes()).await.unwrap();
+    let mut raw = String::new();
+    tokio::time::timeout(Duration::from_secs(20), tcp.read_to_string(&mut raw))
+        .await
+        .expect("an answer")
+        .unwrap();
+    let (head, body) = raw.split_once("\r\n\r\n").unwrap_or((&raw, ""));
+    (head.to_ascii_lowercase(), body.to_owned())
+}
+
+/// The values of header `name` in `head`, in order.
+fn header_values(head: &str, name: &str) -> Vec<String> {
+    head.lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(n, _)| n.trim() == name)
+        .map(|(_, v)| v.trim().to_owned())
+        .collect()
+}
+
+/// A POST on the endpoint without `Origin` (what every non-browser client sends, served
+/// without the router's layers: `handlers::plain_post`) passes the same checks and carries
+/// the same CORS headers as a request the router serves: a foreign `Host` is refused with
+/// 403, a missing token with 401, and the answers carry the `Vary` and
+/// `Access-Control-Expose-Headers` of a GET (which the router serves).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_post_without_origin_is_checked_and_answered_as_the_router_answers() {
+    let server = Server::start_env(&[], &[(TOKENS_ENV, "tok-plain plain")]);
+    let addr = server.addr;
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+    let post = |host: &str, auth: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {host}\r\n{auth}Content-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Connection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let token = "Authorization: Bearer tok-plain\r\n";
+    let (head, answer) = raw_request(addr, &post("evil.example", token)).await;
+    assert!(head.starts_with("http/1.1 403"), "{head}\n{answer}");
+    assert!(answer.contains("host `evil.example"), "{answer}");
+    let (head, _) = raw_request(addr, &post("localhost", "")).await;
+    assert!(head.starts_with("http/1.1 401"), "{head}");
+    assert!(
+        !header_values(&head, "www-authenticate").is_empty(),
+        "{head}"
+    );
+    // Served: 400 (no session), with the router's CORS headers.
+    let (plain, answer) = raw_request(addr, &post("localhost", token)).await;
+    assert!(plain.starts_with("http/1.1 400"), "{plain}\n{answer}");
+    let (routed, _) = raw_request(
+        addr,
+        &format!("GET /mcp HTTP/1.1\r\nHost: localhost\r\n{token}Connection: close\r\n\r\n"),
+    )
+    .await;
+    for name in ["vary", "access-control-expose-headers"] {
+        let want = header_values(&routed, name);
+        assert!(!want.is_empty(), "the router's answer has {name}: {routed}");
+        assert_eq!(header_values(&plain, name), want, "{name}");
+    }
+    assert!(header_values(&plain, "access-control-allow-origin").is_empty());
 }
 
 /// Lines of `text` (the server's stderr, the audit file) longer than the cap allows.

@@ -142,15 +142,17 @@ impl TaskEngine {
             }
         };
         self.metrics().task_created(&rec, tool.as_deref());
-        let mut event = Event::new(EventKind::Created)
-            .who(&requester)
-            .task(&task_id)
-            .method(&rec.method)
-            .with("ttlMs", ttl);
-        if let Some(t) = &tool {
-            event = event.with("tool", t.as_str());
-        }
-        self.guard().record(event);
+        self.guard().record_with(|| {
+            let event = Event::new(EventKind::Created)
+                .who(&requester)
+                .task(&task_id)
+                .method(&rec.method)
+                .with("ttlMs", ttl);
+            match &tool {
+                Some(t) => event.with("tool", t.as_str()),
+                None => event,
+            }
+        });
         self.launch(
             task_id,
             answerer.unwrap_or(requester),

@@ -315,15 +315,15 @@ impl TaskEngine {
             TaskStatus::Cancelled => EventKind::Cancelled,
             _ => EventKind::Failed,
         };
-        self.guard().record(
+        self.guard().record_with(|| {
             Event::new(kind)
                 .principal(rec.owner.as_deref())
                 .task(&rec.task_id)
                 .method(&rec.method)
                 .outcome(rec.status.as_str())
                 .with("status", rec.status.as_str())
-                .with("by", by.name()),
-        );
+                .with("by", by.name())
+        });
     }
 
     /// Install the [`Resumer`] consulted before orphaned tasks are failed (once; set it

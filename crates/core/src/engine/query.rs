@@ -219,13 +219,13 @@ impl TaskEngine {
     }
 
     fn audit_retrieved(&self, rec: &TaskRecord, who: &Requester, method: &str) {
-        self.guard().record(
+        self.guard().record_with(|| {
             Event::new(EventKind::Retrieved)
                 .who(who)
                 .task(&rec.task_id)
                 .method(method)
-                .with("status", rec.status.as_str()),
-        );
+                .with("status", rec.status.as_str())
+        });
     }
 
     /// The stored outcome of the terminal task `task_id`, as `tasks/result` would return
@@ -336,12 +336,12 @@ impl TaskEngine {
             .filter(|r| !r.is_expired(now))
             .map(TaskRecord::to_wire)
             .collect();
-        self.guard().record(
+        self.guard().record_with(|| {
             Event::new(EventKind::Listed)
                 .who(who)
                 .method(methods::TASKS_LIST)
-                .with("count", tasks.len()),
-        );
+                .with("count", tasks.len())
+        });
         Ok((tasks, next))
     }
 

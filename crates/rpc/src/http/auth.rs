@@ -190,6 +190,19 @@ impl HostPolicy {
     /// Whether a request with `Host: host` may be served by a server listening on
     /// `listen` (`None`: unknown, as for a router served by its embedder).
     pub fn allows(&self, host: &str, listen: Option<std::net::SocketAddr>) -> bool {
+        // An IPv4 literal, with or without a port (what a client that reached the server
+        // by its address sends on every request), is accepted below whatever the list:
+        // answered here without the copies `host_name` makes.
+        if host.parse::<std::net::SocketAddrV4>().is_ok()
+            || host.parse::<std::net::Ipv4Addr>().is_ok()
+        {
+            return true;
+        }
+        self.allows_by_name(host, listen)
+    }
+
+    /// [`Self::allows`] from the host's name.
+    fn allows_by_name(&self, host: &str, listen: Option<std::net::SocketAddr>) -> bool {
         let Some(name) = host_name(host) else {
             return false;
         };
@@ -231,6 +244,34 @@ fn host_name(host: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The shortcut for IPv4 literals answers what the names' rule answers.
+    #[test]
+    fn ipv4_literals_are_answered_as_by_their_name() {
+        let listen = Some("127.0.0.1:8080".parse().unwrap());
+        for policy in [HostPolicy::default(), HostPolicy::new(["mcp.example.com"])] {
+            for host in [
+                "127.0.0.1",
+                "127.0.0.1:8080",
+                "10.1.2.3:0",
+                "192.168.0.1:65535",
+                "192.168.0.1:65536",
+                "1.2.3.4.",
+                "1.2.3.4:",
+                "01.2.3.4",
+                "1.2.3",
+                "[::1]:80",
+                "evil.example",
+                "localhost:1",
+            ] {
+                assert_eq!(
+                    policy.allows(host, listen),
+                    policy.allows_by_name(host, listen),
+                    "{host}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn tokens_authenticate_their_principal_only() {

@@ -706,6 +706,7 @@ async fn accept_loop(
     // Every connection task holds a receiver; `closed()` fires when all are gone.
     let (open_tx, open_rx) = tokio::sync::watch::channel(());
     let app = handlers::router(Arc::clone(shared));
+    let plain_cors = Arc::new(handlers::PlainCors::new());
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .timer(hyper_util::rt::TokioTimer::new())
@@ -753,6 +754,8 @@ async fn accept_loop(
         }
         let conn = Connection {
             app: app.clone(),
+            shared: Arc::clone(shared),
+            cors: Arc::clone(&plain_cors),
             addr,
             stop: stop.clone(),
             http1: http1.clone(),
@@ -799,6 +802,9 @@ async fn accept_loop(
 /// What serving one accepted connection needs.
 struct Connection {
     app: axum::Router,
+    /// For the POSTs served without the router (`handlers::is_plain_post`).
+    shared: Arc<Shared>,
+    cors: Arc<handlers::PlainCors>,
     addr: SocketAddr,
     stop: CancellationToken,
     http1: hyper::server::conn::http1::Builder,
@@ -813,6 +819,8 @@ impl Connection {
     {
         let Self {
             app,
+            shared,
+            cors,
             addr,
             stop,
             http1,
@@ -821,7 +829,17 @@ impl Connection {
             hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let mut req = req.map(axum::body::Body::new);
                 req.extensions_mut().insert(ClientAddr(addr));
-                app.clone().oneshot(req)
+                // A POST on the endpoint without `Origin` (every message of a non-browser
+                // client) is answered as the router would, without its layers.
+                if handlers::is_plain_post(&shared, &req) {
+                    futures::future::Either::Left(handlers::plain_post(
+                        Arc::clone(&shared),
+                        Arc::clone(&cors),
+                        req,
+                    ))
+                } else {
+                    futures::future::Either::Right(app.clone().oneshot(req))
+                }
             });
         let conn = http1.serve_connection(hyper_util::rt::TokioIo::new(io), service);
         let mut conn = std::pin::pin!(conn);

@@ -140,10 +140,14 @@ async fn batched_writes_answer_each_caller_exactly() {
         );
     }
     crate::batch::assert_counters_match(&db.client().await).await;
-    let (batches2, jobs2, _) = s.group_counts();
+    let (batches2, jobs2, fallbacks) = s.group_counts();
     assert!(
         batches2 - batches < jobs2 - jobs,
         "concurrent transitions were batched"
+    );
+    assert_eq!(
+        fallbacks, 0,
+        "every batch was written by its one statement (none fell back to one row at a time)"
     );
 }
 

@@ -159,20 +159,8 @@ fn empty(status: StatusCode) -> Response {
 /// rebinding name makes: its `Host` names it, and is checked too
 /// ([`super::HostPolicy`]), on every path (`/mcp`, `/ui`, `/metrics`, the probes).
 async fn origin_guard(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
-    if let Some(h) = header_str(req.headers(), header::HOST)
-        && !shared.config.hosts.allows(h, shared.listen.get().copied())
-    {
-        let h = capped(h);
-        tracing::debug!(host = %h, "request for a foreign host name refused");
-        shared.refused(super::Refusal::Origin);
-        return http_error(
-            StatusCode::FORBIDDEN,
-            codes::INVALID_REQUEST,
-            format!(
-                "Forbidden: host `{h}` is not allowed (DNS rebinding protection): reach this \
-                 server by an IP address or localhost, or allow the name (--allowed-host)"
-            ),
-        );
+    if let Some(r) = foreign_host(&shared, req.headers()) {
+        return r;
     }
     if let Some(o) = header_str(req.headers(), header::ORIGIN)
         && !shared.config.origins.allows(o)
@@ -187,6 +175,111 @@ async fn origin_guard(State(shared): State<Arc<Shared>>, req: Request, next: Nex
         );
     }
     next.run(req).await
+}
+
+/// The 403 of a request whose `Host` names a host that is not allowed (see
+/// [`origin_guard`]); `None` when it is allowed (or absent).
+fn foreign_host(shared: &Shared, headers: &HeaderMap) -> Option<Response> {
+    let h = header_str(headers, header::HOST)?;
+    if shared.config.hosts.allows(h, shared.listen.get().copied()) {
+        return None;
+    }
+    let h = capped(h);
+    tracing::debug!(host = %h, "request for a foreign host name refused");
+    shared.refused(super::Refusal::Origin);
+    Some(http_error(
+        StatusCode::FORBIDDEN,
+        codes::INVALID_REQUEST,
+        format!(
+            "Forbidden: host `{h}` is not allowed (DNS rebinding protection): reach this \
+             server by an IP address or localhost, or allow the name (--allowed-host)"
+        ),
+    ))
+}
+
+/// Whether `req` is a POST on the endpoint without an `Origin` header: what every
+/// non-browser client sends for every message. [`plain_post`] serves it as the router
+/// would, without the router's layers (routing, two middleware services and the CORS
+/// layer, each boxing the request's future: about a fifth of a `tasks/get`'s
+/// instructions).
+pub(crate) fn is_plain_post(shared: &Shared, req: &Request) -> bool {
+    req.method() == Method::POST
+        && req.uri().path() == shared.config.path
+        && !req.headers().contains_key(header::ORIGIN)
+}
+
+/// A request [`is_plain_post`] accepted, answered as [`router`] answers it: the `Host`
+/// check of [`origin_guard`] (it has no `Origin` to check), the bearer token of
+/// [`checked`], [`post`], and the headers the CORS layer puts on every answer to a request
+/// without `Origin` ([`PlainCors`]).
+pub(crate) async fn plain_post(
+    shared: Arc<Shared>,
+    cors: Arc<PlainCors>,
+    req: Request,
+) -> Result<Response, std::convert::Infallible> {
+    let mut r = plain_post_answer(&shared, req).await;
+    cors.apply(&mut r);
+    Ok(r)
+}
+
+async fn plain_post_answer(shared: &Arc<Shared>, req: Request) -> Response {
+    if let Some(r) = foreign_host(shared, req.headers()) {
+        return r;
+    }
+    let principal = match authenticate(shared, req.headers()).await {
+        Ok(p) => p,
+        Err(r) => return *r,
+    };
+    let (parts, body) = req.into_parts();
+    post(shared, &parts, body, principal).await
+}
+
+/// The headers [`cors`] adds to the answer of a request that has no `Origin` (a `Vary`
+/// appended, the others set), taken once from the layer itself so that the two paths
+/// cannot drift apart.
+pub(crate) struct PlainCors {
+    vary: Vec<HeaderValue>,
+    set: Vec<(HeaderName, HeaderValue)>,
+}
+
+impl PlainCors {
+    /// What [`cors`] adds to an empty answer to a POST without `Origin`.
+    pub(crate) fn new() -> Self {
+        use futures::FutureExt;
+        use tower::{Layer, ServiceExt};
+        let inner = tower::service_fn(|_: Request| async {
+            Ok::<_, std::convert::Infallible>(Response::new(Body::empty()))
+        });
+        let mut req = Request::new(Body::empty());
+        *req.method_mut() = Method::POST;
+        let answered = cors()
+            .layer(inner)
+            .oneshot(req)
+            .now_or_never()
+            .and_then(Result::ok);
+        let mut vary = Vec::new();
+        let mut set = Vec::new();
+        if let Some(r) = answered {
+            for (name, value) in r.headers() {
+                if name == header::VARY {
+                    vary.push(value.clone());
+                } else {
+                    set.push((name.clone(), value.clone()));
+                }
+            }
+        }
+        Self { vary, set }
+    }
+
+    fn apply(&self, r: &mut Response) {
+        let h = r.headers_mut();
+        for v in &self.vary {
+            h.append(header::VARY, v.clone());
+        }
+        for (name, value) in &self.set {
+            h.insert(name.clone(), value.clone());
+        }
+    }
 }
 
 /// CORS for browser clients. Every origin that reaches this layer passed

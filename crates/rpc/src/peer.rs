@@ -109,6 +109,15 @@ pub trait Handler: Send + Sync + 'static {
     fn shared_state(&self) -> Option<Value> {
         None
     }
+
+    /// Whether task `task_id` runs in this process (so its messages reach a stream of
+    /// this process without a relay). `false` (the default) when the handler does not
+    /// know: a `tasks/result` stream of a shared session then asks the other replicas to
+    /// send the task's messages to it (`http::SessionDirectory`).
+    fn runs_task_here(&self, task_id: &str) -> bool {
+        let _ = task_id;
+        false
+    }
 }
 
 struct Inner {

@@ -356,6 +356,16 @@ impl Handler for Session {
         }))
     }
 
+    /// Whether this process's engine executes task `task_id`: then a `tasks/result` of
+    /// a shared session gets the task's messages here, and the other replicas are not
+    /// asked to relay them.
+    fn runs_task_here(&self, task_id: &str) -> bool {
+        self.state
+            .engine
+            .as_ref()
+            .is_some_and(|e| e.runs_here(task_id))
+    }
+
     /// A notification or a response a client POSTs counts toward its `requests` rate
     /// limit, as a request does.
     fn admit_message(&self, method: Option<&str>) -> Result<(), ErrorObject> {

@@ -372,6 +372,11 @@ impl TaskEngine {
         self.inner.running.lock().get(task_id).cloned()
     }
 
+    /// Whether this process is executing task `task_id` (it has not ended here).
+    pub fn runs_here(&self, task_id: &str) -> bool {
+        self.inner.running.lock().contains_key(task_id)
+    }
+
     /// Number of tasks this process is executing.
     pub fn running_count(&self) -> usize {
         self.inner.running.lock().len()

@@ -117,3 +117,41 @@ async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
         );
     }
 }
+
+/// `runs_here` is true while this engine executes the task, false once it ended and for a
+/// task it does not run (what decides whether a `tasks/result` of a shared session asks
+/// the other replicas to relay the task's messages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_here_while_this_engine_executes_the_task() {
+    let store = Arc::new(Counting::default());
+    let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
+    let who = Requester::local();
+    let spec = TaskSpec {
+        requester: who.clone(),
+        method: "tools/call".into(),
+        params: json!({"name": "t"}),
+        task_field: json!({}),
+        origin: Arc::new(NoRequestor),
+        classify: classify as Classifier,
+    };
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let runner = Box::new(move |_run: TaskRun| {
+        Box::pin(async move {
+            let _ = released.await;
+            Ok(json!({"content": []}))
+        }) as futures::future::BoxFuture<'static, _>
+    });
+    let id = engine.create(spec, runner).await.expect("created").task_id;
+    assert!(engine.runs_here(&id), "running");
+    assert!(!engine.runs_here("no-such-task"));
+    release.send(()).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while engine.runs_here(&id) {
+        assert!(tokio::time::Instant::now() < deadline, "still running");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(
+        engine.get(&id, &who).await.unwrap().status,
+        TaskStatus::Completed
+    );
+}

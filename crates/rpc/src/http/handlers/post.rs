@@ -494,9 +494,10 @@ pub(super) async fn answer(
         }
     };
     // A tasks/result on a stream of a shared session carries its task's notifications,
-    // wherever the task runs.
+    // wherever the task runs (the other replicas are told, unless it runs here).
     if mode != ReplyMode::Json
         && let Some(task) = tag.as_ref().and_then(|_| task_of_result(&req))
+        && !session.peer.handler().runs_task_here(task)
     {
         session.follow_task(task, &id);
     }

@@ -187,6 +187,24 @@ pub(crate) fn too_large(len: usize, max: usize) -> RelayError {
     ))
 }
 
+/// What a relaying statement's row says of a message of `len` bytes: stored (its first
+/// column, the row id, is set), or refused by the owner's share (third column: what the
+/// owner's messages hold) or by the total (second column: what all hold).
+pub(crate) fn stored(
+    row: &tokio_postgres::Row,
+    len: usize,
+    l: &RelayLimits,
+) -> Result<(), RelayError> {
+    if row.get::<_, Option<i64>>(0).is_some() {
+        return Ok(());
+    }
+    let owner_used: i64 = row.get(2);
+    if owner_used.saturating_add(to_i64(len)) > to_i64(l.max_per_owner) {
+        return Err(over_share(len, owner_used, l.max_per_owner));
+    }
+    Err(full(len, row.get(1), l.max_total))
+}
+
 pub(crate) fn full(len: usize, used: i64, max: usize) -> RelayError {
     RelayError::Refused(format!(
         "the message of {len} bytes does not fit: {used} of the {max} bytes of messages relayed \

@@ -329,20 +329,7 @@ impl PgSessions {
         let row = rows
             .first()
             .ok_or_else(|| StoreError::Corrupt("relay_store returned no row".into()))?;
-        if row.get::<_, Option<i64>>(0).is_none() {
-            let owner_used: i64 = row.get(2);
-            if owner_used.saturating_add(relay::to_i64(message.len()))
-                > relay::to_i64(l.max_per_owner)
-            {
-                return Err(relay::over_share(
-                    message.len(),
-                    owner_used,
-                    l.max_per_owner,
-                ));
-            }
-            return Err(relay::full(message.len(), row.get(1), l.max_total));
-        }
-        Ok(())
+        relay::stored(row, message.len(), &l)
     }
 
     /// The peer of a copy of `session` sends request `id` to the client: it is pending
@@ -428,19 +415,7 @@ impl PgSessions {
         if !row.get::<_, bool>(3) {
             return Ok(false);
         }
-        if row.get::<_, Option<i64>>(0).is_none() {
-            let owner_used: i64 = row.get(2);
-            if owner_used.saturating_add(relay::to_i64(message.len()))
-                > relay::to_i64(l.max_per_owner)
-            {
-                return Err(relay::over_share(
-                    message.len(),
-                    owner_used,
-                    l.max_per_owner,
-                ));
-            }
-            return Err(relay::full(message.len(), row.get(1), l.max_total));
-        }
+        relay::stored(row, message.len(), &l)?;
         Ok(true)
     }
 

@@ -72,19 +72,24 @@ fn classify(_: &Value) -> (TaskStatus, Option<String>) {
     (TaskStatus::Completed, None)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
-    let store = Arc::new(Counting::default());
-    let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
-    let who = Requester::local();
-    let spec = TaskSpec {
+/// A `tools/call` task of `who` for tool `t`.
+fn spec(who: &Requester) -> TaskSpec {
+    TaskSpec {
         requester: who.clone(),
         method: "tools/call".into(),
         params: json!({"name": "t"}),
         task_field: json!({}),
         origin: Arc::new(NoRequestor),
         classify: classify as Classifier,
-    };
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
+    let store = Arc::new(Counting::default());
+    let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
+    let who = Requester::local();
+    let spec = spec(&who);
     let runner = Box::new(|_run: TaskRun| {
         Box::pin(async { Ok(json!({"content": [{"type": "text", "text": "done"}]})) })
             as futures::future::BoxFuture<'static, _>
@@ -126,14 +131,7 @@ async fn runs_here_while_this_engine_executes_the_task() {
     let store = Arc::new(Counting::default());
     let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
     let who = Requester::local();
-    let spec = TaskSpec {
-        requester: who.clone(),
-        method: "tools/call".into(),
-        params: json!({"name": "t"}),
-        task_field: json!({}),
-        origin: Arc::new(NoRequestor),
-        classify: classify as Classifier,
-    };
+    let spec = spec(&who);
     let (release, released) = tokio::sync::oneshot::channel::<()>();
     let runner = Box::new(move |_run: TaskRun| {
         Box::pin(async move {

@@ -1,4 +1,5 @@
-//! `mcp-tasks`: a spec-exact MCP 2025-11-25 task server.
+//! `mcp-tasks`: a spec-exact MCP task server (2025-11-25, and 2026-07-28 with the tasks
+//! extension), gateway, client and load generator.
 
 mod bench;
 mod bench_compare;

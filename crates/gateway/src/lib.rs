@@ -1,5 +1,5 @@
-//! The gateway of mcp-tasks: spec-exact, durable MCP 2025-11-25 tasks in front of any MCP
-//! server.
+//! The gateway of mcp-tasks: spec-exact, durable MCP tasks (2025-11-25, and 2026-07-28 with
+//! the tasks extension) in front of any MCP server.
 //!
 //! `mcp-tasks serve --upstream-cmd "COMMAND ARGS"` puts the receiver in front of an
 //! existing server. Each downstream session gets its own upstream connection (a *lane*,

@@ -1,6 +1,6 @@
 //! The upstream's tools as the gateway lists and runs them.
 //!
-//! Tool policy (issue #10): an upstream that declares `tasks.requests.tools.call` keeps
+//! Tool policy: an upstream that declares `tasks.requests.tools.call` keeps
 //! each tool's own `execution.taskSupport`; for any other upstream every tool is
 //! `optional` (the gateway runs it as a task by calling it plainly upstream); either is
 //! overridden per tool by configuration.

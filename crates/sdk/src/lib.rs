@@ -1,4 +1,5 @@
-//! Serve your own tools as MCP 2025-11-25 tasks, with one dependency.
+//! Serve your own tools as MCP tasks (2025-11-25, and 2026-07-28 with the tasks extension),
+//! with one dependency.
 //!
 //! This crate re-exports what a tool author needs from the crates of mcp-tasks: typed
 //! tools ([`Tool::typed`]), the server builder ([`Server::builder`]), serving over stdio

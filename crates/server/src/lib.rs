@@ -1,4 +1,5 @@
-//! The receiver of mcp-tasks: an MCP 2025-11-25 server whose tools run as tasks.
+//! The receiver of mcp-tasks: an MCP server (2025-11-25, and 2026-07-28 with the tasks
+//! extension) whose tools run as tasks.
 //!
 //! * [`tool`]: the public API to serve your own tools ([`Tool`], [`ToolContext`]);
 //! * [`Server`]: tools + the task engine + configuration, shared by every session, made

@@ -1,4 +1,4 @@
-//! Several replicas on one database: the sessions they share (issue 17).
+//! Several replicas on one database: the sessions they share.
 //!
 //! `serve_http` asks the [`SessionDirectory`] of the store (a table of the PostgreSQL
 //! store, `docs/adr/0006-replicas.md`) when a request names a session this process does

@@ -1,5 +1,5 @@
 //! The requests a shared session's peer sent its client and that wait for an answer
-//! (issue 28): a client's response POSTed to another replica than the one whose request it
+//! a client's response POSTed to another replica than the one whose request it
 //! answers is relayed only when some replica's copy of the session has a request of that
 //! id pending, so that responses to ids nobody asked cannot fill the relay's budget
 //! (`relay.rs`) and block other clients' real answers.

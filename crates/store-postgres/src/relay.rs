@@ -1,4 +1,4 @@
-//! Messages relayed between replicas that a notification cannot carry (issue 17): a
+//! Messages relayed between replicas that a notification cannot carry: a
 //! `NOTIFY` payload is at most 8000 bytes, so a larger message (a big sampling or
 //! elicitation answer) is written to the table `relayed_messages` and the notification
 //! names its row; each replica's session listener reads the row. Rows are never updated;

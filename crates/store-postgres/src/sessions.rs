@@ -1,4 +1,4 @@
-//! Sessions shared between replicas (issue 17): the `sessions` table, and a listener that
+//! Sessions shared between replicas: the `sessions` table, and a listener that
 //! tells this process when a session ends on any replica.
 //!
 //! A row is written once at `initialize`, read once by each other replica that meets the

@@ -21,7 +21,7 @@ mod tls_args;
 
 use clap::{Parser, Subcommand};
 
-/// Durable, spec-exact MCP Tasks (protocol revision 2025-11-25).
+/// Durable, spec-exact MCP Tasks (protocol revisions 2025-11-25 and 2026-07-28).
 #[derive(Parser, Debug)]
 #[command(name = "mcp-tasks", version, about, long_about = None, after_help = EXAMPLES)]
 struct Cli {

@@ -13,9 +13,9 @@ use std::time::Duration;
 use mcp_tasks_proto::ErrorObject;
 
 use crate::audit::{Audit, Event, EventKind};
-use crate::engine::Requester;
 use crate::metrics::{Metrics, Rejection};
 use crate::rate::{Kind, Pattern, RateLimitConfig, RateLimits, Refused, Watch};
+use crate::requester::Requester;
 
 struct Inner {
     limits: RateLimits,

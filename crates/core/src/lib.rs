@@ -36,6 +36,7 @@ pub mod metrics;
 pub mod policy;
 pub mod rate;
 pub mod record;
+mod requester;
 pub mod schema;
 pub mod serve;
 pub mod status;

@@ -1,5 +1,6 @@
 use super::*;
 use crate::memory::MemoryStore;
+use crate::store::TaskStore;
 
 fn rec(id: &str, status: TaskStatus, created: i64, updated: i64) -> TaskRecord {
     TaskRecord {

@@ -22,8 +22,10 @@ pub mod http_client;
 pub mod line;
 mod outgoing;
 pub mod peer;
+mod pending;
 #[cfg(feature = "process")]
 pub mod process;
+mod route;
 pub mod sse;
 pub mod stdio;
 
@@ -35,5 +37,5 @@ pub(crate) fn install_crypto_provider() {
 }
 
 pub use error::{PeerError, TransportError, TransportErrorKind};
-pub use outgoing::RequestOptions;
 pub use peer::{Handler, Outbound, Peer, RequestContext, Route, RouteDelivery};
+pub use pending::RequestOptions;

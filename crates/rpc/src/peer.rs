@@ -14,42 +14,8 @@ use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::{PeerError, TransportError};
-use crate::outgoing::{self, PendingMap, RequestOptions};
-
-/// Which stream an outgoing message belongs to.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Route {
-    /// Sent while serving this incoming request (its response, and requests or
-    /// notifications related to it).
-    Request(RequestId),
-    /// Tied to no open request.
-    Standalone,
-}
-
-/// How the messages a handler sends on its request's route (before the response) reach
-/// the other side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RouteDelivery {
-    /// On the connection every route shares (stdio), in order with everything else.
-    #[default]
-    Shared,
-    /// On a stream of the request's own (a Streamable HTTP SSE response), which the other
-    /// side may drop while the session lives on.
-    OwnStream,
-    /// Not with this request: the other side accepts one JSON response only (a Streamable
-    /// HTTP POST without `text/event-stream` in `Accept`); the transport diverts such
-    /// messages to its standalone stream.
-    Diverted,
-}
-
-/// An outgoing message and its route.
-#[derive(Debug, Clone)]
-pub struct Outbound {
-    /// The message.
-    pub message: Message,
-    /// The stream it belongs to.
-    pub route: Route,
-}
+use crate::pending::PendingMap;
+pub use crate::route::{Outbound, Route, RouteDelivery};
 
 /// Serves what the other side sends.
 #[async_trait]
@@ -273,40 +239,6 @@ impl Peer {
                 route,
             )
             .await;
-    }
-
-    /// Send a request and wait for its response, without a time bound. Dropping the
-    /// future before the answer cancels the request (`notifications/cancelled`).
-    ///
-    /// # Errors
-    /// The other side's error, or why no answer came (see [`PeerError`]).
-    pub async fn request(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        route: Route,
-    ) -> Result<Value, PeerError> {
-        self.request_with(method, params, RequestOptions::new(route))
-            .await
-    }
-
-    /// Send a request and wait for its response as `options` say. Every request this
-    /// peer sends goes through here: the peer allocates its id and keeps it pending until
-    /// the answer comes, the connection closes or its input ends ([`PeerError::Closed`]),
-    /// the transport fails it ([`PeerError::Transport`]), or the timeout runs out
-    /// ([`PeerError::Timeout`]). When the caller stops waiting (the future is dropped, or
-    /// times out) the request is cancelled with `notifications/cancelled` on its route
-    /// (never `initialize`), and a late answer is ignored.
-    ///
-    /// # Errors
-    /// See [`PeerError`].
-    pub async fn request_with(
-        &self,
-        method: &str,
-        params: Option<Value>,
-        options: RequestOptions,
-    ) -> Result<Value, PeerError> {
-        outgoing::request(self, method, params, options).await
     }
 
     /// The transport could not get request `id` answered: it fails with

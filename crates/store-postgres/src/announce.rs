@@ -19,7 +19,7 @@ use deadpool_postgres::Pool;
 use mcp_tasks_core::StoreError;
 use tokio::sync::mpsc;
 
-use crate::schema::{map_err, map_pool_err};
+use crate::db::{map_err, map_pool_err};
 
 /// How many task ids wait to be announced at most; past it an id is dropped (its waiters
 /// on other replicas then wake by the safety-net poll), with one warning per episode.

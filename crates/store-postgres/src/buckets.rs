@@ -45,7 +45,7 @@ const SPEND: &str = "SELECT rate_spend($1, $2, $3, $4)";
 
 /// The shared buckets of a [`crate::PgStore`], on its pool.
 pub(crate) struct PgBuckets {
-    pub(crate) db: crate::schema::Db,
+    pub(crate) db: crate::db::Db,
 }
 
 #[async_trait]

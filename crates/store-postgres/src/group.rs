@@ -18,9 +18,9 @@
 //! that row only. A writer takes the jobs waiting when it is free, so at low load a batch
 //! is one job and costs what a lone write did (one round trip).
 //!
-//! The queue holds [`crate::PgOptions::write_queue`] jobs (default [`QUEUE`]); past it a
-//! caller waits for room (backpressure), and a stalled database is bounded by the
-//! statement timeout of the batches ahead.
+//! The queue holds [`crate::PgOptions::write_queue`] jobs (default
+//! [`crate::WRITE_QUEUE`]); past it a caller waits for room (backpressure), and a stalled
+//! database is bounded by the statement timeout of the batches ahead.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,9 +29,6 @@ use mcp_tasks_core::{Limits, NewTask, StoreError, TaskRecord, Transition};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::write::{Finish, Writer};
-
-/// The default bound of the queue ([`crate::PgOptions::write_queue`]).
-pub const QUEUE: usize = 1024;
 
 /// How many writer tasks flush the queue (each on its own pooled connection).
 pub(crate) const WRITERS: usize = 2;

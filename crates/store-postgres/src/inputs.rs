@@ -51,7 +51,7 @@ const REMOVE: &str = "DELETE FROM task_inputs WHERE key = $1";
 
 /// The mailbox of a [`crate::PgStore`], on its pool.
 pub(crate) struct PgInputs {
-    pub(crate) db: crate::schema::Db,
+    pub(crate) db: crate::db::Db,
 }
 
 fn json_of(bytes: &[u8]) -> Result<Value, StoreError> {

@@ -77,10 +77,12 @@ use tokio_postgres::types::ToSql;
 mod announce;
 mod answers;
 mod buckets;
+mod db;
 mod finish;
 mod group;
 mod inputs;
 mod listen;
+mod migrations;
 mod notes;
 mod ops;
 mod options;
@@ -91,8 +93,7 @@ mod setbased;
 mod write;
 
 pub use answers::{MAX_PENDING_REQUESTS_PER_SESSION, PENDING_REQUEST_TTL};
-pub use group::QUEUE as WRITE_QUEUE;
-pub use options::{PgConfig, PgOptions, is_postgres_url, redact};
+pub use options::{PgConfig, PgOptions, WRITE_QUEUE, is_postgres_url, redact};
 pub use relay::{
     MAX_RELAYED_MESSAGE_BYTES, MAX_RELAYED_OWNER_BYTES, MAX_RELAYED_TOTAL_BYTES, RELAYED_TTL,
     RelayError, RelayLimits,
@@ -100,8 +101,8 @@ pub use relay::{
 pub use schema::SCHEMA_VERSION;
 pub use sessions::{MAX_RELAYED_BYTES, PgSessions, SessionEnded, SessionRow};
 
+use db::{Db, map_err, map_pool_err};
 use listen::Listener;
-use schema::{map_err, map_pool_err};
 
 /// A task store on PostgreSQL. See the [crate documentation](crate).
 ///
@@ -170,7 +171,7 @@ impl PgStore {
         let announcer =
             announce::Announcer::start(pool.clone(), cfg.options.schema.clone(), target.clone());
         let writer = Arc::new(write::Writer {
-            db: schema::Db::new(&pool, &target),
+            db: Db::new(&pool, &target),
             listener: Arc::clone(&listener),
             announcer,
         });
@@ -354,6 +355,11 @@ impl PgStore {
             None => TransitionResult::Missing,
         })
     }
+
+    /// The shared sessions kept in this store's database.
+    pub fn sessions(&self) -> PgSessions {
+        PgSessions::new(Db::new(&self.pool, &self.target), self.cfg.clone())
+    }
 }
 
 /// The pool's first connection, retried with backoff while the database cannot be reached
@@ -375,11 +381,11 @@ async fn first_connection(
             Err(e) => e,
         };
         let retry = match &e {
-            PoolError::Backend(b) => schema::retryable(b),
+            PoolError::Backend(b) => db::retryable(b),
             _ => true,
         };
         let left = cfg.options.connect_for.saturating_sub(started.elapsed());
-        let why = schema::pool_reason(&e);
+        let why = db::pool_reason(&e);
         if !retry || left.is_zero() {
             let tried = humantime::format_duration(Duration::from_millis(
                 u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
@@ -529,19 +535,19 @@ impl TaskStore for PgStore {
 
     fn notes(&self) -> Option<Arc<dyn mcp_tasks_core::TaskNotes>> {
         Some(Arc::new(notes::PgNotes {
-            db: schema::Db::new(&self.pool, &self.target),
+            db: Db::new(&self.pool, &self.target),
         }))
     }
 
     fn inputs(&self) -> Option<Arc<dyn mcp_tasks_core::TaskInputs>> {
         Some(Arc::new(inputs::PgInputs {
-            db: schema::Db::new(&self.pool, &self.target),
+            db: Db::new(&self.pool, &self.target),
         }))
     }
 
     fn buckets(&self) -> Option<Arc<dyn mcp_tasks_core::buckets::SharedBuckets>> {
         Some(Arc::new(buckets::PgBuckets {
-            db: schema::Db::new(&self.pool, &self.target),
+            db: Db::new(&self.pool, &self.target),
         }))
     }
 }

@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use mcp_tasks_core::{StoreError, TaskNotes};
 use tokio_postgres::error::SqlState;
 
-use crate::schema::Db;
+use crate::db::Db;
 
 /// The migration that adds the notes (schema version 2 -> 3).
 pub(crate) const MIGRATION: &str = "

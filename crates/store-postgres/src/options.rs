@@ -6,6 +6,9 @@ use std::time::Duration;
 use mcp_tasks_core::StoreError;
 use tokio_postgres::config::Host;
 
+/// The default bound of the write queue ([`PgOptions::write_queue`]).
+pub const WRITE_QUEUE: usize = 1024;
+
 /// Options of a [`crate::PgStore`] beyond the connection settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgOptions {
@@ -41,7 +44,7 @@ impl Default for PgOptions {
             connect_for: Duration::from_secs(30),
             fallback_poll: Duration::from_secs(2),
             schema: "mcp_tasks".into(),
-            write_queue: crate::group::QUEUE,
+            write_queue: WRITE_QUEUE,
         }
     }
 }

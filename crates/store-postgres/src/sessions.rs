@@ -15,12 +15,11 @@ use mcp_tasks_proto::logged::digest;
 use parking_lot::Mutex;
 use tokio_postgres::types::ToSql;
 
-use crate::PgStore;
 use crate::answers;
+use crate::db::Db;
 use crate::listen::{listen_on, new_backoff};
 use crate::options::PgConfig;
 use crate::relay::{self, RelayError, RelayLimits};
-use crate::schema::Db;
 
 /// Schema version 2 -> 3: the shared sessions.
 pub(crate) const MIGRATION: &str = "
@@ -138,9 +137,9 @@ pub const MAX_RELAYED_BYTES: usize = 7900;
 
 type Callback = Arc<dyn Fn(SessionEnded) + Send + Sync>;
 
-/// The sessions table of a [`PgStore`]'s database and schema. Cheap to clone; shares the
-/// store's connection pool. Its listener runs once [`Self::on_ended`] is called, until the
-/// last clone is dropped.
+/// The sessions table of a [`PgStore`](crate::PgStore)'s database and schema. Cheap to
+/// clone; shares the store's connection pool. Its listener runs once [`Self::on_ended`]
+/// is called, until the last clone is dropped.
 #[derive(Clone)]
 pub struct PgSessions {
     db: Db,
@@ -161,23 +160,22 @@ impl Drop for PgSessions {
     }
 }
 
-impl PgStore {
-    /// The shared sessions kept in this store's database.
-    pub fn sessions(&self) -> PgSessions {
-        PgSessions {
-            db: Db::new(&self.pool, &self.target),
-            cfg: self.cfg.clone(),
-            limits: RelayLimits::default(),
-            listener: Arc::new(Mutex::new(None)),
-        }
-    }
-}
-
 fn to_i64(n: usize) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
 impl PgSessions {
+    /// The sessions table of the store whose pool `db` runs on, configured by `cfg`
+    /// ([`PgStore::sessions`](crate::PgStore::sessions)).
+    pub(crate) fn new(db: Db, cfg: PgConfig) -> Self {
+        PgSessions {
+            db,
+            cfg,
+            limits: RelayLimits::default(),
+            listener: Arc::new(Mutex::new(None)),
+        }
+    }
+
     /// The session ids a statement returns (its first column).
     async fn ids(
         &self,

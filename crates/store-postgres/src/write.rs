@@ -25,9 +25,9 @@ use tokio_postgres::Row;
 use tokio_postgres::types::ToSql;
 
 use crate::announce::Announcer;
+use crate::db::Db;
 use crate::listen::Listener;
 use crate::ops;
-use crate::schema::Db;
 
 /// 6 -> 7: the batch functions of group commit. Self-contained: it only adds functions
 /// that call those of version 1.

@@ -24,9 +24,9 @@ use mcp_tasks_core::StoreError;
 use rusqlite::{Connection, MAIN_DB};
 use tokio::sync::oneshot;
 
-use crate::Shared;
 use crate::ops::{OpError, OpResult};
 use crate::schema::{map_err, needs_reopen, open_writer};
+use crate::shared::Shared;
 use crate::usage::Usage;
 
 /// A message to the writer thread.

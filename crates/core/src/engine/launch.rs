@@ -9,7 +9,8 @@ use serde_json::Value;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use super::relay::{InputState, RunningTask, TaskChannel};
+use super::relay::TaskChannel;
+use super::running::{InputState, RunningTask};
 use super::{
     Classifier, EndedBy, Requester, Runner, TaskEngine, TaskRun, TaskSpec, bounded_message,
     failed_transition, new_task_id,

@@ -17,7 +17,7 @@ use mcp_tasks_proto::{ErrorObject, RequestId};
 use serde_json::{Value, json};
 use tokio::sync::watch;
 
-use super::relay::RunningTask;
+use super::running::RunningTask;
 use super::{Requester, TaskEngine};
 use crate::channel::RequestSender;
 use crate::error::EngineError;

@@ -245,6 +245,16 @@ fn host_name(host: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// `allows` says yes to every value of `ok` and no to every value of `bad`.
+    fn sorts(allows: impl Fn(&str) -> bool, ok: &[&str], bad: &[&str]) {
+        for v in ok {
+            assert!(allows(v), "{v}");
+        }
+        for v in bad {
+            assert!(!allows(v), "{v}");
+        }
+    }
+
     /// The shortcut for IPv4 literals answers what the names' rule answers.
     #[test]
     fn ipv4_literals_are_answered_as_by_their_name() {
@@ -293,30 +303,29 @@ mod tests {
     fn hosts_on_loopback_are_loopback_names_ip_literals_and_the_list() {
         let lo: std::net::SocketAddr = "127.0.0.1:8080".parse().unwrap();
         let p = HostPolicy::new(["mcp.example.com"]);
-        for ok in [
-            "localhost",
-            "localhost:8080",
-            "LOCALHOST.",
-            "127.0.0.1:8080",
-            "[::1]:8080",
-            "10.1.2.3",
-            "mcp.example.com",
-            "MCP.example.com:443",
-        ] {
-            assert!(p.allows(ok, Some(lo)), "{ok}");
-        }
-        for bad in [
-            "evil.example",
-            "evil.example:8080",
-            "localhost.evil.example",
-            "127.0.0.1.evil.example",
-            "localhost:99999",
-            "",
-            "a b",
-            "[::1]x",
-        ] {
-            assert!(!p.allows(bad, Some(lo)), "{bad}");
-        }
+        sorts(
+            |h| p.allows(h, Some(lo)),
+            &[
+                "localhost",
+                "localhost:8080",
+                "LOCALHOST.",
+                "127.0.0.1:8080",
+                "[::1]:8080",
+                "10.1.2.3",
+                "mcp.example.com",
+                "MCP.example.com:443",
+            ],
+            &[
+                "evil.example",
+                "evil.example:8080",
+                "localhost.evil.example",
+                "127.0.0.1.evil.example",
+                "localhost:99999",
+                "",
+                "a b",
+                "[::1]x",
+            ],
+        );
         let none = HostPolicy::default();
         assert!(!none.allows("evil.example", Some(lo)));
         assert!(none.allows("localhost:1", Some(lo)));
@@ -330,29 +339,28 @@ mod tests {
     #[test]
     fn origins() {
         let p = OriginPolicy::new(["https://app.example.com"]);
-        for ok in [
-            "http://localhost",
-            "http://localhost:6274",
-            "https://127.0.0.1:8080",
-            "http://127.1.2.3",
-            "http://[::1]:3000",
-            "https://app.example.com",
-            "https://APP.example.com/",
-        ] {
-            assert!(p.allows(ok), "{ok}");
-        }
-        for bad in [
-            "null",
-            "http://evil.example",
-            "http://localhost.evil.example",
-            "http://127.0.0.1.evil.example",
-            "http://localhost:99999",
-            "file://localhost",
-            "https://app.example.com:444",
-            "http://[::2]",
-        ] {
-            assert!(!p.allows(bad), "{bad}");
-        }
+        sorts(
+            |o| p.allows(o),
+            &[
+                "http://localhost",
+                "http://localhost:6274",
+                "https://127.0.0.1:8080",
+                "http://127.1.2.3",
+                "http://[::1]:3000",
+                "https://app.example.com",
+                "https://APP.example.com/",
+            ],
+            &[
+                "null",
+                "http://evil.example",
+                "http://localhost.evil.example",
+                "http://127.0.0.1.evil.example",
+                "http://localhost:99999",
+                "file://localhost",
+                "https://app.example.com:444",
+                "http://[::2]",
+            ],
+        );
         assert!(
             !OriginPolicy::new([""; 0])
                 .with_loopback(false)

@@ -4,11 +4,8 @@
 //! text and counts the events.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use futures::future::BoxFuture;
-
-use super::Shared;
 
 /// Why a request was refused before it reached a handler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -73,35 +70,6 @@ mcp_tasks_proto::debug_non_exhaustive!(MetricsEndpoint, |s| {
 /// The path of the metrics endpoint.
 pub const METRICS_PATH: &str = "/metrics";
 
-impl Shared {
-    /// Count a refusal.
-    pub(crate) fn refused(&self, why: Refusal) {
-        if let Some(o) = &self.config.observer {
-            o.refused(why);
-        }
-    }
-
-    /// Report a refused credential (see [`HttpObserver::auth_failed`]).
-    pub(crate) fn auth_failed(&self, reason: &'static str) {
-        if let Some(o) = &self.config.observer {
-            o.auth_failed(reason);
-        }
-    }
-
-    /// Live sessions and open SSE connections.
-    pub(crate) fn gauges(&self) -> HttpGauges {
-        let sessions = self.sessions.lock();
-        HttpGauges {
-            sessions: sessions.by_id.len(),
-            sse_streams: sessions
-                .by_id
-                .values()
-                .map(|(s, _)| s.connections.load(Ordering::Relaxed))
-                .sum(),
-        }
-    }
-}
-
 /// Serve only `GET /metrics`, without authentication, on `listener` until `shutdown`
 /// completes (`--metrics-listen`: an address only the monitoring system reaches). A
 /// request whose `Host` `hosts` refuses (for this listener's address) gets 403.
@@ -112,7 +80,7 @@ pub async fn serve_metrics(
     listener: tokio::net::TcpListener,
     render: MetricsRender,
     content_type: &'static str,
-    hosts: super::HostPolicy,
+    hosts: super::auth::HostPolicy,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     use axum::http::{HeaderMap, HeaderValue, StatusCode, header};

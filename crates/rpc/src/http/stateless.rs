@@ -28,7 +28,7 @@ use mcp_tasks_proto::{ErrorObject, Message, Request, methods};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
-use super::SessionFactory;
+use super::config::SessionFactory;
 use crate::peer::{Peer, RequestContext, RouteDelivery};
 
 /// How many authenticated principals keep a modern handler between requests. Past it,

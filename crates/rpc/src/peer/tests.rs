@@ -1,6 +1,7 @@
 //! The peer: serving, matching answers, and the outgoing-request lifecycle.
 
 use super::*;
+use crate::RequestOptions;
 use mcp_tasks_proto::Request;
 use serde_json::json;
 use std::time::Duration;

@@ -202,11 +202,25 @@ pub(super) fn rejected(r: TransitionResult, what: &str) -> TaskRecord {
 }
 
 pub(super) async fn list_all(store: &Store, scope: &ListScope, page: usize) -> Vec<TaskRecord> {
+    list_pages(store, page, |after| {
+        ListQuery::new(scope.clone(), after, page)
+    })
+    .await
+}
+
+/// Every page of a listing: `query(cursor)` asks for the page after `cursor` (the `seq` of
+/// the previous page's last task; `None` first), until a page is empty. Each page must
+/// hold at most `page` tasks.
+pub(super) async fn list_pages(
+    store: &Store,
+    page: usize,
+    query: impl Fn(Option<i64>) -> ListQuery,
+) -> Vec<TaskRecord> {
     let mut out: Vec<TaskRecord> = Vec::new();
-    let mut after = None;
+    let mut cursor = None;
     loop {
         let batch = store
-            .list(ListQuery::new(scope.clone(), after, page))
+            .list(query(cursor))
             .await
             .unwrap_or_else(|e| panic!("list failed: {e}"));
         assert!(
@@ -217,9 +231,19 @@ pub(super) async fn list_all(store: &Store, scope: &ListScope, page: usize) -> V
         let Some(last) = batch.last() else {
             return out;
         };
-        after = Some(last.seq);
+        cursor = Some(last.seq);
         out.extend(batch);
     }
+}
+
+/// Create 25 tasks, owned in turn by `a`, `b` and no one; oldest first.
+pub(super) async fn create_mixed_owners(store: &Store) -> Vec<TaskRecord> {
+    let mut created = Vec::new();
+    for i in 0..25 {
+        let owner = ["a", "b"].get(i % 3).copied();
+        created.push(create(store, new_task(owner, None)).await);
+    }
+    created
 }
 
 pub(super) fn ids(recs: &[TaskRecord]) -> Vec<String> {

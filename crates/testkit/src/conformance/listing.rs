@@ -107,11 +107,7 @@ pub async fn ttl_deletion(store: Store) {
 /// Spec: "Receivers MUST include a `nextCursor` in the response if more tasks are
 /// available." (the engine asks for `limit + 1` to know).
 pub async fn keyset_pagination(store: Store) {
-    let mut created = Vec::new();
-    for i in 0..25 {
-        let owner = ["a", "b"].get(i % 3).copied();
-        created.push(create(&store, new_task(owner, None)).await);
-    }
+    let created = create_mixed_owners(&store).await;
     for page in [1, 7, 10, 25, 100] {
         let all = list_all(&store, &ListScope::All, page).await;
         assert_eq!(
@@ -270,31 +266,13 @@ pub async fn owner_isolation(store: Store) {
 /// page's last task, at most `limit`, neither skipping nor repeating; per owner they hold
 /// that owner's tasks only; a cursor at a deleted task still works.
 pub async fn newest_first_pages(store: Store) {
-    let mut created = Vec::new();
-    for i in 0..25 {
-        let owner = ["a", "b"].get(i % 3).copied();
-        created.push(create(&store, new_task(owner, None)).await);
-    }
+    let created = create_mixed_owners(&store).await;
     let newest: Vec<TaskRecord> = created.iter().rev().cloned().collect();
     for page in [1, 7, 10, 25, 100] {
-        let mut all: Vec<TaskRecord> = Vec::new();
-        let mut before = None;
-        loop {
-            let batch = store
-                .list(ListQuery::newest_first(ListScope::All, before, page))
-                .await
-                .unwrap_or_else(|e| panic!("list failed: {e}"));
-            assert!(
-                batch.len() <= page,
-                "list returned {} > limit {page}",
-                batch.len()
-            );
-            let Some(last) = batch.last() else {
-                break;
-            };
-            before = Some(last.seq);
-            all.extend(batch);
-        }
+        let all = list_pages(&store, page, |before| {
+            ListQuery::newest_first(ListScope::All, before, page)
+        })
+        .await;
         assert_eq!(
             all, newest,
             "paging newest first by {page} must return every task once, in descending seq"

@@ -8,8 +8,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use mcp_tasks_proto::codes;
 
-use super::{authenticate, http_error, not_served, text_response};
-use crate::http::Shared;
+use super::checks::authenticate;
+use super::response::{http_error, not_served, text_response};
+use crate::http::state::Shared;
 
 /// The metrics text, or 401 (no or an unknown token) / 403 (another principal's token).
 pub(super) async fn metrics(State(shared): State<Arc<Shared>>, headers: HeaderMap) -> Response {

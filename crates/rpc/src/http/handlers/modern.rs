@@ -19,10 +19,13 @@ use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META,
 use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
 use serde_json::Value;
 
-use super::post::json_message_response;
-use super::{Accept, MCP_PROTOCOL_VERSION, error_body, json_response, not_acceptable};
+use super::response::{
+    Accept, MCP_PROTOCOL_VERSION, bad_request, empty, error_body, header_str, http_error,
+    json_message_response, json_response, not_acceptable,
+};
 use crate::http::modern_stream::{self, Streamed};
-use crate::http::{Shared, stateless};
+use crate::http::state::Shared;
+use crate::http::stateless;
 
 /// `Mcp-Method`: the JSON-RPC method, mirrored. (Header names as `HeaderName`s: a `&str`
 /// would be parsed into one on every lookup.)
@@ -44,8 +47,7 @@ pub(super) fn is_modern(headers: &HeaderMap, req: &Request) -> bool {
 
 /// Whether the `MCP-Protocol-Version` header names a modern version.
 pub(super) fn header_is_modern(headers: &HeaderMap) -> bool {
-    super::header_str(headers, &PROTOCOL_VERSION)
-        .is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+    header_str(headers, &PROTOCOL_VERSION).is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
 }
 
 /// GET or DELETE naming a 2026-07-28 version: 405. That revision has no GET stream and
@@ -54,7 +56,7 @@ pub(super) fn header_is_modern(headers: &HeaderMap) -> bool {
 /// Spec (streamable HTTP, "Earlier Streamable HTTP Revisions"): "HTTP GET or DELETE to
 /// the MCP endpoint: respond with `405 Method Not Allowed`."
 pub(super) fn no_get_or_delete(method: &axum::http::Method) -> Response {
-    let mut r = super::http_error(
+    let mut r = http_error(
         StatusCode::METHOD_NOT_ALLOWED,
         codes::INVALID_REQUEST,
         format!(
@@ -80,8 +82,8 @@ pub(super) fn no_get_or_delete(method: &axum::http::Method) -> Response {
 /// HTTP, closing the SSE response stream is itself the cancellation signal".
 pub(super) fn not_a_request(message: &Message) -> Response {
     match message {
-        Message::Notification(_) => super::empty(StatusCode::ACCEPTED),
-        _ => super::bad_request(
+        Message::Notification(_) => empty(StatusCode::ACCEPTED),
+        _ => bad_request(
             "Bad Request: a 2026-07-28 client sends no JSON-RPC responses (answers travel in `inputResponses` of a retried request or of tasks/update)",
         ),
     }

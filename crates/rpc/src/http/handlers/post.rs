@@ -13,15 +13,23 @@ use mcp_tasks_proto::{ErrorObject, Message, RequestId, codes, methods};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
+use crate::http::config::ReplyMode;
+use crate::http::metrics::Refusal;
+use crate::http::session::directory::{SharedSession, now_ms};
 use crate::http::session::{Connect, First, HttpSession, Pending, Reader, new_session_id};
-use crate::http::{ClientAddr, Refused, ReplyMode, Shared};
+use crate::http::state::{Shared, owner_key};
 use crate::peer::{Peer, RouteDelivery};
 
-use super::{
-    Accept, EVENT_STREAM, JSON, MCP_SESSION_ID, accept, bad_request, empty, error_body,
-    find_session, header_str, http_error, json_response, not_acceptable, read_body,
-    store_unavailable, unavailable,
+use super::checks::{find_session, legacy_version_check, read_body};
+use super::response::{
+    Accept, EVENT_STREAM, JSON, MCP_SESSION_ID, accept, bad_request, empty, error_body, header_str,
+    http_error, json_message_response, json_response, not_acceptable, session_refused,
+    store_unavailable,
 };
+
+/// The client's address, put in every request's extensions by [`HttpServer::serve`](crate::http::HttpServer::serve).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClientAddr(pub(crate) std::net::SocketAddr);
 
 pub(super) async fn post(
     shared: &Arc<Shared>,
@@ -89,7 +97,7 @@ pub(super) async fn post(
     if super::modern::header_is_modern(&parts.headers) {
         return super::modern::not_a_request(&message);
     }
-    if let Err(r) = super::legacy_version_check(shared, &parts.headers) {
+    if let Err(r) = legacy_version_check(shared, &parts.headers) {
         return *r;
     }
     let has_session = parts.headers.contains_key(MCP_SESSION_ID);
@@ -236,7 +244,7 @@ async fn initialize(
     acc: Accept,
     keep: bool,
 ) -> Response {
-    let owner = crate::http::owner_key(principal.as_deref(), client);
+    let owner = owner_key(principal.as_deref(), client);
     let session = start_session(shared, principal);
     let mut guard = EndUnlessKept(Some(Arc::clone(&session)));
     let id = req.id.clone();
@@ -251,7 +259,7 @@ async fn initialize(
         && ok
         && let Err(why) = shared.admit(&session, &owner)
     {
-        shared.refused(crate::http::Refusal::Limit);
+        shared.refused(Refusal::Limit);
         return session_refused(Some(&id), &why);
     }
     if keep
@@ -307,9 +315,8 @@ async fn share(
         .config
         .session_init_idle
         .min(shared.config.session_idle);
-    let until = crate::http::session::shared::now_ms()
-        .saturating_add(i64::try_from(idle.as_millis()).unwrap_or(i64::MAX));
-    let rec = crate::http::SharedSession::new(
+    let until = now_ms().saturating_add(i64::try_from(idle.as_millis()).unwrap_or(i64::MAX));
+    let rec = SharedSession::new(
         session.id.clone(),
         session.principal.clone(),
         owner.to_owned(),
@@ -333,20 +340,6 @@ async fn share(
             Err(Box::new(store_unavailable()))
         }
     }
-}
-
-/// 503 for an `initialize` beyond the session bounds, every session being in use (or a
-/// copy of another replica's session that this process has no room for).
-pub(super) fn session_refused(id: Option<&RequestId>, why: &Refused) -> Response {
-    let message = match why {
-        Refused::Total(n) => format!(
-            "Service Unavailable: the server holds its maximum of {n} sessions (--max-sessions), all in use; try again later"
-        ),
-        Refused::Owner(n) => format!(
-            "Service Unavailable: this principal (or, without authentication, this client address) holds its maximum of {n} sessions (--max-sessions-per-principal), all in use; end one with DELETE or try again later"
-        ),
-    };
-    unavailable(id, message, "5")
 }
 
 /// How a request got answered.
@@ -378,31 +371,6 @@ impl Answer {
             // Spec (cancellation): the receiver does not answer a cancelled request.
             Self::Gone => empty(StatusCode::NO_CONTENT),
         }
-    }
-}
-
-/// One JSON-RPC answer as a JSON response: status 200, except a rate-limit refusal
-/// ([`codes::RATE_LIMITED`], or in 2026-07-28 the -32603 rewritten from it), which is
-/// status 429 with `Retry-After` (whole seconds,
-/// rounded up, from `data.retryAfterMs`).
-pub(super) fn json_message_response(m: Message) -> Response {
-    match m {
-        Message::Error(e) if mcp_tasks_proto::modern::is_rate_limited(&e.error) => {
-            let retry_ms = e
-                .error
-                .data
-                .as_ref()
-                .and_then(|d| d.get("retryAfterMs"))
-                .and_then(Value::as_u64)
-                .unwrap_or(1000);
-            let mut r = json_response(StatusCode::TOO_MANY_REQUESTS, Message::Error(e).to_json());
-            r.headers_mut().insert(
-                header::RETRY_AFTER,
-                HeaderValue::from(retry_ms.div_ceil(1000).max(1)),
-            );
-            r
-        }
-        m => json_response(StatusCode::OK, m.to_json()),
     }
 }
 

@@ -9,8 +9,10 @@ use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
 use axum::response::Response;
 use mcp_tasks_proto::codes;
 
-use super::{authenticate, http_error, json_response, not_served};
-use crate::http::{Shared, UiMethod, UiRequest};
+use super::checks::authenticate;
+use super::response::{http_error, json_response, method_not_allowed, not_served};
+use crate::http::state::Shared;
+use crate::http::ui::{UiMethod, UiRequest};
 
 /// The headers of every dashboard response: nothing is cached (task data, a token in
 /// memory), nothing is framed or sniffed, the page loads only its own files.
@@ -70,7 +72,7 @@ pub(super) async fn under(
 ) -> Response {
     let Some(api_path) = rest.strip_prefix("api/") else {
         if method != Method::GET {
-            return super::method_not_allowed().await;
+            return method_not_allowed().await;
         }
         return asset(&shared, &rest);
     };

@@ -76,7 +76,7 @@ pub(crate) struct Relay {
     pub(crate) me: Arc<str>,
     pub(crate) tx: mpsc::Sender<(String, Value)>,
     /// The directory (which records the requests a copy sends, [`HttpSession::outgoing`]).
-    pub(crate) dir: Arc<dyn super::shared::SessionDirectory>,
+    pub(crate) dir: Arc<dyn super::directory::SessionDirectory>,
 }
 
 impl Relay {

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::http::stream::Next;
-use crate::peer::{Handler, RequestContext};
+use crate::peer::{Handler, RequestContext, Route};
 use async_trait::async_trait;
 use mcp_tasks_proto::{ErrorObject, Request};
 use serde_json::{Value, json};
@@ -250,15 +250,19 @@ async fn ending_a_session_drops_its_streams_and_waiters() {
 struct NoDirectory;
 
 #[async_trait]
-impl super::shared::SessionDirectory for NoDirectory {
+impl super::directory::SessionDirectory for NoDirectory {
     async fn insert(
         &self,
-        _: &super::shared::SharedSession,
+        _: &super::directory::SharedSession,
         _: usize,
     ) -> Result<Vec<String>, String> {
         Ok(Vec::new())
     }
-    async fn find(&self, _: &str, _: i64) -> Result<Option<super::shared::SharedSession>, String> {
+    async fn find(
+        &self,
+        _: &str,
+        _: i64,
+    ) -> Result<Option<super::directory::SharedSession>, String> {
         Ok(None)
     }
     async fn touch(&self, _: &str, _: i64) -> Result<bool, String> {
@@ -273,7 +277,7 @@ impl super::shared::SessionDirectory for NoDirectory {
     async fn existing(&self, ids: &[String]) -> Result<Vec<String>, String> {
         Ok(ids.to_vec())
     }
-    fn on_ended(&self, _: super::shared::EndedCallback) {}
+    fn on_ended(&self, _: super::directory::EndedCallback) {}
 }
 
 /// A copy of a shared session as replica `me`; the notes it relays.

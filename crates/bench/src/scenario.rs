@@ -660,7 +660,7 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             cfg.scenario.name()
         )));
     }
-    if cfg.revision.tasks_are_extension() && !header_safe(&cfg.tool) {
+    if cfg.revision.has_standard_headers() && !header_safe(&cfg.tool) {
         return Err(BenchError::Config(format!(
             "--tool `{}` cannot be sent as a plain Mcp-Name header value",
             cfg.tool

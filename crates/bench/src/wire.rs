@@ -1,4 +1,4 @@
-//! The shapes the bench sends and checks, per protocol era: the `tools/call` that creates
+//! The shapes the bench sends and checks, per protocol revision: the `tools/call` that creates
 //! a task, the `CreateTaskResult` it answers, and the task `tasks/get` returns.
 //!
 //! 2025-11-25: the client asks for a task (`params.task`), the task is nested
@@ -25,47 +25,47 @@ const STATUSES: [&str; 5] = [
 ///
 /// Modern: no `task` field; the server decides (SEP-2663: "the server decides per
 /// request"), and the TTL is the server's (`ttl_ms` is not sent).
-pub(crate) fn create_params(era: Revision, tool: &str, ms: u64, ttl_ms: Option<u64>) -> Value {
-    match era {
-        Revision::V2025_11_25 => {
-            let task = match ttl_ms {
-                Some(ttl) => json!({ "ttl": ttl }),
-                None => json!({}),
-            };
-            json!({ "name": tool, "arguments": { "ms": ms }, "task": task })
-        }
-        Revision::V2026_07_28 => json!({ "name": tool, "arguments": { "ms": ms } }),
+pub(crate) fn create_params(revision: Revision, tool: &str, ms: u64, ttl_ms: Option<u64>) -> Value {
+    if revision.tasks_are_extension() {
+        return json!({ "name": tool, "arguments": { "ms": ms } });
     }
+    let task = match ttl_ms {
+        Some(ttl) => json!({ "ttl": ttl }),
+        None => json!({}),
+    };
+    json!({ "name": tool, "arguments": { "ms": ms }, "task": task })
 }
 
 /// The id and poll interval (ms) of the task a `tools/call` created.
 ///
 /// Spec (SEP-2663): "Servers MUST set `resultType` to `"task"` when returning a
 /// `CreateTaskResult`".
-pub(crate) fn created_task(era: Revision, result: &Value) -> Result<(String, Option<u64>), String> {
-    let (task, interval_key) = match era {
-        Revision::V2025_11_25 => (
+pub(crate) fn created_task(
+    revision: Revision,
+    result: &Value,
+) -> Result<(String, Option<u64>), String> {
+    let (task, interval_key) = if revision.tasks_are_extension() {
+        match result.get("resultType").and_then(Value::as_str) {
+            Some("task") => {}
+            Some("complete") => {
+                return Err(format!(
+                    "the server ran the call directly instead of as a task (give a tool whose taskSupport is `required`, e.g. `serve --tool-task-support sleep=required`, or a --work-ms longer than the server's --task-after): {result}"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "CreateTaskResult without `resultType: \"task\"`: {result}"
+                ));
+            }
+        }
+        (result, "pollIntervalMs")
+    } else {
+        (
             result
                 .get("task")
                 .ok_or_else(|| format!("CreateTaskResult without `task`: {result}"))?,
             "pollInterval",
-        ),
-        Revision::V2026_07_28 => {
-            match result.get("resultType").and_then(Value::as_str) {
-                Some("task") => {}
-                Some("complete") => {
-                    return Err(format!(
-                        "the server ran the call directly instead of as a task (give a tool whose taskSupport is `required`, e.g. `serve --tool-task-support sleep=required`, or a --work-ms longer than the server's --task-after): {result}"
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "CreateTaskResult without `resultType: \"task\"`: {result}"
-                    ));
-                }
-            }
-            (result, "pollIntervalMs")
-        }
+        )
     };
     let id = task
         .get("taskId")
@@ -84,14 +84,14 @@ pub(crate) fn created_task(era: Revision, result: &Value) -> Result<(String, Opt
 ///
 /// Spec (SEP-2663): "The `resultType` field MUST be set to `"complete"` on this object".
 pub(crate) fn task_status<'a>(
-    era: Revision,
+    revision: Revision,
     result: &'a Value,
     id: &str,
 ) -> Result<&'a str, String> {
     if result.get("taskId").and_then(Value::as_str) != Some(id) {
         return Err(format!("tasks/get answered for another task: {result}"));
     }
-    if era.tasks_are_extension()
+    if revision.tasks_are_extension()
         && result.get("resultType").and_then(Value::as_str) != Some("complete")
     {
         return Err(format!(
@@ -107,10 +107,11 @@ pub(crate) fn task_status<'a>(
 }
 
 /// The poll interval a `tasks/get` result suggests, in ms.
-pub(crate) fn poll_interval(era: Revision, result: &Value) -> Option<u64> {
-    let key = match era {
-        Revision::V2025_11_25 => "pollInterval",
-        Revision::V2026_07_28 => "pollIntervalMs",
+pub(crate) fn poll_interval(revision: Revision, result: &Value) -> Option<u64> {
+    let key = if revision.tasks_are_extension() {
+        "pollIntervalMs"
+    } else {
+        "pollInterval"
     };
     result.get(key).and_then(Value::as_u64)
 }

@@ -2,7 +2,7 @@
 //! choice of one a client or gateway makes ([`RevisionChoice`]).
 //!
 //! Code asks a revision for a capability ([`Revision::is_stateless`],
-//! [`Revision::tasks_are_extension`], ...) rather than comparing it with a named one, so
+//! [`Revision::tasks_are_extension`], [`Revision::has_standard_headers`], ...) rather than comparing it with a named one, so
 //! that a later revision is one more variant, not one more boolean.
 //!
 //! Spec (versioning, terminology): "**Modern**: protocol versions that convey version,
@@ -72,34 +72,12 @@ impl Revision {
         matches!(self, Revision::V2026_07_28)
     }
 
-    /// Whether a server asks the client for input by answering a request with an
-    /// `InputRequiredResult` (multi round-trip requests) rather than by sending it
-    /// requests of its own.
-    ///
-    /// Spec (MRTR): "Servers MAY send `InputRequiredResult` responses on the following
-    /// client requests".
-    pub const fn has_mrtr(self) -> bool {
-        matches!(self, Revision::V2026_07_28)
-    }
-
     /// Whether every Streamable HTTP request carries `MCP-Protocol-Version`, `Mcp-Method`
     /// and (where the method has one) `Mcp-Name`, checked against the body.
     ///
     /// Spec (streamable HTTP): "`Mcp-Method` | `method` | All requests".
     pub const fn has_standard_headers(self) -> bool {
         matches!(self, Revision::V2026_07_28)
-    }
-
-    /// The revision a wire version string names, if we speak it; the earlier handshake
-    /// versions ([`crate::mcp::SUPPORTED_PROTOCOL_VERSIONS`]) are [`Self::V2025_11_25`].
-    pub fn of_version(version: &str) -> Option<Revision> {
-        match version.parse() {
-            Ok(r) => Some(r),
-            Err(_) if crate::mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version) => {
-                Some(Revision::V2025_11_25)
-            }
-            Err(_) => None,
-        }
     }
 }
 
@@ -226,21 +204,7 @@ mod tests {
         assert!(!old.is_stateless() && new.is_stateless());
         assert!(old.has_initialize() && !new.has_initialize());
         assert!(!old.tasks_are_extension() && new.tasks_are_extension());
-        assert!(!old.has_mrtr() && new.has_mrtr());
         assert!(!old.has_standard_headers() && new.has_standard_headers());
-    }
-
-    #[test]
-    fn versions() {
-        assert_eq!(
-            Revision::of_version("2025-06-18"),
-            Some(Revision::V2025_11_25)
-        );
-        assert_eq!(
-            Revision::of_version("2026-07-28"),
-            Some(Revision::V2026_07_28)
-        );
-        assert_eq!(Revision::of_version("2024-11-05"), None);
     }
 
     #[test]

@@ -25,7 +25,8 @@ impl State {
         let is_init = req.method == methods::INITIALIZE;
         // A modern `tools/list`: its result teaches the tools' `x-mcp-header` parameters,
         // whoever reads it (our `Client`, or a gateway's upstream connection).
-        let learn_tools = self.config.revision.is_stateless() && req.method == methods::TOOLS_LIST;
+        let learn_tools =
+            self.config.revision.has_standard_headers() && req.method == methods::TOOLS_LIST;
         if is_init {
             let mut s = self.session.lock();
             s.init_params = req.params.clone();
@@ -33,7 +34,7 @@ impl State {
         let modern = self
             .config
             .revision
-            .is_stateless()
+            .has_standard_headers()
             .then(|| super::modern::headers(&req, &self.param_headers.lock()));
         let body = Message::Request(req).to_json();
         let mut retried = false;

@@ -17,50 +17,39 @@ use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
 
+use mcp_tasks_proto::{Revision, RevisionChoice};
 use mcp_tasks_rpc::sse::SseParser;
 
 /// The protocol revision the bench speaks in the legacy era.
-pub const PROTOCOL_VERSION: &str = "2025-11-25";
+pub const PROTOCOL_VERSION: &str = Revision::V2025_11_25.as_str();
 
 /// The protocol revision the bench speaks in the modern era.
 pub use mcp_tasks_proto::modern::PROTOCOL_VERSION as MODERN_PROTOCOL_VERSION;
 
-/// Which protocol generation the bench speaks.
-///
-/// * `legacy`: 2025-11-25, one MCP session per virtual client (`initialize`,
-///   `Mcp-Session-Id`), task-augmented `tools/call`, `tasks/result`, `tasks/list`.
-/// * `modern`: 2026-07-28 with the tasks extension (SEP-2663): no session; every request
-///   carries the protocol version, client info and capabilities (the extension declared)
-///   in its `_meta`, and the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers;
-///   the server decides which `tools/call` becomes a task; results come inline in
-///   `tasks/get`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Era {
-    /// 2025-11-25.
-    #[default]
-    Legacy,
-    /// 2026-07-28 with the tasks extension.
-    Modern,
-}
-
-impl Era {
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Legacy => "legacy",
-            Self::Modern => "modern",
-        }
+/// The name of the protocol revision the bench speaks, on the command line and in
+/// reports (`--era`, the `era` of the JSON report): `legacy` for 2025-11-25, one MCP
+/// session per virtual client (`initialize`, `Mcp-Session-Id`), task-augmented
+/// `tools/call`, `tasks/result`, `tasks/list`; `modern` for 2026-07-28 with the tasks
+/// extension (SEP-2663): no session; every request carries the protocol version, client
+/// info and capabilities (the extension declared) in its `_meta`, and the
+/// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers; the server decides which
+/// `tools/call` becomes a task; results come inline in `tasks/get`.
+pub fn era_name(revision: Revision) -> &'static str {
+    if revision.is_stateless() {
+        "modern"
+    } else {
+        "legacy"
     }
 }
 
-impl std::str::FromStr for Era {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "legacy" | "2025-11-25" => Ok(Self::Legacy),
-            "modern" | "2026-07-28" => Ok(Self::Modern),
-            _ => Err(format!("unknown era `{s}` (legacy or modern)")),
-        }
+/// The revision `--era` names: `legacy`, `modern` or a dated revision.
+///
+/// # Errors
+/// Any other word (`auto` too: the bench speaks one revision).
+pub fn parse_era(s: &str) -> Result<Revision, String> {
+    match s.parse::<RevisionChoice>() {
+        Ok(RevisionChoice::Fixed(r)) => Ok(r),
+        _ => Err(format!("unknown era `{s}` (legacy or modern)")),
     }
 }
 
@@ -208,7 +197,7 @@ pub struct Reply {
 /// One MCP session on one connection.
 pub struct McpClient {
     endpoint: Endpoint,
-    era: Era,
+    revision: Revision,
     /// Modern: the `_meta` of every request, as JSON text.
     meta: std::sync::Arc<str>,
     sender: Option<http1::SendRequest<Full<Bytes>>>,
@@ -221,7 +210,7 @@ pub struct McpClient {
 
 mcp_tasks_proto::debug_non_exhaustive!(McpClient, |s| {
     endpoint: s.endpoint,
-    era: s.era,
+    revision: s.revision,
     session_id: s.session_id,
 });
 
@@ -233,20 +222,21 @@ const MAX_SSE_EVENT: usize = 16 * 1024 * 1024;
 const DRAIN_LIMIT: Duration = Duration::from_secs(2);
 
 impl McpClient {
-    /// A client of the legacy era that has not connected yet.
+    /// A client of 2025-11-25 that has not connected yet.
     pub fn new(endpoint: Endpoint, timeout: Duration) -> Self {
-        Self::with_era(endpoint, Era::Legacy, timeout)
+        Self::with_revision(endpoint, Revision::V2025_11_25, timeout)
     }
 
-    /// A client of `era` that has not connected yet.
-    pub fn with_era(endpoint: Endpoint, era: Era, timeout: Duration) -> Self {
-        let meta = match era {
-            Era::Legacy => String::new(),
-            Era::Modern => modern_meta(),
+    /// A client of `revision` that has not connected yet.
+    pub fn with_revision(endpoint: Endpoint, revision: Revision, timeout: Duration) -> Self {
+        let meta = if revision.is_stateless() {
+            modern_meta()
+        } else {
+            String::new()
         };
         Self {
             endpoint,
-            era,
+            revision,
             meta: meta.into(),
             sender: None,
             session_id: None,
@@ -261,7 +251,7 @@ impl McpClient {
     pub fn fork(&self, k: u64) -> Self {
         Self {
             endpoint: self.endpoint.clone(),
-            era: self.era,
+            revision: self.revision,
             meta: std::sync::Arc::clone(&self.meta),
             sender: None,
             session_id: self.session_id.clone(),
@@ -299,9 +289,9 @@ impl McpClient {
         Ok(())
     }
 
-    /// The era this client speaks.
-    pub fn era(&self) -> Era {
-        self.era
+    /// The revision this client speaks.
+    pub fn revision(&self) -> Revision {
+        self.revision
     }
 
     fn request(&self, body: Vec<u8>, modern: Option<&ModernHeaders<'_>>) -> Request<Full<Bytes>> {
@@ -366,12 +356,8 @@ impl McpClient {
     pub async fn call(&mut self, method: &str, params: &Value) -> Result<Reply, CallError> {
         self.next_id += 1;
         let id = self.next_id;
-        let (body, modern) = match self.era {
-            Era::Legacy => (
-                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#),
-                None,
-            ),
-            Era::Modern => {
+        let (body, modern) = if self.revision.is_stateless() {
+            {
                 let name = mcp_tasks_proto::modern::mcp_name_field(method)
                     .and_then(|f| params.get(f))
                     .and_then(Value::as_str);
@@ -390,6 +376,11 @@ impl McpClient {
                     Some(ModernHeaders { method, name }),
                 )
             }
+        } else {
+            (
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{params}}}"#),
+                None,
+            )
         };
         let timeout = self.timeout;
         let exchange = self.exchange(id, body.into_bytes(), modern.as_ref());
@@ -619,15 +610,16 @@ impl McpClient {
         Ok(reply.result)
     }
 
-    /// Open the client's conversation with the server as its era does it: `initialize`
-    /// (legacy) or `server/discover` (modern).
+    /// Open the client's conversation with the server as its revision does it:
+    /// `initialize` (2025-11-25) or `server/discover` (2026-07-28).
     ///
     /// # Errors
     /// As [`Self::initialize`] or [`Self::discover`].
     pub async fn open(&mut self) -> Result<Value, CallError> {
-        match self.era {
-            Era::Legacy => self.initialize().await,
-            Era::Modern => self.discover().await,
+        if self.revision.has_initialize() {
+            self.initialize().await
+        } else {
+            self.discover().await
         }
     }
 }
@@ -744,9 +736,12 @@ mod tests {
         for bad in ["naïve", " x", "a\nb", "=?base64?x?="] {
             assert!(!header_safe(bad), "{bad}");
         }
-        assert_eq!("modern".parse::<Era>(), Ok(Era::Modern));
-        assert_eq!("2025-11-25".parse::<Era>(), Ok(Era::Legacy));
-        assert!("x".parse::<Era>().is_err());
+        assert_eq!(parse_era("modern"), Ok(Revision::V2026_07_28));
+        assert_eq!(parse_era("2025-11-25"), Ok(Revision::V2025_11_25));
+        assert!(parse_era("x").is_err());
+        assert!(parse_era("auto").is_err());
+        assert_eq!(era_name(Revision::V2025_11_25), "legacy");
+        assert_eq!(era_name(Revision::V2026_07_28), "modern");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! `mcp-tasks bench`: a load generator for MCP task servers over Streamable HTTP, in the
-//! spirit of `redis-benchmark`, in either protocol generation ([`Era`]): 2025-11-25 tasks,
+//! spirit of `redis-benchmark`, in either protocol revision ([`Config::revision`],
+//! [`client::era_name`]): 2025-11-25 tasks,
 //! or 2026-07-28 with the tasks extension (SEP-2663).
 //!
 //! Each virtual client has its own keep-alive HTTP/1.1 connection and runs one
@@ -24,7 +25,7 @@ pub mod report;
 pub mod scenario;
 pub mod wire;
 
-pub use client::{CallError, Endpoint, Era, McpClient};
+pub use client::{CallError, Endpoint, McpClient, era_name, parse_era};
 pub use hdrhistogram::Histogram;
 pub use report::Report;
 pub use scenario::{BenchError, Config, Scenario, run};

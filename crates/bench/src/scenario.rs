@@ -9,7 +9,9 @@ use std::time::{Duration, Instant};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
-use crate::client::{CallError, Endpoint, Era, McpClient, Reply, header_safe};
+use mcp_tasks_proto::Revision;
+
+use crate::client::{CallError, Endpoint, McpClient, Reply, header_safe};
 use crate::cpu;
 use crate::report::{Report, build_report};
 use crate::wire::{
@@ -59,10 +61,10 @@ impl Scenario {
         }
     }
 
-    /// Whether the scenario has a form in `era` (2026-07-28 has no `tasks/result` and no
+    /// Whether the scenario has a form in `revision` (2026-07-28 has no `tasks/result` and no
     /// `tasks/list`).
-    pub fn in_era(self, era: Era) -> bool {
-        era == Era::Legacy || !matches!(self, Self::ResultWait | Self::List)
+    pub fn in_revision(self, revision: Revision) -> bool {
+        !revision.tasks_are_extension() || !matches!(self, Self::ResultWait | Self::List)
     }
 
     /// The work (ms of `sleep`) when none is given.
@@ -111,8 +113,9 @@ pub struct Config {
     /// `result-wait`: send `tasks/result` here instead (another replica sharing the
     /// sessions and the store of `endpoint`), so that waiter and executor differ.
     pub wait_endpoint: Option<Endpoint>,
-    /// The protocol generation spoken.
-    pub era: Era,
+    /// The protocol revision spoken (`--era`, named in reports by
+    /// [`crate::client::era_name`]).
+    pub revision: Revision,
     /// The workload.
     pub scenario: Scenario,
     /// Virtual clients (each its own MCP session and connection).
@@ -152,7 +155,7 @@ impl Config {
         Self {
             endpoint,
             wait_endpoint: None,
-            era: Era::Legacy,
+            revision: Revision::V2025_11_25,
             scenario,
             concurrency: 16,
             duration: Duration::from_secs(10),
@@ -359,11 +362,11 @@ impl Recorder<'_> {
                 client,
                 op::CREATE,
                 "tools/call",
-                &create_params(cfg.era, &cfg.tool, ms, cfg.ttl_ms),
+                &create_params(cfg.revision, &cfg.tool, ms, cfg.ttl_ms),
             )
             .await
             .ok()?;
-        match created_task(cfg.era, &reply.result) {
+        match created_task(cfg.revision, &reply.result) {
             Ok((id, interval)) => Some((id, interval, started)),
             Err(e) => {
                 self.bad(op::CREATE, started, e);
@@ -415,7 +418,7 @@ async fn iteration(
             else {
                 return;
             };
-            if let Err(e) = task_status(cfg.era, &reply.result, id) {
+            if let Err(e) = task_status(cfg.revision, &reply.result, id) {
                 rec.bad(op::GET, started, e);
             }
         }
@@ -436,9 +439,9 @@ async fn iteration(
                 else {
                     return;
                 };
-                match task_status(cfg.era, &reply.result, &id) {
+                match task_status(cfg.revision, &reply.result, &id) {
                     Ok("working") => {}
-                    Ok("completed") if cfg.era == Era::Modern => {
+                    Ok("completed") if cfg.revision.tasks_are_extension() => {
                         // The modern way to a result: it is inline in the terminal task.
                         if let Err(e) = inline_result_ok(&reply.result) {
                             return rec.bad(op::GET, started, e);
@@ -459,7 +462,7 @@ async fn iteration(
                     }
                     Err(e) => return rec.bad(op::GET, started, e),
                 }
-                if let Some(p) = poll_interval(cfg.era, &reply.result) {
+                if let Some(p) = poll_interval(cfg.revision, &reply.result) {
                     interval = Some(p);
                 }
             }
@@ -584,7 +587,7 @@ type Seeded = (Vec<String>, u64, Option<String>);
 
 /// Create `n` tasks (work 0) in the session of `client`, over `conns` connections.
 async fn seed(
-    era: Era,
+    era: Revision,
     params: Value,
     client: McpClient,
     n: u64,
@@ -651,13 +654,13 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             cfg.scenario.name()
         )));
     }
-    if !cfg.scenario.in_era(cfg.era) {
+    if !cfg.scenario.in_revision(cfg.revision) {
         return Err(BenchError::Config(format!(
             "scenario {} has no 2026-07-28 form: the tasks extension has no tasks/result and no tasks/list (modern scenarios: create, get, lifecycle, lifecycle-poll-interval)",
             cfg.scenario.name()
         )));
     }
-    if cfg.era == Era::Modern && !header_safe(&cfg.tool) {
+    if cfg.revision.has_standard_headers() && !header_safe(&cfg.tool) {
         return Err(BenchError::Config(format!(
             "--tool `{}` cannot be sent as a plain Mcp-Name header value",
             cfg.tool
@@ -667,7 +670,7 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
     // Open the sessions.
     let mut opening = tokio::task::JoinSet::new();
     for _ in 0..cfg.concurrency {
-        let mut client = McpClient::with_era(cfg.endpoint.clone(), cfg.era, work_timeout);
+        let mut client = McpClient::with_revision(cfg.endpoint.clone(), cfg.revision, work_timeout);
         opening.spawn(async move { client.open().await.map(|_| client) });
     }
     let mut clients = Vec::with_capacity(cfg.concurrency);
@@ -710,10 +713,10 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
         for (i, c) in clients.iter().enumerate() {
             let share = cfg.tasks / n + u64::from((i as u64) < cfg.tasks % n);
             seeding.push(seed(
-                cfg.era,
+                cfg.revision,
                 // `get` and `list` create their K tasks with the scenario's work (0 ms by
                 // default: finished tasks; a long one keeps them working).
-                create_params(cfg.era, &cfg.tool, cfg.work(), cfg.ttl_ms),
+                create_params(cfg.revision, &cfg.tool, cfg.work(), cfg.ttl_ms),
                 c.fork(0),
                 share,
                 per_conn,

@@ -1,4 +1,4 @@
-//! The shapes the bench sends and checks, per protocol era: the `tools/call` that creates
+//! The shapes the bench sends and checks, per protocol revision: the `tools/call` that creates
 //! a task, the `CreateTaskResult` it answers, and the task `tasks/get` returns.
 //!
 //! 2025-11-25: the client asks for a task (`params.task`), the task is nested
@@ -10,7 +10,7 @@
 use mcp_tasks_proto::CallToolResult;
 use serde_json::{Value, json};
 
-use crate::client::Era;
+use mcp_tasks_proto::Revision;
 
 /// The task statuses of both eras.
 const STATUSES: [&str; 5] = [
@@ -25,47 +25,47 @@ const STATUSES: [&str; 5] = [
 ///
 /// Modern: no `task` field; the server decides (SEP-2663: "the server decides per
 /// request"), and the TTL is the server's (`ttl_ms` is not sent).
-pub(crate) fn create_params(era: Era, tool: &str, ms: u64, ttl_ms: Option<u64>) -> Value {
-    match era {
-        Era::Legacy => {
-            let task = match ttl_ms {
-                Some(ttl) => json!({ "ttl": ttl }),
-                None => json!({}),
-            };
-            json!({ "name": tool, "arguments": { "ms": ms }, "task": task })
-        }
-        Era::Modern => json!({ "name": tool, "arguments": { "ms": ms } }),
+pub(crate) fn create_params(revision: Revision, tool: &str, ms: u64, ttl_ms: Option<u64>) -> Value {
+    if revision.tasks_are_extension() {
+        return json!({ "name": tool, "arguments": { "ms": ms } });
     }
+    let task = match ttl_ms {
+        Some(ttl) => json!({ "ttl": ttl }),
+        None => json!({}),
+    };
+    json!({ "name": tool, "arguments": { "ms": ms }, "task": task })
 }
 
 /// The id and poll interval (ms) of the task a `tools/call` created.
 ///
 /// Spec (SEP-2663): "Servers MUST set `resultType` to `"task"` when returning a
 /// `CreateTaskResult`".
-pub(crate) fn created_task(era: Era, result: &Value) -> Result<(String, Option<u64>), String> {
-    let (task, interval_key) = match era {
-        Era::Legacy => (
+pub(crate) fn created_task(
+    revision: Revision,
+    result: &Value,
+) -> Result<(String, Option<u64>), String> {
+    let (task, interval_key) = if revision.tasks_are_extension() {
+        match result.get("resultType").and_then(Value::as_str) {
+            Some("task") => {}
+            Some("complete") => {
+                return Err(format!(
+                    "the server ran the call directly instead of as a task (give a tool whose taskSupport is `required`, e.g. `serve --tool-task-support sleep=required`, or a --work-ms longer than the server's --task-after): {result}"
+                ));
+            }
+            _ => {
+                return Err(format!(
+                    "CreateTaskResult without `resultType: \"task\"`: {result}"
+                ));
+            }
+        }
+        (result, "pollIntervalMs")
+    } else {
+        (
             result
                 .get("task")
                 .ok_or_else(|| format!("CreateTaskResult without `task`: {result}"))?,
             "pollInterval",
-        ),
-        Era::Modern => {
-            match result.get("resultType").and_then(Value::as_str) {
-                Some("task") => {}
-                Some("complete") => {
-                    return Err(format!(
-                        "the server ran the call directly instead of as a task (give a tool whose taskSupport is `required`, e.g. `serve --tool-task-support sleep=required`, or a --work-ms longer than the server's --task-after): {result}"
-                    ));
-                }
-                _ => {
-                    return Err(format!(
-                        "CreateTaskResult without `resultType: \"task\"`: {result}"
-                    ));
-                }
-            }
-            (result, "pollIntervalMs")
-        }
+        )
     };
     let id = task
         .get("taskId")
@@ -83,11 +83,17 @@ pub(crate) fn created_task(era: Era, result: &Value) -> Result<(String, Option<u
 /// The status of a `tasks/get` result for `id`.
 ///
 /// Spec (SEP-2663): "The `resultType` field MUST be set to `"complete"` on this object".
-pub(crate) fn task_status<'a>(era: Era, result: &'a Value, id: &str) -> Result<&'a str, String> {
+pub(crate) fn task_status<'a>(
+    revision: Revision,
+    result: &'a Value,
+    id: &str,
+) -> Result<&'a str, String> {
     if result.get("taskId").and_then(Value::as_str) != Some(id) {
         return Err(format!("tasks/get answered for another task: {result}"));
     }
-    if era == Era::Modern && result.get("resultType").and_then(Value::as_str) != Some("complete") {
+    if revision.tasks_are_extension()
+        && result.get("resultType").and_then(Value::as_str) != Some("complete")
+    {
         return Err(format!(
             "tasks/get result without `resultType: \"complete\"`: {result}"
         ));
@@ -101,10 +107,11 @@ pub(crate) fn task_status<'a>(era: Era, result: &'a Value, id: &str) -> Result<&
 }
 
 /// The poll interval a `tasks/get` result suggests, in ms.
-pub(crate) fn poll_interval(era: Era, result: &Value) -> Option<u64> {
-    let key = match era {
-        Era::Legacy => "pollInterval",
-        Era::Modern => "pollIntervalMs",
+pub(crate) fn poll_interval(revision: Revision, result: &Value) -> Option<u64> {
+    let key = if revision.tasks_are_extension() {
+        "pollIntervalMs"
+    } else {
+        "pollInterval"
     };
     result.get(key).and_then(Value::as_u64)
 }
@@ -139,37 +146,49 @@ mod tests {
 
     #[test]
     fn legacy_shapes() {
-        let p = create_params(Era::Legacy, "sleep", 5, Some(1000));
+        let p = create_params(Revision::V2025_11_25, "sleep", 5, Some(1000));
         assert_eq!(
             p,
             json!({"name": "sleep", "arguments": {"ms": 5}, "task": {"ttl": 1000}})
         );
         let r = json!({"task": {"taskId": "a", "status": "working", "pollInterval": 50}});
-        assert_eq!(created_task(Era::Legacy, &r), Ok(("a".into(), Some(50))));
-        assert!(created_task(Era::Legacy, &json!({"content": []})).is_err());
+        assert_eq!(
+            created_task(Revision::V2025_11_25, &r),
+            Ok(("a".into(), Some(50)))
+        );
+        assert!(created_task(Revision::V2025_11_25, &json!({"content": []})).is_err());
         let g = json!({"taskId": "a", "status": "completed"});
-        assert_eq!(task_status(Era::Legacy, &g, "a"), Ok("completed"));
-        assert!(task_status(Era::Legacy, &g, "b").is_err());
+        assert_eq!(task_status(Revision::V2025_11_25, &g, "a"), Ok("completed"));
+        assert!(task_status(Revision::V2025_11_25, &g, "b").is_err());
     }
 
     #[test]
     fn modern_shapes() {
-        let p = create_params(Era::Modern, "sleep", 5, Some(1000));
+        let p = create_params(Revision::V2026_07_28, "sleep", 5, Some(1000));
         assert_eq!(p, json!({"name": "sleep", "arguments": {"ms": 5}}));
         let r =
             json!({"resultType": "task", "taskId": "a", "status": "working", "pollIntervalMs": 50});
-        assert_eq!(created_task(Era::Modern, &r), Ok(("a".into(), Some(50))));
+        assert_eq!(
+            created_task(Revision::V2026_07_28, &r),
+            Ok(("a".into(), Some(50)))
+        );
         let direct = json!({"resultType": "complete", "content": []});
-        let e = created_task(Era::Modern, &direct).unwrap_err();
+        let e = created_task(Revision::V2026_07_28, &direct).unwrap_err();
         assert!(e.contains("directly"), "{e}");
-        assert!(created_task(Era::Modern, &json!({"taskId": "a", "status": "working"})).is_err());
+        assert!(
+            created_task(
+                Revision::V2026_07_28,
+                &json!({"taskId": "a", "status": "working"})
+            )
+            .is_err()
+        );
         let g = json!({"resultType": "complete", "taskId": "a", "status": "completed",
             "pollIntervalMs": 20, "result": {"content": [{"type": "text", "text": "slept 5"}]}});
-        assert_eq!(task_status(Era::Modern, &g, "a"), Ok("completed"));
-        assert_eq!(poll_interval(Era::Modern, &g), Some(20));
+        assert_eq!(task_status(Revision::V2026_07_28, &g, "a"), Ok("completed"));
+        assert_eq!(poll_interval(Revision::V2026_07_28, &g), Some(20));
         assert_eq!(inline_result_ok(&g), Ok(()));
         let no_type = json!({"taskId": "a", "status": "completed"});
-        assert!(task_status(Era::Modern, &no_type, "a").is_err());
+        assert!(task_status(Revision::V2026_07_28, &no_type, "a").is_err());
         assert!(inline_result_ok(&no_type).is_err());
         let failed_tool = json!({"result": {"content": [], "isError": true}});
         assert!(inline_result_ok(&failed_tool).is_err());

@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use clap::Args;
-use mcp_tasks_bench::{Config, Endpoint, Era, Scenario};
+use mcp_tasks_bench::{Config, Endpoint, Scenario, parse_era};
+use mcp_tasks_proto::Revision;
 
 use crate::duration::{self, MaybeDuration};
 
@@ -42,7 +43,7 @@ pub(crate) struct BenchArgs {
     /// the server makes the task, the result inline in tasks/get; the tool must become a
     /// task, e.g. `serve --tool-task-support sleep=required`).
     #[arg(long, default_value = "legacy", value_parser = parse_era)]
-    era: Era,
+    era: Revision,
     /// The workload: create, get, lifecycle, lifecycle-poll-interval, result-wait, list
     /// (modern: the first four; lifecycle polls tasks/get until the task is terminal).
     #[arg(long, short = 's', default_value = "create", value_parser = parse_scenario)]
@@ -121,10 +122,6 @@ fn parse_scenario(s: &str) -> Result<Scenario, String> {
     s.parse()
 }
 
-fn parse_era(s: &str) -> Result<Era, String> {
-    s.parse()
-}
-
 /// Run `bench`; `Ok(false)` when the run saw errors.
 pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
     // With --compare-metrics the endpoint is replaced by each server started.
@@ -138,7 +135,7 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
         Some(u) => Some(Endpoint::parse(u, args.token.clone()).map_err(anyhow::Error::msg)?),
         None => None,
     };
-    cfg.era = args.era;
+    cfg.revision = args.era;
     cfg.concurrency = args.concurrency;
     cfg.duration = args.duration;
     cfg.warmup = args.warmup;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_gateway::{
-    FileConfig, GatewayConfig, UpstreamProtocol, UpstreamSpec, parse_env_pair, parse_header_pair,
-    parse_tool_task_support,
+    FileConfig, GatewayConfig, UpstreamSpec, parse_env_pair, parse_header_pair,
+    parse_tool_task_support, parse_upstream_protocol,
 };
+use mcp_tasks_proto::{Revision, RevisionChoice};
 use mcp_tasks_server::ExtensionFactory;
 
 /// Options of `serve` in front of an existing MCP server.
@@ -56,7 +57,12 @@ pub(crate) struct GatewayArgs {
     /// `server/discover` first, and speaks `initialize` unless a 2026-07-28
     /// `DiscoverResult` comes back within 5 s; over `--upstream-url` the fallback opens a
     /// new, legacy HTTP connection).
-    #[arg(long, value_name = "legacy|modern|auto", value_parser = ["legacy", "modern", "auto"])]
+    /// `2025-11-25` and `2026-07-28` name the revisions as `legacy` and `modern` do.
+    #[arg(
+        long,
+        value_name = "legacy|modern|auto",
+        value_parser = ["legacy", "modern", "auto", "2025-11-25", "2026-07-28"]
+    )]
     upstream_protocol: Option<String>,
     /// Put tasks in front of this Streamable HTTP MCP server.
     #[arg(long, value_name = "URL")]
@@ -169,8 +175,8 @@ impl GatewayArgs {
             }
         };
         let upstream_protocol = match &self.upstream_protocol {
-            Some(p) => UpstreamProtocol::parse(p).context("--upstream-protocol")?,
-            None => UpstreamProtocol::Legacy,
+            Some(p) => parse_upstream_protocol(p).context("--upstream-protocol")?,
+            None => RevisionChoice::Fixed(Revision::V2025_11_25),
         };
         let mut config = GatewayConfig::new(upstream);
         config.upstream_protocol = upstream_protocol;

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant, SystemTime};
 
 use clap::{Args, Subcommand};
-use mcp_tasks_client::{Client, ClientError, Era, Task, TaskDetail, parse_task};
+use mcp_tasks_client::{Client, ClientError, Revision, Task, TaskDetail, parse_task};
 use mcp_tasks_proto::methods;
 use serde_json::json;
 
@@ -98,7 +98,7 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
         args.action,
         Action::List { .. } | Action::Result { .. } | Action::Watch { .. }
     ) {
-        config.prefer_era = Era::Legacy;
+        config.prefer_revision = Revision::V2025_11_25;
     }
     let client = match or_interrupt(connect(conn, config)).await {
         None => return exit_with(out.interrupted(None)),
@@ -108,13 +108,13 @@ pub(crate) async fn run(args: TasksArgs) -> anyhow::Result<()> {
     };
     // 2026-07-28 has no tasks/result (nor, without the extension, any tasks method).
     let refused = match &args.action {
-        Action::Result { .. } => client.modern_refusal(methods::TASKS_RESULT),
+        Action::Result { .. } => client.revision_refusal(methods::TASKS_RESULT),
         _ => None,
     };
     let code = match (&args.action, refused) {
         (_, Some(e)) => out.error(None, &e),
         (Action::List { .. }, None) => list(&client, &out).await,
-        (Action::Get { id, .. }, None) if client.is_modern() => {
+        (Action::Get { id, .. }, None) if client.revision().tasks_are_extension() => {
             show_detail(client.get_task_detail(id), &out).await
         }
         (Action::Get { id, .. }, None) => show(client.get_task(id), &out).await,
@@ -268,9 +268,9 @@ async fn watch(
 ) -> u8 {
     let listing = client.server_tasks().list;
     let refusal = if ids.is_empty() {
-        client.modern_refusal(methods::TASKS_LIST)
+        client.revision_refusal(methods::TASKS_LIST)
     } else {
-        client.modern_refusal(methods::TASKS_GET)
+        client.revision_refusal(methods::TASKS_GET)
     };
     if let Some(e) = refusal {
         return out.error(None, &e);

@@ -27,7 +27,7 @@ use std::process::ExitCode;
 
 use async_trait::async_trait;
 use mcp_tasks_client::{
-    Client, ClientConfig, ElicitationHandler, FixedSampling, HttpClientConfig, Protocol,
+    Client, ClientConfig, ElicitationHandler, FixedSampling, HttpClientConfig, Revision,
     ServerRequest, Tool, elicit,
 };
 use mcp_tasks_proto::ErrorObject;
@@ -156,10 +156,10 @@ fn given_calls(context: Option<&str>) -> Option<Vec<(String, Value)>> {
 /// Play `scenario` against the server at `url`.
 async fn play(scenario: &str, version: &str, url: &str) -> Result<(), String> {
     // Dated revisions compare as text: 2025-11-25 and before are spoken through `initialize`.
-    let protocol = if version <= "2025-11-25" {
-        Protocol::Legacy
+    let protocol = if version <= Revision::V2025_11_25.as_str() {
+        Revision::V2025_11_25
     } else {
-        Protocol::Modern
+        Revision::V2026_07_28
     };
     let mut config = ClientConfig::default();
     config.name = "mcp-tasks-conformance-client".into();

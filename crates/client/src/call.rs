@@ -148,7 +148,7 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<Started, ClientError> {
-        if !self.is_modern() {
+        if !self.revision().tasks_are_extension() {
             let required = self.server_tasks().tools_call
                 && self
                     .tool(name)
@@ -291,7 +291,7 @@ impl Client {
         arguments: Value,
         options: &CallOptions,
     ) -> Result<TaskHandle, ClientError> {
-        if self.is_modern() {
+        if self.revision().tasks_are_extension() {
             // The server decides; a call it answers at once created no task.
             return match self.modern_call(name, arguments, options).await? {
                 Started::Task(t) => Ok(t),

@@ -11,6 +11,7 @@ use mcp_tasks_proto::mcp::{LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS,
 use mcp_tasks_proto::modern as wire;
 use mcp_tasks_proto::modern::param_headers;
 use mcp_tasks_proto::{Notification, methods};
+use mcp_tasks_proto::{Revision, RevisionChoice};
 use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
 use mcp_tasks_rpc::{Peer, stdio};
 use serde_json::{Map, Value, json};
@@ -18,7 +19,7 @@ use tokio::io::{AsyncBufRead, AsyncWrite};
 use tokio::sync::broadcast;
 
 use crate::ClientError;
-use crate::config::{ClientConfig, Era, Protocol};
+use crate::config::ClientConfig;
 use crate::era_cache::{EraCache, Known};
 use crate::modern::{self, Probe, TaskDetail};
 use crate::process::ChildGuard;
@@ -54,16 +55,17 @@ enum Wire {
 /// The queue a transport drains.
 type Outbound = tokio::sync::mpsc::Receiver<mcp_tasks_rpc::Outbound>;
 
-/// The HTTP transport for `era`: a 2026-07-28 one has no session and no standalone stream.
+/// The HTTP transport for `revision`: a stateless one (2026-07-28) has no session and no
+/// standalone stream.
 fn http_transport(
     peer: Peer,
     rx: Outbound,
     http: &HttpClientConfig,
-    era: Era,
+    revision: Revision,
 ) -> Result<Transport, ClientError> {
     let mut config = http.clone();
-    if era == Era::Modern {
-        config.modern = true;
+    config.revision = revision;
+    if revision.is_stateless() {
         config.standalone_stream = false;
         config.resume = None;
     }
@@ -87,7 +89,7 @@ pub struct HttpSessionInfo {
 
 pub(crate) struct Inner {
     pub(crate) rpc: Rpc,
-    era: Era,
+    revision: Revision,
     /// The HTTP endpoint whose era [`EraCache`] keeps (a client that detected it).
     cached_as: Option<String>,
     /// 2026-07-28: the `_meta` every request carries.
@@ -111,7 +113,7 @@ impl Drop for Inner {
 }
 
 /// An MCP client on the requestor side of tasks, speaking 2025-11-25 or 2026-07-28 with
-/// the tasks extension, as the server does (see [`Protocol`]).
+/// the tasks extension, as the server does (see [`RevisionChoice`]).
 /// Cheap to clone; the connection ends when the last clone (and every [`TaskHandle`])
 /// is dropped, or at [`Client::close`].
 #[derive(Clone)]
@@ -120,7 +122,7 @@ pub struct Client {
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(Client, |s| {
-    era: s.inner.era,
+    revision: s.inner.revision,
     protocol_version: s.inner.init.protocol_version,
     server_info: s.inner.init.server_info,
 });
@@ -215,7 +217,7 @@ impl Client {
         // Only an HTTP endpoint of a client that detects is looked up (a stdio connection
         // is one server process, detected once anyway).
         let (url, token) = match &wire {
-            Wire::Http(h) if config.protocol == Protocol::Auto => {
+            Wire::Http(h) if config.protocol == RevisionChoice::Auto => {
                 (Some(h.url.clone()), h.bearer_token.clone())
             }
             _ => (None, None),
@@ -224,14 +226,16 @@ impl Client {
         let mut cached = url.as_deref().and_then(|u| cache.get(u, token.as_deref()));
         // A server of both eras, spoken to in 2025-11-25 as the configuration prefers.
         let wants_legacy = |discover: &Value| {
-            config.protocol == Protocol::Auto
-                && config.prefer_era == Era::Legacy
+            config.protocol == RevisionChoice::Auto
+                && config.prefer_revision == Revision::V2025_11_25
                 && modern::lists_legacy(discover)
         };
         let first = match (&cached, config.protocol) {
-            (_, Protocol::Legacy) | (Some(Known::Legacy), _) => Era::Legacy,
-            (Some(Known::Modern(d)), _) if wants_legacy(d) => Era::Legacy,
-            _ => Era::Modern,
+            (_, RevisionChoice::Fixed(Revision::V2025_11_25)) | (Some(Known::Initialize), _) => {
+                Revision::V2025_11_25
+            }
+            (Some(Known::Discover(d)), _) if wants_legacy(d) => Revision::V2025_11_25,
+            _ => Revision::V2026_07_28,
         };
         let (peer, rx) = Peer::new(handler.clone());
         let (mut transport, http) = match wire {
@@ -241,7 +245,7 @@ impl Client {
         let mut rpc = Rpc::new(peer, Arc::clone(&shared));
         let mut spoken = first;
         let mut reopen =
-            |era: Era, rpc: &mut Rpc, transport: &mut Transport| -> Result<(), ClientError> {
+            |era: Revision, rpc: &mut Rpc, transport: &mut Transport| -> Result<(), ClientError> {
                 if let Some(http) = &http
                     && era != spoken
                 {
@@ -256,11 +260,11 @@ impl Client {
         // The `DiscoverResult` of a modern server, cached or probed.
         let mut discovered = None;
         match cached.take() {
-            Some(Known::Modern(discover)) => {
+            Some(Known::Discover(discover)) => {
                 tracing::debug!("a 2026-07-28 server, as cached for its endpoint");
                 discovered = Some(discover);
             }
-            Some(Known::Legacy) => match initialize(&rpc, &config).await {
+            Some(Known::Initialize) => match initialize(&rpc, &config).await {
                 Ok(init) => {
                     tracing::debug!("a 2025-11-25 server, as cached for its endpoint");
                     return Ok(Self::legacy(config, rpc, transport, init, url));
@@ -271,20 +275,21 @@ impl Client {
                     if let Some(u) = &url {
                         cache.forget(u);
                     }
-                    reopen(Era::Modern, &mut rpc, &mut transport)?;
+                    reopen(Revision::V2026_07_28, &mut rpc, &mut transport)?;
                 }
             },
             None => {}
         }
-        if discovered.is_none() && config.protocol != Protocol::Legacy {
+        let fixed = config.protocol.fixed();
+        if discovered.is_none() && !fixed.is_some_and(Revision::has_initialize) {
             match modern::probe(&rpc, &config).await {
                 Ok(Probe::Modern(discover)) => {
                     if let Some(u) = &url {
-                        cache.put(u, token.as_deref(), Known::Modern(discover.clone()));
+                        cache.put(u, token.as_deref(), Known::Discover(discover.clone()));
                     }
                     discovered = Some(discover);
                 }
-                Ok(Probe::Legacy(why)) if config.protocol == Protocol::Modern => {
+                Ok(Probe::Legacy(why)) if fixed.is_some_and(Revision::is_stateless) => {
                     rpc.peer.close();
                     return Err(ClientError::Protocol(format!(
                         "the server does not speak {} (asked for it only): {why}",
@@ -294,7 +299,7 @@ impl Client {
                 Ok(Probe::Legacy(why)) => {
                     tracing::debug!(%why, "a 2025-11-25 server: initialize");
                     // The modern attempt's transport has no session: start afresh.
-                    reopen(Era::Legacy, &mut rpc, &mut transport)?;
+                    reopen(Revision::V2025_11_25, &mut rpc, &mut transport)?;
                 }
                 Err(e) => {
                     rpc.peer.close();
@@ -304,7 +309,7 @@ impl Client {
         }
         if let Some(discover) = discovered {
             if wants_legacy(&discover) {
-                reopen(Era::Legacy, &mut rpc, &mut transport)?;
+                reopen(Revision::V2025_11_25, &mut rpc, &mut transport)?;
                 match initialize(&rpc, &config).await {
                     Ok(init) => {
                         tracing::debug!(
@@ -316,7 +321,7 @@ impl Client {
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "a server of both eras refused initialize: 2026-07-28");
-                        reopen(Era::Modern, &mut rpc, &mut transport)?;
+                        reopen(Revision::V2026_07_28, &mut rpc, &mut transport)?;
                     }
                 }
             }
@@ -327,8 +332,8 @@ impl Client {
             Err(ClientError::Rpc { error, .. })
                 // A modern server that does not take `initialize` (FastMCP 4 on a
                 // connection that already served `server/discover`).
-                if config.protocol == Protocol::Auto
-                    && mcp_tasks_proto::modern::names_a_modern_version(&error) =>
+                if config.protocol == RevisionChoice::Auto
+                    && mcp_tasks_proto::modern::names_a_stateless_revision(&error) =>
             {
                 // The probe went unanswered (a server slow to start: on stdio it reads the
                 // probe late and answers it after our timeout), and the server now
@@ -339,11 +344,11 @@ impl Client {
                     code = error.code,
                     "initialize refused by a 2026-07-28 server: server/discover again"
                 );
-                reopen(Era::Modern, &mut rpc, &mut transport)?;
+                reopen(Revision::V2026_07_28, &mut rpc, &mut transport)?;
                 return match modern::probe(&rpc, &config).await {
                     Ok(Probe::Modern(discover)) => {
                         if let Some(u) = &url {
-                            cache.put(u, token.as_deref(), Known::Modern(discover.clone()));
+                            cache.put(u, token.as_deref(), Known::Discover(discover.clone()));
                         }
                         Ok(Self::modern(&config, rpc, transport, &discover, url))
                     }
@@ -366,7 +371,7 @@ impl Client {
             }
         };
         if let Some(u) = &url {
-            cache.put(u, token.as_deref(), Known::Legacy);
+            cache.put(u, token.as_deref(), Known::Initialize);
         }
         Ok(Self::legacy(config, rpc, transport, init, url))
     }
@@ -384,7 +389,7 @@ impl Client {
             config,
             rpc,
             transport,
-            (Era::Legacy, url),
+            (Revision::V2025_11_25, url),
             init,
             client_capabilities,
         )
@@ -416,12 +421,12 @@ impl Client {
             raw: discover.clone(),
         };
         tracing::debug!(server = %init.server_info, "2026-07-28 server");
-        let caps = config.modern_capabilities();
+        let caps = config.request_capabilities();
         Self::with(
             config.clone(),
             rpc,
             transport,
-            (Era::Modern, url),
+            (Revision::V2026_07_28, url),
             init,
             caps,
         )
@@ -431,15 +436,17 @@ impl Client {
         config: ClientConfig,
         rpc: Rpc,
         transport: Transport,
-        (era, cached_as): (Era, Option<String>),
+        (revision, cached_as): (Revision, Option<String>),
         init: InitializeResult,
         client_capabilities: Value,
     ) -> Self {
-        let meta = (era == Era::Modern).then(|| modern::request_meta(&config));
+        let meta = revision
+            .is_stateless()
+            .then(|| modern::request_meta(&config));
         Self {
             inner: Arc::new(Inner {
                 rpc,
-                era,
+                revision,
                 cached_as,
                 meta,
                 max_input_rounds: config.max_input_rounds,
@@ -454,14 +461,9 @@ impl Client {
         }
     }
 
-    /// The era this client speaks with its server (found once, when connecting).
-    pub fn era(&self) -> Era {
-        self.inner.era
-    }
-
-    /// Whether this client speaks 2026-07-28.
-    pub fn is_modern(&self) -> bool {
-        self.inner.era == Era::Modern
+    /// The revision this client speaks with its server (found once, when connecting).
+    pub fn revision(&self) -> Revision {
+        self.inner.revision
     }
 
     /// Send `method` (with the modern `_meta` in 2026-07-28), at most `timeout`.
@@ -476,8 +478,8 @@ impl Client {
             None => params,
         };
         let answer = self.inner.rpc.request(method, params, timeout).await;
-        if let (Era::Modern, Some(url), Err(ClientError::Transport { error, .. })) =
-            (self.inner.era, &self.inner.cached_as, &answer)
+        if let (Revision::V2026_07_28, Some(url), Err(ClientError::Transport { error, .. })) =
+            (self.inner.revision, &self.inner.cached_as, &answer)
             && error.http_status.is_some_and(|s| (400..500).contains(&s))
         {
             // Spec (streamable HTTP): a 4xx without a recognized modern error body is
@@ -565,7 +567,7 @@ impl Client {
     /// when the server declares it: tasks of `tools/call` and `tasks/cancel`, no
     /// `tasks/list`.
     pub fn server_tasks(&self) -> TaskCapabilities {
-        if self.is_modern() {
+        if self.revision().tasks_are_extension() {
             let ext = self
                 .inner
                 .init
@@ -588,17 +590,17 @@ impl Client {
     /// not sent to this server, if it is not: in 2026-07-28 every one of them when the
     /// server does not declare the tasks extension
     /// ([`ClientError::no_tasks_extension`]), and those the extension does not have
-    /// ([`ClientError::not_in_modern`]) when it does. `None` in 2025-11-25, where the
+    /// ([`ClientError::not_in_revision`]) when it does. `None` in 2025-11-25, where the
     /// server's `tasks` capability decides.
-    pub fn modern_refusal(&self, method: &str) -> Option<ClientError> {
-        if !self.is_modern() {
+    pub fn revision_refusal(&self, method: &str) -> Option<ClientError> {
+        if !self.revision().tasks_are_extension() {
             return None;
         }
         if !self.server_tasks().declared {
             return Some(ClientError::no_tasks_extension(method));
         }
         (method == methods::TASKS_LIST || method == methods::TASKS_RESULT)
-            .then(|| ClientError::not_in_modern(method))
+            .then(|| ClientError::not_in_revision(method))
     }
 
     /// The HTTP session, when connected over HTTP.
@@ -698,7 +700,7 @@ impl Client {
     /// 2025-11-25 keep every tool ("Clients using other transports (e.g., stdio) **MAY**
     /// ignore `x-mcp-header` annotations entirely").
     fn keep_valid_param_headers(&self, tools: Vec<Tool>) -> Vec<Tool> {
-        if !self.is_modern() {
+        if !self.revision().is_stateless() {
             return tools;
         }
         let transport = self.inner.transport.lock();
@@ -774,9 +776,9 @@ impl Client {
     ///
     /// # Errors
     /// [`ClientError::Unsupported`] from a 2026-07-28 server without the tasks extension
-    /// ([`Self::modern_refusal`]); the server's error (an unknown or expired task).
+    /// ([`Self::revision_refusal`]); the server's error (an unknown or expired task).
     pub async fn get_task_detail(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
-        if let Some(e) = self.modern_refusal(methods::TASKS_GET) {
+        if let Some(e) = self.revision_refusal(methods::TASKS_GET) {
             return Err(e);
         }
         let v = self
@@ -824,7 +826,7 @@ impl Client {
     /// unknown task).
     pub async fn cancel_task(&self, task_id: &str) -> Result<Task, ClientError> {
         let v = self.cancel_task_raw(task_id).await?;
-        if self.is_modern() {
+        if self.revision().tasks_are_extension() {
             // The extension acknowledges with an empty result: read the task.
             return self.get_task(task_id).await;
         }
@@ -832,7 +834,7 @@ impl Client {
     }
 
     pub(crate) async fn cancel_task_raw(&self, task_id: &str) -> Result<Value, ClientError> {
-        if let Some(e) = self.modern_refusal(methods::TASKS_CANCEL) {
+        if let Some(e) = self.revision_refusal(methods::TASKS_CANCEL) {
             return Err(e);
         }
         if !self.server_tasks().cancel {
@@ -854,7 +856,7 @@ impl Client {
         &self,
         cursor: Option<&str>,
     ) -> Result<(Vec<Task>, Option<String>), ClientError> {
-        if let Some(e) = self.modern_refusal(methods::TASKS_LIST) {
+        if let Some(e) = self.revision_refusal(methods::TASKS_LIST) {
             return Err(e);
         }
         if !self.server_tasks().list {

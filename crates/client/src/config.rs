@@ -3,43 +3,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use mcp_tasks_proto::{Revision, RevisionChoice};
 use serde_json::{Map, Value, json};
 
 use crate::input::{ElicitationHandler, SamplingHandler};
 use crate::receiver::TaskReceiver;
-
-/// Which protocol generation a client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Protocol {
-    /// Detect the server's era: probe with a 2026-07-28 `server/discover`, fall back to
-    /// the 2025-11-25 `initialize` when the answer is not a recognized modern one (see
-    /// [`crate::Client::connect_stdio`], [`crate::Client::connect_http`]).
-    #[default]
-    Auto,
-    /// 2025-11-25 only: `initialize`, no probe.
-    Legacy,
-    /// 2026-07-28 only: a server that does not speak it is an error.
-    Modern,
-}
-
-/// The protocol generation a connected client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Era {
-    /// MCP 2025-11-25: a session opened by `initialize`; tasks as in that revision.
-    Legacy,
-    /// MCP 2026-07-28: no handshake, `_meta` on every request; tasks through the
-    /// extension `io.modelcontextprotocol/tasks` (SEP-2663).
-    Modern,
-}
-
-impl std::fmt::Display for Era {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Self::Legacy => "2025-11-25",
-            Self::Modern => "2026-07-28",
-        })
-    }
-}
 
 /// Default of [`ClientConfig::probe_timeout`].
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -69,18 +37,23 @@ pub struct ClientConfig {
     pub task_receiver: Option<TaskReceiver>,
     /// More client capabilities, merged over the ones above.
     pub extra_capabilities: Map<String, Value>,
-    /// Which era to speak (default [`Protocol::Auto`]: detect it).
-    pub protocol: Protocol,
-    /// With [`Protocol::Auto`], the era to speak with a server that speaks both: one whose
-    /// `server/discover` lists a 2025-11-25 revision beside 2026-07-28 (our own server, a
-    /// gateway). Default [`Era::Modern`]. [`Era::Legacy`] serves what only 2025-11-25
-    /// has: `tasks/list`, `tasks/result`, status notifications, progress of a task, a
-    /// task the requestor asks for with its own `ttl`; should that server then refuse
-    /// `initialize`, the client speaks 2026-07-28 after all.
+    /// Which revision to speak (default [`RevisionChoice::Auto`]: detect it, probing with
+    /// a 2026-07-28 `server/discover` and falling back to the 2025-11-25 `initialize` when
+    /// the answer is not a recognized 2026-07-28 one; see [`crate::Client::connect_stdio`],
+    /// [`crate::Client::connect_http`]). A fixed revision is the only one spoken: a server
+    /// that does not speak it is an error (2025-11-25: `initialize`, no probe).
+    pub protocol: RevisionChoice,
+    /// With [`RevisionChoice::Auto`], the revision to speak with a server that speaks
+    /// several: one whose `server/discover` lists a 2025-11-25 revision beside 2026-07-28
+    /// (our own server, a gateway). Default [`Revision::LATEST`].
+    /// [`Revision::V2025_11_25`] serves what only 2025-11-25 has: `tasks/list`,
+    /// `tasks/result`, status notifications, progress of a task, a task the requestor asks
+    /// for with its own `ttl`; should that server then refuse `initialize`, the client
+    /// speaks 2026-07-28 after all.
     ///
     /// Spec (server/discover): "`supportedVersions`: Protocol versions the server
     /// supports. The client should choose one of these for subsequent requests."
-    pub prefer_era: Era,
+    pub prefer_revision: Revision,
     /// How long the `server/discover` probe waits before the server is taken for a
     /// legacy one that does not answer unknown requests. Default 5 s.
     ///
@@ -106,7 +79,7 @@ mcp_tasks_proto::debug_non_exhaustive!(ClientConfig, |s| {
     sampling: s.sampling.is_some(),
     task_receiver: s.task_receiver.is_some(),
     protocol: s.protocol,
-    prefer_era: s.prefer_era,
+    prefer_revision: s.prefer_revision,
 });
 
 impl Default for ClientConfig {
@@ -120,8 +93,8 @@ impl Default for ClientConfig {
             sampling: None,
             task_receiver: None,
             extra_capabilities: Map::new(),
-            protocol: Protocol::Auto,
-            prefer_era: Era::Modern,
+            protocol: RevisionChoice::Auto,
+            prefer_revision: Revision::LATEST,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             tasks_extension: true,
             max_input_rounds: DEFAULT_MAX_INPUT_ROUNDS,
@@ -155,20 +128,28 @@ impl ClientConfig {
     mcp_tasks_proto::setters! {
         /// Set the request timeout.
         pub fn with_request_timeout(request_timeout: Option<Duration>);
-        /// Speak `protocol` (see [`Protocol`]).
-        pub fn with_protocol(protocol: Protocol);
-        /// Speak `prefer_era` with a server that speaks both (see [`Self::prefer_era`]).
-        pub fn with_prefer_era(prefer_era: Era);
+        /// Speak `prefer_revision` with a server that speaks several (see
+        /// [`Self::prefer_revision`]).
+        pub fn with_prefer_revision(prefer_revision: Revision);
     }
 
-    /// The `io.modelcontextprotocol/clientCapabilities` sent on every 2026-07-28 request:
+    /// Speak `protocol`: [`RevisionChoice::Auto`], or one revision (a [`Revision`]
+    /// converts into its [`RevisionChoice::Fixed`]); see [`Self::protocol`].
+    #[must_use]
+    pub fn with_protocol(mut self, protocol: impl Into<RevisionChoice>) -> Self {
+        self.protocol = protocol.into();
+        self
+    }
+
+    /// The `io.modelcontextprotocol/clientCapabilities` sent on every request of a
+    /// stateless revision (2026-07-28):
     /// elicitation (form) and sampling when the client has handlers, the tasks extension
     /// ([`Self::tasks_extension`]), then [`Self::extra_capabilities`]. No `tasks`
     /// capability: the extension has no client-hosted tasks.
     ///
     /// Spec (SEP-2663): the client signals support "by including the extension in its
     /// per-request capabilities" as `"extensions": {"io.modelcontextprotocol/tasks": {}}`.
-    pub fn modern_capabilities(&self) -> Value {
+    pub fn request_capabilities(&self) -> Value {
         self.capabilities_with(|caps| {
             if self.tasks_extension {
                 let mut extensions = Map::new();
@@ -200,9 +181,9 @@ impl ClientConfig {
         })
     }
 
-    /// The capabilities of either era: elicitation (form) and sampling when the client
-    /// has handlers, then what `era` adds, then [`Self::extra_capabilities`].
-    fn capabilities_with(&self, era: impl FnOnce(&mut Map<String, Value>)) -> Value {
+    /// The capabilities of any revision: elicitation (form) and sampling when the client
+    /// has handlers, then what `revision` adds, then [`Self::extra_capabilities`].
+    fn capabilities_with(&self, revision: impl FnOnce(&mut Map<String, Value>)) -> Value {
         let mut caps = Map::new();
         if self.elicitation.is_some() {
             caps.insert("elicitation".into(), json!({ "form": {} }));
@@ -210,7 +191,7 @@ impl ClientConfig {
         if self.sampling.is_some() {
             caps.insert("sampling".into(), json!({}));
         }
-        era(&mut caps);
+        revision(&mut caps);
         for (k, v) in &self.extra_capabilities {
             caps.insert(k.clone(), v.clone());
         }

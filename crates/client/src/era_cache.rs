@@ -6,8 +6,8 @@
 //! restarts of the same server configuration, re-probing if the cached assumption later
 //! fails."
 //!
-//! [`crate::Client::connect_http`] with [`crate::Protocol::Auto`] looks the endpoint up
-//! here before it detects anything:
+//! [`crate::Client::connect_http`] with [`crate::RevisionChoice::Auto`] looks the endpoint
+//! up here before it detects anything:
 //!
 //! * a **legacy** answer (kept [`LEGACY_TTL`], 5 min: a server upgraded to 2026-07-28 is
 //!   noticed soon) sends `initialize` at once, without the modern request first. If
@@ -31,8 +31,8 @@
 //! host lowercased, the port made explicit, the query and fragment left out): two MCP
 //! endpoints on one host may be of different eras. The cache holds at most
 //! [`DEFAULT_CAPACITY`] (256) endpoints; past that, the one used longest ago goes.
-//! `--protocol legacy|modern` ([`crate::Protocol::Legacy`], [`crate::Protocol::Modern`])
-//! neither reads nor writes it.
+//! A fixed revision (`--protocol legacy|modern|2025-11-25|2026-07-28`,
+//! [`crate::RevisionChoice::Fixed`]) neither reads nor writes it.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasher, RandomState};
@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use serde_json::Value;
 
-use crate::config::Era;
+use mcp_tasks_proto::Revision;
 
 /// Most endpoints the process-wide cache remembers.
 pub const DEFAULT_CAPACITY: usize = 256;
@@ -71,17 +71,17 @@ fn is_private(discover: &Value) -> bool {
 #[derive(Debug, Clone, PartialEq)]
 pub enum Known {
     /// A 2025-11-25 server: speak `initialize` at once.
-    Legacy,
+    Initialize,
     /// A 2026-07-28 server, with the `DiscoverResult` it gave.
-    Modern(Value),
+    Discover(Value),
 }
 
 impl Known {
-    /// The era of this answer.
-    pub fn era(&self) -> Era {
+    /// The revision of this answer.
+    pub fn revision(&self) -> Revision {
         match self {
-            Self::Legacy => Era::Legacy,
-            Self::Modern(_) => Era::Modern,
+            Self::Initialize => Revision::V2025_11_25,
+            Self::Discover(_) => Revision::V2026_07_28,
         }
     }
 }
@@ -169,8 +169,8 @@ impl EraCache {
             return;
         };
         let (ttl, private) = match &known {
-            Known::Legacy => (LEGACY_TTL, false),
-            Known::Modern(discover) => (discover_ttl(discover), is_private(discover)),
+            Known::Initialize => (LEGACY_TTL, false),
+            Known::Discover(discover) => (discover_ttl(discover), is_private(discover)),
         };
         let private_to = private.then(|| self.context(token));
         let mut g = self.inner.lock();
@@ -288,12 +288,12 @@ mod tests {
     fn legacy_answers_last_five_minutes_and_modern_ones_without_a_ttl_an_hour() {
         let c = EraCache::new(8);
         let t0 = Instant::now();
-        c.put_at("http://l/mcp", None, Known::Legacy, t0);
-        c.put_at("http://m/mcp", None, Known::Modern(json!({"x": 1})), t0);
+        c.put_at("http://l/mcp", None, Known::Initialize, t0);
+        c.put_at("http://m/mcp", None, Known::Discover(json!({"x": 1})), t0);
         let just_before = t0 + LEGACY_TTL - Duration::from_millis(1);
         assert_eq!(
             c.get_at("http://l/mcp", None, just_before),
-            Some(Known::Legacy)
+            Some(Known::Initialize)
         );
         assert_eq!(c.get_at("http://l/mcp", None, t0 + LEGACY_TTL), None);
         assert_eq!(c.len(), 1, "the expired entry is dropped when read");
@@ -303,10 +303,10 @@ mod tests {
                 None,
                 t0 + MODERN_TTL - Duration::from_millis(1)
             ),
-            Some(Known::Modern(json!({"x": 1})))
+            Some(Known::Discover(json!({"x": 1})))
         );
         assert_eq!(c.get_at("http://m/mcp", None, t0 + MODERN_TTL), None);
-        c.put_at("http://l/mcp", None, Known::Legacy, t0);
+        c.put_at("http://l/mcp", None, Known::Initialize, t0);
         c.forget("http://L:80/mcp?q");
         assert!(c.is_empty());
     }
@@ -317,24 +317,24 @@ mod tests {
         let now = Instant::now();
         let url = |i: usize| format!("http://h:{}/mcp", 1000 + i);
         for i in 0..DEFAULT_CAPACITY {
-            c.put_at(&url(i), None, Known::Legacy, now);
+            c.put_at(&url(i), None, Known::Initialize, now);
         }
         assert_eq!(c.len(), DEFAULT_CAPACITY);
         // Endpoint 0 is used again: endpoint 1 is now the least recently used.
         assert!(c.get_at(&url(0), None, now).is_some());
-        c.put_at(&url(DEFAULT_CAPACITY), None, Known::Legacy, now);
+        c.put_at(&url(DEFAULT_CAPACITY), None, Known::Initialize, now);
         assert_eq!(c.len(), DEFAULT_CAPACITY);
         assert!(c.get_at(&url(0), None, now).is_some());
         assert!(c.get_at(&url(1), None, now).is_none());
         assert!(c.get_at(&url(DEFAULT_CAPACITY), None, now).is_some());
         // Pushing 100 more keeps the bound.
         for i in 0..100 {
-            c.put_at(&url(DEFAULT_CAPACITY + 1 + i), None, Known::Legacy, now);
+            c.put_at(&url(DEFAULT_CAPACITY + 1 + i), None, Known::Initialize, now);
         }
         assert_eq!(c.len(), DEFAULT_CAPACITY);
         // Expired entries make room before a live one is evicted.
         let later = now + LEGACY_TTL;
-        c.put_at("http://fresh/mcp", None, Known::Modern(json!({})), later);
+        c.put_at("http://fresh/mcp", None, Known::Discover(json!({})), later);
         assert_eq!(c.len(), 1);
     }
 
@@ -346,11 +346,11 @@ mod tests {
         let c = EraCache::new(8);
         let t0 = Instant::now();
         let minute = json!({"ttlMs": 60_000, "cacheScope": "public"});
-        c.put_at("http://m/mcp", None, Known::Modern(minute.clone()), t0);
+        c.put_at("http://m/mcp", None, Known::Discover(minute.clone()), t0);
         let fresh = t0 + Duration::from_millis(59_999);
         assert_eq!(
             c.get_at("http://m/mcp", None, fresh),
-            Some(Known::Modern(minute))
+            Some(Known::Discover(minute))
         );
         assert_eq!(
             c.get_at("http://m/mcp", None, t0 + Duration::from_secs(60)),
@@ -358,12 +358,17 @@ mod tests {
             "stale after the server's 60 s, not an hour"
         );
         // A `ttlMs` of 0 is not kept, and replaces what was.
-        c.put_at("http://z/mcp", None, Known::Legacy, t0);
-        c.put_at("http://z/mcp", None, Known::Modern(json!({"ttlMs": 0})), t0);
+        c.put_at("http://z/mcp", None, Known::Initialize, t0);
+        c.put_at(
+            "http://z/mcp",
+            None,
+            Known::Discover(json!({"ttlMs": 0})),
+            t0,
+        );
         assert_eq!(c.get_at("http://z/mcp", None, t0), None);
         assert!(c.is_empty());
         // A day is cut to the hour.
-        let day = Known::Modern(json!({"ttlMs": 86_400_000u64}));
+        let day = Known::Discover(json!({"ttlMs": 86_400_000u64}));
         c.put_at("http://d/mcp", None, day, t0);
         assert_eq!(c.get_at("http://d/mcp", None, t0 + MODERN_TTL), None);
         assert_eq!(discover_ttl(&json!({"ttlMs": "soon"})), MODERN_TTL);
@@ -376,7 +381,7 @@ mod tests {
     fn a_private_discover_result_serves_only_the_token_it_was_given_to() {
         let c = EraCache::new(8);
         let t0 = Instant::now();
-        let private = Known::Modern(json!({"ttlMs": 60_000, "cacheScope": "private"}));
+        let private = Known::Discover(json!({"ttlMs": 60_000, "cacheScope": "private"}));
         c.put_at("http://p/mcp", Some("tok-a"), private.clone(), t0);
         assert_eq!(
             c.get_at("http://p/mcp", Some("tok-a"), t0),
@@ -385,7 +390,7 @@ mod tests {
         assert_eq!(c.get_at("http://p/mcp", Some("tok-b"), t0), None);
         assert_eq!(c.get_at("http://p/mcp", None, t0), None);
         // A public one serves everyone.
-        let public = Known::Modern(json!({"ttlMs": 60_000, "cacheScope": "public"}));
+        let public = Known::Discover(json!({"ttlMs": 60_000, "cacheScope": "public"}));
         c.put_at("http://p/mcp", Some("tok-a"), public.clone(), t0);
         assert_eq!(c.get_at("http://p/mcp", Some("tok-b"), t0), Some(public));
         // The token itself is nowhere in the cache.

@@ -126,7 +126,7 @@ impl ClientError {
     /// Spec (SEP-2663): the redesign "consolidates the polling lifecycle into `tasks/get`
     /// and a new `tasks/update` to remove the blocking `tasks/result` method"; of
     /// `tasks/list`: "it is unsafe for a server to support `tasks/list` at all".
-    pub fn not_in_modern(method: &str) -> Self {
+    pub fn not_in_revision(method: &str) -> Self {
         Self::unsupported(
             method,
             format!(

@@ -2,7 +2,7 @@
 //! the core protocol) and 2026-07-28 with the tasks extension `io.modelcontextprotocol/tasks`
 //! (SEP-2663).
 //!
-//! The client finds the server's era when it connects ([`Protocol::Auto`], the default):
+//! The client finds the server's era when it connects ([`RevisionChoice::Auto`], the default):
 //! it probes with a 2026-07-28 `server/discover` and falls back to `initialize` when the
 //! answer is not a recognized modern one; [`ClientConfig::protocol`] can fix the era. In
 //! 2026-07-28 every request carries `_meta` (protocol version, client info, capabilities
@@ -66,7 +66,7 @@ mod types;
 
 pub use call::{CallOptions, Started};
 pub use client::{Client, HttpSessionInfo};
-pub use config::{ClientConfig, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_PROBE_TIMEOUT, Era, Protocol};
+pub use config::{ClientConfig, DEFAULT_MAX_INPUT_ROUNDS, DEFAULT_PROBE_TIMEOUT};
 pub use era_cache::EraCache;
 pub use error::ClientError;
 pub use input::{
@@ -75,6 +75,7 @@ pub use input::{
 };
 pub use mcp_tasks_core::Policy;
 pub use mcp_tasks_proto::mcp::{Task, TaskStatus, TaskSupport, Tool};
+pub use mcp_tasks_proto::{Revision, RevisionChoice};
 pub use mcp_tasks_rpc::http_client::HttpClientConfig;
 pub use modern::TaskDetail;
 pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};

@@ -53,7 +53,7 @@ pub(crate) fn is_modern_error(code: i64) -> bool {
 /// fields in `_meta`; fields marked as required MUST be included on every request"
 /// (`protocolVersion`, `clientCapabilities`; `clientInfo` SHOULD).
 pub(crate) fn request_meta(config: &ClientConfig) -> Value {
-    let caps = match config.modern_capabilities() {
+    let caps = match config.request_capabilities() {
         Value::Object(m) => m,
         _ => Map::new(),
     };

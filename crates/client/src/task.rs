@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
-use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::{Task, TaskStatus};
+use mcp_tasks_proto::{ErrorObject, Revision};
 use mcp_tasks_proto::{codes, methods};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -156,9 +156,9 @@ impl TaskHandle {
         }
     }
 
-    /// The era of the client this task is followed on.
-    pub fn era(&self) -> crate::Era {
-        self.client.era()
+    /// The revision of the client this task is followed on.
+    pub fn revision(&self) -> Revision {
+        self.client.revision()
     }
 
     /// The task id.
@@ -247,7 +247,7 @@ impl TaskHandle {
     /// server's error (cancelling a terminal task is -32602).
     pub async fn cancel(&self) -> Result<Task, ClientError> {
         let v = self.client.cancel_task_raw(self.id()).await?;
-        if self.client.is_modern() {
+        if self.client.revision().tasks_are_extension() {
             // An empty acknowledgement: "Cancellation processing is eventually consistent".
             return self.refresh().await;
         }
@@ -358,7 +358,7 @@ impl TaskHandle {
             tokio::select! {
                 r = result.changed() => { if r.is_err() { return Err(ClientError::Closed); } }
                 // 2026-07-28: the background driver polls already.
-                () = tokio::time::sleep(poll_interval(&task)), if !task.status.is_terminal() && !self.client.is_modern() => {
+                () = tokio::time::sleep(poll_interval(&task)), if !task.status.is_terminal() && !self.client.revision().tasks_are_extension() => {
                     // Keep the status fresh for watchers; tasks/result decides the outcome.
                     if let Err(e) = self.refresh().await {
                         tracing::debug!(error = %e, "tasks/get failed while waiting for the result");
@@ -393,7 +393,7 @@ impl TaskHandle {
         let client = self.client.clone();
         let weak = Arc::downgrade(&self.shared);
         let h = tokio::spawn(async move {
-            let outcome = if client.is_modern() {
+            let outcome = if client.revision().tasks_are_extension() {
                 drive_modern(&client, &weak).await
             } else {
                 fetch_result(&client, &weak).await

@@ -25,10 +25,8 @@ use async_trait::async_trait;
 use criterion::{Criterion, criterion_group, criterion_main};
 use mcp_tasks_core::engine::{Runner, TaskRun, TaskSpec};
 use mcp_tasks_core::status::TaskStatus;
-use mcp_tasks_core::{
-    MemoryStore, Policy, RequestEra, Requester, RequestorChannel, SystemClock, TaskEngine,
-};
-use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_core::{MemoryStore, Policy, Requester, RequestorChannel, SystemClock, TaskEngine};
+use mcp_tasks_proto::{ErrorObject, Revision};
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -220,7 +218,7 @@ fn metrics_per_task(c: &mut Criterion, rt: &Runtime) {
     let metrics = e.metrics().clone();
     c.bench_function("engine/metrics_per_task", |b| {
         b.iter(|| {
-            let timer = metrics.request("tools/call", RequestEra::Legacy);
+            let timer = metrics.request("tools/call", Revision::V2025_11_25);
             metrics.task_created(&working, Some("sleep"));
             metrics.store_operation("create", Duration::from_micros(3));
             metrics.task_changed(&done);

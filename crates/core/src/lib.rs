@@ -52,7 +52,7 @@ pub use history::{HISTORY_MAX, HistoryEntry};
 pub use inputs::{InputRequest, TaskInputs};
 pub use instrumented::Instrumented;
 pub use memory::MemoryStore;
-pub use metrics::{Metrics, RequestEra};
+pub use metrics::Metrics;
 pub use policy::Policy;
 pub use record::{NewTask, Outcome, OutcomeKind, TaskRecord};
 pub use store::{

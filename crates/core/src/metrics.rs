@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use mcp_tasks_proto::methods;
+use mcp_tasks_proto::{Revision, methods};
 use parking_lot::{Mutex, RwLock};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -94,26 +94,6 @@ struct MethodEraOutcome {
 struct MethodLabel {
     method: &'static str,
     era: &'static str,
-}
-
-/// The protocol generation a request was served in (the `era` label of the request
-/// metrics): two values, whatever version a request names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestEra {
-    /// A request of a session `initialize` opened (2025-11-25 and older revisions).
-    Legacy,
-    /// A request carrying `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28).
-    Modern,
-}
-
-impl RequestEra {
-    /// The label value: `2025-11-25` or `2026-07-28`.
-    pub fn label(self) -> &'static str {
-        match self {
-            RequestEra::Legacy => "2025-11-25",
-            RequestEra::Modern => "2026-07-28",
-        }
-    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -469,13 +449,15 @@ impl Metrics {
             .inc();
     }
 
-    /// A JSON-RPC request of `method` served in `era` starts; call
+    /// A JSON-RPC request of `method` served in `revision` starts (its dated name is the
+    /// `era` label: one value per [`Revision`], whatever older version a session
+    /// negotiated); call
     /// [`RequestTimer::finish`] with its result.
-    pub fn request(&self, method: &str, era: RequestEra) -> RequestTimer {
+    pub fn request(&self, method: &str, revision: Revision) -> RequestTimer {
         RequestTimer {
             metrics: self.clone(),
             method: method_label(method),
-            era: era.label(),
+            era: revision.as_str(),
             started: Instant::now(),
         }
     }

@@ -107,11 +107,11 @@ async fn stored_tasks_are_counted_from_the_store_at_scrape_time() {
 #[tokio::test]
 async fn requests_waits_lookups_and_rejections() {
     let m = Metrics::new();
-    m.request("tasks/get", RequestEra::Legacy).finish(true);
-    m.request("tasks/get", RequestEra::Legacy).finish(false);
-    m.request("vendor/unknown-method", RequestEra::Legacy)
+    m.request("tasks/get", Revision::V2025_11_25).finish(true);
+    m.request("tasks/get", Revision::V2025_11_25).finish(false);
+    m.request("vendor/unknown-method", Revision::V2025_11_25)
         .finish(true);
-    m.request("tasks/get", RequestEra::Modern).finish(true);
+    m.request("tasks/get", Revision::V2026_07_28).finish(true);
     m.upstream_restart();
     m.upstream_call("tools/call", Duration::from_millis(3), true);
     m.upstream_call("vendor/x", Duration::from_millis(3), false);

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use mcp_tasks_proto::mcp::TaskSupport;
+use mcp_tasks_proto::{Revision, RevisionChoice};
 use serde::Deserialize;
 
 use crate::error::GatewayError;
@@ -158,38 +159,24 @@ pub fn parse_tool_task_support(s: &str) -> Result<(String, TaskSupport), Gateway
     Ok((name.to_owned(), support))
 }
 
-/// Which generation of MCP the gateway speaks to its upstream (`--upstream-protocol`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum UpstreamProtocol {
-    /// 2025-11-25 and before: `initialize`, then a session (the default).
-    #[default]
-    Legacy,
-    /// 2026-07-28: `server/discover`, the modern `_meta` on every request, no session;
-    /// upstream tools answer `complete`, `input_required` or (tasks extension) `task`.
-    Modern,
-    /// Each connection first sends `server/discover`; a `DiscoverResult` naming
-    /// 2026-07-28 makes it modern, any other answer (or none within
-    /// [`crate::modern_upstream::PROBE_TIMEOUT`]) legacy, spoken through `initialize` on the
-    /// same connection (stdio) or on a new, legacy one (Streamable HTTP, whose transport
-    /// differs by era).
-    Auto,
-}
-
-impl UpstreamProtocol {
-    /// Parse `legacy`, `modern` or `auto`.
-    ///
-    /// # Errors
-    /// Any other word.
-    pub fn parse(s: &str) -> Result<Self, GatewayError> {
-        match s {
-            "legacy" => Ok(Self::Legacy),
-            "modern" => Ok(Self::Modern),
-            "auto" => Ok(Self::Auto),
-            _ => Err(GatewayError::Config(format!(
-                "upstream protocol `{s}`: expected legacy, modern or auto"
-            ))),
-        }
-    }
+/// Parse the revision the gateway speaks to its upstream (`--upstream-protocol`, the
+/// `upstream-protocol` key of the file): `legacy` or `2025-11-25` (`initialize`, then a
+/// session), `modern` or `2026-07-28` (`server/discover`, the modern `_meta` on every
+/// request, no session; upstream tools answer `complete`, `input_required` or (tasks
+/// extension) `task`), or `auto`: each connection first sends `server/discover`; a
+/// `DiscoverResult` naming 2026-07-28 makes it 2026-07-28, any other answer (or none
+/// within [`crate::modern_upstream::PROBE_TIMEOUT`]) 2025-11-25, spoken through
+/// `initialize` on the same connection (stdio) or on a new one (Streamable HTTP, whose
+/// transport differs by revision).
+///
+/// # Errors
+/// Any other word.
+pub fn parse_upstream_protocol(s: &str) -> Result<RevisionChoice, GatewayError> {
+    s.parse().map_err(|_| {
+        GatewayError::Config(format!(
+            "upstream protocol `{s}`: expected legacy, modern, auto, 2025-11-25 or 2026-07-28"
+        ))
+    })
 }
 
 /// Everything the gateway needs to know.
@@ -208,8 +195,9 @@ pub struct GatewayConfig {
     pub max_upstreams: usize,
     /// How long one call to the upstream may take; `None`: no bound.
     pub upstream_timeout: Option<std::time::Duration>,
-    /// The generation of MCP spoken to the upstream (default: legacy).
-    pub upstream_protocol: UpstreamProtocol,
+    /// The revision spoken to the upstream, or `Auto` to detect it (default:
+    /// 2025-11-25; see [`parse_upstream_protocol`]).
+    pub upstream_protocol: RevisionChoice,
 }
 
 impl GatewayConfig {
@@ -222,7 +210,7 @@ impl GatewayConfig {
             notes_dir: None,
             max_upstreams: DEFAULT_MAX_UPSTREAMS,
             upstream_timeout: None,
-            upstream_protocol: UpstreamProtocol::Legacy,
+            upstream_protocol: RevisionChoice::Fixed(Revision::V2025_11_25),
         }
     }
 }

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use async_trait::async_trait;
 use mcp_tasks_core::Metrics;
-use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId};
+use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, Revision};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, RequestOptions, Route};
 use serde_json::Value;
 
@@ -109,9 +109,9 @@ pub(crate) struct Conn {
     pub peer: Peer,
     shared: Arc<ConnShared>,
     init: OnceLock<Value>,
-    /// The modern `_meta` stamped on every request of a 2026-07-28 upstream
-    /// ([`crate::modern_upstream`]); unset for a legacy one.
-    modern_meta: OnceLock<Value>,
+    /// The `_meta` stamped on every request of an upstream of a stateless revision
+    /// (2026-07-28, [`crate::modern_upstream`]); unset for a 2025-11-25 one.
+    request_meta: OnceLock<Value>,
     /// Which connection of the lane this is (1, 2, ... across restarts).
     pub generation: u64,
     session: Option<SessionProbe>,
@@ -132,7 +132,7 @@ impl Conn {
             peer,
             shared,
             init: OnceLock::new(),
-            modern_meta: OnceLock::new(),
+            request_meta: OnceLock::new(),
             generation,
             session,
             _guard: guard,
@@ -161,13 +161,17 @@ impl Conn {
     }
 
     /// Speak 2026-07-28 on this connection: `meta` goes into the `_meta` of every request.
-    pub(crate) fn set_modern(&self, meta: Value) {
-        let _ = self.modern_meta.set(meta);
+    pub(crate) fn speak_stateless(&self, meta: Value) {
+        let _ = self.request_meta.set(meta);
     }
 
-    /// Whether this connection speaks 2026-07-28.
-    pub(crate) fn is_modern(&self) -> bool {
-        self.modern_meta.get().is_some()
+    /// The revision this connection speaks.
+    pub(crate) fn revision(&self) -> Revision {
+        if self.request_meta.get().is_some() {
+            Revision::V2026_07_28
+        } else {
+            Revision::V2025_11_25
+        }
     }
 
     /// Whether the upstream declared `tasks.requests.tools.call`.
@@ -236,7 +240,7 @@ impl Conn {
         if let Some(sink) = id_sink {
             options = options.record_id(sink);
         }
-        let params = match self.modern_meta.get() {
+        let params = match self.request_meta.get() {
             Some(meta) => Some(crate::modern_upstream::stamp(meta, params)),
             None => params,
         };
@@ -244,7 +248,7 @@ impl Conn {
         let mut answer = self.peer.request_with(method, params, options).await;
         // `server/discover` keeps its `_meta` serverInfo: it is the upstream's identity,
         // which the lane's `initialize`-like result carries on (`init_of_discover`).
-        if self.is_modern()
+        if self.revision().is_stateless()
             && method != mcp_tasks_proto::modern::methods::SERVER_DISCOVER
             && let Ok(v) = &mut answer
         {

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use mcp_tasks_proto::{Revision, RevisionChoice};
 use mcp_tasks_rpc::http_client::ResumeSession;
 use mcp_tasks_rpc::{Handler, Peer};
 use serde::{Deserialize, Serialize};
@@ -77,25 +78,26 @@ pub trait Connector: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Whether the era is a property of the connection itself (Streamable HTTP: a
+    /// Whether the revision is a property of the connection itself (Streamable HTTP: a
     /// 2026-07-28 transport sends other headers and keeps no session), so that
-    /// `--upstream-protocol auto` opens a modern connection to detect the era and another,
-    /// legacy one when the upstream is not modern. On stdio the first message decides.
-    fn era_by_transport(&self) -> bool {
+    /// `--upstream-protocol auto` opens a 2026-07-28 connection to detect the revision and
+    /// another, 2025-11-25 one when the upstream does not speak 2026-07-28. On stdio the
+    /// first message decides.
+    fn revision_by_transport(&self) -> bool {
         false
     }
 
-    /// Open a connection speaking 2026-07-28 (`modern`) or 2025-11-25, for a connector
-    /// whose [`Self::era_by_transport`]; others open as [`Self::connect`] does.
+    /// Open a connection speaking `revision`, for a connector whose
+    /// [`Self::revision_by_transport`]; others open as [`Self::connect`] does.
     ///
     /// # Errors
     /// As [`Self::connect`].
     async fn connect_as(
         &self,
         handler: Arc<dyn Handler>,
-        modern: bool,
+        revision: Revision,
     ) -> Result<Connected, GatewayError> {
-        let _ = modern;
+        let _ = revision;
         self.connect(handler).await
     }
 
@@ -111,7 +113,7 @@ pub trait Connector: Send + Sync + 'static {
 pub(crate) fn connector(
     spec: &UpstreamSpec,
     max_line: usize,
-    protocol: crate::config::UpstreamProtocol,
+    protocol: RevisionChoice,
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(

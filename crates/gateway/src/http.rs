@@ -14,7 +14,9 @@ use mcp_tasks_rpc::http_client::{
 use mcp_tasks_rpc::{Handler, Peer};
 use tokio::sync::oneshot;
 
-use crate::config::{UpstreamProtocol, UpstreamSpec};
+use mcp_tasks_proto::{Revision, RevisionChoice};
+
+use crate::config::UpstreamSpec;
 use crate::connect::{Connected, Connector};
 use crate::error::GatewayError;
 
@@ -23,9 +25,9 @@ pub(crate) struct HttpConnector {
     url: String,
     headers: Vec<(String, String)>,
     max_message_bytes: usize,
-    /// `--upstream-protocol`: `modern` speaks 2026-07-28 (no session, the modern
-    /// headers), `auto` opens connections of either era ([`Connector::connect_as`]).
-    protocol: UpstreamProtocol,
+    /// `--upstream-protocol`: 2026-07-28 has no session and the modern headers; `auto`
+    /// opens connections of either revision ([`Connector::connect_as`]).
+    protocol: RevisionChoice,
 }
 
 impl HttpConnector {
@@ -38,7 +40,7 @@ impl HttpConnector {
     pub(crate) fn new(
         spec: &UpstreamSpec,
         max_message_bytes: usize,
-        protocol: UpstreamProtocol,
+        protocol: RevisionChoice,
     ) -> Result<Self, GatewayError> {
         let UpstreamSpec::Http { url, headers } = spec else {
             return Err(GatewayError::Config("not an HTTP upstream".into()));
@@ -50,21 +52,21 @@ impl HttpConnector {
             protocol,
         };
         // Check the URL and headers now rather than at the first connection.
-        this.config(None, false)
+        this.config(None, Revision::V2025_11_25)
             .check()
             .map_err(|e| GatewayError::Config(format!("--upstream-url/--upstream-header: {e}")))?;
         Ok(this)
     }
 
-    fn config(&self, resume: Option<ResumeSession>, modern: bool) -> HttpClientConfig {
+    fn config(&self, resume: Option<ResumeSession>, revision: Revision) -> HttpClientConfig {
         let mut config = HttpClientConfig::new(self.url.clone());
         config.headers.clone_from(&self.headers);
         config.max_message_bytes = self.max_message_bytes;
         config.resume = resume;
-        if modern {
+        config.revision = revision;
+        if revision.is_stateless() {
             // Spec (transports, 2026-07-28): no session; each request carries
             // `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`.
-            config.modern = true;
             config.standalone_stream = false;
         }
         config
@@ -74,11 +76,11 @@ impl HttpConnector {
         &self,
         handler: Arc<dyn Handler>,
         resume: Option<ResumeSession>,
-        modern: bool,
+        revision: Revision,
     ) -> Result<Connected, GatewayError> {
         let (peer, outbound) = Peer::new(handler);
         let transport =
-            HttpClientTransport::start(peer.clone(), outbound, self.config(resume, modern))
+            HttpClientTransport::start(peer.clone(), outbound, self.config(resume, revision))
                 .map_err(|e| GatewayError::Connect(e.to_string()))?;
         let (tx, ended) = oneshot::channel();
         let closed = peer.closed();
@@ -97,7 +99,7 @@ impl HttpConnector {
             ended,
             guard: Box::new(transport),
             settled: Some(settled),
-            session: if modern { None } else { Some(Box::new(probe)) },
+            session: revision.has_initialize().then(|| Box::new(probe) as _),
         })
     }
 }
@@ -105,19 +107,20 @@ impl HttpConnector {
 #[async_trait]
 impl Connector for HttpConnector {
     async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
-        self.open(handler, None, self.protocol == UpstreamProtocol::Modern)
+        let revision = self.protocol.fixed().unwrap_or(Revision::V2025_11_25);
+        self.open(handler, None, revision)
     }
 
-    fn era_by_transport(&self) -> bool {
-        self.protocol == UpstreamProtocol::Auto
+    fn revision_by_transport(&self) -> bool {
+        self.protocol == RevisionChoice::Auto
     }
 
     async fn connect_as(
         &self,
         handler: Arc<dyn Handler>,
-        modern: bool,
+        revision: Revision,
     ) -> Result<Connected, GatewayError> {
-        self.open(handler, None, modern)
+        self.open(handler, None, revision)
     }
 
     /// The HTTP session is taken up again with its `Mcp-Session-Id`: an upstream that binds
@@ -127,7 +130,8 @@ impl Connector for HttpConnector {
         handler: Arc<dyn Handler>,
         session: ResumeSession,
     ) -> Result<Option<Connected>, GatewayError> {
-        self.open(handler, Some(session), false).map(Some)
+        self.open(handler, Some(session), Revision::V2025_11_25)
+            .map(Some)
     }
 
     fn describe(&self) -> String {

@@ -60,7 +60,7 @@ pub(crate) struct Limits {
     /// The generation spoken to the upstream (`--upstream-protocol`): a modern
     /// connection opens with `server/discover` and stamps the modern `_meta` on every
     /// request.
-    pub upstream_protocol: crate::config::UpstreamProtocol,
+    pub upstream_protocol: mcp_tasks_proto::RevisionChoice,
     /// The server's metrics, once it is built: upstream restarts and call latency.
     metrics: OnceLock<mcp_tasks_core::Metrics>,
 }
@@ -73,7 +73,9 @@ impl Limits {
             upstreams: Arc::new(Semaphore::new(max_upstreams.min(Semaphore::MAX_PERMITS))),
             max_upstreams,
             call_timeout,
-            upstream_protocol: crate::config::UpstreamProtocol::Legacy,
+            upstream_protocol: mcp_tasks_proto::RevisionChoice::Fixed(
+                mcp_tasks_proto::Revision::V2025_11_25,
+            ),
             metrics: OnceLock::new(),
         }
     }

@@ -46,8 +46,8 @@ mod upstream_task;
 use std::sync::Arc;
 
 pub use config::{
-    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamProtocol,
-    UpstreamSpec, parse_env_pair, parse_header_pair, parse_tool_task_support,
+    CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamSpec,
+    parse_env_pair, parse_header_pair, parse_tool_task_support, parse_upstream_protocol,
 };
 pub use connect::{Connected, Connector, SessionProbe, UpstreamSession};
 pub use error::GatewayError;
@@ -94,14 +94,23 @@ mod tests {
             url: "http://127.0.0.1:9/mcp".into(),
             headers: Vec::new(),
         });
-        c.upstream_protocol = UpstreamProtocol::Auto;
+        c.upstream_protocol = mcp_tasks_proto::RevisionChoice::Auto;
         assert!(extension(&c, 1024, false).is_ok());
-        c.upstream_protocol = UpstreamProtocol::Modern;
+        c.upstream_protocol = mcp_tasks_proto::Revision::V2026_07_28.into();
         assert!(extension(&c, 1024, false).is_ok());
         assert_eq!(
-            UpstreamProtocol::parse("auto").unwrap(),
-            UpstreamProtocol::Auto
+            parse_upstream_protocol("auto").unwrap(),
+            mcp_tasks_proto::RevisionChoice::Auto
         );
-        assert!(UpstreamProtocol::parse("2026-07-28").is_err());
+        // The generation words and the dated names alike.
+        assert_eq!(
+            parse_upstream_protocol("modern").unwrap(),
+            parse_upstream_protocol("2026-07-28").unwrap()
+        );
+        assert_eq!(
+            parse_upstream_protocol("legacy").unwrap(),
+            parse_upstream_protocol("2025-11-25").unwrap()
+        );
+        assert!(parse_upstream_protocol("sometimes").is_err());
     }
 }

@@ -290,7 +290,7 @@ mod tests {
                         inherit_env: false,
                     },
                     1024,
-                    crate::config::UpstreamProtocol::Legacy,
+                    mcp_tasks_proto::Revision::V2025_11_25.into(),
                 )
                 .unwrap(),
                 Arc::default(),

@@ -237,7 +237,7 @@ async fn follow_again(
     let Some(conn) = lane.next_conn(0).await else {
         return Err(lane.unavailable_now());
     };
-    let out = if conn.is_modern() {
+    let out = if conn.revision().tasks_are_extension() {
         crate::modern_upstream::resume(&lane, conn, &note.upstream_task_id, &cx).await
     } else {
         crate::upstream_task::resume(&lane, conn, &note.upstream_task_id, &cx).await

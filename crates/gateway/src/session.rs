@@ -10,7 +10,7 @@ use parking_lot::Mutex;
 use async_trait::async_trait;
 use mcp_tasks_core::Requester;
 use mcp_tasks_proto::mcp::TaskSupport;
-use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_proto::{ErrorObject, Revision, methods};
 use mcp_tasks_rpc::{Peer, RequestContext};
 use mcp_tasks_server::{ExtensionFactory, Fallback, SessionParts, Tool, ToolSource};
 use serde_json::{Value, json};
@@ -117,11 +117,11 @@ impl ExtensionFactory for GatewayFactory {
 
     /// The gateway bridges the eras: 2026-07-28 requests are served from the upstream
     /// through a lane of their own ([`crate::modern`]).
-    fn serves_modern(&self) -> bool {
-        true
+    fn revisions(&self) -> &'static [Revision] {
+        &Revision::ALL
     }
 
-    fn modern_tools<'a>(
+    fn stateless_tools<'a>(
         &'a self,
         requester: &'a Requester,
     ) -> BoxFuture<'a, Result<Arc<dyn ToolSource>, ErrorObject>> {
@@ -130,11 +130,11 @@ impl ExtensionFactory for GatewayFactory {
 
     /// Resources, prompts and completion pass through to the upstream in 2026-07-28 as
     /// in 2025-11-25 ([`crate::modern::FORWARDED`]), on the requester's modern lane.
-    fn forwards_modern(&self, method: &str) -> bool {
+    fn forwards_stateless(&self, method: &str) -> bool {
         crate::modern::FORWARDED.contains(&method)
     }
 
-    fn modern_capabilities<'a>(
+    fn stateless_capabilities<'a>(
         &'a self,
         requester: &'a Requester,
     ) -> BoxFuture<'a, Option<serde_json::Map<String, Value>>> {
@@ -146,7 +146,7 @@ impl ExtensionFactory for GatewayFactory {
         })
     }
 
-    fn modern_request<'a>(
+    fn stateless_request<'a>(
         &'a self,
         requester: &'a Requester,
         method: &'a str,

@@ -169,7 +169,7 @@ impl ToolHandler for BridgeTool {
         let task_field = params.as_object_mut().and_then(|m| m.remove("task"));
         let as_task = self.upstream != TaskSupport::Forbidden
             && (cx.task_id().is_some() || self.upstream == TaskSupport::Required);
-        let out = if conn.is_modern() {
+        let out = if conn.revision().tasks_are_extension() {
             crate::modern_upstream::call_tool(&lane, conn, params, &cx).await
         } else if as_task {
             crate::upstream_task::run(&lane, conn, params, task_field, &cx).await

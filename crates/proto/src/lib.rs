@@ -18,6 +18,7 @@ pub mod mcp;
 pub mod meta;
 pub mod methods;
 pub mod modern;
+pub mod revision;
 pub mod tool_result;
 pub mod trace;
 
@@ -26,4 +27,5 @@ pub use error::{ErrorObject, codes};
 pub use jsonrpc::{
     ErrorResponse, Message, Notification, ParseFailure, Request, RequestId, Response,
 };
+pub use revision::{Revision, RevisionChoice};
 pub use tool_result::{CallToolResult, ContentBlock, ResourceContents};

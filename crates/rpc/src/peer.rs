@@ -284,7 +284,7 @@ impl Peer {
                     id: r.id.clone(),
                     cancel: CancellationToken::new(),
                     delivery,
-                    modern_meta: None,
+                    request_meta: None,
                     stream_of,
                 };
                 let handler = Arc::clone(&self.inner.handler);
@@ -359,7 +359,7 @@ impl Peer {
                 id: id.clone(),
                 cancel: token.clone(),
                 delivery,
-                modern_meta: None,
+                request_meta: None,
                 stream_of,
             };
             let handler = Arc::clone(&peer.inner.handler);
@@ -420,10 +420,12 @@ pub struct RequestContext {
     pub cancel: CancellationToken,
     /// How what is sent on this request's route reaches the other side.
     pub delivery: RouteDelivery,
-    /// The request's 2026-07-28 `_meta`, when the transport already read and checked it
-    /// (Streamable HTTP does, to answer a malformed one with 400): the handler need not
-    /// parse it again. `None`: read it from the request.
-    pub modern_meta: Option<Arc<RequestMeta>>,
+    /// The request's checked `_meta` of a stateless revision (the revision in
+    /// [`RequestMeta::revision`]), when the transport decided the request's revision and
+    /// read that `_meta` already (Streamable HTTP does, once per POST, to answer a
+    /// malformed one with 400): the handler need not parse it again. `None`: read it
+    /// from the request.
+    pub request_meta: Option<Arc<RequestMeta>>,
     /// The id of our own request on whose response stream this request came, when the
     /// transport can tell (a Streamable HTTP client: spec, "The server MAY send JSON-RPC
     /// requests and notifications before sending the JSON-RPC response. These messages

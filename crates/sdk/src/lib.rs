@@ -68,7 +68,7 @@
 //! # // A 2025-11-25 client, so that the call is a task whatever its length (in the
 //! # // 2026-07-28 era the server decides, and 50 ms answers directly).
 //! # let mut config = mcp_tasks_client::ClientConfig::default();
-//! # config.protocol = mcp_tasks_client::Protocol::Legacy;
+//! # config.protocol = mcp_tasks_client::Revision::V2025_11_25.into();
 //! # let client = mcp_tasks_client::Client::connect_io(tokio::io::BufReader::new(cr), cw, config).await?;
 //! # let args = mcp_tasks_sdk::serde_json::json!({"report": "Q3", "pages": 12});
 //! # let task = client.call_tool_as_task("render", args, &Default::default()).await?;

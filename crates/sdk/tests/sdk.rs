@@ -10,7 +10,9 @@ mod forecast;
 
 use std::time::{Duration, Instant};
 
-use mcp_tasks_client::{CallOptions, Client, ClientConfig, HttpClientConfig, Protocol, TaskStatus};
+use mcp_tasks_client::{
+    CallOptions, Client, ClientConfig, HttpClientConfig, Revision, RevisionChoice, TaskStatus,
+};
 use mcp_tasks_sdk::serde_json::json;
 use mcp_tasks_sdk::{HttpOptions, Server, tokio};
 
@@ -24,7 +26,8 @@ async fn over_stdio(server: &Server) -> Client {
     tokio::spawn(async move { server.serve_stdio(reader, writer).await });
     let (cr, cw) = tokio::io::split(client_io);
     // These tests use 2025-11-25 task augmentation and `tasks/list`: no probe.
-    let config = ClientConfig::default().with_protocol(Protocol::Legacy);
+    let config =
+        ClientConfig::default().with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25));
     Client::connect_io(tokio::io::BufReader::new(cr), cw, config)
         .await
         .expect("connect over stdio")
@@ -43,7 +46,8 @@ async fn over_http(server: &Server) -> (Client, tokio::sync::oneshot::Sender<()>
         })
         .await
     });
-    let config = ClientConfig::default().with_protocol(Protocol::Legacy);
+    let config =
+        ClientConfig::default().with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25));
     let client = Client::connect_http(HttpClientConfig::new(url), config)
         .await
         .expect("connect over HTTP");
@@ -211,7 +215,10 @@ async fn the_conformance_example_serves_over_stdio_in_both_generations() {
         "{} is not built: build the examples (`cargo build --workspace --all-targets`)",
         bin.display()
     );
-    for protocol in [Protocol::Legacy, Protocol::Modern] {
+    for protocol in [
+        RevisionChoice::Fixed(Revision::V2025_11_25),
+        RevisionChoice::Fixed(Revision::V2026_07_28),
+    ] {
         let mut cmd = tokio::process::Command::new(&bin);
         cmd.arg("--stdio");
         let config = ClientConfig::default().with_protocol(protocol);

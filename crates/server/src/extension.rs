@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use mcp_tasks_core::{Requester, Resumer};
-use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_proto::{ErrorObject, Revision, methods};
 use mcp_tasks_rpc::{Peer, RequestContext};
 use serde_json::Value;
 
@@ -168,22 +168,26 @@ pub trait ExtensionFactory: Send + Sync + 'static {
         let _ = metrics;
     }
 
-    /// Whether this extension serves 2026-07-28 requests. `false` by default: a modern
-    /// request is refused with -32022 listing only the `initialize` revisions (the
-    /// extension's tools exist only in a 2025-11-25 session).
-    fn serves_modern(&self) -> bool {
-        false
+    /// The revisions this extension serves. Only [`Revision::V2025_11_25`] by default: a
+    /// request of a stateless revision ([`Revision::is_stateless`]) is refused with
+    /// -32022 listing only the `initialize` revisions (the extension's tools exist only in
+    /// a 2025-11-25 session).
+    ///
+    /// Spec (versioning): "A dual-era server MAY serve both eras concurrently on the same
+    /// endpoint or process."
+    fn revisions(&self) -> &'static [Revision] {
+        &[Revision::V2025_11_25]
     }
 
     /// The tools a 2026-07-28 request of `requester` is served from: modern requests are
     /// stateless, so they cannot use the tools of the session they came on (a gateway
     /// starts those with `initialize`). Asked for each modern `tools/list` and
-    /// `tools/call` when [`Self::serves_modern`]; a gateway answers with a lane shared by
-    /// the requester's modern requests, started on first use.
+    /// `tools/call` when [`Self::revisions`] has a stateless one; a gateway answers with a
+    /// lane shared by the requester's modern requests, started on first use.
     ///
     /// # Errors
     /// The JSON-RPC error to answer the request with (by default -32601: nothing to serve).
-    fn modern_tools<'a>(
+    fn stateless_tools<'a>(
         &'a self,
         requester: &'a Requester,
     ) -> futures::future::BoxFuture<'a, Result<Arc<dyn ToolSource>, ErrorObject>> {
@@ -197,9 +201,9 @@ pub trait ExtensionFactory: Send + Sync + 'static {
 
     /// The capabilities `server/discover` declares for what the extension serves to
     /// `requester`'s 2026-07-28 requests besides tools (`resources`, `prompts`,
-    /// `completions`: [`Self::forwards_modern`]). `None` by default, and when it cannot
+    /// `completions`: [`Self::forwards_stateless`]). `None` by default, and when it cannot
     /// say now (a gateway whose upstream is down): nothing is added.
-    fn modern_capabilities<'a>(
+    fn stateless_capabilities<'a>(
         &'a self,
         requester: &'a Requester,
     ) -> futures::future::BoxFuture<'a, Option<serde_json::Map<String, Value>>> {
@@ -208,21 +212,21 @@ pub trait ExtensionFactory: Send + Sync + 'static {
     }
 
     /// Whether a 2026-07-28 request of `method` that the server does not serve itself
-    /// (resources, prompts, completion) is the extension's ([`Self::modern_request`]).
+    /// (resources, prompts, completion) is the extension's ([`Self::stateless_request`]).
     /// `false` by default.
-    fn forwards_modern(&self, method: &str) -> bool {
+    fn forwards_stateless(&self, method: &str) -> bool {
         let _ = method;
         false
     }
 
-    /// Serve a 2026-07-28 request of `method` the extension [forwards](Self::forwards_modern)
-    /// for `requester`, with its params (the checked `io.modelcontextprotocol/*` `_meta`
+    /// Serve a 2026-07-28 request of `method` the extension
+    /// [forwards](Self::forwards_stateless) for `requester`, with its params (the checked `io.modelcontextprotocol/*` `_meta`
     /// fields taken out); the server stamps the result `complete`. A gateway passes it to
     /// the requester's modern lane.
     ///
     /// # Errors
     /// The JSON-RPC error to answer with (by default -32601).
-    fn modern_request<'a>(
+    fn stateless_request<'a>(
         &'a self,
         requester: &'a Requester,
         method: &'a str,

@@ -3,12 +3,12 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_core::{RequestEra, Requester, RequestorChannel, TaskEngine, serve};
+use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine, serve};
 use mcp_tasks_proto::logged::capped;
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
-use mcp_tasks_proto::modern::{self, Era};
+use mcp_tasks_proto::modern;
 use mcp_tasks_proto::trace::TraceContext;
-use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, methods};
+use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, Revision, methods};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, Route};
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -127,14 +127,14 @@ impl Session {
 fn request_span(
     id: &RequestId,
     method: &str,
-    era: RequestEra,
+    revision: Revision,
     params: Option<&Value>,
 ) -> tracing::Span {
     let span = tracing::info_span!(
         "request",
         method = %capped(method),
         id = %id,
-        era = era.label(),
+        era = revision.as_str(),
         trace_id = tracing::field::Empty,
         parent_span_id = tracing::field::Empty,
         tracestate = tracing::field::Empty,
@@ -194,17 +194,14 @@ impl Session {
         mut params: Option<Value>,
         text: bool,
     ) -> Result<Reply, ErrorObject> {
-        // The era is a property of each request: modern `_meta` is served statelessly,
-        // anything else by this session as 2025-11-25 (docs/adr/0005-two-generations.md).
-        // A transport that read the modern `_meta` already hands it over checked
-        // (`RequestContext::modern_meta`): it is not parsed again.
-        let modern = match cx.modern_meta.clone() {
-            Some(meta) if crate::modern::serves_modern(self) => Some(meta),
-            _ => match crate::modern::era(self, params.as_mut()) {
-                Era::Legacy => None,
-                Era::Modern(meta) => Some(Arc::new(meta)),
-                Era::Refused(e) => return Err(e),
-            },
+        // The revision is a property of each request: a stateless revision's `_meta` is
+        // served statelessly, anything else by this session as 2025-11-25
+        // (docs/adr/0005-two-generations.md). A transport that decided the revision and
+        // read the `_meta` already hands it over checked (`RequestContext::request_meta`):
+        // it is not parsed again.
+        let modern = match cx.request_meta.clone() {
+            Some(meta) if crate::modern::serves(self, meta.revision) => Some(meta),
+            _ => crate::modern::request_revision(self, params.as_mut())?.map(Arc::new),
         };
         if let Some(meta) = modern {
             let req = crate::modern::ModernRequest {
@@ -283,24 +280,26 @@ impl Session {
         req: Request,
         text: bool,
     ) -> Result<Reply, ErrorObject> {
-        // A transport that checked the modern `_meta` says so; else it is read here.
-        let era = if cx.modern_meta.is_some() || modern::is_modern_form(req.params.as_ref()) {
-            RequestEra::Modern
-        } else {
-            RequestEra::Legacy
+        // A transport that checked the `_meta` of a stateless revision says which; else
+        // it is read here (a request naming a revision we do not serve counts as the
+        // latest: it is refused as such).
+        let revision = match &cx.request_meta {
+            Some(meta) => meta.revision,
+            None if modern::names_revision_in_meta(req.params.as_ref()) => Revision::LATEST,
+            None => Revision::V2025_11_25,
         };
-        let span = request_span(&cx.id, &req.method, era, req.params.as_ref());
-        let timer = self.state.metrics.request(&req.method, era);
+        let span = request_span(&cx.id, &req.method, revision, req.params.as_ref());
+        let timer = self.state.metrics.request(&req.method, revision);
         if let Err(e) = self.state.guard.admit_request(&self.requester, &req.method) {
             timer.finish(false);
-            return Err(era_error(era, e));
+            return Err(revision_error(revision, e));
         }
         let answer = self
             .dispatch(cx, req.method, req.params, text)
             .instrument(span)
             .await;
         timer.finish(answer.is_ok());
-        answer.map_err(|e| era_error(era, e))
+        answer.map_err(|e| revision_error(revision, e))
     }
 }
 
@@ -389,13 +388,15 @@ impl Handler for Session {
     }
 }
 
-/// `e` as the era of its request may carry it: a 2026-07-28 answer uses the codes that
-/// era reserves only as it defines them ([`modern::valid_error`]: a rate limit, a quota
-/// or a tool's reserved code goes out as -32603 with the original code in its `data`).
-fn era_error(era: RequestEra, e: ErrorObject) -> ErrorObject {
-    match era {
-        RequestEra::Modern => modern::valid_error(e),
-        RequestEra::Legacy => e,
+/// `e` as the revision of its request may carry it: a 2026-07-28 answer uses the codes
+/// that revision reserves only as it defines them ([`modern::valid_error`]: a rate limit,
+/// a quota or a tool's reserved code goes out as -32603 with the original code in its
+/// `data`).
+fn revision_error(revision: Revision, e: ErrorObject) -> ErrorObject {
+    if revision.is_stateless() {
+        modern::valid_error(e)
+    } else {
+        e
     }
 }
 

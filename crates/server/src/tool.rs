@@ -40,7 +40,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use mcp_tasks_core::RequestorChannel;
 use mcp_tasks_proto::mcp::TaskSupport;
-use mcp_tasks_proto::{CallToolResult, ErrorObject, codes, methods};
+use mcp_tasks_proto::{CallToolResult, ErrorObject, Revision, codes, methods};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -285,9 +285,9 @@ pub struct ToolContext {
     task_id: Option<String>,
     request_params: Option<Arc<Value>>,
     log_threshold: LogThreshold,
-    /// Whether the call is a 2026-07-28 one (capabilities declared per request): a
-    /// question the client cannot take is then refused with -32021.
-    modern: bool,
+    /// The revision of the call: in a stateless one (2026-07-28, capabilities declared per
+    /// request) a question the client cannot take is refused with -32021.
+    revision: Revision,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ToolContext, |s| { task_id: s.task_id });
@@ -309,7 +309,7 @@ impl ToolContext {
             task_id,
             request_params: None,
             log_threshold: LogThreshold::off(),
-            modern: false,
+            revision: Revision::V2025_11_25,
         }
     }
 
@@ -339,11 +339,11 @@ impl ToolContext {
         self.channel.notify(methods::LOG_MESSAGE, params).await;
     }
 
-    /// Mark the call as a 2026-07-28 one: the capabilities are those its request
-    /// declared, and a question they do not cover is refused with -32021.
+    /// Mark the call as one of `revision`: in a stateless one the capabilities are those
+    /// its request declared, and a question they do not cover is refused with -32021.
     #[must_use]
-    pub(crate) fn in_modern_era(mut self) -> Self {
-        self.modern = true;
+    pub(crate) fn in_revision(mut self, revision: Revision) -> Self {
+        self.revision = revision;
         self
     }
 
@@ -436,7 +436,7 @@ impl ToolContext {
             &self.client_capabilities,
             methods::ELICITATION_CREATE,
             &params,
-            self.modern,
+            self.revision,
         )?;
         self.channel
             .request(methods::ELICITATION_CREATE, params)
@@ -455,7 +455,7 @@ impl ToolContext {
             &self.client_capabilities,
             methods::SAMPLING_CREATE_MESSAGE,
             &params,
-            self.modern,
+            self.revision,
         )?;
         self.channel
             .request(methods::SAMPLING_CREATE_MESSAGE, params)
@@ -490,14 +490,14 @@ impl ToolContext {
     /// sent and the error is -32021 with `data.requiredCapabilities` in 2026-07-28,
     /// -32601 in 2025-11-25.
     pub async fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        check_declared(&self.client_capabilities, method, &params, self.modern)?;
+        check_declared(&self.client_capabilities, method, &params, self.revision)?;
         self.channel.request_keyed(key, method, params).await
     }
 }
 
 /// Refuse, before anything is sent, a question `method` (with `params`) that the client's
 /// declared `caps` do not cover: `elicitation/create` in its mode (`form` when absent),
-/// `sampling/createMessage`, `roots/list`. `modern`: the call is a 2026-07-28 one.
+/// `sampling/createMessage`, `roots/list`, in a call of `revision`.
 ///
 /// Spec (basic, 2026-07-28): "If processing a request requires a capability the client
 /// did not include in `io.modelcontextprotocol/clientCapabilities`, the server MUST return
@@ -509,7 +509,7 @@ pub(crate) fn check_declared(
     caps: &Value,
     method: &str,
     params: &Value,
-    modern: bool,
+    revision: Revision,
 ) -> Result<(), ErrorObject> {
     let (declared, required, what) = match method {
         methods::ELICITATION_CREATE => {
@@ -539,10 +539,12 @@ pub(crate) fn check_declared(
     }
     let detail = format!("the client did not declare {what}");
     Err(match required {
-        Value::Object(caps) if modern => mcp_tasks_proto::modern::missing_capability(
-            mcp_tasks_proto::modern::ClientCapabilities(caps),
-            &detail,
-        ),
+        Value::Object(caps) if revision.is_stateless() => {
+            mcp_tasks_proto::modern::missing_capability(
+                mcp_tasks_proto::modern::ClientCapabilities(caps),
+                &detail,
+            )
+        }
         _ => ErrorObject::new(codes::METHOD_NOT_FOUND, detail),
     })
 }

@@ -8,7 +8,7 @@ use anyhow::{Context, bail};
 use async_trait::async_trait;
 use clap::Args;
 use mcp_tasks_client::{
-    Client, ClientConfig, ClientError, ElicitationHandler, HttpClientConfig, Protocol,
+    Client, ClientConfig, ClientError, ElicitationHandler, HttpClientConfig, RevisionChoice,
     SamplingHandler, ServerRequest, TaskReceiver, elicit, sampling, sampling_refused,
 };
 use mcp_tasks_proto::ErrorObject;
@@ -47,15 +47,16 @@ pub(crate) struct ConnectArgs {
     /// `server/discover` probe, 2025-11-25 `initialize` when the server does not answer it
     /// as a modern one); a server of both eras is spoken to in the one the command needs
     /// (`call`, `tasks list|result|watch`: 2025-11-25; `tasks get|cancel`: 2026-07-28).
-    /// `legacy` speaks 2025-11-25, `modern` 2026-07-28 with the tasks extension.
+    /// `legacy` (or `2025-11-25`) speaks 2025-11-25, `modern` (or `2026-07-28`) 2026-07-28
+    /// with the tasks extension.
     #[arg(
         long,
-        value_enum,
         value_name = "ERA",
-        default_value_t = ProtocolArg::Auto,
+        default_value = "auto",
+        value_parser = parse_revision_choice,
         env = "MCP_TASKS_PROTOCOL"
     )]
-    protocol: ProtocolArg,
+    protocol: RevisionChoice,
     /// The server to spawn and speak to on stdio, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -71,25 +72,10 @@ impl ConnectArgs {
     }
 }
 
-/// `--protocol`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum ProtocolArg {
-    /// Detect the server's era.
-    Auto,
-    /// MCP 2025-11-25.
-    Legacy,
-    /// MCP 2026-07-28 with the tasks extension.
-    Modern,
-}
-
-impl From<ProtocolArg> for Protocol {
-    fn from(p: ProtocolArg) -> Self {
-        match p {
-            ProtocolArg::Auto => Self::Auto,
-            ProtocolArg::Legacy => Self::Legacy,
-            ProtocolArg::Modern => Self::Modern,
-        }
-    }
+/// `--protocol`: `auto`, `legacy`, `modern` or a dated revision.
+fn parse_revision_choice(s: &str) -> Result<RevisionChoice, String> {
+    s.parse::<RevisionChoice>()
+        .map_err(|e| format!("{e}, `auto`, `legacy` or `modern`"))
 }
 
 /// How to answer what the server asks.
@@ -204,7 +190,7 @@ pub(crate) fn client_config(
         // A server may task-augment what it asks: the answers then run as tasks of the CLI.
         .with_task_receiver(TaskReceiver::new());
     config.call_timeout = None;
-    config.protocol = conn.protocol.into();
+    config.protocol = conn.protocol;
     Ok(config)
 }
 

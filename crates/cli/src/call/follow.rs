@@ -175,9 +175,10 @@ pub(crate) async fn cancel_interrupted(
 ) -> u8 {
     let id = task.id().to_owned();
     // How to pick the task up again: 2026-07-28 has no tasks/result.
-    let resume = match task.era() {
-        mcp_tasks_client::Era::Legacy => format!("`mcp-tasks tasks result {id}`"),
-        mcp_tasks_client::Era::Modern => format!("`mcp-tasks tasks get {id}`"),
+    let resume = if task.revision().tasks_are_extension() {
+        format!("`mcp-tasks tasks get {id}`")
+    } else {
+        format!("`mcp-tasks tasks result {id}`")
     };
     if task.status().is_terminal() {
         report.finish();

@@ -32,7 +32,9 @@ mod tests;
 use std::sync::Arc;
 
 use clap::Args;
-use mcp_tasks_client::{CallOptions, Client, ClientError, Era, Started, TaskSupport, task_support};
+use mcp_tasks_client::{
+    CallOptions, Client, ClientError, Revision, Started, TaskSupport, task_support,
+};
 
 use arguments::build_arguments;
 pub(crate) use connect::{AnswerArgs, ConnectArgs, client_config, connect, nonzero, or_interrupt};
@@ -75,7 +77,7 @@ pub(crate) async fn run(args: CallArgs) -> anyhow::Result<()> {
     };
     // What a call needs is 2025-11-25's: a task when asked for (with its ttl), progress,
     // a task `tasks list` shows and `tasks result` picks up.
-    config.prefer_era = Era::Legacy;
+    config.prefer_revision = Revision::V2025_11_25;
     let client = match or_interrupt(connect(&args.conn, config)).await {
         None => return exit_with(out.interrupted(None)),
         Some(Err(e)) => return exit_with(out.usage(&e)),
@@ -111,14 +113,14 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     let report = Arc::new(Report::new(&args.tool));
     let progress = show_progress(client, Some(token), Arc::clone(&report));
     let mut interrupts = Interrupts::new();
-    let modern = client.is_modern();
-    if modern && (args.task || args.ttl.is_some()) {
+    let server_decides = client.revision().tasks_are_extension();
+    if server_decides && (args.task || args.ttl.is_some()) {
         report.line(
             "mcp-tasks: spoken to in 2026-07-28, the server decides whether the call runs as a task (--task and --ttl are not sent)",
         );
     }
     let start = async {
-        if modern {
+        if server_decides {
             client.start_call(&args.tool, arguments, &options).await
         } else if as_task {
             match client
@@ -140,7 +142,7 @@ async fn call(client: &Client, args: &CallArgs, out: &Out) -> u8 {
     // A call that may become a task is not left at the first Ctrl-C: its task would be
     // created unseen and left running. It is awaited (a bounded while) and its task
     // cancelled like one interrupted while followed. A server without tasks creates none.
-    let may_create = (modern || as_task) && client.server_tasks().tools_call;
+    let may_create = (server_decides || as_task) && client.server_tasks().tools_call;
     let started = starting(start, may_create, &report, &mut interrupts).await;
     let code = match started {
         Some((Ok(Started::Task(task)), true)) => {

@@ -302,12 +302,19 @@ fn the_upstream_protocol_is_a_setting_of_the_file_and_checked() {
     let (eff, cli, _dir) = ok(&[], Some(file));
     assert_settings(&eff, &[("upstream_protocol", "modern", "config file")]);
     let protocol = |cli: &crate::Cli| serve_args(cli).gateway.config().unwrap().upstream_protocol;
-    assert_eq!(protocol(&cli), mcp_tasks_gateway::UpstreamProtocol::Modern);
+    let (modern, legacy) = (
+        mcp_tasks_proto::RevisionChoice::Fixed(mcp_tasks_proto::Revision::V2026_07_28),
+        mcp_tasks_proto::RevisionChoice::Fixed(mcp_tasks_proto::Revision::V2025_11_25),
+    );
+    assert_eq!(protocol(&cli), modern);
     // Flags win; without either, legacy.
     let (_, cli, _dir) = ok(&["--upstream-protocol", "legacy"], Some(file));
-    assert_eq!(protocol(&cli), mcp_tasks_gateway::UpstreamProtocol::Legacy);
+    assert_eq!(protocol(&cli), legacy);
+    // The dated names are accepted as the words are.
+    let (_, cli, _dir) = ok(&["--upstream-protocol", "2025-11-25"], Some(file));
+    assert_eq!(protocol(&cli), legacy);
     let (_, cli, _dir) = ok(&["--upstream-url", "http://127.0.0.1:9/mcp"], None);
-    assert_eq!(protocol(&cli), mcp_tasks_gateway::UpstreamProtocol::Legacy);
+    assert_eq!(protocol(&cli), legacy);
     assert!(parse_with(&[], Some("upstream-protocol = \"sometimes\"\n")).is_err());
 }
 

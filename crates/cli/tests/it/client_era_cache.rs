@@ -9,7 +9,9 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use mcp_tasks_client::{Client, ClientConfig, ClientError, Era, HttpClientConfig, Protocol};
+use mcp_tasks_client::{
+    Client, ClientConfig, ClientError, HttpClientConfig, Revision, RevisionChoice,
+};
 use serde_json::{Value, json};
 
 #[derive(Default)]
@@ -68,20 +70,21 @@ impl Fake {
         *self.state.ttl_ms.lock().unwrap() = ttl;
     }
 
-    async fn connect(&self, protocol: Protocol) -> Result<Client, ClientError> {
-        self.connect_preferring(protocol, Era::Modern).await
+    async fn connect(&self, protocol: RevisionChoice) -> Result<Client, ClientError> {
+        self.connect_preferring(protocol, Revision::V2026_07_28)
+            .await
     }
 
     async fn connect_preferring(
         &self,
-        protocol: Protocol,
-        prefer: Era,
+        protocol: RevisionChoice,
+        prefer: Revision,
     ) -> Result<Client, ClientError> {
         Client::connect_http(
             HttpClientConfig::new(self.url.clone()),
             ClientConfig::default()
                 .with_protocol(protocol)
-                .with_prefer_era(prefer),
+                .with_prefer_revision(prefer),
         )
         .await
     }
@@ -196,30 +199,36 @@ fn answer(
 async fn a_legacy_endpoint_is_probed_once_then_initialized_at_once() {
     let fake = Fake::start(false);
     for n in 1..=3 {
-        let c = fake.connect(Protocol::Auto).await.unwrap();
-        assert_eq!(c.era(), Era::Legacy);
+        let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+        assert_eq!(c.revision(), Revision::V2025_11_25);
         assert!(c.list_tools().await.unwrap().is_empty());
         assert_eq!(fake.probes(), 1, "connection {n}");
         assert_eq!(fake.initializes(), n);
         c.close().await;
     }
     // `--protocol` overrides the cache: modern is asked (and refused) again.
-    let e = fake.connect(Protocol::Modern).await.unwrap_err();
+    let e = fake
+        .connect(RevisionChoice::Fixed(Revision::V2026_07_28))
+        .await
+        .unwrap_err();
     assert!(matches!(e, ClientError::Protocol(_)), "{e}");
     assert_eq!(fake.probes(), 2);
-    let c = fake.connect(Protocol::Legacy).await.unwrap();
-    assert_eq!(c.era(), Era::Legacy);
+    let c = fake
+        .connect(RevisionChoice::Fixed(Revision::V2025_11_25))
+        .await
+        .unwrap();
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     assert_eq!(fake.probes(), 2);
 }
 
 #[tokio::test]
 async fn a_modern_endpoint_starts_from_the_cached_discover_result() {
     let fake = Fake::start(true);
-    let a = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(a.era(), Era::Modern);
+    let a = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(a.revision(), Revision::V2026_07_28);
     assert_eq!(fake.probes(), 1);
-    let b = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(b.era(), Era::Modern);
+    let b = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(b.revision(), Revision::V2026_07_28);
     assert_eq!(b.initialize_result().server_info["name"], "fake-modern");
     assert!(b.list_tools().await.unwrap().is_empty());
     assert_eq!(
@@ -233,36 +242,40 @@ async fn a_modern_endpoint_starts_from_the_cached_discover_result() {
     let c = Client::connect_http(other, ClientConfig::default())
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!(fake.probes(), 2);
 }
 
 #[tokio::test]
 async fn a_cached_legacy_era_contradicted_by_the_server_is_detected_again() {
     let fake = Fake::start(false);
-    fake.connect(Protocol::Auto).await.unwrap().close().await;
+    fake.connect(RevisionChoice::Auto)
+        .await
+        .unwrap()
+        .close()
+        .await;
     assert_eq!((fake.probes(), fake.initializes()), (1, 1));
     // The server is upgraded: initialize is refused with 400, the era found again.
     fake.set_modern(true);
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!((fake.probes(), fake.initializes()), (2, 2));
     // ... and kept.
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!(fake.probes(), 2);
 }
 
 #[tokio::test]
 async fn a_cached_modern_era_contradicted_by_the_server_is_detected_again() {
     let fake = Fake::start(true);
-    fake.connect(Protocol::Auto).await.unwrap();
+    fake.connect(RevisionChoice::Auto).await.unwrap();
     assert_eq!(fake.probes(), 1);
     // The server is downgraded: a client made from the cache meets the legacy 400 on its
     // first request, which drops the cached era ...
     fake.set_modern(false);
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     let e = c.list_tools().await.unwrap_err();
     assert!(
         matches!(&e, ClientError::Transport { error, .. } if error.http_status == Some(400)),
@@ -270,11 +283,11 @@ async fn a_cached_modern_era_contradicted_by_the_server_is_detected_again() {
     );
     assert_eq!(fake.probes(), 1);
     // ... and the next connection detects it again, and keeps the new answer.
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Legacy);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     assert_eq!((fake.probes(), fake.initializes()), (2, 1));
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Legacy);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     assert_eq!((fake.probes(), fake.initializes()), (2, 2));
 }
 
@@ -286,15 +299,15 @@ async fn the_discover_result_is_kept_as_long_as_its_ttl_says() {
     let fake = Fake::start(true);
     fake.set_ttl_ms(Some(0));
     for n in 1..=3 {
-        let c = fake.connect(Protocol::Auto).await.unwrap();
-        assert_eq!(c.era(), Era::Modern);
+        let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+        assert_eq!(c.revision(), Revision::V2026_07_28);
         assert_eq!(fake.probes(), n, "a result stale at once is not kept");
     }
     fake.set_ttl_ms(Some(60_000));
-    fake.connect(Protocol::Auto).await.unwrap();
+    fake.connect(RevisionChoice::Auto).await.unwrap();
     assert_eq!(fake.probes(), 4);
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!(fake.probes(), 4, "fresh for the server's 60 s");
 }
 
@@ -305,30 +318,30 @@ async fn the_discover_result_is_kept_as_long_as_its_ttl_says() {
 async fn a_dual_era_endpoint_is_spoken_to_in_the_preferred_era() {
     let fake = Fake::start_dual();
     let c = fake
-        .connect_preferring(Protocol::Auto, Era::Legacy)
+        .connect_preferring(RevisionChoice::Auto, Revision::V2025_11_25)
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Legacy);
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     assert!(c.list_tools().await.unwrap().is_empty());
     assert_eq!((fake.probes(), fake.initializes()), (1, 1));
     // From the cache: initialize at once.
     let c = fake
-        .connect_preferring(Protocol::Auto, Era::Legacy)
+        .connect_preferring(RevisionChoice::Auto, Revision::V2025_11_25)
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Legacy);
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     assert_eq!((fake.probes(), fake.initializes()), (1, 2));
     // The default preference: 2026-07-28, from the same cached result.
-    let c = fake.connect(Protocol::Auto).await.unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    let c = fake.connect(RevisionChoice::Auto).await.unwrap();
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert!(c.list_tools().await.unwrap().is_empty());
     assert_eq!((fake.probes(), fake.initializes()), (1, 2));
     // A modern-only server is spoken to in 2026-07-28 whatever the preference.
     let modern = Fake::start(true);
     let c = modern
-        .connect_preferring(Protocol::Auto, Era::Legacy)
+        .connect_preferring(RevisionChoice::Auto, Revision::V2025_11_25)
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!(modern.initializes(), 0);
 }

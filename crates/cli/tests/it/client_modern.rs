@@ -5,15 +5,15 @@
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::{
-    CallOptions, Client, ClientConfig, ClientError, Era, FixedSampling, HttpClientConfig, Protocol,
-    Started, TaskStatus,
+    CallOptions, Client, ClientConfig, ClientError, FixedSampling, HttpClientConfig, Revision,
+    RevisionChoice, Started, TaskStatus,
 };
 use serde_json::json;
 
 use crate::client_support::{HttpServer, answering, bin, stdio_command};
 
 fn auto(config: ClientConfig) -> ClientConfig {
-    config.with_protocol(Protocol::Auto)
+    config.with_protocol(RevisionChoice::Auto)
 }
 
 #[tokio::test]
@@ -21,7 +21,7 @@ async fn our_server_is_found_modern_on_both_transports() {
     let c = Client::connect_stdio(stdio_command("memory", &[]), auto(answering()))
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!(c.protocol_version(), "2026-07-28");
     assert!(c.server_tasks().tools_call && !c.server_tasks().list);
     assert_eq!(
@@ -36,7 +36,7 @@ async fn our_server_is_found_modern_on_both_transports() {
     let c = Client::connect_http(HttpClientConfig::new(&srv.url), auto(answering()))
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     // No session in 2026-07-28.
     assert_eq!(c.http_session().unwrap().session_id, None);
     let r = c
@@ -69,7 +69,7 @@ async fn a_silent_probe_falls_back_to_initialize_after_the_probe_timeout() {
     let started = Instant::now();
     let c = Client::connect_stdio(cmd, config).await.unwrap();
     assert!(started.elapsed() >= Duration::from_millis(300));
-    assert_eq!(c.era(), Era::Legacy);
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     assert_eq!(c.protocol_version(), "2025-11-25");
     c.close().await;
 }
@@ -87,7 +87,7 @@ async fn a_plain_call_goes_through_input_required_and_its_bound() {
     let c = Client::connect_stdio(stdio_command("memory", &[]), config)
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     let r = c
         .start_call(
             "summarize",
@@ -184,7 +184,7 @@ async fn tasks_end_completed_failed_and_cancelled() {
 #[tokio::test]
 async fn x_mcp_header_arguments_are_mirrored_into_mcp_param_headers() {
     let up = crate::gateway_common::ConformanceHttp::start();
-    let modern = || answering().with_protocol(Protocol::Modern);
+    let modern = || answering().with_protocol(RevisionChoice::Fixed(Revision::V2026_07_28));
     let gateway = HttpServer::start(&["--upstream-url", &up.url, "--upstream-protocol", "modern"]);
     for url in [&up.url, &gateway.url] {
         let c = Client::connect_http(HttpClientConfig::new(url), modern())

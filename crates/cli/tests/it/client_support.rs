@@ -10,7 +10,8 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::{
-    Client, ClientConfig, FixedElicitation, FixedSampling, HttpClientConfig, Protocol, elicit,
+    Client, ClientConfig, FixedElicitation, FixedSampling, HttpClientConfig, Revision,
+    RevisionChoice, elicit,
 };
 use serde_json::json;
 
@@ -157,14 +158,14 @@ pub fn early_result_server() -> Vec<String> {
 /// behaviour say so, as `auto` finds our dual-era server modern (`client_modern.rs`,
 /// `cli_modern.rs` test that).
 pub fn legacy() -> ClientConfig {
-    ClientConfig::default().with_protocol(Protocol::Legacy)
+    ClientConfig::default().with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25))
 }
 
 /// Our server over stdio, spoken to in 2025-11-25 (see [`legacy`]).
 pub async fn connect_stdio(store: &str, config: ClientConfig) -> Client {
     Client::connect_stdio(
         stdio_command(store, &[]),
-        config.with_protocol(Protocol::Legacy),
+        config.with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25)),
     )
     .await
     .expect("connect over stdio")
@@ -174,9 +175,12 @@ pub async fn connect_stdio(store: &str, config: ClientConfig) -> Client {
 pub async fn connect_http(url: &str, token: Option<&str>, config: ClientConfig) -> Client {
     let mut http = HttpClientConfig::new(url);
     http.bearer_token = token.map(str::to_owned);
-    Client::connect_http(http, config.with_protocol(Protocol::Legacy))
-        .await
-        .expect("connect over HTTP")
+    Client::connect_http(
+        http,
+        config.with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25)),
+    )
+    .await
+    .expect("connect over HTTP")
 }
 
 /// The CLI as a process, speaking 2025-11-25 unless `--protocol` says otherwise (see

@@ -1,13 +1,14 @@
 //! Gateway: 2026-07-28 clients in front of a 2025-11-25 upstream get SEP-2663 tasks from
 //! our engine (docs/adr/0005-two-generations.md, "The gateway in 2026-07-28"), over stdio
 //! (raw JSON, each modern response validated against the 2026-07-28 schema) and over
-//! HTTP (our client in `Protocol::Modern`), while 2025-11-25 clients of the same gateway
+//! HTTP (our client in `Revision::V2026_07_28`), while 2025-11-25 clients of the same gateway
 //! go on as before.
 
 use std::time::{Duration, Instant};
 
 use mcp_tasks_client::{
-    CallOptions, Client, ClientConfig, Era, HttpClientConfig, Protocol, Started, TaskStatus,
+    CallOptions, Client, ClientConfig, HttpClientConfig, Revision, RevisionChoice, Started,
+    TaskStatus,
 };
 use mcp_tasks_testkit::schema::MODERN;
 use mcp_tasks_testkit::wire::modern_meta;
@@ -354,11 +355,11 @@ async fn our_client_in_2026_07_28_over_http_through_the_gateway() {
     let srv = HttpServer::start(&refs);
 
     // Auto finds the gateway modern now.
-    let config: ClientConfig = answering().with_protocol(Protocol::Auto);
+    let config: ClientConfig = answering().with_protocol(RevisionChoice::Auto);
     let c = Client::connect_http(HttpClientConfig::new(&srv.url), config)
         .await
         .unwrap();
-    assert_eq!(c.era(), Era::Modern);
+    assert_eq!(c.revision(), Revision::V2026_07_28);
     assert_eq!(c.http_session().unwrap().session_id, None);
 
     let r = c.call_tool("echo", json!({"text": "hi"})).await.unwrap();
@@ -415,11 +416,11 @@ async fn our_client_in_2026_07_28_over_http_through_the_gateway() {
     // A 2025-11-25 client of the same gateway.
     let c = Client::connect_http(
         HttpClientConfig::new(&srv.url),
-        answering().with_protocol(Protocol::Legacy),
+        answering().with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25)),
     )
     .await
     .unwrap();
-    assert_eq!(c.era(), Era::Legacy);
+    assert_eq!(c.revision(), Revision::V2025_11_25);
     let r = c.call_tool("echo", json!({"text": "old"})).await.unwrap();
     assert_eq!(r.text(), "old");
     c.close().await;

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 use crate::http_common::{check_response, send};
 use crate::replicas::Cluster;
 use mcp_tasks_client::{
-    Client as McpClient, ClientConfig, HttpClientConfig, Protocol, ServerRequest, elicit,
+    Client as McpClient, ClientConfig, HttpClientConfig, Revision, RevisionChoice, ServerRequest,
+    elicit,
 };
 use mcp_tasks_testkit::wire::modern_meta;
 use serde_json::{Value, json};
@@ -155,7 +156,7 @@ async fn our_modern_client_answers_a_task_through_the_proxy() {
     let mut http = HttpClientConfig::new(format!("http://{}/mcp", cluster.proxy.addr()));
     http.bearer_token = Some("tok-alice".into());
     let config = ClientConfig::default()
-        .with_protocol(Protocol::Modern)
+        .with_protocol(RevisionChoice::Fixed(Revision::V2026_07_28))
         .with_elicitation(FixedAnswer);
     let c = McpClient::connect_http(http, config).await.unwrap();
     for i in 0..3 {
@@ -255,7 +256,7 @@ async fn our_legacy_client_answers_a_task_through_the_proxy() {
     let mut http = HttpClientConfig::new(format!("http://{}/mcp", cluster.proxy.addr()));
     http.bearer_token = Some("tok-alice".into());
     let config = ClientConfig::default()
-        .with_protocol(Protocol::Legacy)
+        .with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25))
         .with_elicitation(FixedAnswer);
     let c = McpClient::connect_http(http, config).await.unwrap();
     for i in 0..3 {

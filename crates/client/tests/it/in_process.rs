@@ -29,8 +29,8 @@ async fn connect(config: ClientConfig) -> Client {
     let (sr, sw) = tokio::io::split(server_io);
     tokio::spawn(async move { server.serve_stdio(sr, sw).await });
     let (cr, cw) = tokio::io::split(client_io);
-    // A 2025-11-25 test: `Protocol::Auto` would find this dual-era server modern.
-    let config = config.with_protocol(mcp_tasks_client::Protocol::Legacy);
+    // A 2025-11-25 test: `RevisionChoice::Auto` would find this dual-era server modern.
+    let config = config.with_protocol(mcp_tasks_client::Revision::V2025_11_25);
     Client::connect_io(tokio::io::BufReader::new(cr), cw, config)
         .await
         .expect("connect")

@@ -4,7 +4,7 @@
 //! `tools/list` a tool whose annotations are invalid (conformance client scenarios
 //! `http-custom-headers`, `http-invalid-tool-headers`).
 
-use mcp_tasks_client::{Client, ClientConfig, HttpClientConfig, Protocol};
+use mcp_tasks_client::{Client, ClientConfig, HttpClientConfig, Revision, RevisionChoice};
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_server::{HttpOptions, Server, ServerConfig, Tool};
 use serde_json::{Value, json};
@@ -51,7 +51,7 @@ async fn serve() -> String {
 async fn connect(url: &str) -> Client {
     Client::connect_http(
         HttpClientConfig::new(url),
-        ClientConfig::default().with_protocol(Protocol::Modern),
+        ClientConfig::default().with_protocol(RevisionChoice::Fixed(Revision::V2026_07_28)),
     )
     .await
     .expect("connect")

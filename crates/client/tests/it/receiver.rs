@@ -109,7 +109,7 @@ async fn connect(config: ClientConfig) -> (Client, Script, Value) {
     };
     let (cr, cw) = tokio::io::split(client_io);
     // The script plays a 2025-11-25 server from `initialize` on: no probe.
-    let config = config.with_protocol(mcp_tasks_client::Protocol::Legacy);
+    let config = config.with_protocol(mcp_tasks_client::Revision::V2025_11_25);
     let client = tokio::spawn(async move {
         Client::connect_io(BufReader::new(cr), cw, config)
             .await

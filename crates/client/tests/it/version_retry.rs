@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mcp_tasks_client::{Client, ClientConfig, ClientError, Protocol};
+use mcp_tasks_client::{Client, ClientConfig, ClientError, Revision, RevisionChoice};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
@@ -45,10 +45,11 @@ async fn connect(refusals: usize) -> (Result<Client, ClientError>, usize) {
         }
     });
     let (cr, cw) = tokio::io::split(client_io);
-    let config = ClientConfig::default().with_protocol(Protocol::Modern);
+    let config =
+        ClientConfig::default().with_protocol(RevisionChoice::Fixed(Revision::V2026_07_28));
     let client = Client::connect_io(BufReader::new(cr), cw, config).await;
     if let Ok(c) = &client {
-        assert!(c.is_modern());
+        assert!(c.revision().is_stateless());
     }
     (client, seen.load(Ordering::SeqCst))
 }

@@ -6,7 +6,7 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::logged::digest;
-use mcp_tasks_proto::methods;
+use mcp_tasks_proto::{Revision, RevisionChoice, methods};
 use mcp_tasks_rpc::http_client::ResumeSession;
 use serde_json::{Map, Value, json};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
@@ -15,7 +15,6 @@ use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
 use crate::backoff;
 use futures::future::BoxFuture;
 
-use crate::config::UpstreamProtocol;
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
 use crate::connect::Connected;
 use crate::tools::ToolSet;
@@ -93,11 +92,11 @@ impl LaneInner {
         (Arc::new(conn), ended, settled)
     }
 
-    /// A new connection of the lane (speaking 2026-07-28 when `modern` and the connector
-    /// chooses the era by transport; else as the connector does).
+    /// A new connection of the lane (speaking `revision` when the connector chooses the
+    /// revision by transport; else as the connector does).
     async fn connect_as(
         &self,
-        modern: bool,
+        revision: Revision,
     ) -> Result<
         (
             Arc<Conn>,
@@ -108,8 +107,8 @@ impl LaneInner {
     > {
         let shared = ConnShared::new(self.me.clone(), &self.limits);
         let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
-        let connected = if self.connector.era_by_transport() {
-            self.connector.connect_as(handler, modern).await
+        let connected = if self.connector.revision_by_transport() {
+            self.connector.connect_as(handler, revision).await
         } else {
             self.connector.connect(handler).await
         }
@@ -118,21 +117,30 @@ impl LaneInner {
     }
 
     pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
-        // A modern upstream has no session to take up.
-        if self.limits.upstream_protocol != UpstreamProtocol::Modern
+        // An upstream of a stateless revision has no session to take up.
+        if !self
+            .limits
+            .upstream_protocol
+            .fixed()
+            .is_some_and(Revision::is_stateless)
             && let Some(reattached) = self.open_reattached().await
         {
             return Ok(reattached);
         }
         let params = self.init_params.lock().clone();
         let meta = crate::modern_upstream::request_meta(&params);
-        let by_transport = self.limits.upstream_protocol == UpstreamProtocol::Auto
-            && self.connector.era_by_transport();
-        let (conn, ended, settled) = self.connect_as(by_transport).await?;
+        let by_transport = self.limits.upstream_protocol == RevisionChoice::Auto
+            && self.connector.revision_by_transport();
+        // Detecting by transport starts with the latest revision's connection.
+        let first = if by_transport {
+            Revision::LATEST
+        } else {
+            Revision::V2025_11_25
+        };
+        let (conn, ended, settled) = self.connect_as(first).await?;
         let (modern, conn, mut ended, settled) = match self.limits.upstream_protocol {
-            UpstreamProtocol::Legacy => (false, conn, ended, settled),
-            UpstreamProtocol::Modern => (true, conn, ended, settled),
-            UpstreamProtocol::Auto => {
+            RevisionChoice::Fixed(r) => (r.is_stateless(), conn, ended, settled),
+            RevisionChoice::Auto => {
                 let found = crate::modern_upstream::probe(&conn, &meta).await;
                 tracing::info!(upstream = %self.describe(), modern = found, "upstream protocol found");
                 if by_transport && !found {
@@ -140,7 +148,7 @@ impl LaneInner {
                     // was refused without a recognized modern error: fall back to
                     // `initialize`, on a transport that keeps the legacy session.
                     drop((conn, ended, settled));
-                    let (conn, ended, settled) = self.connect_as(false).await?;
+                    let (conn, ended, settled) = self.connect_as(Revision::V2025_11_25).await?;
                     (false, conn, ended, settled)
                 } else {
                     (found, conn, ended, settled)
@@ -148,7 +156,7 @@ impl LaneInner {
             }
         };
         let (mut method, params) = if modern {
-            conn.set_modern(meta.clone());
+            conn.speak_stateless(meta.clone());
             (mcp_tasks_proto::modern::methods::SERVER_DISCOVER, None)
         } else {
             (methods::INITIALIZE, Some(params))
@@ -159,16 +167,16 @@ impl LaneInner {
             .map_err(|_| format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}"))?;
         if let Err(CallError::Upstream(e)) = &init
             && !modern
-            && self.limits.upstream_protocol == UpstreamProtocol::Auto
+            && self.limits.upstream_protocol == RevisionChoice::Auto
             // A 2026-07-28 upstream that does not take `initialize` (FastMCP 4 once it
             // has answered `server/discover` on the connection).
-            && mcp_tasks_proto::modern::names_a_modern_version(e)
+            && mcp_tasks_proto::modern::names_a_stateless_revision(e)
         {
             // The probe went unanswered in time (an upstream slow to start reads it late
             // and answers it after our bound), and `initialize` is now refused as by a
             // modern server: it is one after all.
             tracing::info!(upstream = %self.describe(), "upstream refused initialize as a 2026-07-28 server: server/discover again");
-            conn.set_modern(meta);
+            conn.speak_stateless(meta);
             modern = true;
             method = mcp_tasks_proto::modern::methods::SERVER_DISCOVER;
             init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, None))

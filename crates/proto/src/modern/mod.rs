@@ -21,10 +21,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::ErrorObject;
+use crate::revision::Revision;
 
-/// The modern protocol revision we serve.
-pub const PROTOCOL_VERSION: &str = "2026-07-28";
-/// The modern revisions we serve per request (without `initialize`).
+/// The stateless protocol revision we serve ([`Revision::V2026_07_28`]).
+pub const PROTOCOL_VERSION: &str = Revision::V2026_07_28.as_str();
+/// The revisions we serve per request (without `initialize`): the dated names of the
+/// [`Revision::is_stateless`] ones.
 pub const MODERN_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 
 /// `_meta` key: the protocol version of a request (required).
@@ -166,8 +168,8 @@ impl ClientCapabilities {
 /// The `io.modelcontextprotocol/*` fields of a modern request's `_meta`, checked.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestMeta {
-    /// `io.modelcontextprotocol/protocolVersion`: one of [`MODERN_VERSIONS`].
-    pub protocol_version: String,
+    /// `io.modelcontextprotocol/protocolVersion`: a [`Revision::is_stateless`] one.
+    pub revision: Revision,
     /// `io.modelcontextprotocol/clientCapabilities`.
     pub client_capabilities: ClientCapabilities,
     /// `io.modelcontextprotocol/clientInfo`, if given and well-formed.
@@ -181,28 +183,28 @@ pub struct RequestMeta {
     pub param_headers: Option<Vec<(String, String)>>,
 }
 
-/// The era a request asks for, read from its params.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Era {
-    /// No `io.modelcontextprotocol/protocolVersion` in `_meta`: a 2025-11-25 (or older)
-    /// request, served by the session `initialize` opened.
-    Legacy,
-    /// A well-formed modern request.
-    Modern(RequestMeta),
-    /// A modern-form request that cannot be served: the error to answer with.
-    Refused(ErrorObject),
-}
+/// What a request's `_meta` says of its revision: `Ok(None)` without
+/// `io.modelcontextprotocol/protocolVersion` (a [`Revision::V2025_11_25`] or older request,
+/// served by the session `initialize` opened); `Ok(Some(meta))` for a well-formed request
+/// of the stateless revision `meta.revision`; `Err(e)` for a request that names a
+/// revision but cannot be served (the error to answer with).
+pub type RequestRevision = Result<Option<RequestMeta>, ErrorObject>;
 
-/// Whether `params` carry the modern protocol-version key (the one thing that makes a
-/// request modern-form, whatever else is wrong with it).
-pub fn is_modern_form(params: Option<&Value>) -> bool {
+/// Whether `params` carry the protocol-version key of a stateless revision's `_meta`
+/// (the one thing that makes a request one of [`Revision::is_stateless`] form, whatever
+/// else is wrong with it).
+///
+/// Spec (versioning): "A request carrying modern per-request `_meta` is served
+/// statelessly according to this revision."
+pub fn names_revision_in_meta(params: Option<&Value>) -> bool {
     params
         .and_then(|p| p.get("_meta"))
         .and_then(|m| m.get(PROTOCOL_VERSION_META))
         .is_some()
 }
 
-/// The era of a request with these `params`, checking the modern `_meta` fields.
+/// The revision a request with these `params` asks for, checking the `_meta` fields of a
+/// stateless one.
 ///
 /// The version is checked first: a client on another revision may have other required
 /// fields, so what it needs to hear is which versions we support.
@@ -213,28 +215,28 @@ pub fn is_modern_form(params: Option<&Value>) -> bool {
 /// the server MUST reject it with JSON-RPC error code `-32602` (Invalid params)."
 /// `supported` is every version the server speaks, the `initialize` ones included.
 /// The params are not changed: the checked fields are copied out of a copy of them (the
-/// server and the transport use [`take_request_era`], which moves them).
-pub fn request_era(params: Option<&Value>, supported: &[&str]) -> Era {
+/// server and the transport use [`take_request_revision`], which moves them).
+pub fn request_revision(params: Option<&Value>, supported: &[&str]) -> RequestRevision {
     let mut owned = params.cloned();
-    take_request_era(owned.as_mut(), supported)
+    take_request_revision(owned.as_mut(), supported)
 }
 
-/// [`request_era`] of a request the caller owns: the fields of a modern `_meta` are
-/// moved out of it rather than copied (its `clientCapabilities`, `clientInfo` and
+/// [`request_revision`] of a request the caller owns: the fields of a stateless `_meta`
+/// are moved out of it rather than copied (its `clientCapabilities`, `clientInfo` and
 /// `logLevel` keys are gone from `params` afterwards; the protocol version stays, so the
-/// params still read as modern-form). For a transport that hands the checked
+/// params still name their revision). For a transport that hands the checked
 /// [`RequestMeta`] on with the request.
-pub fn take_request_era(params: Option<&mut Value>, supported: &[&str]) -> Era {
+pub fn take_request_revision(params: Option<&mut Value>, supported: &[&str]) -> RequestRevision {
     let Some(params) = params else {
-        return Era::Legacy;
+        return Ok(None);
     };
-    let version = match checked_meta(Some(params), supported) {
-        Checked::Legacy => return Era::Legacy,
-        Checked::Refused(e) => return Era::Refused(e),
-        Checked::Modern(meta) => meta_str(meta, PROTOCOL_VERSION_META).unwrap_or_default(),
+    let revision = match checked_meta(Some(params), supported) {
+        Checked::Initialized => return Ok(None),
+        Checked::Refused(e) => return Err(e),
+        Checked::Stateless(revision) => revision,
     };
     let Some(meta) = params.get_mut("_meta").and_then(Value::as_object_mut) else {
-        return Era::Legacy;
+        return Ok(None);
     };
     let client_capabilities = match meta.remove(CLIENT_CAPABILITIES_META) {
         Some(Value::Object(c)) => ClientCapabilities(c),
@@ -247,39 +249,35 @@ pub fn take_request_era(params: Option<&mut Value>, supported: &[&str]) -> Era {
         Some(Value::String(s)) => Some(s),
         _ => None,
     };
-    Era::Modern(RequestMeta {
-        protocol_version: version,
+    Ok(Some(RequestMeta {
+        revision,
         client_capabilities,
         client_info,
         log_level,
         param_headers: None,
-    })
-}
-
-/// The string at `key` of `meta`.
-fn meta_str(meta: &Map<String, Value>, key: &str) -> Option<String> {
-    meta.get(key).and_then(Value::as_str).map(str::to_owned)
+    }))
 }
 
 /// What checking a request's `_meta` found.
-enum Checked<'a> {
-    Legacy,
+enum Checked {
+    /// No protocol version in `_meta`: a request of the session `initialize` opened.
+    Initialized,
     Refused(ErrorObject),
-    /// A well-formed modern `_meta`: its version is a modern one and its
+    /// A well-formed stateless `_meta`: its version is a stateless revision and its
     /// `clientCapabilities` an object.
-    Modern(&'a Map<String, Value>),
+    Stateless(Revision),
 }
 
-/// Check the `_meta` of a request with these `params` (see [`request_era`]).
-fn checked_meta<'a>(params: Option<&'a Value>, supported: &[&str]) -> Checked<'a> {
-    if !is_modern_form(params) {
-        return Checked::Legacy;
+/// Check the `_meta` of a request with these `params` (see [`request_revision`]).
+fn checked_meta(params: Option<&Value>, supported: &[&str]) -> Checked {
+    if !names_revision_in_meta(params) {
+        return Checked::Initialized;
     }
     let meta = params
         .and_then(|p| p.get("_meta"))
         .and_then(Value::as_object);
     let Some(meta) = meta else {
-        return Checked::Legacy;
+        return Checked::Initialized;
     };
     let version = match meta.get(PROTOCOL_VERSION_META) {
         Some(Value::String(v)) => v,
@@ -289,11 +287,11 @@ fn checked_meta<'a>(params: Option<&'a Value>, supported: &[&str]) -> Checked<'a
             )));
         }
     };
-    if !MODERN_VERSIONS.contains(&version.as_str()) {
+    let Some(revision) = stateless_revision(version) else {
         return Checked::Refused(unsupported_version(version, supported));
-    }
+    };
     match meta.get(CLIENT_CAPABILITIES_META) {
-        Some(Value::Object(_)) => Checked::Modern(meta),
+        Some(Value::Object(_)) => Checked::Stateless(revision),
         Some(_) => Checked::Refused(ErrorObject::invalid_params(format!(
             "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` must be an object"
         ))),
@@ -301,6 +299,14 @@ fn checked_meta<'a>(params: Option<&'a Value>, supported: &[&str]) -> Checked<'a
             "`_meta[\"{CLIENT_CAPABILITIES_META}\"]` is required on every 2026-07-28 request"
         ))),
     }
+}
+
+/// The stateless revision `version` names, if we serve it per request.
+pub fn stateless_revision(version: &str) -> Option<Revision> {
+    version
+        .parse::<Revision>()
+        .ok()
+        .filter(|r| r.is_stateless())
 }
 
 /// A request's `_meta` with the modern fields (what a client puts on every request).
@@ -348,20 +354,16 @@ pub fn unsupported_version(requested: &str, supported: &[&str]) -> ErrorObject {
 }
 
 /// Whether `error` is an `UnsupportedProtocolVersionError` whose `data.supported` names a
-/// modern revision we speak: the answer of a modern peer to `initialize` (or to any
-/// request in another revision). Spec (versioning): "a recognized modern JSON-RPC error
-/// (such as `UnsupportedProtocolVersionError`) identifies a modern server".
-pub fn names_a_modern_version(error: &ErrorObject) -> bool {
+/// stateless revision we speak: the answer of a 2026-07-28 peer to `initialize` (or to
+/// any request in another revision). Spec (versioning): "a recognized modern JSON-RPC
+/// error (such as `UnsupportedProtocolVersionError`) identifies a modern server".
+pub fn names_a_stateless_revision(error: &ErrorObject) -> bool {
     error.code == codes::UNSUPPORTED_PROTOCOL_VERSION
         && error
             .data
             .clone()
             .and_then(|d| serde_json::from_value::<UnsupportedVersionData>(d).ok())
-            .is_some_and(|d| {
-                d.supported
-                    .iter()
-                    .any(|v| MODERN_VERSIONS.contains(&v.as_str()))
-            })
+            .is_some_and(|d| d.supported.iter().any(|v| stateless_revision(v).is_some()))
 }
 
 /// `-32021` with `data.requiredCapabilities = required`.

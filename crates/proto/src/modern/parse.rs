@@ -2,12 +2,12 @@
 //! `_meta` fields read straight into their types, not into a `Value` tree first.
 //!
 //! Every modern request carries its protocol version, client capabilities and client
-//! information in `_meta`; read as a `Value` and then checked ([`super::request_era`]),
+//! information in `_meta`; read as a `Value` and then checked ([`super::request_revision`]),
 //! that `_meta` made a `tasks/get` cost more than its 2025-11-25 twin
 //! (docs/performance.md). [`parse_request`] reads only what is well-formed: anything
 //! else (a malformed envelope, a version we do not serve, a `_meta` field of the wrong
 //! type, a duplicate key) gives `None`, and the caller parses the body the general way
-//! ([`crate::Message::parse`], [`super::take_request_era`]), which answers it with its
+//! ([`crate::Message::parse`], [`super::take_request_revision`]), which answers it with its
 //! precise error. So this path decides nothing the general one would decide otherwise
 //! (test `a_fast_parse_is_the_general_one`).
 
@@ -20,14 +20,14 @@ use serde_json::{Map, Value};
 
 use super::{
     CLIENT_CAPABILITIES_META, CLIENT_INFO_META, ClientCapabilities, Implementation, LOG_LEVEL_META,
-    MODERN_VERSIONS, PROTOCOL_VERSION_META, RequestMeta,
+    PROTOCOL_VERSION_META, RequestMeta, stateless_revision,
 };
 use crate::{Request, RequestId};
 
 /// The request in `body` and its checked modern `_meta`, when `body` is one well-formed
 /// modern request; `None` for anything else (parse it the general way). The params keep
 /// `_meta` with the protocol version and every field that is not one of the checked ones
-/// (as [`super::take_request_era`] leaves them).
+/// (as [`super::take_request_revision`] leaves them).
 pub fn parse_request(body: &[u8]) -> Option<(Request, RequestMeta)> {
     let env: Envelope = serde_json::from_slice(body).ok()?;
     if env.jsonrpc != "2.0" {
@@ -36,9 +36,7 @@ pub fn parse_request(body: &[u8]) -> Option<(Request, RequestMeta)> {
     let Params { mut rest, meta } = env.params?;
     let meta = meta?;
     let version = meta.protocol_version?;
-    if !MODERN_VERSIONS.contains(&version.as_str()) {
-        return None;
-    }
+    let revision = stateless_revision(&version)?;
     let client_capabilities = ClientCapabilities(meta.client_capabilities?);
     let mut kept = meta.others;
     kept.insert(
@@ -57,7 +55,7 @@ pub fn parse_request(body: &[u8]) -> Option<(Request, RequestMeta)> {
             params: Some(Value::Object(rest)),
         },
         RequestMeta {
-            protocol_version: version,
+            revision,
             client_capabilities,
             client_info: meta.client_info.and_then(Implementation::from_value),
             log_level,
@@ -222,7 +220,7 @@ impl<'de> Deserialize<'de> for Key<'de> {
 mod tests {
     use super::*;
     use crate::Message;
-    use crate::modern::{Era, take_request_era};
+    use crate::modern::{MODERN_VERSIONS, take_request_revision};
     use serde_json::json;
 
     /// What the general path makes of `body`: the request and its checked `_meta`, or
@@ -231,8 +229,8 @@ mod tests {
         let Ok(Message::Request(mut req)) = Message::parse(body.as_bytes()) else {
             return None;
         };
-        match take_request_era(req.params.as_mut(), MODERN_VERSIONS) {
-            Era::Modern(meta) => Some((req, meta)),
+        match take_request_revision(req.params.as_mut(), MODERN_VERSIONS) {
+            Ok(Some(meta)) => Some((req, meta)),
             _ => None,
         }
     }

@@ -237,10 +237,10 @@ fn meta_params(meta: Value) -> Value {
 #[test]
 fn the_era_of_a_request_is_read_from_its_meta() {
     let supported = &["2026-07-28", "2025-11-25"];
-    assert_eq!(request_era(None, supported), Era::Legacy);
+    assert_eq!(request_revision(None, supported), Ok(None));
     assert_eq!(
-        request_era(Some(&json!({"_meta": {"progressToken": 1}})), supported),
-        Era::Legacy
+        request_revision(Some(&json!({"_meta": {"progressToken": 1}})), supported),
+        Ok(None)
     );
     let modern = meta_params(json!({
         PROTOCOL_VERSION_META: "2026-07-28",
@@ -248,9 +248,10 @@ fn the_era_of_a_request_is_read_from_its_meta() {
         CLIENT_INFO_META: {"name": "c", "version": "1"},
         LOG_LEVEL_META: "info"
     }));
-    let Era::Modern(meta) = request_era(Some(&modern), supported) else {
+    let Ok(Some(meta)) = request_revision(Some(&modern), supported) else {
         panic!("modern expected")
     };
+    assert_eq!(meta.revision, crate::revision::Revision::V2026_07_28);
     assert!(meta.client_capabilities.has_tasks_extension());
     assert!(meta.client_capabilities.elicitation_form());
     assert!(!meta.client_capabilities.sampling());
@@ -261,8 +262,8 @@ fn the_era_of_a_request_is_read_from_its_meta() {
 #[test]
 fn malformed_or_unsupported_meta_is_refused_precisely() {
     let supported = &["2026-07-28", "2025-11-25"];
-    let refused = |meta: Value| match request_era(Some(&meta_params(meta)), supported) {
-        Era::Refused(e) => e,
+    let refused = |meta: Value| match request_revision(Some(&meta_params(meta)), supported) {
+        Err(e) => e,
         other => panic!("refusal expected, got {other:?}"),
     };
     let e = refused(json!({PROTOCOL_VERSION_META: "1900-01-01", CLIENT_CAPABILITIES_META: {}}));
@@ -327,17 +328,17 @@ fn taking_the_era_finds_what_reading_it_does() {
         meta_params(json!({PROTOCOL_VERSION_META: "2026-07-28", CLIENT_CAPABILITIES_META: []})),
     ];
     for params in cases {
-        let read = request_era(Some(&params), supported);
+        let read = request_revision(Some(&params), supported);
         let mut owned = params.clone();
-        let taken = take_request_era(Some(&mut owned), supported);
+        let taken = take_request_revision(Some(&mut owned), supported);
         assert_eq!(taken, read, "{params}");
-        if matches!(taken, Era::Modern(_)) {
+        if matches!(taken, Ok(Some(_))) {
             let meta = &owned["_meta"];
             assert_eq!(meta[PROTOCOL_VERSION_META], "2026-07-28");
             for k in [CLIENT_CAPABILITIES_META, CLIENT_INFO_META, LOG_LEVEL_META] {
                 assert!(meta.get(k).is_none(), "{k} left in {owned}");
             }
-            assert!(is_modern_form(Some(&owned)));
+            assert!(names_revision_in_meta(Some(&owned)));
             assert_eq!(owned["name"], params["name"]);
         } else {
             assert_eq!(
@@ -346,7 +347,7 @@ fn taking_the_era_finds_what_reading_it_does() {
             );
         }
     }
-    assert_eq!(take_request_era(None, supported), Era::Legacy);
+    assert_eq!(take_request_revision(None, supported), Ok(None));
 }
 
 /// The answer of a modern peer to `initialize` names a modern version; a refusal naming
@@ -354,10 +355,10 @@ fn taking_the_era_finds_what_reading_it_does() {
 #[test]
 fn an_initialize_refused_by_a_modern_peer_is_told() {
     let e = unsupported_version("2025-11-25", &[PROTOCOL_VERSION]);
-    assert!(names_a_modern_version(&e));
+    assert!(names_a_stateless_revision(&e));
     let e = unsupported_version("2025-11-25", &["2099-01-01"]);
-    assert!(!names_a_modern_version(&e));
-    assert!(!names_a_modern_version(&crate::ErrorObject::new(
+    assert!(!names_a_stateless_revision(&e));
+    assert!(!names_a_stateless_revision(&crate::ErrorObject::new(
         -32602,
         "bad version"
     )));

@@ -68,7 +68,7 @@ pub(crate) async fn serve(
         id: id.clone(),
         cancel,
         delivery: RouteDelivery::OwnStream,
-        modern_meta: meta,
+        request_meta: meta,
         stream_of: None,
     };
     let mut work = tokio::spawn(async move { handler.handle_request_text(cx, req).await });

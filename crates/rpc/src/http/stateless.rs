@@ -106,7 +106,7 @@ impl Drop for CancelOnDrop {
 /// Serve `req` with `peer`'s handler and answer it: `Ok` the response as JSON text (the
 /// handler's serialized result, [`Handler::handle_request_text`]: no `Value` tree is
 /// built for it here), `Err` the error response. `meta` is the request's `_meta` as the
-/// transport checked it, handed to the handler in [`RequestContext::modern_meta`] so that
+/// transport checked it, handed to the handler in [`RequestContext::request_meta`] so that
 /// it is not parsed again.
 ///
 /// A request that may change something runs in a task of its own, so that a request
@@ -130,7 +130,7 @@ pub(crate) async fn serve(
         id: id.clone(),
         cancel,
         delivery: RouteDelivery::Diverted,
-        modern_meta: meta,
+        request_meta: meta,
         stream_of: None,
     };
     let handler = Arc::clone(peer.handler());

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use mcp_tasks_proto::Revision;
 use reqwest::header::{self, HeaderMap, HeaderValue};
 use serde_json::Value;
 
@@ -36,14 +37,15 @@ pub struct HttpClientConfig {
     /// `SSL_CERT_FILE` / `SSL_CERT_DIR` replace): e.g. a private CA, or a self-signed
     /// server certificate.
     pub extra_root_certs: Vec<Vec<u8>>,
-    /// Speak MCP 2026-07-28 ("modern"): no session (nothing is captured from an
+    /// The revision spoken (default [`Revision::V2025_11_25`]). A stateless one
+    /// ([`Revision::is_stateless`], 2026-07-28): no session (nothing is captured from an
     /// `initialize`, no `Mcp-Session-Id`, no standalone stream, no DELETE); every request
     /// carries `MCP-Protocol-Version` (from its `_meta`), `Mcp-Method` and, where the
     /// transport page asks for it, `Mcp-Name` (Base64 sentinel form when the value is not
     /// header-safe); and an error status whose body is the request's JSON-RPC error
-    /// delivers that error to the peer (modern servers answer `-32020`, `-32021`,
-    /// `-32022` with 400 and `-32601` with 404). Default off.
-    pub modern: bool,
+    /// delivers that error to the peer (such servers answer `-32020`, `-32021`, `-32022`
+    /// with 400 and `-32601` with 404).
+    pub revision: Revision,
 }
 
 impl HttpClientConfig {
@@ -60,7 +62,7 @@ impl HttpClientConfig {
             max_resume_attempts: 5,
             max_message_bytes: 16 * 1024 * 1024,
             extra_root_certs: Vec::new(),
-            modern: false,
+            revision: Revision::V2025_11_25,
         }
     }
 }

@@ -27,8 +27,9 @@
 //!   new `initialize` ([`ResumeSession`]); should the server have ended it, the 404 starts
 //!   a new one as above.
 //!
-//! With [`HttpClientConfig::modern`] it speaks MCP 2026-07-28 instead: no session, and
-//! each request's own `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers.
+//! With a stateless [`HttpClientConfig::revision`] (2026-07-28) it speaks that revision
+//! instead: no session, and each request's own `MCP-Protocol-Version`, `Mcp-Method` and
+//! `Mcp-Name` headers.
 //!
 //! A request the transport could not get answered fails with a
 //! [`crate::PeerError::Transport`] ([`Peer::fail`]), so that the requester can tell a

@@ -25,14 +25,16 @@ impl State {
         let is_init = req.method == methods::INITIALIZE;
         // A modern `tools/list`: its result teaches the tools' `x-mcp-header` parameters,
         // whoever reads it (our `Client`, or a gateway's upstream connection).
-        let learn_tools = self.config.modern && req.method == methods::TOOLS_LIST;
+        let learn_tools =
+            self.config.revision.has_standard_headers() && req.method == methods::TOOLS_LIST;
         if is_init {
             let mut s = self.session.lock();
             s.init_params = req.params.clone();
         }
         let modern = self
             .config
-            .modern
+            .revision
+            .has_standard_headers()
             .then(|| super::modern::headers(&req, &self.param_headers.lock()));
         let body = Message::Request(req).to_json();
         let mut retried = false;
@@ -404,7 +406,7 @@ pub(super) async fn drive(state: Arc<State>, mut outbound: mpsc::Receiver<Outbou
                 // Everything after initialize needs its session id.
                 Arc::clone(&state).send_request(r).await;
             }
-            Message::Request(r) if state.config.modern => {
+            Message::Request(r) if state.config.revision.is_stateless() => {
                 let id = r.id.clone();
                 let stop = CancellationToken::new();
                 state.in_flight.lock().insert(id.clone(), stop.clone());
@@ -422,7 +424,9 @@ pub(super) async fn drive(state: Arc<State>, mut outbound: mpsc::Receiver<Outbou
             Message::Request(r) => {
                 tokio::spawn(Arc::clone(&state).send_request(r));
             }
-            Message::Notification(n) if state.config.modern && n.method == methods::CANCELLED => {
+            Message::Notification(n)
+                if state.config.revision.is_stateless() && n.method == methods::CANCELLED =>
+            {
                 // Spec (2026-07-28, cancellation): "Streamable HTTP: Closing the SSE
                 // response stream is the cancellation signal. ... No
                 // `notifications/cancelled` message is required or expected." The POST of

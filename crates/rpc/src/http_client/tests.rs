@@ -456,7 +456,9 @@ async fn a_modern_request_given_up_on_is_cancelled_by_dropping_its_post() {
             }
         }
     });
-    let (peer, _t) = start_with(&url, |c| c.modern = true);
+    let (peer, _t) = start_with(&url, |c| {
+        c.revision = mcp_tasks_proto::Revision::V2026_07_28
+    });
     let params =
         json!({"name": "slow", "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}});
     let r = peer

@@ -85,8 +85,12 @@ impl PromptContext {
     /// `data.requiredCapabilities` in 2026-07-28, -32601 in 2025-11-25.
     pub async fn ask(&self, key: &str, method: &str, params: Value) -> Result<Value, ErrorObject> {
         // A 2026-07-28 `prompts/get` has no channel: its questions go out as `inputRequests`.
-        let modern = self.inner.channel.is_none();
-        crate::tool::check_declared(&self.inner.capabilities, method, &params, modern)?;
+        let revision = if self.inner.channel.is_none() {
+            mcp_tasks_proto::Revision::V2026_07_28
+        } else {
+            mcp_tasks_proto::Revision::V2025_11_25
+        };
+        crate::tool::check_declared(&self.inner.capabilities, method, &params, revision)?;
         if let Some(channel) = &self.inner.channel {
             return channel.request(method, params).await;
         }

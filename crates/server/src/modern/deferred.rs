@@ -147,7 +147,7 @@ pub(super) async fn call(
     )
     .with_request_params(call.params.clone())
     .with_log_threshold(call.log.clone())
-    .in_modern_era();
+    .in_revision(mcp_tasks_proto::Revision::V2026_07_28);
     let handler = Arc::clone(&call.tool.handler);
     let mut work = tokio::spawn(async move { handler.call(call.args, tcx).await.map(Value::from) });
     let abort = AbortOnDrop(work.abort_handle());

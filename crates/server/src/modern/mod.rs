@@ -24,10 +24,10 @@ mod tools;
 
 use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
 use mcp_tasks_proto::modern::{
-    self, CacheScope, DiscoverResult, Era, Implementation, MODERN_VERSIONS, RequestMeta,
-    ResultType, ServerCapabilities, TASKS_EXTENSION,
+    self, CacheScope, DiscoverResult, Implementation, MODERN_VERSIONS, RequestMeta,
+    RequestRevision, ResultType, ServerCapabilities, TASKS_EXTENSION,
 };
-use mcp_tasks_proto::{ErrorObject, methods};
+use mcp_tasks_proto::{ErrorObject, Revision, methods};
 use mcp_tasks_rpc::RequestContext;
 use serde_json::{Map, Value, json};
 
@@ -52,43 +52,52 @@ pub(crate) fn supported_versions() -> Vec<&'static str> {
         .collect()
 }
 
-/// The era of a request of `session` with these `params` (see [`modern::request_era`]).
+/// The revision of a request of `session` with these `params` (see
+/// [`modern::request_revision`]).
 ///
-/// A server composed with an extension that does not serve 2026-07-28
-/// ([`crate::ExtensionFactory::serves_modern`]) refuses modern requests: its tools and
+/// A server composed with an extension that serves no stateless revision
+/// ([`crate::ExtensionFactory::revisions`]) refuses modern requests: its tools and
 /// everything else come from what only `initialize` opens. A modern request gets -32022
 /// listing the `initialize` revisions, which tells a dual-era client to fall back
 /// (versioning: "the client retries with a supported version rather than falling back"
 /// is for versions it can use per request; here every supported one needs `initialize`).
 /// A gateway serves them ([`tools_for`]).
 ///
-/// The checked fields of a modern `_meta` are moved out of `params` into the [`Era`]
-/// ([`modern::take_request_era`]), as the HTTP transport does: no handler reads them from
-/// the params.
-pub(crate) fn era(session: &Session, params: Option<&mut Value>) -> Era {
-    if !serves_modern(session) && modern::is_modern_form(params.as_deref()) {
+/// The checked fields of a modern `_meta` are moved out of `params` into the
+/// [`RequestMeta`] ([`modern::take_request_revision`]), as the HTTP transport does: no
+/// handler reads them from the params.
+pub(crate) fn request_revision(session: &Session, params: Option<&mut Value>) -> RequestRevision {
+    if !serves_stateless(session) && modern::names_revision_in_meta(params.as_deref()) {
         let requested = params
             .as_deref()
             .and_then(|p| p.get("_meta"))
             .and_then(|m| m.get(modern::PROTOCOL_VERSION_META))
             .and_then(Value::as_str)
             .unwrap_or_default();
-        return Era::Refused(modern::unsupported_version(
+        return Err(modern::unsupported_version(
             requested,
             SUPPORTED_PROTOCOL_VERSIONS,
         ));
     }
-    modern::take_request_era(params, &supported_versions())
+    modern::take_request_revision(params, &supported_versions())
 }
 
-/// Whether `session` serves modern requests: a plain server does, one composed with an
-/// extension only when the extension does ([`crate::ExtensionFactory::serves_modern`]).
-pub(crate) fn serves_modern(session: &Session) -> bool {
+/// Whether `session` serves requests of `revision`: a plain server serves every one, one
+/// composed with an extension those the extension does
+/// ([`crate::ExtensionFactory::revisions`]).
+pub(crate) fn serves(session: &Session, revision: Revision) -> bool {
     session
         .state
         .extension
         .as_ref()
-        .is_none_or(|e| e.serves_modern())
+        .is_none_or(|e| e.revisions().contains(&revision))
+}
+
+/// Whether `session` serves any stateless revision (see [`serves`]).
+fn serves_stateless(session: &Session) -> bool {
+    Revision::ALL
+        .into_iter()
+        .any(|r| r.is_stateless() && serves(session, r))
 }
 
 /// What every handler of a modern request is given besides its params.
@@ -196,7 +205,7 @@ pub(crate) async fn handle(
             .state
             .extension
             .as_ref()
-            .is_some_and(|e| e.forwards_modern(m)) =>
+            .is_some_and(|e| e.forwards_stateless(m)) =>
         {
             let Some(ext) = session.state.extension.as_ref() else {
                 return Err(ErrorObject::method_not_found(format!(
@@ -206,7 +215,7 @@ pub(crate) async fn handle(
             // What describes this hop (this client's version, capabilities, identity)
             // is not the next one's.
             let params = params.map(tools::without_hop_meta);
-            ext.modern_request(&session.requester, m, params).await?
+            ext.stateless_request(&session.requester, m, params).await?
         }
         methods::INITIALIZE => {
             return Err(ErrorObject::method_not_found(
@@ -231,18 +240,18 @@ pub(crate) async fn handle(
 /// The extension's error (a gateway whose upstream cannot be reached).
 async fn tools_for(session: &Session) -> Result<Option<Arc<dyn ToolSource>>, ErrorObject> {
     match &session.state.extension {
-        Some(ext) => ext.modern_tools(&session.requester).await.map(Some),
+        Some(ext) => ext.stateless_tools(&session.requester).await.map(Some),
         None => Ok(None),
     }
 }
 
 /// The capabilities of what an extension serves for this requester's modern requests
-/// besides tools ([`crate::ExtensionFactory::modern_capabilities`]: a gateway's upstream
+/// besides tools ([`crate::ExtensionFactory::stateless_capabilities`]: a gateway's upstream
 /// resources, prompts, completions); none when it has none or cannot say now.
 async fn forwarded_capabilities(session: &Session) -> Map<String, Value> {
     match &session.state.extension {
-        Some(ext) if ext.serves_modern() => ext
-            .modern_capabilities(&session.requester)
+        Some(ext) if ext.revisions().iter().any(|r| r.is_stateless()) => ext
+            .stateless_capabilities(&session.requester)
             .await
             .unwrap_or_default(),
         _ => Map::new(),

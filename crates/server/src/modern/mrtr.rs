@@ -631,7 +631,7 @@ fn start(req: ToolCall<'_>, script: BTreeMap<u64, Recorded>) -> (Arc<Call>, usiz
     )
     .with_request_params(params)
     .with_log_threshold(log)
-    .in_modern_era();
+    .in_revision(mcp_tasks_proto::Revision::V2026_07_28);
     let handler = Arc::clone(&tool.handler);
     let work = tokio::spawn(async move { handler.call(args, tcx).await.map(Value::from) });
     *call.work.lock() = Some(work);

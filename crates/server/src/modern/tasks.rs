@@ -95,7 +95,7 @@ pub(super) async fn create(
         let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
             .with_request_params(call.params)
             .with_log_threshold(log)
-            .in_modern_era();
+            .in_revision(mcp_tasks_proto::Revision::V2026_07_28);
         Box::pin(async move { handler.call(call.args, cx).await.map(Value::from) })
             as futures::future::BoxFuture<'static, _>
     });

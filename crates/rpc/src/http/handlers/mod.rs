@@ -187,7 +187,7 @@ async fn checked(State(shared): State<Arc<Shared>>, mut req: Request, next: Next
     // A POST is checked once its body is read: a 2026-07-28 request names its version
     // in the body too, and gets the modern errors (handlers/modern.rs).
     if req.method() != Method::POST {
-        if modern::header_is_modern(req.headers()) {
+        if modern::header_revision(req.headers()).is_some() {
             return modern::no_get_or_delete(req.method());
         }
         if let Err(r) = legacy_version_check(&shared, req.headers()) {

@@ -1,9 +1,11 @@
-//! POST of a 2026-07-28 ("modern") request: no session, the request metadata headers
-//! checked against the body, and the modern errors mapped to their HTTP statuses.
+//! POST of a request of a stateless revision (2026-07-28, "modern"): no session, the
+//! request metadata headers checked against the body, and the modern errors mapped to
+//! their HTTP statuses.
 //!
-//! A request is modern when its body's `_meta` names a protocol version, or its
-//! `MCP-Protocol-Version` header names a modern one (then a body without the `_meta`
-//! field is a header mismatch). Everything else is served as 2025-11-25 by the session
+//! A request is of a stateless revision when its body's `_meta` names a protocol version,
+//! or its `MCP-Protocol-Version` header names a stateless revision (then a body without
+//! the `_meta` field is a header mismatch); `post.rs` decides it once per POST
+//! ([`header_revision`] and the body). Everything else is served as 2025-11-25 by the session
 //! machinery, unchanged. A modern request is answered without a session, by the handler
 //! of its principal's modern requests (from the same [`crate::http::SessionFactory`]; see
 //! `crate::http::stateless`): no `Mcp-Session-Id` is minted, and one sent is
@@ -15,8 +17,8 @@ use std::sync::Arc;
 
 use axum::http::{HeaderMap, HeaderName, StatusCode};
 use axum::response::Response;
-use mcp_tasks_proto::modern::{self, Era, MODERN_VERSIONS, PROTOCOL_VERSION_META, RequestMeta};
-use mcp_tasks_proto::{ErrorObject, Message, Request, codes, methods};
+use mcp_tasks_proto::modern::{self, MODERN_VERSIONS, PROTOCOL_VERSION_META, RequestMeta};
+use mcp_tasks_proto::{ErrorObject, Message, Request, Revision, codes, methods};
 use serde_json::Value;
 
 use super::response::{
@@ -40,14 +42,12 @@ const B64_SUFFIX: &str = "?=";
 /// The lowercase prefix of the `Mcp-Param-{Name}` headers (header names arrive lowercase).
 const MCP_PARAM_PREFIX: &str = "mcp-param-";
 
-/// Whether a POSTed request is modern (see the module docs).
-pub(super) fn is_modern(headers: &HeaderMap, req: &Request) -> bool {
-    header_is_modern(headers) || modern::is_modern_form(req.params.as_ref())
-}
-
-/// Whether the `MCP-Protocol-Version` header names a modern version.
-pub(super) fn header_is_modern(headers: &HeaderMap) -> bool {
-    header_str(headers, &PROTOCOL_VERSION).is_some_and(|v| MODERN_VERSIONS.contains(&v.trim()))
+/// The stateless revision the `MCP-Protocol-Version` header names, if it names one.
+///
+/// Spec (versioning): "On HTTP, this is also carried in the `MCP-Protocol-Version`
+/// header."
+pub(super) fn header_revision(headers: &HeaderMap) -> Option<Revision> {
+    header_str(headers, &PROTOCOL_VERSION).and_then(|v| modern::stateless_revision(v.trim()))
 }
 
 /// GET or DELETE naming a 2026-07-28 version: 405. That revision has no GET stream and
@@ -124,21 +124,21 @@ pub(super) async fn post(
         &listed
     };
     // The checked fields move out of the params (the handler gets them in
-    // `RequestContext::modern_meta`): no copy of the client's capabilities per request.
-    let era = match checked {
-        Some(meta) => Era::Modern(meta),
-        None => modern::take_request_era(req.params.as_mut(), supported),
+    // `RequestContext::request_meta`): no copy of the client's capabilities per request.
+    let revision = match checked {
+        Some(meta) => Ok(Some(meta)),
+        None => modern::take_request_revision(req.params.as_mut(), supported),
     };
-    let meta = match era {
-        Era::Modern(mut meta) => {
+    let meta = match revision {
+        Ok(Some(mut meta)) => {
             meta.param_headers = Some(params);
             Some(Arc::new(meta))
         }
         // Spec (basic, `_meta`): "A request missing any required field is malformed; the
         // server MUST reject it with JSON-RPC error code `-32602` (Invalid params). On
         // HTTP, the response status MUST be `400 Bad Request`."
-        Era::Refused(e) => return refuse(&e),
-        Era::Legacy => None,
+        Err(e) => return refuse(&e),
+        Ok(None) => None,
     };
     let listen = req.method == modern::methods::SUBSCRIPTIONS_LISTEN;
     if listen && !acc.sse {

@@ -56,10 +56,15 @@ pub(super) async fn post(
         Ok(b) => b,
         Err(r) => return *r,
     };
+    // The revision is decided here, once per POST: a stateless one when the
+    // `MCP-Protocol-Version` header or the request's `_meta` names it (handlers/modern.rs
+    // serves it, its checked `_meta` handed on in `RequestContext::request_meta`), else
+    // the session's.
+    let named = super::modern::header_revision(&parts.headers);
     // A well-formed modern request is read in one pass, its `_meta` straight into its
     // types (`mcp_tasks_proto::modern::parse_request`); anything else the general way,
     // which answers what is wrong with it.
-    if super::modern::header_is_modern(&parts.headers)
+    if named.is_some()
         && let Some((mut req, meta)) = mcp_tasks_proto::modern::parse_request(&bytes)
     {
         adopt_trace_headers(&parts.headers, &mut req);
@@ -88,13 +93,16 @@ pub(super) async fn post(
         other => other,
     };
     let message = match message {
-        Message::Request(req) if super::modern::is_modern(&parts.headers, &req) => {
+        Message::Request(req)
+            if named.is_some()
+                || mcp_tasks_proto::modern::names_revision_in_meta(req.params.as_ref()) =>
+        {
             return super::modern::post(shared, &parts.headers, req, None, principal, client, acc)
                 .await;
         }
         other => other,
     };
-    if super::modern::header_is_modern(&parts.headers) {
+    if named.is_some() {
         return super::modern::not_a_request(&message);
     }
     if let Err(r) = legacy_version_check(shared, &parts.headers) {

@@ -825,6 +825,7 @@ impl Connection {
             stop,
             http1,
         } = self;
+        let last_token = Arc::new(auth::LastToken::default());
         let service =
             hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let mut req = req.map(axum::body::Body::new);
@@ -835,6 +836,7 @@ impl Connection {
                     futures::future::Either::Left(handlers::plain_post(
                         Arc::clone(&shared),
                         Arc::clone(&cors),
+                        Arc::clone(&last_token),
                         req,
                     ))
                 } else {

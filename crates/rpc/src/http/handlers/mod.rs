@@ -18,6 +18,7 @@ use mcp_tasks_proto::{ErrorObject, RequestId, codes};
 use serde_json::json;
 use tower_http::cors::{AllowOrigin, CorsLayer};
 
+use super::auth::LastToken;
 use super::session::{Connect, HttpSession, resume};
 use super::stream::{EventId, STANDALONE};
 use super::{AuthFailure, Shared};
@@ -212,21 +213,24 @@ pub(crate) fn is_plain_post(shared: &Shared, req: &Request) -> bool {
 /// check of [`origin_guard`] (it has no `Origin` to check), the bearer token of
 /// [`checked`], [`post`], and the headers the CORS layer puts on every answer to a request
 /// without `Origin` ([`PlainCors`]).
+/// `last`: the static token last accepted on the request's connection (see
+/// [`LastToken`]).
 pub(crate) async fn plain_post(
     shared: Arc<Shared>,
     cors: Arc<PlainCors>,
+    last: Arc<LastToken>,
     req: Request,
 ) -> Result<Response, std::convert::Infallible> {
-    let mut r = plain_post_answer(&shared, req).await;
+    let mut r = plain_post_answer(&shared, &last, req).await;
     cors.apply(&mut r);
     Ok(r)
 }
 
-async fn plain_post_answer(shared: &Arc<Shared>, req: Request) -> Response {
+async fn plain_post_answer(shared: &Arc<Shared>, last: &LastToken, req: Request) -> Response {
     if let Some(r) = foreign_host(shared, req.headers()) {
         return r;
     }
-    let principal = match authenticate(shared, req.headers()).await {
+    let principal = match authenticate_on(shared, req.headers(), Some(last)).await {
         Ok(p) => p,
         Err(r) => return *r,
     };
@@ -440,6 +444,16 @@ async fn authenticate(
     shared: &Shared,
     headers: &HeaderMap,
 ) -> Result<Option<String>, Box<Response>> {
+    authenticate_on(shared, headers, None).await
+}
+
+/// [`authenticate`] on a connection whose last accepted static token is `last`: the same
+/// token again is known without its digest; a static token accepted is remembered there.
+async fn authenticate_on(
+    shared: &Shared,
+    headers: &HeaderMap,
+    last: Option<&LastToken>,
+) -> Result<Option<String>, Box<Response>> {
     let tokens = &shared.config.tokens;
     let oauth = shared.config.oauth.as_deref();
     if tokens.is_empty() && oauth.is_none() {
@@ -451,8 +465,14 @@ async fn authenticate(
     });
     let failure = match presented {
         None => AuthFailure::Missing,
+        Some(t) if let Some(p) = last.and_then(|l| l.principal_of(t)) => return Ok(Some(p)),
         Some(t) => match (tokens.authenticate(t), oauth) {
-            (Some(p), _) => return Ok(Some(p.to_owned())),
+            (Some(p), _) => {
+                if let Some(l) = last {
+                    l.remember(t, p);
+                }
+                return Ok(Some(p.to_owned()));
+            }
             (None, Some(o)) => match o.authenticate(t).await {
                 Ok(p) => return Ok(Some(p)),
                 Err(f) => f,

@@ -33,7 +33,8 @@ use crate::write::{Finish, Writer};
 /// The default bound of the queue ([`crate::PgOptions::write_queue`]).
 pub const QUEUE: usize = 1024;
 
-/// How many writer tasks flush the queue (each on its own pooled connection).
+/// How many writer tasks flush the queue by default (each on its own pooled connection;
+/// [`crate::PgOptions::writers`]).
 pub(crate) const WRITERS: usize = 2;
 
 /// The most jobs one batch (one statement, one commit) carries.
@@ -72,12 +73,12 @@ fn gone() -> StoreError {
 }
 
 impl Queue {
-    /// Start [`WRITERS`] writers on a queue of `bound` jobs.
-    pub(crate) fn start(writer: Arc<Writer>, bound: usize) -> Self {
+    /// Start `writers` writers on a queue of `bound` jobs.
+    pub(crate) fn start(writer: Arc<Writer>, bound: usize, writers: usize) -> Self {
         let (tx, rx) = mpsc::channel(bound.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let counts = Arc::new(Counts::default());
-        for _ in 0..WRITERS {
+        for _ in 0..writers.max(1) {
             tokio::spawn(run(
                 Arc::clone(&writer),
                 Arc::clone(&rx),

@@ -14,6 +14,8 @@
 #   bench/targets.sh
 #   BIN_BEFORE=../old/target/release/mcp-tasks ROUNDS=3 DURATION=10s bench/targets.sh
 #   SCENS="create get" bench/targets.sh      # without result-wait
+#   PG_QUERY='?writers=4' bench/targets.sh   # PostgreSQL store options (crates/store-postgres
+#                                            # options.rs), for both PostgreSQL servers
 #
 # Needs: node + npm (bench/ts-server is installed from its lock file), jq, taskset, psql
 # and PostgreSQL at $PG_ADMIN (default postgres://postgres@127.0.0.1:5432/postgres).
@@ -61,7 +63,7 @@ start() {
             DB="mcp_tasks_targets_$$"
             psql "$ADMIN" -qc "DROP DATABASE IF EXISTS $DB WITH (FORCE)" >/dev/null
             psql "$ADMIN" -qc "CREATE DATABASE $DB" >/dev/null
-            args+=(--store "${ADMIN%/*}/$DB")
+            args+=(--store "${ADMIN%/*}/$DB${PG_QUERY:-}")
             ;;
         esac
         DATA=$(mktemp -d)

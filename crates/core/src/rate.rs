@@ -238,14 +238,24 @@ const MAX_POLLS: usize = 100_000;
 
 type Limiter = DefaultKeyedRateLimiter<String>;
 
+/// The hasher of the maps below: foldhash, seeded at random per process (a keyed hash,
+/// several times cheaper than the standard library's SipHash on these short keys). Their
+/// keys are quota keys (a principal, a session id or a client address) and task ids, which
+/// the server makes; a client picks at most its address, and every map is bounded
+/// ([`MAX_KEYS`], [`MAX_POLLS`]).
+type FastHash = foldhash::fast::RandomState;
+
+mod polls;
+use polls::Polls;
+
 /// The limiters of a server, shared by every session. Cheap to share (`Arc` it).
 pub struct RateLimits {
     config: RateLimitConfig,
     limiters: [Option<Limiter>; 4],
     /// Requesters whose lookup-failure allowance is spent, until when.
-    blocked: Mutex<HashMap<String, Instant>>,
+    blocked: Mutex<HashMap<String, Instant, FastHash>>,
     /// The last admitted `tasks/get` of each (requester, task).
-    polls: Mutex<HashMap<(String, String), Instant>>,
+    polls: Mutex<Polls>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(RateLimits, |s| { config: s.config });
@@ -263,8 +273,8 @@ impl RateLimits {
         Self {
             config,
             limiters,
-            blocked: Mutex::new(HashMap::new()),
-            polls: Mutex::new(HashMap::new()),
+            blocked: Mutex::new(HashMap::default()),
+            polls: Mutex::new(Polls::default()),
         }
     }
 
@@ -313,6 +323,12 @@ impl RateLimits {
         })
     }
 
+    /// Whether any requester's lookups are refused at the moment (or were, and are not
+    /// yet forgotten): when not, [`Self::lookup_allowed`] admits every key.
+    pub fn any_blocked(&self) -> bool {
+        !self.blocked.lock().is_empty()
+    }
+
     /// A lookup of `key` failed: spend one of its allowance; once spent, its lookups are
     /// refused until the next failure would be admitted.
     pub fn lookup_failed(&self, key: &str) {
@@ -352,22 +368,19 @@ impl RateLimits {
     /// whichever comes first.
     pub fn poll(&self, key: &str, task_id: &str, interval: Duration) -> Result<bool, Refused> {
         let now = Instant::now();
-        let id = (key.to_owned(), task_id.to_owned());
-        let since = self.polls.lock().get(&id).map(|t| now.duration_since(*t));
-        let fast = since.is_some_and(|s| s < interval);
-        if fast && let Err(mut r) = self.check(Kind::Poll, key) {
-            let left = interval.saturating_sub(since.unwrap_or_default());
-            r.retry_after = r.retry_after.min(left);
-            return Err(r);
-        }
         let mut polls = self.polls.lock();
-        if polls.len() >= MAX_POLLS && !polls.contains_key(&id) {
-            polls.retain(|_, t| now.duration_since(*t) < Duration::from_secs(60));
-            if polls.len() >= MAX_POLLS {
-                polls.clear();
+        let since = polls.last(key, task_id).map(|t| now.duration_since(t));
+        let fast = since.is_some_and(|s| s < interval);
+        if fast && self.limiters[Kind::Poll.index()].is_some() {
+            drop(polls);
+            if let Err(mut r) = self.check(Kind::Poll, key) {
+                let left = interval.saturating_sub(since.unwrap_or_default());
+                r.retry_after = r.retry_after.min(left);
+                return Err(r);
             }
+            polls = self.polls.lock();
         }
-        polls.insert(id, now);
+        polls.record(key, task_id, now);
         Ok(fast)
     }
 }
@@ -399,7 +412,8 @@ pub const WATCH_THRESHOLD: u32 = 20;
 
 struct Window {
     started: Instant,
-    counts: HashMap<(String, u8), u32>,
+    /// Events per requester, one count per [`Pattern`].
+    counts: HashMap<String, [u32; 2], FastHash>,
 }
 
 /// Spec (security, audit and logging): receivers SHOULD "Monitor for suspicious patterns
@@ -428,7 +442,7 @@ impl Watch {
             threshold: threshold.max(1),
             state: Mutex::new(Window {
                 started: Instant::now(),
-                counts: HashMap::new(),
+                counts: HashMap::default(),
             }),
         }
     }
@@ -447,16 +461,23 @@ impl Watch {
             st.started = now;
             st.counts.clear();
         }
-        let id = (key.to_owned(), pattern as u8);
-        // Bounded: past MAX_KEYS requesters in one window, new ones share one slot.
-        let id = if st.counts.len() >= MAX_KEYS && !st.counts.contains_key(&id) {
-            ("(others)".to_owned(), pattern as u8)
-        } else {
-            id
+        let threshold = self.threshold;
+        let count = |counts: &mut [u32; 2]| {
+            let n = &mut counts[pattern as usize];
+            *n = n.saturating_add(1);
+            (*n == threshold).then_some(*n)
         };
-        let n = st.counts.entry(id).or_insert(0);
-        *n = n.saturating_add(1);
-        (*n == self.threshold).then_some(*n)
+        // The usual case, a requester seen in this window: no copy of its key.
+        if let Some(c) = st.counts.get_mut(key) {
+            return count(c);
+        }
+        // Bounded: past MAX_KEYS requesters in one window, new ones share one slot.
+        let slot = if st.counts.len() >= MAX_KEYS {
+            "(others)"
+        } else {
+            key
+        };
+        count(st.counts.entry(slot.to_owned()).or_default())
     }
 }
 

@@ -1,5 +1,5 @@
 //! Group commit: creations and terminal transitions wait in one bounded queue, and
-//! [`WRITERS`] writer tasks write them in batches of up to [`BATCH`], each batch in one
+//! [`crate::PgOptions::writers`] writer tasks (default [`crate::options::WRITERS`]) write them in batches of up to [`BATCH`], each batch in one
 //! statement of a batch function (`write`), hence one transaction and one commit, where
 //! each used to be its own.
 //!
@@ -29,9 +29,6 @@ use mcp_tasks_core::{Limits, NewTask, StoreError, TaskRecord, Transition};
 use tokio::sync::{Mutex, mpsc, oneshot};
 
 use crate::write::{Finish, Writer};
-
-/// How many writer tasks flush the queue (each on its own pooled connection).
-pub(crate) const WRITERS: usize = 2;
 
 /// The most jobs one batch (one statement, one commit) carries.
 pub(crate) const BATCH: usize = 64;
@@ -69,12 +66,12 @@ fn gone() -> StoreError {
 }
 
 impl Queue {
-    /// Start [`WRITERS`] writers on a queue of `bound` jobs.
-    pub(crate) fn start(writer: Arc<Writer>, bound: usize) -> Self {
+    /// Start `writers` writers on a queue of `bound` jobs.
+    pub(crate) fn start(writer: Arc<Writer>, bound: usize, writers: usize) -> Self {
         let (tx, rx) = mpsc::channel(bound.max(1));
         let rx = Arc::new(Mutex::new(rx));
         let counts = Arc::new(Counts::default());
-        for _ in 0..WRITERS {
+        for _ in 0..writers.max(1) {
             tokio::spawn(run(
                 Arc::clone(&writer),
                 Arc::clone(&rx),

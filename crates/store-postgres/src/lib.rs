@@ -175,7 +175,11 @@ impl PgStore {
             listener: Arc::clone(&listener),
             announcer,
         });
-        let queue = group::Queue::start(Arc::clone(&writer), cfg.options.write_queue);
+        let queue = group::Queue::start(
+            Arc::clone(&writer),
+            cfg.options.write_queue,
+            cfg.options.writers,
+        );
         tracing::debug!(store = %cfg.description(), "PostgreSQL task store open");
         Ok(Self {
             pool,

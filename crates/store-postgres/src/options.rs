@@ -9,6 +9,10 @@ use tokio_postgres::config::Host;
 /// The default bound of the write queue ([`PgOptions::write_queue`]).
 pub const WRITE_QUEUE: usize = 1024;
 
+/// How many writer tasks flush the write queue by default (each on its own pooled
+/// connection; [`PgOptions::writers`]).
+pub(crate) const WRITERS: usize = 2;
+
 /// Options of a [`crate::PgStore`] beyond the connection settings.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PgOptions {
@@ -32,8 +36,12 @@ pub struct PgOptions {
     pub schema: String,
     /// How many creations and terminal transitions wait at most to be written by group
     /// commit (`?write_queue=N`, default [`crate::WRITE_QUEUE`], 1,024): past it a caller
-    /// waits for room. Two writers take them in batches of up to 64, one transaction each.
+    /// waits for room. [`Self::writers`] writers take them in batches of up to 64, one transaction each.
     pub write_queue: usize,
+    /// How many writers take the queued writes (`?writers=N`, 1 to 64, default 2), each
+    /// on a pooled connection of its own (two while its batch holds creations and
+    /// terminal transitions).
+    pub writers: usize,
 }
 
 impl Default for PgOptions {
@@ -45,6 +53,7 @@ impl Default for PgOptions {
             fallback_poll: Duration::from_secs(2),
             schema: "mcp_tasks".into(),
             write_queue: WRITE_QUEUE,
+            writers: WRITERS,
         }
     }
 }
@@ -75,7 +84,7 @@ pub fn is_postgres_url(url: &str) -> bool {
 impl PgConfig {
     /// Parse a store URL `postgres://USER[:PASSWORD]@HOST[:PORT]/DB[?OPTIONS]` (or
     /// `postgresql://...`). The store's own options are `pool=N`, `statement_timeout=5s`,
-    /// `connect_for=30s`, `fallback_poll=2s`, `write_queue=1024` and `schema=NAME` (durations in humantime
+    /// `connect_for=30s`, `fallback_poll=2s`, `write_queue=1024`, `writers=N` and `schema=NAME` (durations in humantime
     /// syntax); any other option is passed to the PostgreSQL client (`connect_timeout`,
     /// `application_name`, `keepalives_idle`, ...). With no password in the URL, the
     /// password comes from `PGPASSWORD` when it is set.
@@ -120,6 +129,15 @@ impl PgConfig {
                     options.write_queue = v.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
                         bad(format!("write_queue must be a number above 0, not {v:?}"))
                     })?;
+                }
+                "writers" => {
+                    options.writers =
+                        v.parse()
+                            .ok()
+                            .filter(|n| (1..=64).contains(n))
+                            .ok_or_else(|| {
+                                bad(format!("writers must be a number from 1 to 64, not {v:?}"))
+                            })?;
                 }
                 "connect_for" => options.connect_for = duration(v)?,
                 "fallback_poll" => {
@@ -239,7 +257,7 @@ mod tests {
     #[test]
     fn urls_parse() {
         let c = PgConfig::parse_with_env(
-            "postgres://alice:s3cret@db.example:6543/tasks?pool=4&statement_timeout=250ms&schema=t1&write_queue=8",
+            "postgres://alice:s3cret@db.example:6543/tasks?pool=4&statement_timeout=250ms&schema=t1&write_queue=8&writers=3",
             None,
         )
         .unwrap();
@@ -253,6 +271,7 @@ mod tests {
         assert_eq!(c.options.statement_timeout, Duration::from_millis(250));
         assert_eq!(c.options.schema, "t1");
         assert_eq!(c.options.write_queue, 8);
+        assert_eq!(c.options.writers, 3);
         assert_eq!(
             c.pool_config().get_options(),
             Some("-c search_path=t1 -c statement_timeout=250")
@@ -277,6 +296,8 @@ mod tests {
             "postgres://u:hunter2@h/d?pool=0",
             "postgres://u:hunter2@h/d?pool=many",
             "postgres://u:hunter2@h/d?write_queue=0",
+            "postgres://u:hunter2@h/d?writers=0",
+            "postgres://u:hunter2@h/d?writers=65",
             "postgres://u:hunter2@h/d?statement_timeout=soon",
             "postgres://u:hunter2@h/d?schema=Bad-Name",
             "postgres://u:hunter2@h/d?nonsense=1",

@@ -10,6 +10,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 use tower::ServiceExt;
 
+use super::auth;
 use super::handlers::{self, ClientAddr};
 use super::metrics::Refusal;
 use super::state::Shared;
@@ -185,6 +186,7 @@ impl Connection {
             stop,
             http1,
         } = self;
+        let last_token = Arc::new(auth::LastToken::default());
         let service =
             hyper::service::service_fn(move |req: hyper::Request<hyper::body::Incoming>| {
                 let mut req = req.map(axum::body::Body::new);
@@ -195,6 +197,7 @@ impl Connection {
                     futures::future::Either::Left(handlers::plain_post(
                         Arc::clone(&shared),
                         Arc::clone(&cors),
+                        Arc::clone(&last_token),
                         req,
                     ))
                 } else {

@@ -67,6 +67,32 @@ impl BearerTokens {
     }
 }
 
+/// The static bearer token last accepted on one connection, and its principal: a client
+/// sends the same token with every request of its connection, which is then recognised by
+/// comparing it with this one (in constant time, as [`BearerTokens::authenticate`]
+/// compares digests) instead of digesting it again. The tokens of a server do not change
+/// while it runs, so a token accepted once stays accepted.
+#[derive(Default)]
+pub(crate) struct LastToken(parking_lot::Mutex<Option<(Box<[u8]>, String)>>);
+
+impl LastToken {
+    /// The principal of `presented` when it is the token last accepted here.
+    pub(crate) fn principal_of(&self, presented: &str) -> Option<String> {
+        let last = self.0.lock();
+        let (token, principal) = last.as_ref()?;
+        bool::from(subtle::ConstantTimeEq::ct_eq(
+            &token[..],
+            presented.as_bytes(),
+        ))
+        .then(|| principal.clone())
+    }
+
+    /// `presented` was accepted as `principal`.
+    pub(crate) fn remember(&self, presented: &str, principal: &str) {
+        *self.0.lock() = Some((presented.as_bytes().into(), principal.to_owned()));
+    }
+}
+
 /// Which `Origin` header values are accepted.
 ///
 /// Spec (transports, security warning): "Servers MUST validate the `Origin` header on all
@@ -297,6 +323,20 @@ mod tests {
         assert_eq!(t.authenticate("secret-a"), Some("carol"));
         assert_eq!(t.len(), 2);
         assert!(!format!("{t:?}").contains("secret"));
+    }
+
+    #[test]
+    fn the_last_token_of_a_connection_names_its_principal_only() {
+        let last = LastToken::default();
+        assert_eq!(last.principal_of("secret-a"), None);
+        last.remember("secret-a", "alice");
+        assert_eq!(last.principal_of("secret-a").as_deref(), Some("alice"));
+        for other in ["secret-b", "secret-", "secret-aa", ""] {
+            assert_eq!(last.principal_of(other), None, "{other}");
+        }
+        last.remember("secret-b", "bob");
+        assert_eq!(last.principal_of("secret-a"), None);
+        assert_eq!(last.principal_of("secret-b").as_deref(), Some("bob"));
     }
 
     #[test]

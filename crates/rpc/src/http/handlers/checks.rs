@@ -20,6 +20,7 @@ use super::response::{
     LAST_EVENT_ID, MCP_PROTOCOL_VERSION, MCP_SESSION_ID, bad_request, header_str, http_error,
     session_refused, store_unavailable,
 };
+use crate::http::auth::LastToken;
 use crate::http::metrics::Refusal;
 use crate::http::oauth::AuthFailure;
 use crate::http::session::HttpSession;
@@ -107,6 +108,16 @@ pub(super) async fn authenticate(
     shared: &Shared,
     headers: &HeaderMap,
 ) -> Result<Option<String>, Box<Response>> {
+    authenticate_on(shared, headers, None).await
+}
+
+/// [`authenticate`] on a connection whose last accepted static token is `last`: the same
+/// token again is known without its digest; a static token accepted is remembered there.
+pub(super) async fn authenticate_on(
+    shared: &Shared,
+    headers: &HeaderMap,
+    last: Option<&LastToken>,
+) -> Result<Option<String>, Box<Response>> {
     let tokens = &shared.config.tokens;
     let oauth = shared.config.oauth.as_deref();
     if tokens.is_empty() && oauth.is_none() {
@@ -118,8 +129,14 @@ pub(super) async fn authenticate(
     });
     let failure = match presented {
         None => AuthFailure::Missing,
+        Some(t) if let Some(p) = last.and_then(|l| l.principal_of(t)) => return Ok(Some(p)),
         Some(t) => match (tokens.authenticate(t), oauth) {
-            (Some(p), _) => return Ok(Some(p.to_owned())),
+            (Some(p), _) => {
+                if let Some(l) = last {
+                    l.remember(t, p);
+                }
+                return Ok(Some(p.to_owned()));
+            }
             (None, Some(o)) => match o.authenticate(t).await {
                 Ok(p) => return Ok(Some(p)),
                 Err(f) => f,

@@ -12,6 +12,7 @@ use axum::{Extension, Router, routing};
 use mcp_tasks_proto::codes;
 use mcp_tasks_proto::logged::{capped, digest};
 
+use super::auth::LastToken;
 use super::metrics::METRICS_PATH;
 use super::session::{Connect, resume};
 use super::state::Shared;
@@ -26,7 +27,7 @@ mod probes;
 mod response;
 mod ui;
 
-use checks::{authenticate, cors, find_session, foreign_host, legacy_version_check, origin_guard};
+use checks::{authenticate, authenticate_on, cors, find_session, foreign_host, legacy_version_check, origin_guard};
 pub(crate) use post::ClientAddr;
 use post::{post, sse_response};
 use probes::{HEALTHZ, READYZ, healthz, readyz, resource_metadata};
@@ -101,21 +102,24 @@ pub(crate) fn is_plain_post(shared: &Shared, req: &Request) -> bool {
 /// check of [`origin_guard`] (it has no `Origin` to check), the bearer token of
 /// [`checked`], [`post`], and the headers the CORS layer puts on every answer to a request
 /// without `Origin` ([`PlainCors`]).
+/// `last`: the static token last accepted on the request's connection (see
+/// [`LastToken`]).
 pub(crate) async fn plain_post(
     shared: Arc<Shared>,
     cors: Arc<PlainCors>,
+    last: Arc<LastToken>,
     req: Request,
 ) -> Result<Response, std::convert::Infallible> {
-    let mut r = plain_post_answer(&shared, req).await;
+    let mut r = plain_post_answer(&shared, &last, req).await;
     cors.apply(&mut r);
     Ok(r)
 }
 
-async fn plain_post_answer(shared: &Arc<Shared>, req: Request) -> Response {
+async fn plain_post_answer(shared: &Arc<Shared>, last: &LastToken, req: Request) -> Response {
     if let Some(r) = foreign_host(shared, req.headers()) {
         return r;
     }
-    let principal = match authenticate(shared, req.headers()).await {
+    let principal = match authenticate_on(shared, req.headers(), Some(last)).await {
         Ok(p) => p,
         Err(r) => return *r,
     };

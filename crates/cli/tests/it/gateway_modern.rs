@@ -430,3 +430,80 @@ async fn our_client_in_2026_07_28_over_http_through_the_gateway() {
     assert_eq!(r.text(), "old");
     c.close().await;
 }
+
+/// Issue 31: resources, prompts and completion pass through for 2026-07-28 clients as for
+/// 2025-11-25 ones: a modern client in front of the conformance example (over stdio) lists
+/// and reads resources and templates, lists and gets prompts, and completes an argument;
+/// each result valid 2026-07-28 (`complete`, and the cacheable ones with `ttlMs` 0 and
+/// `cacheScope` `private`: the upstream gives no hint); the upstream's own errors come
+/// back as they are.
+#[test]
+fn resources_prompts_and_completion_pass_through_for_2026_07_28_clients() {
+    let example = crate::gateway_common::conformance_example();
+    let mut s = Stdio::spawn(&["--upstream-cmd", &format!("{} --stdio", example.display())]);
+    let caps = json!({});
+    // `server/discover` declares what passes through (without `subscribe` and
+    // `listChanged`, whose 2026-07-28 form the gateway does not relay).
+    let d = modern(&mut s, "d", "server/discover", json!({}), caps.clone());
+    let declared = &d["result"]["capabilities"];
+    assert_eq!(declared["resources"], json!({}), "{d}");
+    assert_eq!(declared["prompts"], json!({}), "{d}");
+    assert_eq!(declared["completions"], json!({}), "{d}");
+    let ok = |s: &mut Stdio, id: &str, method: &str, params: Value| {
+        let r = modern(s, id, method, params, caps.clone());
+        let result = r.get("result").cloned().unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(result["resultType"], "complete", "{r}");
+        result
+    };
+    for (method, key) in [
+        ("resources/list", "resources"),
+        ("resources/templates/list", "resourceTemplates"),
+        ("prompts/list", "prompts"),
+    ] {
+        let r = ok(&mut s, method, method, json!({}));
+        assert!(!r[key].as_array().unwrap().is_empty(), "{r}");
+        assert_eq!(r["ttlMs"], 0, "{r}");
+        assert_eq!(r["cacheScope"], "private", "{r}");
+    }
+    let r = ok(
+        &mut s,
+        "read",
+        "resources/read",
+        json!({"uri": "test://static-text"}),
+    );
+    assert_eq!(
+        r["contents"][0]["text"], "This is the content of the static text resource.",
+        "{r}"
+    );
+    let r = ok(
+        &mut s,
+        "get",
+        "prompts/get",
+        json!({"name": "test_prompt_with_arguments", "arguments": {"arg1": "a", "arg2": "b"}}),
+    );
+    assert_eq!(
+        r["messages"][0]["content"]["text"], "Prompt with arguments: arg1='a', arg2='b'",
+        "{r}"
+    );
+    let r = ok(
+        &mut s,
+        "complete",
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+               "argument": {"name": "arg1", "value": "par"}}),
+    );
+    assert_eq!(
+        r["completion"]["values"],
+        json!(["paris", "park", "party"]),
+        "{r}"
+    );
+    // The upstream's own error, unchanged.
+    let r = modern(
+        &mut s,
+        "missing",
+        "resources/read",
+        json!({"uri": "test://no-such-resource"}),
+        caps.clone(),
+    );
+    assert!(r.get("error").is_some(), "{r}");
+}

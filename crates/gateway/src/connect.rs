@@ -4,14 +4,13 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_proto::{Revision, RevisionChoice};
+use mcp_tasks_proto::Revision;
 use mcp_tasks_rpc::http_client::ResumeSession;
 use mcp_tasks_rpc::{Handler, Peer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::config::UpstreamSpec;
 use crate::error::GatewayError;
 
 /// The upstream session a connection speaks in, where a later connection can take it up
@@ -103,25 +102,4 @@ pub trait Connector: Send + Sync + 'static {
 
     /// For logs and error messages.
     fn describe(&self) -> String;
-}
-
-/// The connector of an upstream spec (`protocol`: `--upstream-protocol`, which changes
-/// how an HTTP upstream is spoken to; `auto` opens HTTP connections of either era).
-///
-/// # Errors
-/// A Streamable HTTP upstream with headers the transport cannot send.
-pub(crate) fn connector(
-    spec: &UpstreamSpec,
-    max_line: usize,
-    protocol: RevisionChoice,
-) -> Result<Arc<dyn Connector>, GatewayError> {
-    match spec {
-        UpstreamSpec::Stdio { .. } => Ok(Arc::new(crate::stdio::StdioConnector::new(
-            spec.clone(),
-            max_line,
-        ))),
-        UpstreamSpec::Http { .. } => Ok(Arc::new(crate::http::HttpConnector::new(
-            spec, max_line, protocol,
-        )?)),
-    }
 }

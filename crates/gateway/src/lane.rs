@@ -28,9 +28,11 @@ use crate::tools::ToolSet;
 
 mod routing;
 mod supervise;
+mod waiter;
 
-pub(crate) use routing::{RouteGuard, Waiter};
+pub(crate) use routing::RouteGuard;
 pub(crate) use supervise::merge_initialize;
+pub(crate) use waiter::Waiter;
 
 /// How long `initialize` (downstream) waits for the upstream's first start.
 pub(crate) const FIRST_START_WAIT: Duration = Duration::from_secs(30);
@@ -137,8 +139,8 @@ struct Routes {
     calls: Vec<(u64, ToolContext)>,
     /// Every call in flight, plain or running as an upstream task (its task id known
     /// yet or not), with the requests of its upstream connection whose response streams
-    /// carry its questions, and the failure it may be given ([`routing::Waiter`]).
-    waiting: Vec<(u64, ToolContext, Arc<routing::Waiter>)>,
+    /// carry its questions, and the failure it may be given ([`Waiter`]).
+    waiting: Vec<(u64, ToolContext, Arc<Waiter>)>,
 }
 
 /// The lane's state, shared by its session, its calls, its supervisor and its

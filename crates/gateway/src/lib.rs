@@ -32,6 +32,7 @@ mod backoff;
 mod config;
 mod conn;
 mod connect;
+mod connectors;
 mod error;
 mod http;
 mod lane;
@@ -67,7 +68,8 @@ pub fn extension(
     max_line_bytes: usize,
     tasks: bool,
 ) -> Result<Arc<GatewayFactory>, GatewayError> {
-    let connector = connect::connector(&config.upstream, max_line_bytes, config.upstream_protocol)?;
+    let connector =
+        connectors::connector(&config.upstream, max_line_bytes, config.upstream_protocol)?;
     let mut limits = lane::Limits::new(config.max_upstreams, config.upstream_timeout);
     limits.upstream_protocol = config.upstream_protocol;
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())

@@ -281,7 +281,7 @@ mod tests {
         let lanes = ModernLanes::default();
         let open = || {
             LaneInner::open_lane(
-                crate::connect::connector(
+                crate::connectors::connector(
                     &crate::UpstreamSpec::Stdio {
                         program: "true".into(),
                         args: Vec::new(),

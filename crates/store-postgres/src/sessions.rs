@@ -176,6 +176,26 @@ impl PgSessions {
         }
     }
 
+    /// The channel of this schema's session notifications, and the payload of the one
+    /// that carries `message` of `session` (see [`MAX_RELAYED_BYTES`]).
+    fn notification(&self, session: &str, message: &str) -> (String, String) {
+        let channel = format!("{}_sessions", self.cfg.options.schema);
+        let payload = serde_json::json!({"session": session, "message": message}).to_string();
+        (channel, payload)
+    }
+
+    /// The limits within which a message too large for a notification is stored in
+    /// `relayed_messages`, and its time to live (ms); a message over
+    /// [`RelayLimits::max_message`] is refused.
+    fn stored_limits(&self, message: &str) -> Result<(RelayLimits, i64), RelayError> {
+        let l = self.limits;
+        if message.len() > l.max_message {
+            return Err(relay::too_large(message.len(), l.max_message));
+        }
+        let ttl = i64::try_from(l.ttl.as_millis()).unwrap_or(i64::MAX);
+        Ok((l, ttl))
+    }
+
     /// The session ids a statement returns (its first column).
     async fn ids(
         &self,
@@ -294,8 +314,7 @@ impl PgSessions {
     /// the stored messages would pass [`RelayLimits::max_total`], or those of the
     /// session's owner [`RelayLimits::max_per_owner`]; else the database fails.
     pub async fn relay(&self, session: &str, message: &str) -> Result<(), RelayError> {
-        let channel = format!("{}_sessions", self.cfg.options.schema);
-        let payload = serde_json::json!({"session": session, "message": message}).to_string();
+        let (channel, payload) = self.notification(session, message);
         if payload.len() <= MAX_RELAYED_BYTES {
             return self
                 .db
@@ -304,11 +323,7 @@ impl PgSessions {
                 .map(|_| ())
                 .map_err(RelayError::from);
         }
-        let l = self.limits;
-        if message.len() > l.max_message {
-            return Err(relay::too_large(message.len(), l.max_message));
-        }
-        let ttl = i64::try_from(l.ttl.as_millis()).unwrap_or(i64::MAX);
+        let (l, ttl) = self.stored_limits(message)?;
         let rows = self
             .db
             .query(
@@ -373,8 +388,7 @@ impl PgSessions {
         id: i64,
         message: &str,
     ) -> Result<bool, RelayError> {
-        let channel = format!("{}_sessions", self.cfg.options.schema);
-        let payload = serde_json::json!({"session": session, "message": message}).to_string();
+        let (channel, payload) = self.notification(session, message);
         let now = relay::now_ms();
         if payload.len() <= MAX_RELAYED_BYTES {
             let rows = self
@@ -386,11 +400,7 @@ impl PgSessions {
                 .await?;
             return Ok(!rows.is_empty());
         }
-        let l = self.limits;
-        if message.len() > l.max_message {
-            return Err(relay::too_large(message.len(), l.max_message));
-        }
-        let ttl = i64::try_from(l.ttl.as_millis()).unwrap_or(i64::MAX);
+        let (l, ttl) = self.stored_limits(message)?;
         let rows = self
             .db
             .query(

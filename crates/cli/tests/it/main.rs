@@ -43,6 +43,7 @@ mod gateway_everything;
 mod gateway_hardening;
 mod gateway_http_upstream;
 mod gateway_modern;
+mod gateway_modern_questions;
 mod gateway_passthrough;
 mod gateway_policy;
 mod gateway_replicas;

@@ -1,11 +1,8 @@
 //! Routing what the upstream sends to the call it belongs to (progress, relayed
 //! requests, upstream tasks), and what the downstream sends to the upstream.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
-
-use parking_lot::Mutex;
-use tokio::sync::watch;
 
 use mcp_tasks_proto::meta::{progress_token_key as token_key, related_task, strip_related_task};
 use mcp_tasks_proto::{ErrorObject, RequestId, methods};
@@ -14,106 +11,11 @@ use mcp_tasks_server::ToolContext;
 use serde_json::{Value, json};
 
 use super::supervise::TOOLS_LIST_CHANGED;
+use super::waiter::Waiter;
 use super::{EARLY_NOTIFICATION_BYTES, EARLY_NOTIFICATIONS, EARLY_REQUESTS, LaneInner, json_len};
 use crate::conn::{CallError, Conn};
 use crate::error::unavailable;
 use crate::resume::Note;
-
-/// What the lane keeps of one call in flight besides its context: the ids of its
-/// requests upstream whose response streams may carry the upstream's questions for it
-/// (Streamable HTTP), and the error it is failed with when the upstream asked a question
-/// the gateway could not attribute ([`LaneInner::on_upstream_request`]).
-pub(crate) struct Waiter {
-    posts: Mutex<Vec<Arc<OnceLock<RequestId>>>>,
-    failed: watch::Sender<Option<ErrorObject>>,
-}
-
-impl Waiter {
-    fn new() -> Self {
-        Self {
-            posts: Mutex::new(Vec::new()),
-            failed: watch::channel(None).0,
-        }
-    }
-
-    /// A request of this call is about to be sent upstream: its id will be written into
-    /// the returned sink, which stays registered until the [`Post`] is dropped.
-    pub(crate) fn post(self: &Arc<Self>) -> Post {
-        let sink = Arc::new(OnceLock::new());
-        self.posts.lock().push(Arc::clone(&sink));
-        Post {
-            waiter: Arc::clone(self),
-            sink,
-        }
-    }
-
-    /// Whether the upstream request `id` of ours belongs to this call.
-    fn sent(&self, id: &RequestId) -> bool {
-        self.posts.lock().iter().any(|s| s.get() == Some(id))
-    }
-
-    /// Whether the call was failed ([`Self::fail`]).
-    pub(crate) fn is_failed(&self) -> bool {
-        self.failed.borrow().is_some()
-    }
-
-    /// Fail the call with `error` (the first failure wins).
-    fn fail(&self, error: ErrorObject) {
-        self.failed.send_if_modified(|f| {
-            if f.is_some() {
-                return false;
-            }
-            *f = Some(error);
-            true
-        });
-    }
-
-    /// `work`'s outcome, unless the call is failed first (or already was): then that
-    /// error, and `work` is dropped (its request upstream abandoned, so cancelled).
-    pub(crate) async fn unless_failed<T>(
-        &self,
-        work: impl std::future::Future<Output = Result<T, ErrorObject>>,
-    ) -> Result<T, ErrorObject> {
-        let mut rx = self.failed.subscribe();
-        let failed = async move {
-            let seen = rx.wait_for(Option::is_some).await.map(|e| {
-                e.clone()
-                    .unwrap_or_else(|| ErrorObject::internal("the call failed"))
-            });
-            match seen {
-                Ok(e) => e,
-                Err(_) => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            e = failed => Err(e),
-            r = work => r,
-        }
-    }
-}
-
-/// One request of a call registered with its [`Waiter`]; deregistered when dropped.
-pub(crate) struct Post {
-    waiter: Arc<Waiter>,
-    sink: Arc<OnceLock<RequestId>>,
-}
-
-impl Post {
-    /// Where the peer writes the request's id.
-    pub(crate) fn sink(&self) -> Arc<OnceLock<RequestId>> {
-        Arc::clone(&self.sink)
-    }
-}
-
-impl Drop for Post {
-    fn drop(&mut self) {
-        self.waiter
-            .posts
-            .lock()
-            .retain(|s| !Arc::ptr_eq(s, &self.sink));
-    }
-}
 
 /// Removes a call's routes when the call ends (or is dropped).
 pub(crate) struct RouteGuard {

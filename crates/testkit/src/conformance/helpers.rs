@@ -201,6 +201,11 @@ pub(super) fn rejected(r: TransitionResult, what: &str) -> TaskRecord {
     }
 }
 
+/// One page of `store`'s listing.
+pub(super) async fn list(store: &Store, q: ListQuery) -> Vec<TaskRecord> {
+    store.list(q).await.expect("list")
+}
+
 pub(super) async fn list_all(store: &Store, scope: &ListScope, page: usize) -> Vec<TaskRecord> {
     list_pages(store, page, |after| {
         ListQuery::new(scope.clone(), after, page)
@@ -233,6 +238,25 @@ pub(super) async fn list_pages(
         };
         cursor = Some(last.seq);
         out.extend(batch);
+    }
+}
+
+/// Listed page by page with `query(page, cursor)`, for pages of 1, 7, 10, 25 and 100
+/// tasks, the store returns `want`, every task once, in its order (`how`, `order`: the
+/// failure's words).
+pub(super) async fn pages_return(
+    store: &Store,
+    want: &[TaskRecord],
+    how: &str,
+    order: &str,
+    query: impl Fn(usize, Option<i64>) -> ListQuery,
+) {
+    for page in [1, 7, 10, 25, 100] {
+        let all = list_pages(store, page, |cursor| query(page, cursor)).await;
+        assert_eq!(
+            all, want,
+            "{how} by {page} must return every task once, {order}"
+        );
     }
 }
 

@@ -108,33 +108,27 @@ pub async fn ttl_deletion(store: Store) {
 /// available." (the engine asks for `limit + 1` to know).
 pub async fn keyset_pagination(store: Store) {
     let created = create_mixed_owners(&store).await;
-    for page in [1, 7, 10, 25, 100] {
-        let all = list_all(&store, &ListScope::All, page).await;
-        assert_eq!(
-            all, created,
-            "paging by {page} must return every task once, in seq order"
-        );
-    }
-    let first = store
-        .list(ListQuery::new(ListScope::All, None, 10))
-        .await
-        .expect("list");
+    pages_return(&store, &created, "paging", "in seq order", |page, after| {
+        ListQuery::new(ListScope::All, after, page)
+    })
+    .await;
+    let first = list(&store, ListQuery::new(ListScope::All, None, 10)).await;
     assert_eq!(first, created[..10]);
-    let second = store
-        .list(ListQuery::new(ListScope::All, Some(created[9].seq), 10))
-        .await
-        .expect("list");
+    let second = list(
+        &store,
+        ListQuery::new(ListScope::All, Some(created[9].seq), 10),
+    )
+    .await;
     assert_eq!(second, created[10..20]);
-    let after_last = store
-        .list(ListQuery::new(ListScope::All, Some(created[24].seq), 10))
-        .await
-        .expect("list");
+    let after_last = list(
+        &store,
+        ListQuery::new(ListScope::All, Some(created[24].seq), 10),
+    )
+    .await;
     assert!(after_last.is_empty(), "nothing after the last task");
     assert!(
-        store
-            .list(ListQuery::new(ListScope::All, None, 0))
+        list(&store, ListQuery::new(ListScope::All, None, 0))
             .await
-            .expect("list")
             .is_empty(),
         "limit 0"
     );
@@ -145,10 +139,7 @@ pub async fn keyset_pagination(store: Store) {
         .delete_expired(T0 + 1, 10)
         .await
         .expect("delete_expired");
-    let page = store
-        .list(ListQuery::new(ListScope::All, Some(t.seq), 10))
-        .await
-        .expect("list");
+    let page = list(&store, ListQuery::new(ListScope::All, Some(t.seq), 10)).await;
     assert_eq!(
         ids(&page),
         vec![after.task_id],
@@ -268,20 +259,15 @@ pub async fn owner_isolation(store: Store) {
 pub async fn newest_first_pages(store: Store) {
     let created = create_mixed_owners(&store).await;
     let newest: Vec<TaskRecord> = created.iter().rev().cloned().collect();
-    for page in [1, 7, 10, 25, 100] {
-        let all = list_pages(&store, page, |before| {
-            ListQuery::newest_first(ListScope::All, before, page)
-        })
-        .await;
-        assert_eq!(
-            all, newest,
-            "paging newest first by {page} must return every task once, in descending seq"
-        );
-    }
-    let first = store
-        .list(ListQuery::newest_first(ListScope::All, None, 10))
-        .await
-        .expect("list");
+    pages_return(
+        &store,
+        &newest,
+        "paging newest first",
+        "in descending seq",
+        |page, before| ListQuery::newest_first(ListScope::All, before, page),
+    )
+    .await;
+    let first = list(&store, ListQuery::newest_first(ListScope::All, None, 10)).await;
     assert_eq!(first, newest[..10], "the first page holds the newest tasks");
     let of_a = store
         .list(ListQuery::newest_first(
@@ -299,15 +285,12 @@ pub async fn newest_first_pages(store: Store) {
         .collect();
     assert_eq!(of_a, want, "an owner's newest tasks, and only its own");
     assert!(
-        store
-            .list(ListQuery::newest_first(
-                ListScope::All,
-                Some(created[0].seq),
-                10
-            ))
-            .await
-            .expect("list")
-            .is_empty(),
+        list(
+            &store,
+            ListQuery::newest_first(ListScope::All, Some(created[0].seq), 10)
+        )
+        .await
+        .is_empty(),
         "nothing before the first task"
     );
     // A cursor left by a deleted task still works.
@@ -316,10 +299,11 @@ pub async fn newest_first_pages(store: Store) {
         .delete_expired(T0 + 1, 10)
         .await
         .expect("delete_expired");
-    let page = store
-        .list(ListQuery::newest_first(ListScope::All, Some(t.seq), 2))
-        .await
-        .expect("list");
+    let page = list(
+        &store,
+        ListQuery::newest_first(ListScope::All, Some(t.seq), 2),
+    )
+    .await;
     assert_eq!(
         page,
         newest[..2],

@@ -388,26 +388,35 @@ impl HttpSession {
     /// This replica starts serving the session's GET: the others are told, so that what
     /// they hold for the stream comes here.
     pub(crate) fn announce_listener(&self) {
-        let Some(relay) = self.relay.get() else {
-            return;
-        };
-        *self.listener.lock() = Some(Arc::clone(&relay.me));
-        let note = json!({ LISTENER: &*relay.me });
-        if relay.tx.try_send((self.id.clone(), note)).is_err() {
-            tracing::warn!(session = %mcp_tasks_proto::logged::digest(&self.id), "the relay queue is full: the other replicas do not learn where this session's GET is");
+        if let Some(relay) = self.relay.get() {
+            *self.listener.lock() = Some(Arc::clone(&relay.me));
         }
+        self.relay_note(
+            LISTENER,
+            "the other replicas do not learn where this session's GET is",
+        );
     }
 
     /// This replica just loaded a copy of the session: the replica holding its GET (if
     /// any) is asked to say so again, so that what this copy routes to the standalone
     /// stream goes there.
     pub(crate) fn ask_listener(&self) {
+        self.relay_note(
+            ASK,
+            "this replica does not learn where this session's GET is",
+        );
+    }
+
+    /// Send the other replicas the note `{key: this replica}` about this session (with a
+    /// directory); when the relay queue is full it is dropped, with a warning saying what
+    /// is `lost`.
+    fn relay_note(&self, key: &str, lost: &str) {
         let Some(relay) = self.relay.get() else {
             return;
         };
-        let note = json!({ ASK: &*relay.me });
+        let note = json!({ key: &*relay.me });
         if relay.tx.try_send((self.id.clone(), note)).is_err() {
-            tracing::warn!(session = %mcp_tasks_proto::logged::digest(&self.id), "the relay queue is full: this replica does not learn where this session's GET is");
+            tracing::warn!(session = %mcp_tasks_proto::logged::digest(&self.id), "the relay queue is full: {lost}");
         }
     }
 

@@ -14,18 +14,23 @@
 //!
 //! * [`client`]: the lean MCP-over-HTTP client (JSON or SSE answers, the latter read with
 //!   the workspace's one SSE parser, [`mcp_tasks_rpc::sse`]);
-//! * [`scenario`]: the workloads and the run;
+//! * [`config`]: the workloads and a run's settings;
+//! * [`scenario`]: the run (virtual clients, phases);
+//! * [`stats`]: what a run measures;
 //! * [`wire`]: what is sent and checked, per era;
 //! * [`report`]: JSON and text output;
 //! * [`cpu`]: CPU time and memory of the bench and of the server.
 
 pub mod client;
+pub mod config;
 pub mod cpu;
 pub mod report;
 pub mod scenario;
+pub mod stats;
 pub mod wire;
 
 pub use client::{CallError, Endpoint, McpClient, era_name, parse_era};
+pub use config::{Config, Scenario};
 pub use hdrhistogram::Histogram;
 pub use report::Report;
-pub use scenario::{BenchError, Config, Scenario, run};
+pub use scenario::{BenchError, run};

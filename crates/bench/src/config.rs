@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use mcp_tasks_proto::Revision;
 
-use crate::client::Endpoint;
+use crate::message::Endpoint;
 
 /// What the virtual clients do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,7 +104,7 @@ pub struct Config {
     /// sessions and the store of `endpoint`), so that waiter and executor differ.
     pub wait_endpoint: Option<Endpoint>,
     /// The protocol revision spoken (`--era`, named in reports by
-    /// [`crate::client::era_name`]).
+    /// [`crate::message::era_name`]).
     pub revision: Revision,
     /// The workload.
     pub scenario: Scenario,

@@ -266,7 +266,7 @@ pub(crate) fn build_report(
     Report {
         tool: "mcp-tasks bench".into(),
         url: format!("http://{}{}", cfg.endpoint.authority, cfg.endpoint.path),
-        era: crate::client::era_name(cfg.revision).into(),
+        era: crate::message::era_name(cfg.revision).into(),
         scenario: cfg.scenario.name().into(),
         concurrency: cfg.concurrency,
         duration_s: cfg.duration.as_secs_f64(),

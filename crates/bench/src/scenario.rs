@@ -9,9 +9,10 @@ use serde_json::{Value, json};
 
 use mcp_tasks_proto::Revision;
 
-use crate::client::{CallError, McpClient, Reply, header_safe};
+use crate::client::McpClient;
 use crate::config::{Config, Scenario, op};
 use crate::cpu;
+use crate::message::{CallError, Reply, header_safe};
 use crate::report::{Report, build_report};
 use crate::stats::{Setup, Stats};
 use crate::wire::{

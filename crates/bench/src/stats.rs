@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use hdrhistogram::Histogram;
 
-use crate::client::CallError;
+use crate::message::CallError;
 
 /// Counts of one kind of error, with one example.
 #[derive(Debug, Clone, Default)]

@@ -1,6 +1,6 @@
 //! `mcp-tasks bench`: a load generator for MCP task servers over Streamable HTTP, in the
 //! spirit of `redis-benchmark`, in either protocol revision ([`Config::revision`],
-//! [`client::era_name`]): 2025-11-25 tasks,
+//! [`message::era_name`]): 2025-11-25 tasks,
 //! or 2026-07-28 with the tasks extension (SEP-2663).
 //!
 //! Each virtual client has its own keep-alive HTTP/1.1 connection and runs one
@@ -14,18 +14,26 @@
 //!
 //! * [`client`]: the lean MCP-over-HTTP client (JSON or SSE answers, the latter read with
 //!   the workspace's one SSE parser, [`mcp_tasks_rpc::sse`]);
-//! * [`scenario`]: the workloads and the run;
+//! * [`message`]: the endpoint, the revision's names and `_meta`, a call's answer;
+//! * [`config`]: the workloads and a run's settings;
+//! * [`scenario`]: the run (virtual clients, phases);
+//! * [`stats`]: what a run measures;
 //! * [`wire`]: what is sent and checked, per era;
 //! * [`report`]: JSON and text output;
 //! * [`cpu`]: CPU time and memory of the bench and of the server.
 
 pub mod client;
+pub mod config;
 pub mod cpu;
+pub mod message;
 pub mod report;
 pub mod scenario;
+pub mod stats;
 pub mod wire;
 
-pub use client::{CallError, Endpoint, McpClient, era_name, parse_era};
+pub use client::McpClient;
+pub use config::{Config, Scenario};
 pub use hdrhistogram::Histogram;
+pub use message::{CallError, Endpoint, era_name, parse_era};
 pub use report::Report;
-pub use scenario::{BenchError, Config, Scenario, run};
+pub use scenario::{BenchError, run};

@@ -7,7 +7,8 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::scenario::{Config, Scenario, Setup, Stats, op};
+use crate::config::{Config, Scenario, op};
+use crate::stats::{Setup, Stats};
 
 /// The figures of one operation. Latencies in milliseconds.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -265,7 +266,7 @@ pub(crate) fn build_report(
     Report {
         tool: "mcp-tasks bench".into(),
         url: format!("http://{}{}", cfg.endpoint.authority, cfg.endpoint.path),
-        era: crate::client::era_name(cfg.revision).into(),
+        era: crate::message::era_name(cfg.revision).into(),
         scenario: cfg.scenario.name().into(),
         concurrency: cfg.concurrency,
         duration_s: cfg.duration.as_secs_f64(),
@@ -455,7 +456,7 @@ mod tests {
         let empty = Stats::default();
         let mut e = Stats::default();
         e.merge(empty);
-        let h = e.ops.entry("op").or_insert_with(crate::scenario::histogram);
+        let h = e.ops.entry("op").or_insert_with(crate::stats::histogram);
         assert_eq!((percentile(h, 50.0), h.max()), (0, 0));
 
         // Beyond the range: counted as its top.
@@ -463,6 +464,6 @@ mod tests {
         s.ok("op", Duration::MAX);
         let h = &s.ops["op"];
         assert_eq!(h.len(), 1);
-        assert!(h.max() >= crate::scenario::MAX_LATENCY_NS, "{}", h.max());
+        assert!(h.max() >= crate::stats::MAX_LATENCY_NS, "{}", h.max());
     }
 }

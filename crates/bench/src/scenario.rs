@@ -1,185 +1,23 @@
-//! The workloads, the virtual clients that run them, and the phases of a run (connect,
-//! set up, warm up, measure).
+//! The run: the virtual clients that play a workload ([`crate::config::Scenario`]) and
+//! the phases of a run (connect, set up, warm up, measure).
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 
 use mcp_tasks_proto::Revision;
 
-use crate::client::{CallError, Endpoint, McpClient, Reply, header_safe};
+use crate::client::McpClient;
+use crate::config::{Config, Scenario, op};
 use crate::cpu;
+use crate::message::{CallError, Reply, header_safe};
 use crate::report::{Report, build_report};
+use crate::stats::{Setup, Stats};
 use crate::wire::{
     create_params, created_task, inline_result_ok, poll_interval, task_status, tool_result_ok,
 };
-
-/// What the virtual clients do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Scenario {
-    /// Task-augmented `tools/call` of the work tool (0 ms by default), as fast as possible.
-    Create,
-    /// `tasks/get` of random ids among K tasks created beforehand.
-    Get,
-    /// Create, poll `tasks/get` every `poll_ms`, then `tasks/result` (modern: poll until
-    /// the task is terminal; the result comes inline in that last `tasks/get`).
-    Lifecycle,
-    /// Create, poll `tasks/get` as often as the task's `pollInterval` says, then
-    /// `tasks/result` (modern: as `Lifecycle`, at the task's `pollIntervalMs`).
-    LifecyclePollInterval,
-    /// Create, open `tasks/result` at once; the figure is how late the result arrives:
-    /// arrival - (create sent + work ms).
-    ResultWait,
-    /// Page through K stored tasks with `tasks/list`, over and over.
-    List,
-}
-
-impl Scenario {
-    /// Every scenario, in the order they are documented.
-    pub const ALL: [Scenario; 6] = [
-        Self::Create,
-        Self::Get,
-        Self::Lifecycle,
-        Self::LifecyclePollInterval,
-        Self::ResultWait,
-        Self::List,
-    ];
-
-    /// The name used on the command line and in reports.
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::Create => "create",
-            Self::Get => "get",
-            Self::Lifecycle => "lifecycle",
-            Self::LifecyclePollInterval => "lifecycle-poll-interval",
-            Self::ResultWait => "result-wait",
-            Self::List => "list",
-        }
-    }
-
-    /// Whether the scenario has a form in `revision` (2026-07-28 has no `tasks/result` and no
-    /// `tasks/list`).
-    pub fn in_revision(self, revision: Revision) -> bool {
-        !revision.tasks_are_extension() || !matches!(self, Self::ResultWait | Self::List)
-    }
-
-    /// The work (ms of `sleep`) when none is given.
-    pub fn default_work_ms(self) -> u64 {
-        match self {
-            Self::Create | Self::Get | Self::List => 0,
-            Self::Lifecycle | Self::LifecyclePollInterval | Self::ResultWait => 100,
-        }
-    }
-}
-
-impl std::str::FromStr for Scenario {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Self::ALL
-            .into_iter()
-            .find(|sc| sc.name() == s)
-            .ok_or_else(|| {
-                let names: Vec<_> = Self::ALL.iter().map(|s| s.name()).collect();
-                format!("unknown scenario `{s}` (one of: {})", names.join(", "))
-            })
-    }
-}
-
-/// Names of the measured operations.
-pub mod op {
-    /// A task-augmented `tools/call` (task creation).
-    pub const CREATE: &str = "tools/call";
-    /// `tasks/get`.
-    pub const GET: &str = "tasks/get";
-    /// `tasks/result`.
-    pub const RESULT: &str = "tasks/result";
-    /// `tasks/list` (one page).
-    pub const LIST: &str = "tasks/list";
-    /// A whole lifecycle: create sent to result received.
-    pub const LIFECYCLE: &str = "lifecycle";
-    /// How late a result arrives: arrival - (create sent + work).
-    pub const LATENESS: &str = "result-lateness";
-}
-
-/// A run's settings.
-#[derive(Debug, Clone)]
-pub struct Config {
-    /// The server.
-    pub endpoint: Endpoint,
-    /// `result-wait`: send `tasks/result` here instead (another replica sharing the
-    /// sessions and the store of `endpoint`), so that waiter and executor differ.
-    pub wait_endpoint: Option<Endpoint>,
-    /// The protocol revision spoken (`--era`, named in reports by
-    /// [`crate::client::era_name`]).
-    pub revision: Revision,
-    /// The workload.
-    pub scenario: Scenario,
-    /// Virtual clients (each its own MCP session and connection).
-    pub concurrency: usize,
-    /// How long to measure (a cap when `requests` is set).
-    pub duration: Duration,
-    /// How long to run before measuring.
-    pub warmup: Duration,
-    /// Stop after this many measured iterations instead of after `duration`.
-    pub requests: Option<u64>,
-    /// The `ms` argument of the work tool (for `get` and `list`, of the K tasks created
-    /// first); `None` is the scenario's default.
-    pub work_ms: Option<u64>,
-    /// Poll period of `lifecycle`.
-    pub poll_ms: u64,
-    /// K: tasks created beforehand for `get`, stored for `list`.
-    pub tasks: u64,
-    /// Connections that create those tasks.
-    pub seed_concurrency: usize,
-    /// `list`: create the K tasks first (else page through what the server holds).
-    pub seed: bool,
-    /// The `ttl` asked for each task (`None`: no `ttl` field).
-    pub ttl_ms: Option<u64>,
-    /// The work tool (`sleep`, taking `{ms}`).
-    pub tool: String,
-    /// The server's process, to read its CPU and memory.
-    pub server_pid: Option<u32>,
-    /// Longest wait for one answer (besides the work itself).
-    pub timeout: Duration,
-    /// Print progress to stderr.
-    pub progress: bool,
-}
-
-impl Config {
-    /// Defaults for `scenario` against `endpoint`.
-    pub fn new(endpoint: Endpoint, scenario: Scenario) -> Self {
-        Self {
-            endpoint,
-            wait_endpoint: None,
-            revision: Revision::V2025_11_25,
-            scenario,
-            concurrency: 16,
-            duration: Duration::from_secs(10),
-            warmup: Duration::from_secs(2),
-            requests: None,
-            work_ms: None,
-            poll_ms: 50,
-            tasks: 1000,
-            seed_concurrency: 32,
-            seed: true,
-            ttl_ms: Some(3_600_000),
-            tool: "sleep".into(),
-            server_pid: None,
-            timeout: Duration::from_secs(30),
-            progress: false,
-        }
-    }
-
-    /// The work in ms.
-    pub fn work(&self) -> u64 {
-        self.work_ms
-            .unwrap_or_else(|| self.scenario.default_work_ms())
-    }
-}
 
 /// Why a run could not be done at all.
 #[derive(Debug, thiserror::Error)]
@@ -198,86 +36,6 @@ pub enum BenchError {
     /// The tasks the scenario needs could not be created.
     #[error("setup failed: {0}")]
     Setup(String),
-}
-
-/// Counts of one kind of error, with one example.
-#[derive(Debug, Clone, Default)]
-pub struct ErrorCount {
-    /// How many.
-    pub count: u64,
-    /// The first one's text.
-    pub example: String,
-}
-
-/// The largest latency recorded (ns), about 18 minutes: larger values count as it.
-pub(crate) const MAX_LATENCY_NS: u64 = (1 << 40) - 1;
-
-/// An empty latency histogram (nanoseconds, up to [`MAX_LATENCY_NS`]): two significant
-/// digits, so that every percentile is within 1/128 (0.8 %) of the sample, in 35 KiB.
-pub(crate) fn histogram() -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_NS, 2).expect("valid histogram bounds")
-}
-
-/// What one virtual client measured.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// Latency per operation.
-    pub ops: BTreeMap<&'static str, Histogram<u64>>,
-    /// Errors per operation.
-    pub op_errors: BTreeMap<&'static str, u64>,
-    /// Errors per class (`jsonrpc -32602`, `malformed`, ...).
-    pub errors: BTreeMap<String, ErrorCount>,
-    /// When the last measured operation ended.
-    pub last_done: Option<Instant>,
-    /// `tasks/list`: tasks received over all pages.
-    pub listed_tasks: u64,
-    /// Connections opened again after a failure.
-    pub reconnects: u64,
-}
-
-impl Stats {
-    pub(crate) fn ok(&mut self, op: &'static str, d: Duration) {
-        let ns = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
-        self.ops
-            .entry(op)
-            .or_insert_with(histogram)
-            .saturating_record(ns);
-    }
-
-    fn error(&mut self, op: &'static str, e: &CallError) {
-        *self.op_errors.entry(op).or_default() += 1;
-        self.ops.entry(op).or_insert_with(histogram);
-        let c = self.errors.entry(e.class()).or_default();
-        if c.count == 0 {
-            c.example = format!("{op}: {e}");
-        }
-        c.count += 1;
-    }
-
-    /// Add another client's figures.
-    pub fn merge(&mut self, other: Stats) {
-        for (k, h) in other.ops {
-            // Of one range: adding cannot run out of it.
-            self.ops
-                .entry(k)
-                .or_insert_with(histogram)
-                .add(&h)
-                .expect("histograms of one range add up");
-        }
-        for (k, n) in other.op_errors {
-            *self.op_errors.entry(k).or_default() += n;
-        }
-        for (k, c) in other.errors {
-            let mine = self.errors.entry(k).or_default();
-            if mine.count == 0 {
-                mine.example = c.example;
-            }
-            mine.count += c.count;
-        }
-        self.last_done = self.last_done.max(other.last_done);
-        self.listed_tasks += other.listed_tasks;
-        self.reconnects += other.reconnects;
-    }
 }
 
 /// The measured window and its budget, shared by the clients.
@@ -568,19 +326,6 @@ async fn virtual_client(
     }
     stats.reconnects = client.reconnects + waiter.map_or(0, |w| w.reconnects);
     stats
-}
-
-/// What setting up created.
-#[derive(Debug, Clone, Default)]
-pub struct Setup {
-    /// Tasks created.
-    pub tasks: u64,
-    /// How long it took.
-    pub elapsed: Duration,
-    /// Creations that failed.
-    pub errors: u64,
-    /// The first failure.
-    pub example: Option<String>,
 }
 
 type Seeded = (Vec<String>, u64, Option<String>);

@@ -53,6 +53,7 @@
 
 mod call;
 mod client;
+mod client_tasks;
 mod config;
 pub mod era_cache;
 mod error;

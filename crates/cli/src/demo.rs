@@ -20,7 +20,7 @@ use std::time::Duration;
 
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
-use mcp_tasks_server::{CallToolResult, Tool, ToolContext};
+use mcp_tasks_server::{CallToolResult, Tool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -50,7 +50,7 @@ where
 {
     Tool::typed(name, description, move |a: A, cx| async move {
         sleep_or_cancel(&cx, ms(&a)).await?;
-        then(a)
+        Ok(then(a)?)
     })
     .task_support(TaskSupport::Optional)
 }
@@ -147,16 +147,16 @@ pub(crate) fn ask() -> Tool {
                     "required": ["answer"],
                 },
             });
-            let r = cx.elicit(params).await?;
+            let r = cx.elicit_raw(params).await?;
             let text = match r.get("action").and_then(Value::as_str) {
                 Some("accept") => match r.get("content").and_then(|c| c.get("answer")) {
                     Some(Value::String(s)) => s.clone(),
                     Some(other) => other.to_string(),
-                    None => return Err(ErrorObject::invalid_params("the elicitation was accepted without an `answer`")),
+                    None => return Err(ToolError::invalid_params("the elicitation was accepted without an `answer`")),
                 },
                 Some("decline") => "(decline)".into(),
                 Some("cancel") => "(cancel)".into(),
-                _ => return Err(ErrorObject::invalid_params(format!("malformed elicitation result: {r}"))),
+                _ => return Err(ToolError::invalid_params(format!("malformed elicitation result: {r}"))),
             };
             Ok(text)
         },
@@ -184,7 +184,7 @@ pub(crate) fn summarize() -> Tool {
                 }],
                 "maxTokens": 200,
             });
-            let r = cx.sample(params).await?;
+            let r = cx.sample_raw(params).await?;
             let content = r.get("content");
             let block = match content {
                 Some(Value::Array(blocks)) => blocks.iter().find(|b| b.get("type").and_then(Value::as_str) == Some("text")),

@@ -186,7 +186,7 @@ async fn resolve(listen: &str) -> anyhow::Result<SocketAddr> {
 }
 
 /// Serve `server` over Streamable HTTP until `shutdown` (SIGTERM/SIGINT), then shut down
-/// gracefully: the flags become [`HttpOptions`] for [`mcp_tasks_server::serve_http`].
+/// gracefully: the flags become [`HttpOptions`] for [`mcp_tasks_server::Transport::http`].
 pub(crate) async fn run(
     args: &HttpArgs,
     server: &Server,
@@ -271,7 +271,11 @@ pub(crate) async fn run(
         .with_context(|| format!("--listen: cannot listen on {addr}"))?;
     let local = listener.local_addr()?;
     crate::announce(&format!("listening on {scheme}://{local}/mcp"));
-    mcp_tasks_server::serve_http(server, listener, options, shutdown)
+    server
+        .serve(
+            mcp_tasks_server::Transport::http(listener, options),
+            shutdown,
+        )
         .await
         .context("HTTP transport failed")
 }

@@ -284,12 +284,13 @@ pub(crate) async fn run(args: ServeArgs) -> anyhow::Result<()> {
     })?;
     let result = if args.stdio {
         tracing::info!(store = %server.store_description(), tasks = !args.no_tasks, "serving on stdio");
-        mcp_tasks_server::serve_stdio(&server, async {
-            terminate().await;
-            tracing::info!("terminated by signal");
-        })
-        .await
-        .context("stdio transport failed")
+        server
+            .serve(mcp_tasks_server::Transport::Stdio, async {
+                terminate().await;
+                tracing::info!("terminated by signal");
+            })
+            .await
+            .context("stdio transport failed")
     } else {
         crate::http::run(&args.http, &server, args.max_message_bytes, terminate()).await
     };

@@ -169,8 +169,8 @@ async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> 
         .unwrap_or_default();
     let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
     match method {
-        methods::ELICITATION_CREATE => cx.elicit(params).await,
-        methods::SAMPLING_CREATE_MESSAGE => cx.sample(params).await,
+        methods::ELICITATION_CREATE => cx.elicit_raw(params).await,
+        methods::SAMPLING_CREATE_MESSAGE => cx.sample_raw(params).await,
         "roots/list" => cx.request(method, params).await,
         other => Err(ErrorObject::new(
             codes::INTERNAL_ERROR,

@@ -201,7 +201,7 @@ impl Resumer for GatewayResumer {
         });
         Some(Resumed {
             origin: Arc::new(Nowhere),
-            classify: mcp_tasks_server::handlers::tools_call::classify,
+            classify: mcp_tasks_server::classify,
             runner,
         })
     }

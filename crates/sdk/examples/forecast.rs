@@ -110,14 +110,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
-    match mode {
-        Mode::Stdio => mcp_tasks_sdk::serve_stdio(&server, ctrl_c).await?,
+    let transport = match mode {
+        Mode::Stdio => Transport::Stdio,
         Mode::Listen(addr) => {
             let listener = tokio::net::TcpListener::bind(&addr).await?;
             eprintln!("listening on http://{}/mcp", listener.local_addr()?);
-            mcp_tasks_sdk::serve_http(&server, listener, HttpOptions::new(), ctrl_c).await?;
+            Transport::http(listener, HttpOptions::new())
         }
-    }
+    };
+    server.serve(transport, ctrl_c).await?;
     server.shutdown().await;
     Ok(())
 }

@@ -75,10 +75,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .store_url("sqlite:tasks.db")
         .build()
         .await?;
-    mcp_tasks_sdk::serve_stdio(&server, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    server
+        .serve(Transport::Stdio, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
     server.shutdown().await;
     Ok(())
 }

@@ -23,7 +23,14 @@ async fn over_stdio(server: &Server) -> Client {
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     let (reader, writer) = tokio::io::split(server_io);
     let server = server.clone();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_sdk::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     let (cr, cw) = tokio::io::split(client_io);
     // These tests use 2025-11-25 task augmentation and `tasks/list`: no probe.
     let config =
@@ -33,7 +40,7 @@ async fn over_stdio(server: &Server) -> Client {
         .expect("connect over stdio")
 }
 
-/// A client of `server` served by `serve_http` on 127.0.0.1; dropping the sender stops
+/// A client of `server` served over Streamable HTTP on 127.0.0.1; dropping the sender stops
 /// serving.
 async fn over_http(server: &Server) -> (Client, tokio::sync::oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -41,10 +48,12 @@ async fn over_http(server: &Server) -> (Client, tokio::sync::oneshot::Sender<()>
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let server = server.clone();
     tokio::spawn(async move {
-        mcp_tasks_sdk::serve_http(&server, listener, HttpOptions::new(), async {
-            let _ = stopped.await;
-        })
-        .await
+        let transport = mcp_tasks_sdk::Transport::http(listener, HttpOptions::new());
+        server
+            .serve(transport, async {
+                let _ = stopped.await;
+            })
+            .await
     });
     let config =
         ClientConfig::default().with_protocol(RevisionChoice::Fixed(Revision::V2025_11_25));

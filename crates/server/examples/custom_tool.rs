@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
-use mcp_tasks_server::{CallToolResult, Server, Tool};
+use mcp_tasks_server::{CallToolResult, Server, Tool, Transport};
 use serde_json::{Value, json};
 
 /// Counts to `n`, one step every 100 ms, reporting progress; asks the user whether to go
@@ -26,7 +26,7 @@ fn count_tool() -> Tool {
             for i in 1..=n {
                 if i == n / 2 + 1 {
                     let answer = cx
-                        .elicit(json!({
+                        .elicit_raw(json!({
                             "mode": "form",
                             "message": format!("Counted to {}. Go on?", i - 1),
                             "requestedSchema": {"type": "object", "properties": {"go": {"type": "boolean"}}, "required": ["go"]},
@@ -38,7 +38,7 @@ fn count_tool() -> Tool {
                 }
                 tokio::select! {
                     () = tokio::time::sleep(Duration::from_millis(100)) => {}
-                    () = cx.cancellation().cancelled() => return Err(ErrorObject::new(codes::TASK_CANCELLED, "cancelled")),
+                    () = cx.cancellation().cancelled() => return Err(ErrorObject::new(codes::TASK_CANCELLED, "cancelled").into()),
                 }
                 #[allow(clippy::cast_precision_loss)]
                 cx.progress(i as f64, Some(n as f64), None).await;
@@ -58,10 +58,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .store_url("memory")
         .build()
         .await?;
-    mcp_tasks_server::serve_stdio(&server, async {
-        let _ = tokio::signal::ctrl_c().await;
-    })
-    .await?;
+    server
+        .serve(Transport::Stdio, async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await?;
     server.shutdown().await;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! [`serve_http`]: a server over Streamable HTTP, with the policy of `mcp-tasks serve`:
+//! [`crate::Transport::Http`]: a server over Streamable HTTP, with the policy of `mcp-tasks serve`:
 //! sessions bound to the principal of their bearer token, the reply mode of each method,
 //! `Origin` checks and resource bounds, and graceful shutdown.
 
@@ -24,7 +24,7 @@ use crate::http_metrics::{self, METRICS_CONTENT_TYPE};
 pub use crate::ui::UiServing;
 use crate::{SHUTDOWN_MESSAGE, Server};
 
-/// How [`serve_http`] serves: [`HttpOptions::new`], then the setters.
+/// How [`crate::Transport::Http`] serves: [`HttpOptions::new`], then the setters.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct HttpOptions {
@@ -33,7 +33,7 @@ pub struct HttpOptions {
     /// ([`reply_mode`] unless replaced).
     pub transport: HttpConfig,
     /// Serve a non-loopback address without authentication (anyone who can reach it can
-    /// run tools, and any task id is a capability). Off: [`serve_http`] refuses to.
+    /// run tools, and any task id is a capability). Off: serving refuses to.
     pub allow_unauthenticated: bool,
     /// On shutdown, how long `/readyz` answers 503 while requests are still served, so
     /// that a load balancer stops sending new ones before connections are refused.
@@ -164,7 +164,7 @@ pub fn reply_mode(req: &Request) -> ReplyMode {
 /// # Errors
 /// [`io::ErrorKind::PermissionDenied`] for a non-loopback address without tokens and
 /// without [`HttpOptions::allow_unauthenticated`]; an I/O error of the listener.
-pub async fn serve_http(
+pub(crate) async fn serve_http(
     server: &Server,
     listener: tokio::net::TcpListener,
     options: HttpOptions,
@@ -467,17 +467,22 @@ mod tests {
         server.shutdown().await;
     }
 
-    #[tokio::test]
-    async fn readyz_is_503_with_the_reason_when_the_check_fails_or_hangs() {
-        let server = Server::builder().build().await.unwrap();
-        let failing: Readiness = Arc::new(|| {
+    /// A readiness check that fails, naming a user, host and database in its detail.
+    fn on_fire() -> Readiness {
+        Arc::new(|| {
             Box::pin(async {
                 Err(mcp_tasks_rpc::http::NotReady::new(
                     "the store is on fire",
                     "at postgres://alice@db.internal:5432/tasks",
                 ))
             })
-        });
+        })
+    }
+
+    #[tokio::test]
+    async fn readyz_is_503_with_the_reason_when_the_check_fails_or_hangs() {
+        let server = Server::builder().build().await.unwrap();
+        let failing = on_fire();
         let (addr, _stop) = serving(
             &server,
             HttpOptions::new().with_transport(|t| t.readiness = Some(failing)),
@@ -490,14 +495,7 @@ mod tests {
             "without a token the body names no user, host or database"
         );
         // With authentication on, a valid token sees the cause; a wrong one does not.
-        let failing: Readiness = Arc::new(|| {
-            Box::pin(async {
-                Err(mcp_tasks_rpc::http::NotReady::new(
-                    "the store is on fire",
-                    "at postgres://alice@db.internal:5432/tasks",
-                ))
-            })
-        });
+        let failing = on_fire();
         let (addr, _stop) = serving(
             &server,
             HttpOptions::new()

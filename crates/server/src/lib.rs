@@ -4,14 +4,14 @@
 //! * [`tool`]: the public API to serve your own tools ([`Tool`], [`ToolContext`]);
 //! * [`Server`]: tools + the task engine + configuration, shared by every session, made
 //!   by [`Server::builder`] ([`builder`]) which opens the store and starts the engine;
-//! * [`serve_stdio`] and (feature `http`) [`serve_http`]: serving a server until a
-//!   shutdown signal, with graceful shutdown;
+//! * [`Server::serve`] over a [`Transport`] (stdio, byte streams, or with feature `http`
+//!   Streamable HTTP): serving a server until a shutdown signal, with graceful shutdown;
 //! * [`session`]: one connection's lifecycle and dispatch, one file per protocol method
-//!   under [`handlers`]; a request carrying the 2026-07-28 `_meta` is served statelessly
+//!   under `handlers`; a request carrying the 2026-07-28 `_meta` is served statelessly
 //!   by the `modern` module instead (`docs/adr/0005-two-generations.md`).
 //!
 //! ```no_run
-//! use mcp_tasks_server::{Server, Tool};
+//! use mcp_tasks_server::{Server, Tool, Transport};
 //! use mcp_tasks_proto::CallToolResult;
 //! use mcp_tasks_proto::mcp::TaskSupport;
 //! use serde_json::json;
@@ -22,10 +22,11 @@
 //! })
 //! .task_support(TaskSupport::Optional);
 //! let server = Server::builder().tool(hello).store_url("memory").build().await?;
-//! mcp_tasks_server::serve_stdio(&server, async {
-//!     let _ = tokio::signal::ctrl_c().await;
-//! })
-//! .await?;
+//! server
+//!     .serve(Transport::Stdio, async {
+//!         let _ = tokio::signal::ctrl_c().await;
+//!     })
+//!     .await?;
 //! server.shutdown().await;
 //! # Ok(()) }
 //! ```
@@ -33,18 +34,20 @@
 pub mod builder;
 pub mod catalog;
 pub mod extension;
-pub mod handlers;
+mod handlers;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "http")]
 pub mod http_metrics;
 pub mod logging;
 mod modern;
+mod questions;
 #[cfg(feature = "http")]
 mod replicas;
 mod serve;
 pub mod session;
 pub mod tool;
+mod tool_error;
 #[cfg(feature = "schemars")]
 mod typed;
 #[cfg(feature = "http")]
@@ -66,8 +69,11 @@ pub use catalog::{Catalog, MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSI
 pub use extension::{
     ExtensionFactory, Fallback, MethodNotFound, ServerTools, SessionParts, ToolSource,
 };
+pub use handlers::initialize::MAX_INITIALIZE_KEPT_BYTES;
+/// The status a task gets from its tool's result (a gateway resuming an upstream task).
+pub use handlers::tools_call::classify;
 #[cfg(feature = "http")]
-pub use http::{HttpOptions, serve_http};
+pub use http::HttpOptions;
 pub use logging::{LogLevel, LogThreshold};
 pub use mcp_tasks_proto::{CallToolResult, ContentBlock, ResourceContents};
 /// The longest 2026-07-28 `requestState` a server issues or accepts (see the tool docs).
@@ -76,11 +82,13 @@ pub use modern::mrtr::{
     PARK_TTL, STATE_TTL,
 };
 pub use modern::mrtr_state::MAX_REQUEST_STATE_BYTES;
+pub use questions::{Elicitation, Sampled, Sampling};
 #[cfg(feature = "schemars")]
 pub use schemars;
-pub use serve::serve_stdio;
+pub use serve::Transport;
 pub use session::Session;
 pub use tool::{Tool, ToolContext, ToolHandler};
+pub use tool_error::ToolError;
 #[cfg(feature = "schemars")]
 pub use typed::object_schema_for;
 
@@ -220,24 +228,10 @@ pub struct Server {
 mcp_tasks_proto::debug_non_exhaustive!(Server, |s| { tools: s.state.tools.len() });
 
 impl Server {
-    /// A [`ServerBuilder`]: the way to make a server whose store, engine and background
-    /// work are taken care of.
+    /// A [`ServerBuilder`]: the one way to make a server (its store, engine and
+    /// background work are taken care of).
     pub fn builder() -> ServerBuilder {
         ServerBuilder::new()
-    }
-
-    /// A server with these tools; `engine` `None` turns tasks off. The raw path: the
-    /// caller starts the engine ([`TaskEngine::start`]) and keeps its background work
-    /// ([`TaskEngine::start_background`]) running; [`Self::builder`] does both.
-    pub fn new(config: ServerConfig, tools: Vec<Tool>, engine: Option<TaskEngine>) -> Self {
-        Self::assemble(
-            config,
-            (tools, Catalog::default()),
-            engine,
-            None,
-            String::new(),
-            None,
-        )
     }
 
     fn assemble(
@@ -308,7 +302,7 @@ impl Server {
     }
 
     /// Where tasks are kept, for logs: `memory`, `sqlite:PATH`, `custom` (a store given
-    /// to [`ServerBuilder::store`]), `none` (tasks off); empty for [`Self::new`].
+    /// to [`ServerBuilder::store`]), `none` (tasks off).
     pub fn store_description(&self) -> &str {
         &self.state.store_description
     }
@@ -316,8 +310,7 @@ impl Server {
     /// Stop the engine: no new task is accepted, local work is cancelled, and the
     /// background work (sweeper, lease renewal) of a built server ends (waited for up to
     /// one second). Tasks still running are not failed here: see
-    /// [`Self::fail_running_tasks`] (which [`serve_stdio`] and `serve_http` call after the
-    /// grace period).
+    /// [`Self::fail_running_tasks`] (which [`Self::serve`] calls after the grace period).
     pub async fn shutdown(&self) {
         if let Some(engine) = self.engine() {
             engine.shutdown();
@@ -348,24 +341,6 @@ impl Server {
             .as_ref()
             .map(tokio::task::JoinHandle::abort_handle)
             .expect("a built server with tasks on has background work")
-    }
-
-    /// A server whose sessions are each extended by what `extension` makes (a gateway in
-    /// front of an upstream server): see [`extension`].
-    pub fn with_extension(
-        config: ServerConfig,
-        tools: Vec<Tool>,
-        engine: Option<TaskEngine>,
-        extension: Arc<dyn ExtensionFactory>,
-    ) -> Self {
-        Self::assemble(
-            config,
-            (tools, Catalog::default()),
-            engine,
-            Some(extension),
-            String::new(),
-            None,
-        )
     }
 
     /// The shared state.
@@ -405,18 +380,9 @@ impl Server {
         running
     }
 
-    /// Serve one stdio connection (the local peer sees its whole store) until the input
-    /// ends.
-    ///
-    /// At the end of the input nothing more is read; the tasks this process runs are failed
-    /// with [`SHUTDOWN_MESSAGE`] (nobody is left to collect their results, and a
-    /// `tasks/result` waiting on one answers at once), and the requests in flight may still
-    /// answer for [`ServerConfig::shutdown_grace`]; then the ones left are cancelled, a task
-    /// created meanwhile is failed too, and the session closes.
-    ///
-    /// # Errors
-    /// I/O errors of the streams.
-    pub async fn serve_stdio<R, W>(&self, reader: R, writer: W) -> std::io::Result<()>
+    /// Serve one client on `reader` and `writer` (newline-delimited JSON-RPC; the local
+    /// peer sees its whole store) until the input ends: see [`Server::serve`].
+    async fn serve_lines<R, W>(&self, reader: R, writer: W) -> std::io::Result<()>
     where
         R: tokio::io::AsyncRead + Unpin,
         W: tokio::io::AsyncWrite + Unpin + Send + 'static,

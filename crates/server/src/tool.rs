@@ -45,9 +45,12 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::logging::{LogLevel, LogThreshold};
+use crate::tool_error::ToolError;
 use crate::validate::{ArgsValidator, OutputCheck};
 
-/// Runs a tool.
+/// Runs a tool: the lower-level form of a handler, whose failure is the call's JSON-RPC
+/// error as it goes on the wire ([`Tool::new`] and [`Tool::typed`] take closures that fail
+/// with a [`ToolError`] instead). A gateway implements it to forward calls unchanged.
 #[async_trait]
 pub trait ToolHandler: Send + Sync + 'static {
     /// Run with `args` (the `arguments` object, `{}` when absent, already valid against
@@ -63,10 +66,10 @@ struct FnHandler<F>(F);
 impl<F, Fut> ToolHandler for FnHandler<F>
 where
     F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
+    Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
 {
     async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject> {
-        (self.0)(args, cx).await
+        crate::tool_error::outcome((self.0)(args, cx).await)
     }
 }
 
@@ -105,7 +108,9 @@ impl Tool {
     /// A tool from a closure taking the raw `arguments` object. Task support defaults to
     /// none (forbidden). Arguments are validated against `input_schema` before `f` runs
     /// (see [`Tool::check_arguments`]); a schema the validator cannot compile turns
-    /// validation off for this tool, with a warning in the log on its first call.
+    /// validation off for this tool, with a warning in the log on its first call. `f`
+    /// fails with a [`ToolError`]: `?` on an ordinary error gives an `isError` result,
+    /// [`ToolError::rpc`] a JSON-RPC error.
     pub fn new<F, Fut>(
         name: impl Into<String>,
         description: impl Into<String>,
@@ -114,7 +119,7 @@ impl Tool {
     ) -> Self
     where
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<CallToolResult, ErrorObject>> + Send + 'static,
+        Fut: Future<Output = Result<CallToolResult, ToolError>> + Send + 'static,
     {
         Self::with_handler(name, description, input_schema, Arc::new(FnHandler(f)))
     }
@@ -419,7 +424,10 @@ impl ToolContext {
         self.channel.notify(methods::PROGRESS, params).await;
     }
 
-    /// Ask the client for input (`elicitation/create`); returns the `ElicitResult`.
+    /// Ask the client for input (`elicitation/create`) with these params as they are;
+    /// returns the `ElicitResult` as it is. The lower-level form of [`Self::elicit`] (which
+    /// derives the schema from a type and parses the answer), for a caller that passes
+    /// JSON through (a gateway) or asks in `url` mode.
     ///
     /// The mode (`params.mode`, `form` when absent) must be one the client declared:
     /// `elicitation: {}` declares `form` only. Spec (elicitation, 2025-11-25): "For
@@ -431,7 +439,7 @@ impl ToolContext {
     /// The client's error; when the client did not declare elicitation in this mode,
     /// nothing is sent and the error is -32021 with `data.requiredCapabilities` in
     /// 2026-07-28, -32601 in 2025-11-25.
-    pub async fn elicit(&self, params: Value) -> Result<Value, ErrorObject> {
+    pub async fn elicit_raw(&self, params: Value) -> Result<Value, ErrorObject> {
         check_declared(
             &self.client_capabilities,
             methods::ELICITATION_CREATE,
@@ -443,14 +451,15 @@ impl ToolContext {
             .await
     }
 
-    /// Ask the client to sample (`sampling/createMessage`); returns the
-    /// `CreateMessageResult`.
+    /// Ask the client to sample (`sampling/createMessage`) with these params as they are;
+    /// returns the `CreateMessageResult` as it is. The lower-level form of
+    /// [`Self::sample`], for a caller that passes JSON through (a gateway).
     ///
     /// # Errors
     /// The client's error; when the client did not declare `sampling`, nothing is sent
     /// and the error is -32021 with `data.requiredCapabilities` in 2026-07-28, -32601 in
     /// 2025-11-25.
-    pub async fn sample(&self, params: Value) -> Result<Value, ErrorObject> {
+    pub async fn sample_raw(&self, params: Value) -> Result<Value, ErrorObject> {
         check_declared(
             &self.client_capabilities,
             methods::SAMPLING_CREATE_MESSAGE,

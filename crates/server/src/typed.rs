@@ -12,6 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::tool::{Tool, ToolContext, ToolHandler};
+use crate::tool_error::ToolError;
 
 struct TypedHandler<A, F> {
     name: String,
@@ -24,7 +25,7 @@ impl<A, F, Fut, R> ToolHandler for TypedHandler<A, F>
 where
     A: DeserializeOwned + Send + 'static,
     F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+    Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
     R: Into<CallToolResult> + 'static,
 {
     async fn call(&self, args: Value, cx: ToolContext) -> Result<CallToolResult, ErrorObject> {
@@ -41,7 +42,7 @@ where
                 )));
             }
         };
-        (self.f)(a, cx).await.map(Into::into)
+        crate::tool_error::outcome((self.f)(a, cx).await)
     }
 }
 
@@ -89,7 +90,9 @@ impl Tool {
     /// runs, so bounds written as attributes are enforced without code in `f`, and a
     /// violation gives an `isError` result naming the field and the bound (see
     /// [`Tool::check_arguments`]). `f` returns anything that converts into a
-    /// [`CallToolResult`] (a `String`, a [`CallToolResult`], ...), or a JSON-RPC error.
+    /// [`CallToolResult`] (a `String`, a [`CallToolResult`], ...), or fails with a
+    /// [`ToolError`]: `?` on an ordinary error (`std::io::Error`, ...) gives an `isError`
+    /// result with its text, [`ToolError::rpc`] the call's JSON-RPC error.
     /// Task support defaults to none (forbidden), as for [`Tool::new`].
     ///
     /// ```
@@ -129,7 +132,7 @@ impl Tool {
     where
         A: DeserializeOwned + JsonSchema + Send + 'static,
         F: Fn(A, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        Fut: Future<Output = Result<R, ToolError>> + Send + 'static,
         R: Into<CallToolResult> + 'static,
     {
         let name = name.into();

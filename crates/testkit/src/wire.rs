@@ -3,7 +3,7 @@
 //!
 //! ```ignore
 //! let (mut wire, (reader, writer)) = Wire::pair();
-//! tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+//! tokio::spawn(async move { server.serve(Transport::io(reader, writer), std::future::pending()).await });
 //! wire.initialize().await;
 //! let tools = wire.ok("tools/list", json!({})).await;
 //! ```

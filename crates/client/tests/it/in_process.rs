@@ -1,7 +1,6 @@
 //! The client against our own server, in process over a pipe: every task path.
 #![allow(missing_docs)]
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -9,9 +8,8 @@ use mcp_tasks_client::{
     CallOptions, Client, ClientConfig, ClientError, FixedElicitation, FixedSampling, TaskStatus,
     elicit,
 };
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::codes;
-use mcp_tasks_server::{Server, ServerConfig};
+use mcp_tasks_server::Server;
 use serde_json::json;
 
 /// The demo tools of `mcp-tasks serve`, as the binary builds them (one copy of the code).
@@ -21,13 +19,22 @@ mod demo;
 const LIMIT: Duration = Duration::from_secs(20);
 
 async fn connect(config: ClientConfig) -> Client {
-    let mut policy = Policy::default();
-    policy.poll_interval_ms = 100;
-    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
-    let server = Server::new(ServerConfig::default(), demo::all(), Some(engine));
+    let server = Server::builder()
+        .tools(demo::all())
+        .with_policy(|p| p.poll_interval_ms = 100)
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let (client_io, server_io) = tokio::io::duplex(1 << 20);
     let (sr, sw) = tokio::io::split(server_io);
-    tokio::spawn(async move { server.serve_stdio(sr, sw).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(sr, sw),
+                std::future::pending(),
+            )
+            .await
+    });
     let (cr, cw) = tokio::io::split(client_io);
     // A 2025-11-25 test: `RevisionChoice::Auto` would find this dual-era server modern.
     let config = config.with_protocol(mcp_tasks_client::Revision::V2025_11_25);

@@ -6,7 +6,7 @@
 
 use mcp_tasks_client::{Client, ClientConfig, HttpClientConfig, Revision, RevisionChoice};
 use mcp_tasks_proto::CallToolResult;
-use mcp_tasks_server::{HttpOptions, Server, ServerConfig, Tool};
+use mcp_tasks_server::{HttpOptions, Server, Tool};
 use serde_json::{Value, json};
 
 /// `region` (a valid annotation; echoes its argument) and `broken` (an annotation on a
@@ -33,17 +33,17 @@ async fn serve() -> String {
             "ratio": {"type": "number", "x-mcp-header": "Ratio"}}}),
         |_args: Value, _cx| async move { Ok(CallToolResult::text("called")) },
     );
-    let server = Server::new(ServerConfig::default(), vec![region, broken], None);
+    let server = Server::builder()
+        .tools([region, broken])
+        .no_tasks()
+        .build()
+        .await
+        .expect("a server without tasks");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     tokio::spawn(async move {
-        mcp_tasks_server::serve_http(
-            &server,
-            listener,
-            HttpOptions::new(),
-            std::future::pending(),
-        )
-        .await
+        let transport = mcp_tasks_server::Transport::http(listener, HttpOptions::new());
+        server.serve(transport, std::future::pending()).await
     });
     url
 }

@@ -93,8 +93,8 @@ pub(crate) fn unattributed(method: &str, waiting: usize) -> ErrorObject {
 /// checked against its capabilities).
 async fn ask(cx: &ToolContext, method: &str, params: Value) -> Result<Value, ErrorObject> {
     match method {
-        methods::ELICITATION_CREATE => cx.elicit(params).await,
-        methods::SAMPLING_CREATE_MESSAGE => cx.sample(params).await,
+        methods::ELICITATION_CREATE => cx.elicit_raw(params).await,
+        methods::SAMPLING_CREATE_MESSAGE => cx.sample_raw(params).await,
         _ => cx.request(method, params).await,
     }
 }

@@ -12,7 +12,7 @@ const RELATED: &str = "io.modelcontextprotocol/related-task";
 
 #[tokio::test]
 async fn the_upstream_tools_are_listed_task_optional_and_plain_calls_pass_through() {
-    let (mut s, upstream) = gateway();
+    let (mut s, upstream) = gateway().await;
     let init = s.initialize().await;
     assert!(init["capabilities"]["tasks"].is_object(), "{init}");
     let tools = s.ok("tools/list", json!({})).await["tools"].clone();
@@ -45,7 +45,7 @@ async fn the_upstream_tools_are_listed_task_optional_and_plain_calls_pass_throug
 
 #[tokio::test]
 async fn a_task_gets_the_exact_outcome_of_the_upstream_call() {
-    let (mut s, _upstream) = gateway();
+    let (mut s, _upstream) = gateway().await;
     s.initialize().await;
     let task = s
         .ok(
@@ -81,7 +81,7 @@ async fn a_task_gets_the_exact_outcome_of_the_upstream_call() {
 
 #[tokio::test]
 async fn cancelling_a_task_cancels_the_upstream_call() {
-    let (mut s, upstream) = gateway();
+    let (mut s, upstream) = gateway().await;
     s.initialize().await;
     let task = s
         .ok(

@@ -6,14 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_gateway::GatewayError;
 use mcp_tasks_gateway::GatewayFactory;
 use mcp_tasks_gateway::{Connected, Connector};
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_rpc::{Handler, Peer};
-use mcp_tasks_server::{Server, ServerConfig, Tool};
+use mcp_tasks_server::{Server, Tool};
 use mcp_tasks_testkit::wire::Wire;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
@@ -73,7 +72,7 @@ fn upstream_tools(slow: &Arc<SlowCalls>) -> Vec<Tool> {
             "Always fails.",
             json!({"type": "object"}),
             |_args: Value, _cx| async move {
-                Err::<CallToolResult, _>(ErrorObject::new(-32050, "the upstream refuses"))
+                Err::<CallToolResult, _>(ErrorObject::new(-32050, "the upstream refuses").into())
             },
         ),
     ]
@@ -91,10 +90,22 @@ pub(crate) struct InProcessUpstream {
 impl Connector for InProcessUpstream {
     async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
         self.connections.fetch_add(1, Ordering::SeqCst);
-        let upstream = Server::new(ServerConfig::default(), upstream_tools(&self.slow), None);
+        let upstream = Server::builder()
+            .tools(upstream_tools(&self.slow))
+            .no_tasks()
+            .build()
+            .await
+            .map_err(|e| GatewayError::Connect(e.to_string()))?;
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (ur, uw) = tokio::io::split(theirs);
-        tokio::spawn(async move { upstream.serve_stdio(ur, uw).await });
+        tokio::spawn(async move {
+            upstream
+                .serve(
+                    mcp_tasks_server::Transport::io(ur, uw),
+                    std::future::pending(),
+                )
+                .await
+        });
         let (peer, outbound) = Peer::new(handler);
         let (tx, ended) = oneshot::channel();
         let serving = peer.clone();
@@ -122,20 +133,24 @@ impl Connector for InProcessUpstream {
 
 /// A gateway (with a memory store) in front of an in-process upstream; the requestor's
 /// end of the pipe to it, and the upstream connector.
-pub(crate) fn gateway() -> (Wire, Arc<InProcessUpstream>) {
-    let mut policy = Policy::default();
-    policy.poll_interval_ms = 50;
-    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
+pub(crate) async fn gateway() -> (Wire, Arc<InProcessUpstream>) {
     let upstream = Arc::new(InProcessUpstream::default());
     let factory = GatewayFactory::new(Arc::clone(&upstream) as Arc<dyn Connector>, BTreeMap::new());
-    let server = Server::with_extension(
-        ServerConfig::default(),
-        Vec::new(),
-        Some(engine),
-        Arc::new(factory),
-    );
+    let server = Server::builder()
+        .with_policy(|p| p.poll_interval_ms = 50)
+        .extension(Arc::new(factory))
+        .build()
+        .await
+        .expect("a gateway with tasks in memory");
     let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     (wire, upstream)
 }
 

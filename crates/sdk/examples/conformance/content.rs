@@ -201,7 +201,7 @@ fn sampling() -> Tool {
         "Tests server-initiated sampling (LLM completion request)",
         |a: SamplingArgs, cx: ToolContext| async move {
             let asked = cx
-                .sample(json!({
+                .sample_raw(json!({
                     "messages": [{"role": "user", "content": {"type": "text", "text": a.prompt}}],
                     "maxTokens": 100
                 }))
@@ -224,7 +224,7 @@ fn elicitation() -> Tool {
         "Tests server-initiated elicitation (user input request)",
         |a: ElicitationArgs, cx: ToolContext| async move {
             let asked = cx
-                .elicit(json!({
+                .elicit_raw(json!({
                     "message": a.message,
                     "requestedSchema": {
                         "type": "object",
@@ -245,7 +245,7 @@ fn elicitation_defaults() -> Tool {
         "Tests elicitation with default values per SEP-1034",
         |_: NoArgs, cx: ToolContext| async move {
             let asked = cx
-                .elicit(json!({
+                .elicit_raw(json!({
                     "message": "Please review and update the form fields with defaults",
                     "requestedSchema": {
                         "type": "object",
@@ -274,7 +274,7 @@ fn elicitation_enums() -> Tool {
         |_: NoArgs, cx: ToolContext| async move {
             let titled = |a: &str, b: &str, c: &str| json!([{"const": "value1", "title": a}, {"const": "value2", "title": b}, {"const": "value3", "title": c}]);
             let asked = cx
-                .elicit(json!({
+                .elicit_raw(json!({
                     "message": "Please select options from the enum fields",
                     "requestedSchema": {
                         "type": "object",

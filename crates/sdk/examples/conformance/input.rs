@@ -201,7 +201,7 @@ pub(crate) fn tools() -> Vec<Tool> {
             "test_missing_capability",
             "Test tool requiring sampling",
             |_: NoArgs, cx: ToolContext| async move {
-                let a = cx.sample(sample("Say hello", 10)).await?;
+                let a = cx.sample_raw(sample("Say hello", 10)).await?;
                 let text = a.pointer("/content/text").and_then(Value::as_str);
                 Ok(format!("Success: {}", text.unwrap_or("no response")))
             },

@@ -97,7 +97,9 @@ pub(crate) fn tools() -> Vec<Tool> {
             "Fails with a protocol error (not a tool result)",
             |_: NoArgs, _cx| async move {
                 tokio::time::sleep(Duration::from_millis(1200)).await;
-                Err::<CallToolResult, _>(ErrorObject::internal("the job crashed (on purpose)"))
+                Err::<CallToolResult, _>(ToolError::rpc(ErrorObject::internal(
+                    "the job crashed (on purpose)",
+                )))
             },
         )
         .task_support(TaskSupport::Optional),
@@ -106,7 +108,7 @@ pub(crate) fn tools() -> Vec<Tool> {
             "Asks the client to confirm, then deletes (nothing, really)",
             |a: DeleteArgs, cx: ToolContext| async move {
                 let answer = cx
-                    .elicit(confirm(format!("Delete {}?", a.filename)))
+                    .elicit_raw(confirm(format!("Delete {}?", a.filename)))
                     .await?;
                 Ok(if accepted(&answer) {
                     format!("Deleted {}", a.filename)
@@ -121,8 +123,8 @@ pub(crate) fn tools() -> Vec<Tool> {
             "Asks two questions at once",
             |_: NoArgs, cx: ToolContext| async move {
                 let (first, second) = tokio::try_join!(
-                    cx.elicit(confirm("First question?".into())),
-                    cx.elicit(confirm("Second question?".into())),
+                    cx.elicit_raw(confirm("First question?".into())),
+                    cx.elicit_raw(confirm("Second question?".into())),
                 )?;
                 Ok(format!(
                     "first: {}, second: {}",

@@ -10,8 +10,9 @@
 mod asking;
 pub mod complete;
 pub mod prompt;
+mod prompt_get;
 pub mod resource;
-mod subscribe;
+pub(crate) mod subscribe;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -225,7 +226,7 @@ impl Catalog {
                         key,
                         principal,
                         capabilities,
-                    } => asking::get_modern(prompt, params, key, principal, capabilities).await,
+                    } => prompt_get::get_modern(prompt, params, key, principal, capabilities).await,
                 }
             }
             methods::COMPLETION_COMPLETE => self.complete(params).await,
@@ -347,7 +348,7 @@ fn no_cursor(params: Option<&Value>) -> Result<(), ErrorObject> {
 fn cacheable(result: Value, generation: Gen) -> Value {
     match generation {
         Gen::Legacy => result,
-        Gen::Modern => with_cache(result, crate::modern::CACHE_TTL_MS, "public"),
+        Gen::Modern => with_cache(result, crate::modern::cache::CACHE_TTL_MS, "public"),
     }
 }
 

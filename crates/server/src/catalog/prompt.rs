@@ -294,62 +294,56 @@ impl Prompt {
 }
 
 #[cfg(feature = "schemars")]
-mod typed {
-    use super::*;
-    use schemars::JsonSchema;
-    use serde::de::DeserializeOwned;
-
-    impl Prompt {
-        /// A prompt whose arguments are the string fields of `A`: their names, doc
-        /// comments (`description`) and whether they are required (not `Option`, no
-        /// `#[serde(default)]`) come from `A`'s JSON Schema. `prompts/get` arguments that
-        /// do not deserialize into `A` get -32602.
-        pub fn typed<A, F, Fut, R>(
-            name: impl Into<String>,
-            description: impl Into<String>,
-            f: F,
-        ) -> Self
-        where
-            A: DeserializeOwned + JsonSchema + Send + 'static,
-            F: Fn(A) -> Fut + Send + Sync + 'static,
-            Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
-            R: Into<GetPromptResult> + 'static,
-        {
-            let name = name.into();
-            let schema = crate::typed::object_schema_for::<A>(false);
-            let required: Vec<&str> = schema["required"]
-                .as_array()
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let mut arguments = Vec::new();
-            if let Some(props) = schema["properties"].as_object() {
-                for (arg, s) in props {
-                    arguments.push(PromptArgument {
-                        name: arg.clone(),
-                        description: s["description"].as_str().map(str::to_owned),
-                        required: required.contains(&arg.as_str()),
-                        completer: None,
-                    });
-                }
+impl Prompt {
+    /// A prompt whose arguments are the string fields of `A`: their names, doc
+    /// comments (`description`) and whether they are required (not `Option`, no
+    /// `#[serde(default)]`) come from `A`'s JSON Schema. `prompts/get` arguments that
+    /// do not deserialize into `A` get -32602.
+    pub fn typed<A, F, Fut, R>(
+        name: impl Into<String>,
+        description: impl Into<String>,
+        f: F,
+    ) -> Self
+    where
+        A: serde::de::DeserializeOwned + schemars::JsonSchema + Send + 'static,
+        F: Fn(A) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<R, ErrorObject>> + Send + 'static,
+        R: Into<GetPromptResult> + 'static,
+    {
+        let name = name.into();
+        let schema = crate::typed::object_schema_for::<A>(false);
+        let required: Vec<&str> = schema["required"]
+            .as_array()
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut arguments = Vec::new();
+        if let Some(props) = schema["properties"].as_object() {
+            for (arg, s) in props {
+                arguments.push(PromptArgument {
+                    name: arg.clone(),
+                    description: s["description"].as_str().map(str::to_owned),
+                    required: required.contains(&arg.as_str()),
+                    completer: None,
+                });
             }
-            let who = name.clone();
-            let f = Arc::new(f);
-            let mut p = Self::new(name, description, move |args: BTreeMap<String, String>| {
-                let f = Arc::clone(&f);
-                let who = who.clone();
-                async move {
-                    let value = serde_json::to_value(args).map_err(ErrorObject::internal)?;
-                    let a = A::deserialize(value).map_err(|e| {
-                        ErrorObject::invalid_params(format!(
-                            "invalid arguments for prompt `{who}`: {e}"
-                        ))
-                    })?;
-                    f.as_ref()(a).await.map(Into::into)
-                }
-            });
-            p.arguments = arguments;
-            p
         }
+        let who = name.clone();
+        let f = Arc::new(f);
+        let mut p = Self::new(name, description, move |args: BTreeMap<String, String>| {
+            let f = Arc::clone(&f);
+            let who = who.clone();
+            async move {
+                let value = serde_json::to_value(args).map_err(ErrorObject::internal)?;
+                let a = A::deserialize(value).map_err(|e| {
+                    ErrorObject::invalid_params(format!(
+                        "invalid arguments for prompt `{who}`: {e}"
+                    ))
+                })?;
+                f.as_ref()(a).await.map(Into::into)
+            }
+        });
+        p.arguments = arguments;
+        p
     }
 }
 

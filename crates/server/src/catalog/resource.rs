@@ -121,11 +121,7 @@ impl Resource {
     ) -> Self {
         let uri = uri.into();
         let contents = ResourceContents::text(uri.clone(), Some(mime_type), text);
-        Self::new(uri, name, move |_| {
-            let c = contents.clone();
-            async move { Ok(vec![c]) }
-        })
-        .mime_type(mime_type)
+        Self::fixed(uri, name, mime_type, contents)
     }
 
     /// A resource whose contents are always the bytes `base64` (base64-encoded) of
@@ -138,6 +134,16 @@ impl Resource {
     ) -> Self {
         let uri = uri.into();
         let contents = ResourceContents::blob(uri.clone(), Some(mime_type), base64);
+        Self::fixed(uri, name, mime_type, contents)
+    }
+
+    /// A resource whose contents are always `contents`, of `mime_type`.
+    fn fixed(
+        uri: String,
+        name: impl Into<String>,
+        mime_type: &str,
+        contents: ResourceContents,
+    ) -> Self {
         Self::new(uri, name, move |_| {
             let c = contents.clone();
             async move { Ok(vec![c]) }

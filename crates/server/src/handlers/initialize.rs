@@ -12,7 +12,7 @@ use crate::session::{Negotiated, Session};
 
 /// The revision to answer a request for `requested` with: the same if we support it,
 /// else 2025-11-25 (a newer client falls back; an older unknown one may disconnect).
-pub fn negotiate(requested: &str) -> &'static str {
+pub(crate) fn negotiate(requested: &str) -> &'static str {
     SUPPORTED_PROTOCOL_VERSIONS
         .iter()
         .copied()
@@ -33,7 +33,7 @@ pub const MAX_INITIALIZE_KEPT_BYTES: usize = 64 * 1024;
 /// What the session keeps for its life (the client's `capabilities` and `clientInfo`) is
 /// bounded by [`MAX_INITIALIZE_KEPT_BYTES`]: past it, `initialize` fails with -32602
 /// naming the sizes, and the session stays uninitialized.
-pub fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorObject> {
+pub(crate) fn handle(session: &Session, params: Option<Value>) -> Result<Value, ErrorObject> {
     let params = params.unwrap_or(Value::Null);
     let requested = match params.get("protocolVersion") {
         Some(Value::String(v)) => v.as_str(),

@@ -1,6 +1,6 @@
 //! One file per protocol method.
 
-pub mod initialize;
-pub mod tasks;
-pub mod tools_call;
-pub mod tools_list;
+pub(crate) mod initialize;
+pub(crate) mod tasks;
+pub(crate) mod tools_call;
+pub(crate) mod tools_list;

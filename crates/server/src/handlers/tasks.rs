@@ -27,7 +27,7 @@ use crate::session::Session;
 ///   requests: they would be diverted to the GET stream, which such a client may never
 ///   read. They stay queued (and the task `input_required`) for the next `tasks/result`
 ///   with a stream; the transport requires clients to accept both content types.
-pub async fn handle(
+pub(crate) async fn handle(
     session: &Session,
     cx: &RequestContext,
     method: &str,

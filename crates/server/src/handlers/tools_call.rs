@@ -63,7 +63,7 @@ pub fn classify(result: &Value) -> (TaskStatus, Option<String>) {
 /// started (a requestor would have to poll it, then fetch `tasks/result`, to learn that
 /// a field was out of range); a `CallToolResult` is a valid answer to a task-augmented
 /// `tools/call`, the one a receiver gives when it does not run the call as a task.
-pub async fn handle(
+pub(crate) async fn handle(
     session: &Session,
     cx: &RequestContext,
     negotiated: &Negotiated,

@@ -9,7 +9,7 @@ use crate::session::Session;
 /// one page, with `execution.taskSupport` only when tasks are on.
 ///
 /// Spec: "tools indicate their support for tasks through `execution.taskSupport`".
-pub fn handle(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
+pub(crate) fn handle(session: &Session, params: Option<&Value>) -> Result<Value, ErrorObject> {
     if let Some(c) = params.and_then(|p| p.get("cursor")) {
         if !c.is_string() && !c.is_null() {
             return Err(ErrorObject::invalid_params("`cursor` must be a string"));

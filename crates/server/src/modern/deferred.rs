@@ -27,7 +27,7 @@ use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
 use super::tasks::{Unreachable, created};
-use super::tools::ToolCall;
+use super::tool_call::ToolCall;
 use crate::handlers::tools_call::classify;
 use crate::session::Session;
 use crate::tool::ToolContext;

@@ -13,6 +13,7 @@
 //! `tasks/cancel` of the extension with `inputRequests`. Not yet: MRTR for direct calls,
 //! `subscriptions/listen`.
 
+pub(crate) mod cache;
 mod deferred;
 mod get_text;
 mod listen;
@@ -20,6 +21,7 @@ pub(crate) mod mrtr;
 pub(crate) mod mrtr_state;
 mod param_headers;
 mod tasks;
+mod tool_call;
 mod tools;
 
 use mcp_tasks_proto::mcp::SUPPORTED_PROTOCOL_VERSIONS;
@@ -33,14 +35,10 @@ use serde_json::{Map, Value, json};
 
 use std::sync::Arc;
 
+use self::cache::CACHE_TTL_MS;
 use crate::catalog::{Gen, Side};
 use crate::extension::ToolSource;
 use crate::session::Session;
-
-/// How long a client may cache `server/discover` and `tools/list`, in ms. The tool list
-/// and capabilities of a process never change, but a restart may bring other ones: one
-/// minute keeps clients current after an upgrade without a request per call.
-pub(crate) const CACHE_TTL_MS: u64 = 60_000;
 
 /// Every version this server speaks: the modern ones per request, then those `initialize`
 /// negotiates.

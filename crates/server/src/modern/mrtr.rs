@@ -36,360 +36,41 @@
 //! maintaining any server-side state." and "the server processing the retry does not need
 //! any information beyond what is directly present in the retry request."
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Weak};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
-use async_trait::async_trait;
 use mcp_tasks_core::{RequestorChannel, TaskEngine};
 use mcp_tasks_proto::modern::{InputRequiredResult, RetryFields};
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
-use parking_lot::Mutex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use tokio::sync::{Notify, OnceCell, oneshot, watch};
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
 
 use super::deferred::{AbortOnDrop, HandOver, adopt};
 use super::mrtr_state::{self as st, MAX_REQUEST_STATE_BYTES, Recorded, State};
-use super::tools::ToolCall;
+use super::tool_call::ToolCall;
 use crate::session::Session;
 use crate::tool::ToolContext;
 
-/// Most calls parked at once, per server.
-pub const MAX_PARKED: usize = 1024;
-/// Most calls parked at once for one requester (its principal; without authentication its
-/// client address, [`mcp_tasks_core::Requester::quota_key`]): its share of [`MAX_PARKED`].
-pub const MAX_PARKED_PER_REQUESTER: usize = 64;
-/// Most bytes parked calls hold at once, per server: the JSON text of their arguments,
-/// of the rest of their params and of the client capabilities they carry.
-pub const MAX_PARKED_BYTES: usize = 256 * 1024 * 1024;
-/// Most bytes the parked calls of one requester hold at once (as [`MAX_PARKED_BYTES`]
-/// counts them): twice the default body limit, so one call of the largest body parks.
-pub const MAX_PARKED_BYTES_PER_REQUESTER: usize = 32 * 1024 * 1024;
-/// How long a parked call waits for its retry; it is dropped then (its handler aborted),
-/// and a later retry re-runs the handler.
-pub const PARK_TTL: Duration = Duration::from_secs(120);
+mod asking;
+mod parked;
+
+use self::asking::{Asking, Call, Question};
+#[cfg(test)]
+use self::parked::Full;
+pub use self::parked::{
+    MAX_PARKED, MAX_PARKED_BYTES, MAX_PARKED_BYTES_PER_REQUESTER, MAX_PARKED_PER_REQUESTER,
+    PARK_TTL,
+};
+pub(crate) use self::parked::{Parked, Parking};
+
 /// How long a `requestState` is honoured, on any replica (a re-run costs no memory while
 /// the client thinks: the state travels with the client).
 pub const STATE_TTL: Duration = Duration::from_secs(600);
 /// How long, once a question is asked, to wait for more before answering (a handler that
 /// asks two things at once gets both into one `InputRequiredResult`).
 const SETTLE: Duration = Duration::from_millis(20);
-
-type Answer = oneshot::Sender<Result<Value, ErrorObject>>;
-
-/// One question of a call, waiting for its answer.
-struct Question {
-    /// The key the handler named it by, if any (else `q<n>`).
-    key: Option<String>,
-    method: String,
-    params: Value,
-    answer: Answer,
-}
-
-/// A direct call whose handler may ask questions.
-struct Call {
-    /// The questions waiting for answers, by number (key `q<n>`).
-    questions: Mutex<BTreeMap<u64, Question>>,
-    next: Mutex<u64>,
-    /// The answers the handler was given, by question number: what a `requestState` of
-    /// the call carries.
-    answered: Mutex<BTreeMap<u64, Recorded>>,
-    /// Recorded answers a re-run hands to the handler's questions, by number.
-    script: Mutex<BTreeMap<u64, Recorded>>,
-    asked: Notify,
-    /// The request now serving the call (its progress goes there).
-    current: Mutex<Option<RequestContext>>,
-    work: Mutex<Option<tokio::task::JoinHandle<Result<Value, ErrorObject>>>>,
-    cancel: CancellationToken,
-    /// [`crate::Tool::task_after_input`]: `None` when the call cannot become a task,
-    /// `Some(true)` once the handler asked to ([`ToolContext::start_task`]).
-    escalate: Mutex<Option<bool>>,
-    /// The task's channel, once the handler runs as a task's work: its questions and
-    /// notifications go there from then on.
-    task: watch::Sender<Option<Arc<dyn RequestorChannel>>>,
-}
-
-impl Call {
-    /// A call whose handler is not started yet; `script`: the answers a re-run hands it.
-    fn new(script: BTreeMap<u64, Recorded>) -> Arc<Self> {
-        Arc::new(Self {
-            questions: Mutex::new(BTreeMap::new()),
-            next: Mutex::new(0),
-            answered: Mutex::new(BTreeMap::new()),
-            script: Mutex::new(script),
-            asked: Notify::new(),
-            current: Mutex::new(None),
-            work: Mutex::new(None),
-            cancel: CancellationToken::new(),
-            escalate: Mutex::new(None),
-            task: watch::channel(None).0,
-        })
-    }
-}
-
-impl Drop for Call {
-    fn drop(&mut self) {
-        self.cancel.cancel();
-        if let Some(w) = self.work.get_mut().take() {
-            w.abort();
-        }
-    }
-}
-
-/// The requestor as the handler of a direct call sees it. It does not keep the call
-/// alive: a call nobody serves or parks any more (abandoned, expired) is dropped, which
-/// fails its questions and aborts its handler.
-struct Asking(Weak<Call>);
-
-#[async_trait]
-impl RequestorChannel for Asking {
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        self.ask(None, method, params).await
-    }
-
-    async fn request_keyed(
-        &self,
-        key: &str,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ErrorObject> {
-        self.ask(Some(key), method, params).await
-    }
-
-    async fn start_task(&self) -> Result<(), ErrorObject> {
-        let gone = || ErrorObject::internal("the call ended before its task was created");
-        let mut rx = {
-            let call = self.0.upgrade().ok_or_else(gone)?;
-            {
-                let mut escalate = call.escalate.lock();
-                match *escalate {
-                    // A call that cannot become a task goes on as it is.
-                    None => return Ok(()),
-                    Some(_) => *escalate = Some(true),
-                }
-            }
-            let rx = call.task.subscribe();
-            call.asked.notify_one();
-            rx
-        };
-        rx.wait_for(Option::is_some)
-            .await
-            .map(|_| ())
-            .map_err(|_| gone())
-    }
-
-    async fn notify(&self, method: &str, params: Value) {
-        let task = self.0.upgrade().and_then(|call| call.task.borrow().clone());
-        if let Some(channel) = task {
-            return channel.notify(method, params).await;
-        }
-        let cx = self
-            .0
-            .upgrade()
-            .and_then(|call| call.current.lock().clone());
-        let streamed = method == methods::PROGRESS || method == methods::LOG_MESSAGE;
-        if let (Some(cx), true) = (cx, streamed) {
-            cx.notify(method, Some(params)).await;
-        }
-    }
-}
-
-impl Asking {
-    /// Ask the client `method` with `params` (named `key` in the `inputRequests`, else
-    /// `q<n>`), and wait for the answer.
-    async fn ask(
-        &self,
-        key: Option<&str>,
-        method: &str,
-        params: Value,
-    ) -> Result<Value, ErrorObject> {
-        let gone = || ErrorObject::internal("the call ended before the question was answered");
-        let (tx, rx) = oneshot::channel();
-        let cancel = {
-            let call = self.0.upgrade().ok_or_else(gone)?;
-            let n = {
-                let mut n = call.next.lock();
-                *n += 1;
-                *n
-            };
-            // A re-run: the recorded answer to this question, if it is the same question.
-            let recorded = {
-                let mut script = call.script.lock();
-                match script.remove(&n) {
-                    Some(r) if r.method == method => Some(r),
-                    Some(_) => {
-                        tracing::debug!(
-                            question = n,
-                            "a re-run handler asked another question than recorded; asking afresh"
-                        );
-                        script.clear();
-                        None
-                    }
-                    None => None,
-                }
-            };
-            if let Some(r) = recorded {
-                let response = r.response.clone();
-                call.answered.lock().insert(n, r);
-                return Ok(response);
-            }
-            let mut questions = call.questions.lock();
-            // Once a task: the question is the task's (its `inputRequests`).
-            let task = call.task.borrow().clone();
-            if let Some(channel) = task {
-                drop(questions);
-                return match key {
-                    Some(key) => channel.request_keyed(key, method, params).await,
-                    None => channel.request(method, params).await,
-                };
-            }
-            questions.insert(
-                n,
-                Question {
-                    key: key.map(str::to_owned),
-                    method: method.to_owned(),
-                    params,
-                    answer: tx,
-                },
-            );
-            drop(questions);
-            call.asked.notify_one();
-            call.cancel.clone()
-        };
-        tokio::select! {
-            r = rx => r.unwrap_or_else(|_| Err(gone())),
-            () = cancel.cancelled() => Err(ErrorObject::internal("the call was cancelled")),
-        }
-    }
-}
-
-/// A call waiting for its retry. It keeps no copy of the call's arguments: the handler
-/// holds the one copy, and a retry is matched by the state's binding (a digest of the
-/// caller, the tool and the arguments).
-struct ParkedCall {
-    /// Whose share it counts against ([`mcp_tasks_core::Requester::quota_key`]).
-    owner: String,
-    /// [`st::binding`] of the call.
-    binding: String,
-    /// What it holds ([`MAX_PARKED_BYTES`]).
-    bytes: usize,
-    expires: Instant,
-    call: Arc<Call>,
-}
-
-/// The parked calls, by handle.
-type Table = Mutex<HashMap<String, ParkedCall>>;
-
-/// Why a call was not parked (its retry re-runs the handler instead).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Full {
-    /// The requester holds [`MAX_PARKED_PER_REQUESTER`] calls, or
-    /// [`MAX_PARKED_BYTES_PER_REQUESTER`] bytes with this one.
-    Share,
-    /// The server holds [`MAX_PARKED`] calls, or [`MAX_PARKED_BYTES`] bytes with this one.
-    Server,
-}
-
-/// What a call to park is: whose, bound to what, and how large.
-pub(crate) struct Parking {
-    pub(crate) owner: String,
-    pub(crate) binding: String,
-    pub(crate) bytes: usize,
-}
-
-/// The calls of a server waiting for their retry, by handle, and the key of its
-/// `requestState`s.
-#[derive(Default)]
-pub(crate) struct Parked {
-    calls: Arc<Table>,
-    key: OnceCell<[u8; 32]>,
-}
-
-impl Parked {
-    /// The call `handle` names, if it is live and `binding` is its binding (the same
-    /// caller, tool and arguments); it is taken out either way.
-    fn take(&self, handle: &str, binding: &str) -> Option<(Arc<Call>, Parking)> {
-        let p = self.calls.lock().remove(handle)?;
-        (p.binding == binding && p.expires > Instant::now()).then(|| {
-            let parking = Parking {
-                owner: p.owner,
-                binding: p.binding,
-                bytes: p.bytes,
-            };
-            (p.call, parking)
-        })
-    }
-
-    /// Park `call` under `handle` for [`PARK_TTL`], within the requester's share and the
-    /// server's bounds. A call that does not fit is not parked (it is dropped by the
-    /// caller, which aborts its handler): the calls already parked stay, and its retry
-    /// re-runs the handler from the answers its `requestState` carries.
-    fn park(&self, handle: String, parking: Parking, call: Arc<Call>) -> Result<(), Full> {
-        let now = Instant::now();
-        {
-            let mut m = self.calls.lock();
-            m.retain(|_, p| p.expires > now);
-            let (mut count, mut bytes) = (0, 0);
-            for p in m.values().filter(|p| p.owner == parking.owner) {
-                count += 1;
-                bytes += p.bytes;
-            }
-            if count >= MAX_PARKED_PER_REQUESTER
-                || bytes.saturating_add(parking.bytes) > MAX_PARKED_BYTES_PER_REQUESTER
-            {
-                return Err(Full::Share);
-            }
-            let total: usize = m.values().map(|p| p.bytes).sum();
-            if m.len() >= MAX_PARKED || total.saturating_add(parking.bytes) > MAX_PARKED_BYTES {
-                return Err(Full::Server);
-            }
-            m.insert(
-                handle,
-                ParkedCall {
-                    owner: parking.owner,
-                    binding: parking.binding,
-                    bytes: parking.bytes,
-                    expires: now + PARK_TTL,
-                    call,
-                },
-            );
-        }
-        // Dropped at its expiry even when nothing else is parked or taken meanwhile.
-        let table = Arc::downgrade(&self.calls);
-        tokio::spawn(async move {
-            tokio::time::sleep(PARK_TTL).await;
-            if let Some(table) = table.upgrade() {
-                let now = Instant::now();
-                table.lock().retain(|_, p| p.expires > now);
-            }
-        });
-        Ok(())
-    }
-
-    /// The key of this server's states: derived from the store's key (the same on every
-    /// replica of one database), or random per process without a task store.
-    pub(crate) async fn key(&self, session: &Session) -> Result<&[u8; 32], ErrorObject> {
-        self.key
-            .get_or_try_init(|| async {
-                match &session.state.engine {
-                    Some(engine) => engine
-                        .store()
-                        .cursor_key()
-                        .await
-                        .map(|k| st::derive_key(&k))
-                        .map_err(|e| {
-                            ErrorObject::internal(format!("the store's key is unavailable: {e}"))
-                        }),
-                    None => Ok(st::random_key()),
-                }
-            })
-            .await
-    }
-}
 
 /// Serve a direct call of `tool` whose handler may ask `caps`' questions.
 ///

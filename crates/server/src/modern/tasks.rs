@@ -36,7 +36,7 @@ use serde_json::{Map, Value, json};
 // includes cases where the tool call result has `isError` set to `true`" (of `failed`).
 // A JSON-RPC error of the handler ends the task `failed` in both (the engine's path for
 // an `Err`).
-use super::tools::ToolCall;
+use super::tool_call::ToolCall;
 use super::{ModernRequest, Reply};
 use crate::handlers::tools_call::classify;
 use crate::session::Session;

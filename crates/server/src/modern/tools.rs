@@ -5,8 +5,9 @@ use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::modern::{self, CacheScope, ListToolsResult, ResultType};
 use serde_json::Value;
 
-use super::CACHE_TTL_MS;
 use super::ModernRequest;
+use super::cache::CACHE_TTL_MS;
+use super::tool_call::ToolCall;
 use crate::extension::ToolSource;
 use crate::logging::LogThreshold;
 use crate::tool::Tool;
@@ -126,17 +127,6 @@ pub(super) fn call_error(e: ErrorObject) -> ErrorObject {
     } else {
         e
     }
-}
-
-/// A `tools/call` ready to run: the tool, its arguments, the params its handler sees, and
-/// the capabilities the client declared on the request.
-pub(super) struct ToolCall<'a> {
-    pub tool: &'a Tool,
-    pub args: Value,
-    pub params: Value,
-    pub caps: Value,
-    /// The level of the request's `_meta` log level (off without one).
-    pub log: LogThreshold,
 }
 
 /// Run `tool` as a direct call: its result is the reply, or, when it asks the client

@@ -2,12 +2,10 @@
 //! `Tool::new` path is validated like `Tool::typed`, before a task is created, and
 //! `validate_arguments(false)` hands the arguments over unchecked.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::mcp::TaskSupport;
-use mcp_tasks_server::{CallToolResult, Server, ServerConfig, Tool};
+use mcp_tasks_server::{CallToolResult, Server, Tool};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 
@@ -57,19 +55,25 @@ impl Conn {
 }
 
 async fn connect() -> Conn {
-    let engine = TaskEngine::new(
-        Arc::new(MemoryStore::new()),
-        Policy::default(),
-        Arc::new(SystemClock),
-    );
     let tools = vec![
         raw_tool("checked"),
         raw_tool("unchecked").validate_arguments(false),
     ];
-    let server = Server::new(ServerConfig::default(), tools, Some(engine));
+    let server = Server::builder()
+        .tools(tools)
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let (client_io, server_io) = tokio::io::duplex(1 << 16);
     let (sr, sw) = tokio::io::split(server_io);
-    tokio::spawn(async move { server.serve_stdio(sr, sw).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(sr, sw),
+                std::future::pending(),
+            )
+            .await
+    });
     let (cr, cw) = tokio::io::split(client_io);
     let mut c = Conn {
         lines: BufReader::new(cr).lines(),

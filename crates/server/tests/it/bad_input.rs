@@ -21,7 +21,7 @@ async fn assert_error_then_ping(s: &mut Wire, raw: &str, code: i64, id: &Value) 
 
 #[tokio::test]
 async fn parse_error_is_32700_with_null_id() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     assert_error_then_ping(
         &mut s,
@@ -35,7 +35,7 @@ async fn parse_error_is_32700_with_null_id() {
 
 #[tokio::test]
 async fn invalid_requests_are_32600() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     for (raw, id) in [
         (r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#, Value::Null),
@@ -54,7 +54,7 @@ async fn invalid_requests_are_32600() {
 
 #[tokio::test]
 async fn unknown_method_is_32601() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     assert_error_then_ping(
         &mut s,
@@ -67,7 +67,7 @@ async fn unknown_method_is_32601() {
 
 #[tokio::test]
 async fn an_oversized_line_is_32600_and_skipped() {
-    let mut s = serve(ServerConfig::default().with_max_line_bytes(4096));
+    let mut s = serve(ServerConfig::default().with_max_line_bytes(4096)).await;
     s.initialize().await;
     let big = format!(
         r#"{{"jsonrpc":"2.0","id":77,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"{}"}}}}}}"#,
@@ -81,7 +81,7 @@ async fn an_oversized_line_is_32600_and_skipped() {
 
 #[tokio::test]
 async fn blank_lines_are_ignored() {
-    let mut s = server();
+    let mut s = server().await;
     s.send_raw("").await;
     s.send_raw("   ").await;
     s.initialize().await;

@@ -80,7 +80,13 @@ async fn served(logging: bool) -> (Server, Wire) {
     let server = b.build().await.expect("builds");
     let (wire, (reader, writer)) = Wire::pair();
     let s = server.clone();
-    tokio::spawn(async move { s.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        s.serve(
+            mcp_tasks_server::Transport::io(reader, writer),
+            std::future::pending(),
+        )
+        .await
+    });
     (server, wire)
 }
 
@@ -448,7 +454,14 @@ async fn a_server_without_a_catalog_answers_method_not_found() {
         .await
         .unwrap();
     let (mut w, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     let caps = w.initialize().await["capabilities"].clone();
     assert!(
         caps.get("resources").is_none() && caps.get("prompts").is_none(),
@@ -492,7 +505,14 @@ async fn asking_server() -> Wire {
         .await
         .unwrap();
     let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     wire
 }
 

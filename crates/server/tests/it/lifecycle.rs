@@ -8,7 +8,7 @@ use crate::support::{server, text_of};
 #[tokio::test]
 async fn accepts_older_revisions_without_tasks() {
     for v in ["2025-06-18", "2025-03-26"] {
-        let mut s = server();
+        let mut s = server().await;
         let r = s.initialize_with(v, json!({})).await;
         assert_eq!(r["protocolVersion"], v);
         assert!(r["capabilities"].get("tasks").is_none(), "{v}: {r}");
@@ -34,21 +34,21 @@ async fn accepts_older_revisions_without_tasks() {
 
 #[tokio::test]
 async fn answers_a_newer_revision_with_2025_11_25() {
-    let mut s = server();
+    let mut s = server().await;
     let r = s.initialize_with("2026-07-28", json!({})).await;
     assert_eq!(r["protocolVersion"], "2025-11-25");
 }
 
 #[tokio::test]
 async fn server_discover_is_method_not_found_so_clients_fall_back() {
-    let mut s = server();
+    let mut s = server().await;
     assert_eq!(s.err("server/discover", json!({})).await["code"], -32601);
     s.initialize().await;
 }
 
 #[tokio::test]
 async fn refuses_requests_before_initialize_with_a_clear_error() {
-    let mut s = server();
+    let mut s = server().await;
     let e = s.err("tools/list", json!({})).await;
     assert_eq!(e["code"], -32602);
     assert!(e["message"].as_str().unwrap().contains("initialize"), "{e}");
@@ -60,7 +60,7 @@ async fn refuses_requests_before_initialize_with_a_clear_error() {
 
 #[tokio::test]
 async fn a_second_initialize_is_refused() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     let e = s
         .err(
@@ -75,7 +75,7 @@ async fn a_second_initialize_is_refused() {
 
 #[tokio::test]
 async fn initialize_without_protocol_version_is_invalid_params_naming_the_field() {
-    let mut s = server();
+    let mut s = server().await;
     let e = s.err("initialize", json!({"capabilities": {}})).await;
     assert_eq!(e["code"], -32602);
     assert!(e["message"].as_str().unwrap().contains("protocolVersion"));
@@ -87,8 +87,8 @@ async fn initialize_without_protocol_version_is_invalid_params_naming_the_field(
 /// the session stays uninitialized and a normal `initialize` then succeeds.
 #[tokio::test]
 async fn an_initialize_past_the_kept_bytes_bound_is_refused() {
-    use mcp_tasks_server::handlers::initialize::MAX_INITIALIZE_KEPT_BYTES;
-    let mut s = server();
+    use mcp_tasks_server::MAX_INITIALIZE_KEPT_BYTES;
+    let mut s = server().await;
     let big = "x".repeat(MAX_INITIALIZE_KEPT_BYTES);
     for params in [
         json!({"protocolVersion": "2025-11-25", "capabilities": {"experimental": {"k": big}}}),
@@ -114,7 +114,7 @@ async fn an_initialize_past_the_kept_bytes_bound_is_refused() {
 
 #[tokio::test]
 async fn requests_pipelined_after_initialize_see_it() {
-    let mut s = server();
+    let mut s = server().await;
     let init = json!({"jsonrpc": "2.0", "id": "i", "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "p", "version": "1"}}});
     let list = json!({"jsonrpc": "2.0", "id": "l", "method": "tools/list"});
     s.send_raw(&format!("{init}\n{list}")).await;

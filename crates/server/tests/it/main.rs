@@ -18,3 +18,4 @@ mod mrtr_replay;
 mod mrtr_task;
 mod output_schema;
 mod tasks;
+mod tool_api;

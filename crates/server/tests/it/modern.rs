@@ -5,7 +5,6 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::modern::{PROTOCOL_VERSION_META, SERVER_INFO_META, TASKS_EXTENSION};
@@ -42,7 +41,7 @@ fn tools() -> Vec<Tool> {
         json!({"type": "object"}),
         |_args: Value, cx| async move {
             let asked = cx
-                .elicit(json!({"mode": "form", "message": "Name?",
+                .elicit_raw(json!({"mode": "form", "message": "Name?",
                     "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}))
                 .await;
             Ok(match asked {
@@ -66,20 +65,24 @@ fn tools() -> Vec<Tool> {
 }
 
 /// A server with these tools, tasks on or off, on the other end of the returned pipe.
-fn serve(tasks: bool) -> Wire {
-    let engine = tasks.then(|| {
-        TaskEngine::new(
-            Arc::new(MemoryStore::new()),
-            Policy::default(),
-            Arc::new(SystemClock),
-        )
-    });
+async fn serve(tasks: bool) -> Wire {
     let config = ServerConfig::default()
         .with_info("modern-test", "1.2.3")
         .with_instructions("Use echo.");
-    let server = Server::new(config, tools(), engine);
+    let mut builder = Server::builder().config(config).tools(tools());
+    if !tasks {
+        builder = builder.no_tasks();
+    }
+    let server = builder.build().await.expect("a server");
     let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     wire
 }
 
@@ -98,7 +101,7 @@ fn assert_modern_result(r: &Value) {
 
 #[tokio::test]
 async fn server_discover_lists_both_eras_the_tasks_extension_and_server_info() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let r = s.ok_modern("server/discover", json!({}), json!({})).await;
     assert_modern_result(&r);
     let versions: Vec<&str> = r["supportedVersions"]
@@ -125,7 +128,7 @@ async fn server_discover_lists_both_eras_the_tasks_extension_and_server_info() {
 
 #[tokio::test]
 async fn without_tasks_discover_declares_no_extension() {
-    let mut s = serve(false);
+    let mut s = serve(false).await;
     let r = s.ok_modern("server/discover", json!({}), json!({})).await;
     assert!(r["capabilities"].get("extensions").is_none(), "{r}");
     // And a required tool simply runs: no task engine, no task to insist on.
@@ -137,7 +140,7 @@ async fn without_tasks_discover_declares_no_extension() {
 
 #[tokio::test]
 async fn modern_requests_need_no_initialize_and_leave_the_legacy_session_alone() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let r = s.ok_modern("tools/list", json!({}), json!({})).await;
     assert_modern_result(&r);
     // The legacy session is still uninitialized.
@@ -169,7 +172,7 @@ async fn modern_requests_need_no_initialize_and_leave_the_legacy_session_alone()
 
 #[tokio::test]
 async fn modern_tools_list_carries_the_cacheable_fields_and_no_execution() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let r = s.ok_modern("tools/list", json!({}), with_tasks()).await;
     let tools = r["tools"].as_array().unwrap();
     assert_eq!(tools.len(), 4);
@@ -184,7 +187,7 @@ async fn modern_tools_list_carries_the_cacheable_fields_and_no_execution() {
 
 #[tokio::test]
 async fn modern_tools_call_runs_directly_and_ignores_a_task_field() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let r = s
         .ok_modern(
             "tools/call",
@@ -214,7 +217,7 @@ async fn modern_tools_call_runs_directly_and_ignores_a_task_field() {
 
 #[tokio::test]
 async fn a_required_tool_is_refused_with_32021_to_a_client_without_the_extension() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let r = s
         .call_modern("tools/call", json!({"name": "batch"}), json!({}))
         .await;
@@ -239,7 +242,7 @@ async fn a_required_tool_is_refused_with_32021_to_a_client_without_the_extension
 
 #[tokio::test]
 async fn a_direct_call_that_asks_is_answered_by_mrtr_and_resumed_by_the_retry() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let caps = json!({"elicitation": {"form": {}}});
     let r = s
         .ok_modern("tools/call", json!({"name": "ask"}), caps.clone())
@@ -304,7 +307,7 @@ async fn a_direct_call_that_asks_is_answered_by_mrtr_and_resumed_by_the_retry() 
 
 #[tokio::test]
 async fn an_unsupported_version_is_32022_listing_the_supported_ones() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     for version in ["1900-01-01", "2025-11-25"] {
         let r = s
             .call_modern(
@@ -329,7 +332,7 @@ async fn an_unsupported_version_is_32022_listing_the_supported_ones() {
 
 #[tokio::test]
 async fn malformed_modern_meta_is_32602_naming_the_key() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let mut meta = modern_meta(json!({}));
     meta.as_object_mut()
         .unwrap()
@@ -363,7 +366,7 @@ async fn malformed_modern_meta_is_32602_naming_the_key() {
 
 #[tokio::test]
 async fn tasks_methods_follow_the_extension_rules() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     for m in ["tasks/result", "tasks/list"] {
         let e = s.err_modern(m, json!({"taskId": "t"}), with_tasks()).await;
         assert_eq!(e["code"], -32601, "{m}: {e}");
@@ -388,7 +391,7 @@ async fn tasks_methods_follow_the_extension_rules() {
 
 #[tokio::test]
 async fn initialize_is_not_a_modern_method_and_legacy_discover_stays_32601() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let e = s
         .err_modern(
             "initialize",
@@ -410,7 +413,7 @@ async fn initialize_is_not_a_modern_method_and_legacy_discover_stays_32601() {
 
 #[tokio::test]
 async fn the_handler_sees_the_params_without_the_per_request_protocol_fields() {
-    let mut s = serve(true);
+    let mut s = serve(true).await;
     let r = s
         .ok_modern(
             "tools/call",
@@ -456,9 +459,21 @@ impl mcp_tasks_server::ExtensionFactory for Plain {
 
 #[tokio::test]
 async fn a_server_with_an_extension_refuses_the_modern_era_with_32022() {
-    let server = Server::with_extension(ServerConfig::default(), Vec::new(), None, Arc::new(Plain));
+    let server = Server::builder()
+        .no_tasks()
+        .extension(Arc::new(Plain))
+        .build()
+        .await
+        .expect("a server with an extension");
     let (mut s, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     let r = s.call_modern("server/discover", json!({}), json!({})).await;
     MODERN
         .validate_def("UnsupportedProtocolVersionError", &r)

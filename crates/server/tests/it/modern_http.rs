@@ -3,13 +3,11 @@
 //! their HTTP statuses. Every modern body is validated against the 2026-07-28 schema.
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::modern::{PROTOCOL_VERSION_META, TASKS_EXTENSION};
-use mcp_tasks_server::{HttpOptions, Server, ServerConfig, Tool};
+use mcp_tasks_server::{HttpOptions, Server, Tool};
 use mcp_tasks_testkit::schema::MODERN;
 use mcp_tasks_testkit::wire::modern_meta;
 use serde_json::{Value, json};
@@ -125,7 +123,7 @@ async fn serve() -> SocketAddr {
         json!({"type": "object"}),
         |_args: Value, cx| async move {
             let r = cx
-                .elicit(json!({"mode": "form", "message": "Name?",
+                .elicit_raw(json!({"mode": "form", "message": "Name?",
                     "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}))
                 .await?;
             Ok(CallToolResult::text(format!(
@@ -146,26 +144,16 @@ async fn serve() -> SocketAddr {
             ))
         },
     );
-    let engine = TaskEngine::new(
-        Arc::new(MemoryStore::new()),
-        Policy::default(),
-        Arc::new(SystemClock),
-    );
-    let server = Server::new(
-        ServerConfig::default(),
-        vec![echo, batch, ask, region],
-        Some(engine),
-    );
+    let server = Server::builder()
+        .tools([echo, batch, ask, region])
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move {
-        mcp_tasks_server::serve_http(
-            &server,
-            listener,
-            HttpOptions::new(),
-            std::future::pending(),
-        )
-        .await
+        let transport = mcp_tasks_server::Transport::http(listener, HttpOptions::new());
+        server.serve(transport, std::future::pending()).await
     });
     addr
 }

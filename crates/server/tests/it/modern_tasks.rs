@@ -4,10 +4,8 @@
 //! validated against the 2026-07-28 schema, and every `tasks/get` result against the
 //! extension's `DetailedTask` rules (`DetailedTask::check`).
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::modern::TASKS_EXTENSION;
 use mcp_tasks_proto::modern::tasks::{CreateTaskResult, GetTaskResult, TaskStatus};
@@ -41,14 +39,14 @@ fn tools(support: TaskSupport) -> Vec<Tool> {
         "boom",
         "A JSON-RPC error.",
         json!({"type": "object"}),
-        |_args: Value, _cx| async move { Err(ErrorObject::internal("API rate limit exceeded")) },
+        |_args: Value, _cx| async move { Err(ErrorObject::internal("API rate limit exceeded").into()) },
     );
     let ask = Tool::new(
         "ask",
         "Asks for a name.",
         json!({"type": "object"}),
         |_args: Value, cx| async move {
-            let r = cx.elicit(name_form("Name?")).await?;
+            let r = cx.elicit_raw(name_form("Name?")).await?;
             Ok(CallToolResult::text(format!(
                 "got {} ({})",
                 r["content"]["name"].as_str().unwrap_or("-"),
@@ -62,8 +60,8 @@ fn tools(support: TaskSupport) -> Vec<Tool> {
         json!({"type": "object"}),
         |_args: Value, cx| async move {
             let (a, b) = tokio::join!(
-                cx.elicit(name_form("First?")),
-                cx.elicit(name_form("Second?"))
+                cx.elicit_raw(name_form("First?")),
+                cx.elicit_raw(name_form("Second?"))
             );
             Ok(CallToolResult::text(format!(
                 "{} {}",
@@ -84,19 +82,28 @@ fn name_form(message: &str) -> Value {
 }
 
 /// A server whose tools always run as tasks.
-fn serve() -> Wire {
-    serve_with(TaskSupport::Required, Duration::from_secs(1))
+async fn serve() -> Wire {
+    serve_with(TaskSupport::Required, Duration::from_secs(1)).await
 }
 
 /// A server whose tools have task support `support`, with `task_after`.
-fn serve_with(support: TaskSupport, task_after: Duration) -> Wire {
-    let mut policy = Policy::default();
-    policy.poll_interval_ms = 20;
-    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
-    let config = ServerConfig::default().with_task_after(task_after);
-    let server = Server::new(config, tools(support), Some(engine));
+async fn serve_with(support: TaskSupport, task_after: Duration) -> Wire {
+    let server = Server::builder()
+        .config(ServerConfig::default().with_task_after(task_after))
+        .tools(tools(support))
+        .with_policy(|p| p.poll_interval_ms = 20)
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     wire
 }
 
@@ -167,7 +174,7 @@ async fn until_terminal(s: &mut Wire, id: &str) -> GetTaskResult {
 
 #[tokio::test]
 async fn a_required_tool_becomes_a_task_whose_result_tasks_get_carries_inline() {
-    let mut s = serve();
+    let mut s = serve().await;
     let id = start(&mut s, "work", json!({"ms": 50})).await;
     // Durably created before the answer: tasks/get resolves at once.
     let first = get(&mut s, &id).await;
@@ -189,7 +196,7 @@ async fn a_required_tool_becomes_a_task_whose_result_tasks_get_carries_inline() 
 
 #[tokio::test]
 async fn an_is_error_result_ends_completed_and_a_json_rpc_error_ends_failed() {
-    let mut s = serve();
+    let mut s = serve().await;
     let oops = start(&mut s, "oops", json!({})).await;
     let t = until_terminal(&mut s, &oops).await;
     assert_eq!(t.task.task.status, TaskStatus::Completed);
@@ -204,7 +211,7 @@ async fn an_is_error_result_ends_completed_and_a_json_rpc_error_ends_failed() {
 
 #[tokio::test]
 async fn tasks_cancel_acks_and_stops_the_task() {
-    let mut s = serve();
+    let mut s = serve().await;
     let id = start(&mut s, "work", json!({"ms": 60_000})).await;
     let ack = s
         .ok_modern("tasks/cancel", json!({"taskId": id}), ext())
@@ -228,7 +235,7 @@ async fn tasks_cancel_acks_and_stops_the_task() {
 
 #[tokio::test]
 async fn tasks_update_acks_known_tasks_and_refuses_bad_input() {
-    let mut s = serve();
+    let mut s = serve().await;
     let id = start(&mut s, "work", json!({"ms": 60_000})).await;
     let ack = s
         .ok_modern(
@@ -267,7 +274,7 @@ async fn tasks_update_acks_known_tasks_and_refuses_bad_input() {
 
 #[tokio::test]
 async fn a_task_of_one_era_is_read_from_the_other() {
-    let mut s = serve();
+    let mut s = serve().await;
     s.initialize().await;
     // Modern task, legacy read.
     let id = start(&mut s, "work", json!({"ms": 1})).await;
@@ -302,7 +309,7 @@ async fn a_task_of_one_era_is_read_from_the_other() {
 
 #[tokio::test]
 async fn an_elicitation_during_a_task_is_an_input_request_answered_by_tasks_update() {
-    let mut s = serve();
+    let mut s = serve().await;
     let id = start(&mut s, "ask", json!({})).await;
     let asked = until_asking(&mut s, &id, 1).await;
     let requests = asked.task.input_requests.unwrap();
@@ -355,7 +362,7 @@ async fn an_elicitation_during_a_task_is_an_input_request_answered_by_tasks_upda
 
 #[tokio::test]
 async fn a_partial_answer_keeps_the_task_input_required() {
-    let mut s = serve();
+    let mut s = serve().await;
     let id = start(&mut s, "ask_two", json!({})).await;
     let asked = until_asking(&mut s, &id, 2).await;
     let requests = asked.task.input_requests.unwrap();
@@ -385,7 +392,7 @@ async fn a_partial_answer_keeps_the_task_input_required() {
 
 #[tokio::test]
 async fn a_task_of_a_client_without_elicitation_never_asks() {
-    let mut s = serve();
+    let mut s = serve().await;
     let r = s
         .ok_modern(
             "tools/call",
@@ -411,7 +418,7 @@ async fn a_task_of_a_client_without_elicitation_never_asks() {
 /// never sent a form; the tool's question fails at once (-32601, naming the mode).
 #[tokio::test]
 async fn a_url_mode_only_session_is_never_sent_a_form() {
-    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(5));
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(5)).await;
     s.initialize_with("2025-11-25", json!({"elicitation": {"url": {}}}))
         .await;
     let e = s.err("tools/call", json!({"name": "ask"})).await;
@@ -433,7 +440,7 @@ async fn a_url_mode_only_session_is_never_sent_a_form() {
 /// requests with modes that are not supported by the client."
 #[tokio::test]
 async fn a_url_mode_only_client_is_never_sent_a_form() {
-    let mut s = serve();
+    let mut s = serve().await;
     let caps = json!({"extensions": {TASKS_EXTENSION: {}}, "elicitation": {"url": {}}});
     let r = s
         .ok_modern("tools/call", json!({"name": "ask"}), caps)
@@ -451,7 +458,7 @@ async fn a_url_mode_only_client_is_never_sent_a_form() {
 
 #[tokio::test]
 async fn an_optional_tool_answers_directly_when_it_finishes_within_task_after() {
-    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(5));
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(5)).await;
     let r = s
         .ok_modern(
             "tools/call",
@@ -465,7 +472,7 @@ async fn an_optional_tool_answers_directly_when_it_finishes_within_task_after() 
 
 #[tokio::test]
 async fn an_optional_tool_that_outlives_task_after_becomes_a_task_and_finishes() {
-    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(50));
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(50)).await;
     let started = tokio::time::Instant::now();
     let id = start(&mut s, "work", json!({"ms": 400})).await;
     assert!(
@@ -479,7 +486,7 @@ async fn an_optional_tool_that_outlives_task_after_becomes_a_task_and_finishes()
 
 #[tokio::test]
 async fn without_the_extension_an_optional_tool_always_answers_directly() {
-    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(20));
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(20)).await;
     let r = s
         .ok_modern(
             "tools/call",
@@ -493,7 +500,7 @@ async fn without_the_extension_an_optional_tool_always_answers_directly() {
 
 #[tokio::test]
 async fn an_optional_tool_that_asks_before_task_after_becomes_a_task_at_once() {
-    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(30));
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_secs(30)).await;
     let started = tokio::time::Instant::now();
     let id = start(&mut s, "ask", json!({})).await;
     assert!(
@@ -521,7 +528,7 @@ async fn an_optional_tool_that_asks_before_task_after_becomes_a_task_at_once() {
 
 #[tokio::test]
 async fn cancelling_an_adopted_task_stops_it() {
-    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(20));
+    let mut s = serve_with(TaskSupport::Optional, Duration::from_millis(20)).await;
     let id = start(&mut s, "work", json!({"ms": 60_000})).await;
     s.ok_modern("tasks/cancel", json!({"taskId": id}), ext())
         .await;
@@ -531,7 +538,7 @@ async fn cancelling_an_adopted_task_stops_it() {
 
 #[tokio::test]
 async fn subscriptions_listen_delivers_the_detailed_task_until_it_ends() {
-    let mut s = serve();
+    let mut s = serve().await;
     let id = start(&mut s, "work", json!({"ms": 200})).await;
     let listen = s
         .start_modern(

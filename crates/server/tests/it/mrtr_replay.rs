@@ -5,11 +5,9 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
+use mcp_tasks_core::MemoryStore;
 use mcp_tasks_proto::CallToolResult;
-use mcp_tasks_server::{
-    MAX_PARKED_PER_REQUESTER, MAX_REQUEST_STATE_BYTES, Server, ServerConfig, Tool,
-};
+use mcp_tasks_server::{MAX_PARKED_PER_REQUESTER, MAX_REQUEST_STATE_BYTES, Server, Tool};
 use mcp_tasks_testkit::wire::Wire;
 use serde_json::{Value, json};
 
@@ -29,8 +27,8 @@ fn form(runs: Arc<AtomicUsize>) -> Tool {
                     json!({"mode": "form", "message": m, "requestedSchema":
                         {"type": "object", "properties": {"v": {"type": "string"}}}})
                 };
-                let name = cx.elicit(ask("Name?")).await?;
-                let colour = cx.elicit(ask("Colour?")).await?;
+                let name = cx.elicit_raw(ask("Name?")).await?;
+                let colour = cx.elicit_raw(ask("Colour?")).await?;
                 Ok(CallToolResult::text(format!(
                     "{} likes {}",
                     name["content"]["v"].as_str().unwrap_or("?"),
@@ -66,21 +64,28 @@ fn named() -> Tool {
 }
 
 /// Two servers on one store, and the count of the handler's runs on both.
-fn pair() -> (Wire, Wire, Arc<AtomicUsize>) {
+async fn pair() -> (Wire, Wire, Arc<AtomicUsize>) {
     let store = Arc::new(MemoryStore::new());
     let runs = Arc::new(AtomicUsize::new(0));
-    let serve = |runs: Arc<AtomicUsize>| {
-        let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
-        let server = Server::new(
-            ServerConfig::default(),
-            vec![form(runs), named()],
-            Some(engine),
-        );
+    let serve = async |runs: Arc<AtomicUsize>| {
+        let server = Server::builder()
+            .tools([form(runs), named()])
+            .store(store.clone())
+            .build()
+            .await
+            .expect("a server on the store");
         let (wire, (reader, writer)) = Wire::pair();
-        tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+        tokio::spawn(async move {
+            server
+                .serve(
+                    mcp_tasks_server::Transport::io(reader, writer),
+                    std::future::pending(),
+                )
+                .await
+        });
         wire
     };
-    (serve(runs.clone()), serve(runs.clone()), runs)
+    (serve(runs.clone()).await, serve(runs.clone()).await, runs)
 }
 
 fn caps() -> Value {
@@ -109,7 +114,7 @@ fn asked(r: &Value, message: &str) -> (String, String) {
 /// sent back to the server that parked the call go on without re-running.
 #[tokio::test]
 async fn a_retry_on_another_server_re_runs_the_handler_with_the_recorded_answers() {
-    let (mut a, mut b, runs) = pair();
+    let (mut a, mut b, runs) = pair().await;
     let r = a
         .ok_modern("tools/call", json!({"name": "form"}), caps())
         .await;
@@ -157,7 +162,7 @@ async fn a_retry_on_another_server_re_runs_the_handler_with_the_recorded_answers
 /// another server re-runs the handler with the recorded answer, by key, and completes.
 #[tokio::test]
 async fn named_questions_are_answered_by_their_keys_one_at_a_time() {
-    let (mut a, mut b, _) = pair();
+    let (mut a, mut b, _) = pair().await;
     let r = a
         .ok_modern("tools/call", json!({"name": "named"}), caps())
         .await;
@@ -193,7 +198,7 @@ async fn named_questions_are_answered_by_their_keys_one_at_a_time() {
 async fn a_forged_or_oversized_request_state_is_refused() {
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    let (mut a, mut b, _) = pair();
+    let (mut a, mut b, _) = pair().await;
     let r = a
         .ok_modern("tools/call", json!({"name": "form"}), caps())
         .await;
@@ -236,7 +241,7 @@ async fn a_forged_or_oversized_request_state_is_refused() {
         );
     }
     // A server on another store (another key) refuses the genuine state too.
-    let (mut other, _, _) = pair();
+    let (mut other, _, _) = pair().await;
     let e = other
         .err_modern(
             "tools/call",
@@ -268,7 +273,7 @@ async fn a_forged_or_oversized_request_state_is_refused() {
 /// size and the bound (not a silent truncation).
 #[tokio::test]
 async fn answers_outgrowing_the_state_bound_end_the_call_with_a_precise_error() {
-    let (mut a, _, _) = pair();
+    let (mut a, _, _) = pair().await;
     let r = a
         .ok_modern("tools/call", json!({"name": "form"}), caps())
         .await;
@@ -307,11 +312,12 @@ async fn a_re_run_asking_another_method_than_recorded_is_asked_afresh() {
                 let first = runs.fetch_add(1, Ordering::SeqCst) == 0;
                 async move {
                     let r = if first {
-                        cx.elicit(json!({"mode": "form", "message": "Name?",
+                        cx.elicit_raw(json!({"mode": "form", "message": "Name?",
                             "requestedSchema": {"type": "object", "properties": {}}}))
                             .await?
                     } else {
-                        cx.sample(json!({"messages": [], "maxTokens": 5})).await?
+                        cx.sample_raw(json!({"messages": [], "maxTokens": 5}))
+                            .await?
                     };
                     Ok(CallToolResult::text(r.to_string()))
                 }
@@ -321,10 +327,21 @@ async fn a_re_run_asking_another_method_than_recorded_is_asked_afresh() {
     let store = Arc::new(MemoryStore::new());
     let mut wires = Vec::new();
     for _ in 0..2 {
-        let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
-        let server = Server::new(ServerConfig::default(), vec![fickle.clone()], Some(engine));
+        let server = Server::builder()
+            .tool(fickle.clone())
+            .store(store.clone())
+            .build()
+            .await
+            .expect("a server on the store");
         let (wire, (reader, writer)) = Wire::pair();
-        tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+        tokio::spawn(async move {
+            server
+                .serve(
+                    mcp_tasks_server::Transport::io(reader, writer),
+                    std::future::pending(),
+                )
+                .await
+        });
         wires.push(wire);
     }
     let caps = json!({"elicitation": {"form": {}}, "sampling": {}});
@@ -351,7 +368,7 @@ async fn a_re_run_asking_another_method_than_recorded_is_asked_afresh() {
 /// re-runs the handler; the calls parked before still go on without a re-run.
 #[tokio::test]
 async fn past_its_share_a_call_is_answered_unparked_and_its_retry_re_runs() {
-    let (mut a, _, runs) = pair();
+    let (mut a, _, runs) = pair().await;
     let mut first = None;
     for n in 0..=MAX_PARKED_PER_REQUESTER {
         let r = a

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
+use mcp_tasks_core::MemoryStore;
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::modern::TASKS_EXTENSION;
 use mcp_tasks_server::{Server, ServerConfig, Tool};
@@ -47,7 +47,7 @@ fn tools(started: Arc<AtomicUsize>) -> Vec<Tool> {
                     .await?;
                 cx.start_task().await?;
                 started.fetch_add(1, Ordering::SeqCst);
-                let colour = cx.elicit(form("Colour?")).await?;
+                let colour = cx.elicit_raw(form("Colour?")).await?;
                 Ok(CallToolResult::text(format!(
                     "{} likes {}",
                     name["content"]["v"].as_str().unwrap_or("?"),
@@ -62,7 +62,7 @@ fn tools(started: Arc<AtomicUsize>) -> Vec<Tool> {
         "Asks a name, answers at once.",
         json!({"type": "object"}),
         |_args: Value, cx| async move {
-            let name = cx.elicit(form("Name?")).await?;
+            let name = cx.elicit_raw(form("Name?")).await?;
             Ok(CallToolResult::text(format!(
                 "Hello, {}",
                 name["content"]["v"].as_str().unwrap_or("?")
@@ -74,20 +74,30 @@ fn tools(started: Arc<AtomicUsize>) -> Vec<Tool> {
 }
 
 /// A server over `store` (two on one store are two replicas of one database).
-fn serve_on(store: Arc<MemoryStore>, started: Arc<AtomicUsize>) -> Wire {
-    let mut policy = Policy::default();
-    policy.poll_interval_ms = 20;
-    let engine = TaskEngine::new(store, policy, Arc::new(SystemClock));
-    let server = Server::new(ServerConfig::default(), tools(started), Some(engine));
+async fn serve_on(store: Arc<MemoryStore>, started: Arc<AtomicUsize>) -> Wire {
+    let server = Server::builder()
+        .tools(tools(started))
+        .store(store)
+        .with_policy(|p| p.poll_interval_ms = 20)
+        .build()
+        .await
+        .expect("a server on the store");
     let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     wire
 }
 
-fn serve() -> (Wire, Arc<AtomicUsize>) {
+async fn serve() -> (Wire, Arc<AtomicUsize>) {
     let started = Arc::new(AtomicUsize::new(0));
     (
-        serve_on(Arc::new(MemoryStore::new()), Arc::clone(&started)),
+        serve_on(Arc::new(MemoryStore::new()), Arc::clone(&started)).await,
         started,
     )
 }
@@ -135,7 +145,7 @@ async fn until(s: &mut Wire, id: &str, pred: impl Fn(&Value) -> bool) -> Value {
 /// answered by `tasks/update`, and the task's result reflects both answers.
 #[tokio::test]
 async fn input_rounds_before_the_task_then_the_task_asks_on_its_own() {
-    let (mut s, started) = serve();
+    let (mut s, started) = serve().await;
     let r = s
         .ok_modern("tools/call", json!({"name": "survey"}), ext())
         .await;
@@ -176,8 +186,8 @@ async fn input_rounds_before_the_task_then_the_task_asks_on_its_own() {
 async fn a_retry_on_another_replica_re_runs_the_handler_into_the_task() {
     let store = Arc::new(MemoryStore::new());
     let started = Arc::new(AtomicUsize::new(0));
-    let mut a = serve_on(Arc::clone(&store), Arc::clone(&started));
-    let mut b = serve_on(store, Arc::clone(&started));
+    let mut a = serve_on(Arc::clone(&store), Arc::clone(&started)).await;
+    let mut b = serve_on(store, Arc::clone(&started)).await;
     let r = a
         .ok_modern("tools/call", json!({"name": "survey"}), ext())
         .await;
@@ -220,7 +230,7 @@ async fn a_retry_on_another_replica_re_runs_the_handler_into_the_task() {
 /// no task.
 #[tokio::test]
 async fn a_result_before_start_task_is_a_completed_task_and_errors_stay_direct() {
-    let (mut s, _) = serve();
+    let (mut s, _) = serve().await;
     let r = s
         .ok_modern("tools/call", json!({"name": "quick"}), ext())
         .await;
@@ -270,7 +280,7 @@ async fn a_result_before_start_task_is_a_completed_task_and_errors_stay_direct()
 /// (`input_required` meanwhile), and `start_task` changes nothing.
 #[tokio::test]
 async fn in_2025_11_25_the_task_asks_every_question_itself() {
-    let (mut s, started) = serve();
+    let (mut s, started) = serve().await;
     s.initialize().await;
     let r = s
         .ok(
@@ -309,15 +319,22 @@ async fn an_optional_tool_that_starts_its_task_is_promoted_at_once() {
         },
     )
     .task_support(mcp_tasks_proto::mcp::TaskSupport::Optional);
-    let engine = TaskEngine::new(
-        Arc::new(MemoryStore::new()),
-        Policy::default(),
-        Arc::new(SystemClock),
-    );
     let config = ServerConfig::default().with_task_after(Duration::from_secs(3600));
-    let server = Server::new(config, vec![later], Some(engine));
+    let server = Server::builder()
+        .config(config)
+        .tool(later)
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let (mut s, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     let started = tokio::time::Instant::now();
     let r = s
         .ok_modern("tools/call", json!({"name": "later"}), ext())

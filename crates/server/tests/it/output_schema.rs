@@ -4,11 +4,8 @@
 //! results that conform to this schema." A handler that breaks it fails the call with
 //! -32603 naming the tool and the field; conforming results and `isError` results pass.
 
-use std::sync::Arc;
-
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::mcp::TaskSupport;
-use mcp_tasks_server::{CallToolResult, Server, ServerConfig, Tool};
+use mcp_tasks_server::{CallToolResult, Server, Tool};
 use mcp_tasks_testkit::wire::Wire;
 use serde_json::{Value, json};
 
@@ -38,12 +35,21 @@ fn weather() -> Tool {
 }
 
 async fn server() -> Wire {
-    let mut policy = Policy::default();
-    policy.poll_interval_ms = 20;
-    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
-    let server = Server::new(ServerConfig::default(), vec![weather()], Some(engine));
+    let server = Server::builder()
+        .tool(weather())
+        .with_policy(|p| p.poll_interval_ms = 20)
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let (mut wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     wire.initialize().await;
     wire
 }

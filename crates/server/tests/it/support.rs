@@ -1,10 +1,8 @@
 //! A server in process: two tools of its own (`echo`, and `sleep`, which may run as a
 //! task), a memory store, and the requestor's end of the pipe.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use mcp_tasks_core::{MemoryStore, Policy, SystemClock, TaskEngine};
 use mcp_tasks_proto::CallToolResult;
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{ErrorObject, codes};
@@ -43,19 +41,29 @@ fn sleep() -> Tool {
 }
 
 /// A server with `config`, serving the other end of the returned pipe.
-pub(crate) fn serve(config: ServerConfig) -> Wire {
-    let mut policy = Policy::default();
-    policy.poll_interval_ms = 50;
-    let engine = TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock));
-    let server = Server::new(config, vec![echo(), sleep()], Some(engine));
+pub(crate) async fn serve(config: ServerConfig) -> Wire {
+    let server = Server::builder()
+        .config(config)
+        .tools([echo(), sleep()])
+        .with_policy(|p| p.poll_interval_ms = 50)
+        .build()
+        .await
+        .expect("a server with tasks in memory");
     let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move { server.serve_stdio(reader, writer).await });
+    tokio::spawn(async move {
+        server
+            .serve(
+                mcp_tasks_server::Transport::io(reader, writer),
+                std::future::pending(),
+            )
+            .await
+    });
     wire
 }
 
 /// A server with the default configuration.
-pub(crate) fn server() -> Wire {
-    serve(ServerConfig::default())
+pub(crate) async fn server() -> Wire {
+    serve(ServerConfig::default()).await
 }
 
 /// The text of a `CallToolResult`.

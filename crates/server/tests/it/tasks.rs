@@ -9,7 +9,7 @@ const RELATED: &str = "io.modelcontextprotocol/related-task";
 
 #[tokio::test]
 async fn a_task_is_created_working_and_its_result_comes_by_tasks_result() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     let r = s
         .ok(
@@ -39,7 +39,7 @@ async fn a_task_is_created_working_and_its_result_comes_by_tasks_result() {
 
 #[tokio::test]
 async fn a_cancelled_task_stays_cancelled() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     let r = s
         .ok(
@@ -63,7 +63,7 @@ async fn a_cancelled_task_stays_cancelled() {
 
 #[tokio::test]
 async fn an_unknown_task_is_invalid_params() {
-    let mut s = server();
+    let mut s = server().await;
     s.initialize().await;
     for method in ["tasks/get", "tasks/result", "tasks/cancel"] {
         let e = s.err(method, json!({"taskId": "no-such-task"})).await;

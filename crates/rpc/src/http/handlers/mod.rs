@@ -27,7 +27,10 @@ mod probes;
 mod response;
 mod ui;
 
-use checks::{authenticate, authenticate_on, cors, find_session, foreign_host, legacy_version_check, origin_guard};
+use checks::{
+    authenticate, authenticate_on, cors, find_session, foreign_host, legacy_version_check,
+    origin_guard,
+};
 pub(crate) use post::ClientAddr;
 use post::{post, sse_response};
 use probes::{HEALTHZ, READYZ, healthz, readyz, resource_metadata};

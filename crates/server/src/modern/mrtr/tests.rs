@@ -10,28 +10,22 @@ fn parking(owner: &str, bytes: usize) -> Parking {
     }
 }
 
+/// Park a fresh call of `owner` holding `bytes` under `handle`.
+fn park(parked: &Parked, handle: &str, owner: &str, bytes: usize) -> Result<(), Full> {
+    let call = Call::new(BTreeMap::new());
+    parked.park(handle.to_owned(), parking(owner, bytes), call)
+}
+
 /// One requester fills its share of the table: its next call is not parked, and
 /// another requester's call still is (and is found by its retry).
 #[tokio::test]
 async fn a_requester_past_its_share_leaves_room_for_the_others() {
     let parked = Parked::default();
     for i in 0..MAX_PARKED_PER_REQUESTER {
-        let p = parking("principal:a", 10);
-        assert_eq!(
-            parked.park(format!("a{i}"), p, Call::new(BTreeMap::new())),
-            Ok(())
-        );
+        assert_eq!(park(&parked, &format!("a{i}"), "principal:a", 10), Ok(()));
     }
-    let p = parking("principal:a", 10);
-    assert_eq!(
-        parked.park("a-more".into(), p, Call::new(BTreeMap::new())),
-        Err(Full::Share)
-    );
-    let p = parking("principal:b", 10);
-    assert_eq!(
-        parked.park("b0".into(), p, Call::new(BTreeMap::new())),
-        Ok(())
-    );
+    assert_eq!(park(&parked, "a-more", "principal:a", 10), Err(Full::Share));
+    assert_eq!(park(&parked, "b0", "principal:b", 10), Ok(()));
     assert!(parked.take("b0", "b-principal:b").is_some());
     // The retry of a call that was not parked finds nothing (it re-runs).
     assert!(parked.take("a-more", "b-principal:a").is_none());
@@ -49,30 +43,33 @@ async fn a_requester_past_its_share_leaves_room_for_the_others() {
 #[tokio::test]
 async fn bytes_past_the_share_or_the_total_are_not_parked() {
     let parked = Parked::default();
-    let p = parking("principal:big", MAX_PARKED_BYTES_PER_REQUESTER + 1);
     assert_eq!(
-        parked.park("big".into(), p, Call::new(BTreeMap::new())),
+        park(
+            &parked,
+            "big",
+            "principal:big",
+            MAX_PARKED_BYTES_PER_REQUESTER + 1
+        ),
         Err(Full::Share)
     );
     let owners = MAX_PARKED_BYTES / MAX_PARKED_BYTES_PER_REQUESTER;
     for i in 0..owners {
-        let p = parking(&format!("principal:{i}"), MAX_PARKED_BYTES_PER_REQUESTER);
         assert_eq!(
-            parked.park(format!("h{i}"), p, Call::new(BTreeMap::new())),
+            park(
+                &parked,
+                &format!("h{i}"),
+                &format!("principal:{i}"),
+                MAX_PARKED_BYTES_PER_REQUESTER
+            ),
             Ok(())
         );
     }
-    let p = parking("principal:late", 1);
     assert_eq!(
-        parked.park("late".into(), p, Call::new(BTreeMap::new())),
+        park(&parked, "late", "principal:late", 1),
         Err(Full::Server)
     );
     assert!(parked.take("h0", "b-principal:0").is_some());
-    let p = parking("principal:late", 1);
-    assert_eq!(
-        parked.park("late".into(), p, Call::new(BTreeMap::new())),
-        Ok(())
-    );
+    assert_eq!(park(&parked, "late", "principal:late", 1), Ok(()));
 }
 
 /// A parked call keeps no copy of its arguments: the handler sees the params without
@@ -102,15 +99,11 @@ async fn a_parked_call_is_dropped_at_its_expiry() {
         Ok(())
     );
     tokio::time::sleep(PARK_TTL - Duration::from_secs(1)).await;
-    assert_eq!(
-        parked.calls.lock().len(),
-        1,
-        "still parked before its expiry"
-    );
+    assert_eq!(parked.len(), 1, "still parked before its expiry");
     tokio::time::sleep(Duration::from_secs(2)).await;
     // Let the expiry task run.
     tokio::task::yield_now().await;
-    assert!(parked.calls.lock().is_empty(), "dropped at its expiry");
+    assert_eq!(parked.len(), 0, "dropped at its expiry");
     assert!(weak.upgrade().is_none(), "nothing of the call is held");
     assert!(parked.take("x", "b-principal:x").is_none());
 }

@@ -62,6 +62,7 @@ mod modern;
 mod process;
 pub mod receiver;
 mod rpc;
+mod start;
 mod task;
 mod types;
 

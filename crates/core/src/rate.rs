@@ -238,15 +238,8 @@ const MAX_POLLS: usize = 100_000;
 
 type Limiter = DefaultKeyedRateLimiter<String>;
 
-/// The hasher of the maps below: foldhash, seeded at random per process (a keyed hash,
-/// several times cheaper than the standard library's SipHash on these short keys). Their
-/// keys are quota keys (a principal, a session id or a client address) and task ids, which
-/// the server makes; a client picks at most its address, and every map is bounded
-/// ([`MAX_KEYS`], [`MAX_POLLS`]).
-type FastHash = foldhash::fast::RandomState;
-
 mod polls;
-use polls::Polls;
+use polls::{FastHash, Polls};
 
 /// The limiters of a server, shared by every session. Cheap to share (`Arc` it).
 pub struct RateLimits {
@@ -380,7 +373,7 @@ impl RateLimits {
             }
             polls = self.polls.lock();
         }
-        polls.record(key, task_id, now);
+        polls.record(key, task_id, now, MAX_POLLS);
         Ok(fast)
     }
 }

@@ -10,6 +10,12 @@ file; each is printed with the edges that close it.
 
     scripts/import-cycles.py            # exit 1 when there is a circle
     scripts/import-cycles.py --list     # also print every file's edges
+    scripts/import-cycles.py --known scripts/import-cycles.known
+                                        # exit 1 only for a circle not within a known one
+
+The known file (CI's guard) lists the circles not yet broken, one per line as the files
+of the circle separated by spaces (`#` starts a comment): a circle whose files are all on
+one known line passes; a new circle, or a known one that grew, fails.
 """
 import os
 import re
@@ -192,9 +198,23 @@ def sccs(edges):
     return out
 
 
+def read_known(argv):
+    if "--known" not in argv:
+        return None
+    path = argv[argv.index("--known") + 1]
+    known = []
+    for line in open(path, encoding="utf-8"):
+        line = line.split("#", 1)[0].split()
+        if line:
+            known.append(set(line))
+    return known
+
+
 def main():
     listing = "--list" in sys.argv
+    known = read_known(sys.argv)
     found = 0
+    allowed = 0
     for crate in sorted(os.listdir(ROOT)):
         src = os.path.join(ROOT, crate, "src")
         if not os.path.isdir(src):
@@ -207,16 +227,21 @@ def main():
         for comp in sccs(edges):
             if len(comp) < 2:
                 continue
-            found += 1
             members = set(comp)
+            names = {rel(f) for f in comp}
+            if known is not None and any(names <= k for k in known):
+                allowed += 1
+                print(f"known circle in {crate} ({len(comp)} files, scripts/import-cycles.known)")
+                continue
+            found += 1
             print(f"circle in {crate} ({len(comp)} files):")
             for f in sorted(comp):
                 inside = sorted(rel(t) for t in edges[f] if t in members)
                 print(f"  {rel(f)} -> {', '.join(inside)}")
     if found:
-        print(f"{found} file-level import circle(s)")
+        print(f"{found} file-level import circle(s)" + (" not in the known list" if known is not None else ""))
         return 1
-    print("no file-level import circle")
+    print("no file-level import circle" + (f" besides {allowed} known" if allowed else ""))
     return 0
 
 

@@ -21,7 +21,7 @@ use tokio::sync::broadcast;
 use crate::ClientError;
 use crate::input::{ElicitationHandler, SamplingHandler, ServerRequest, tag_related};
 use crate::receiver::{Answerer, Receiving};
-use crate::task::TaskShared;
+use crate::task_state::TaskShared;
 use crate::types::parse_task;
 
 /// What the handler and the client share.

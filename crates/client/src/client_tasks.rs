@@ -13,7 +13,8 @@ use serde_json::{Map, Value, json};
 use crate::ClientError;
 use crate::client::{Client, MAX_PAGES, next_cursor};
 use crate::modern::{self, TaskDetail};
-use crate::task::{TaskHandle, TaskShared};
+use crate::task::TaskHandle;
+use crate::task_state::TaskShared;
 use crate::types::parse_task;
 
 impl Client {

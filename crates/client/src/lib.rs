@@ -64,6 +64,8 @@ pub mod receiver;
 mod rpc;
 mod start;
 mod task;
+mod task_follow;
+mod task_state;
 mod types;
 
 pub use call::{CallOptions, Started};
@@ -81,7 +83,6 @@ pub use mcp_tasks_proto::{Revision, RevisionChoice};
 pub use mcp_tasks_rpc::http_client::HttpClientConfig;
 pub use modern::TaskDetail;
 pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};
-pub use task::{
-    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, TaskHandle, poll_interval,
-};
+pub use task::TaskHandle;
+pub use task_state::{DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval};
 pub use types::{CallToolResult, InitializeResult, TaskCapabilities, parse_task, task_support};

@@ -35,7 +35,6 @@ use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::input::{ElicitationHandler, SamplingHandler, ServerRequest};
-use crate::rpc::Rpc;
 
 /// Suggested `pollInterval` of the client's tasks: a person answering a prompt is slow,
 /// but a server polling an automated handler should not wait a second for it.
@@ -154,20 +153,20 @@ impl Receiving {
     }
 
     /// Turn a task-augmented request into a task: commit it, answer `CreateTaskResult`,
-    /// and let `answerer` run once the reply is on its way.
+    /// and let `answerer` run once the reply is on its way; `origin` is the server, as the
+    /// requestor of the task.
     ///
     /// Spec: "Receivers that accept a task-augmented request MUST return a
     /// `CreateTaskResult` as the response. This result SHOULD be returned as soon as
     /// possible after accepting the task."
     pub(crate) async fn create(
         &self,
-        rpc: Rpc,
+        origin: Arc<dyn RequestorChannel>,
         method: &str,
         params: Value,
         task_field: Value,
         answerer: Answerer,
     ) -> Result<Value, ErrorObject> {
-        let origin: Arc<dyn RequestorChannel> = Arc::new(ConnectionChannel(rpc));
         let spec = TaskSpec {
             requester: self.requester.clone(),
             method: method.to_owned(),
@@ -243,26 +242,5 @@ impl Receiving {
                 None => return Ok(all),
             }
         }
-    }
-}
-
-/// The server as the requestor of the client's tasks: status notifications go to it on
-/// the connection (requests, if a task ever sent one, through the client's own ids).
-struct ConnectionChannel(Rpc);
-
-#[async_trait::async_trait]
-impl RequestorChannel for ConnectionChannel {
-    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
-        self.0
-            .request(method, Some(params), None)
-            .await
-            .map_err(|e| match e.rpc_error() {
-                Some(err) => err.clone(),
-                None => ErrorObject::internal(e.to_string()),
-            })
-    }
-
-    async fn notify(&self, method: &str, params: Value) {
-        self.0.notify(method, Some(params)).await;
     }
 }

@@ -13,6 +13,7 @@ use parking_lot::Mutex;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use mcp_tasks_core::RequestorChannel;
 use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, methods};
 use mcp_tasks_rpc::{Handler, Peer, RequestContext, RequestOptions, Route};
 use serde_json::{Value, json};
@@ -21,7 +22,7 @@ use tokio::sync::broadcast;
 use crate::ClientError;
 use crate::input::{ElicitationHandler, SamplingHandler, ServerRequest, tag_related};
 use crate::receiver::{Answerer, Receiving};
-use crate::task::TaskShared;
+use crate::task_state::TaskShared;
 use crate::types::parse_task;
 
 /// What the handler and the client share.
@@ -127,8 +128,11 @@ impl Handler for ClientHandler {
                 let answerer = self.answerer(&method)?;
                 if let (Some(receiving), Some(task)) = (&self.0.receiving, params.get("task")) {
                     let rpc = Rpc::new(cx.peer.clone(), Arc::clone(&self.0));
+                    let origin: Arc<dyn RequestorChannel> = Arc::new(ConnectionChannel(rpc));
                     let task = task.clone();
-                    return receiving.create(rpc, &method, params, task, answerer).await;
+                    return receiving
+                        .create(origin, &method, params, task, answerer)
+                        .await;
                 }
                 let request = ServerRequest::new(params, cx.cancel.clone());
                 answerer
@@ -205,5 +209,26 @@ impl Rpc {
     /// Send a notification.
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) {
         self.peer.notify(method, params, Route::Standalone).await;
+    }
+}
+
+/// The server as the requestor of the client's tasks: status notifications go to it on
+/// the connection (requests, if a task ever sent one, through the client's own ids).
+struct ConnectionChannel(Rpc);
+
+#[async_trait::async_trait]
+impl RequestorChannel for ConnectionChannel {
+    async fn request(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        self.0
+            .request(method, Some(params), None)
+            .await
+            .map_err(|e| match e.rpc_error() {
+                Some(err) => err.clone(),
+                None => ErrorObject::internal(e.to_string()),
+            })
+    }
+
+    async fn notify(&self, method: &str, params: Value) {
+        self.0.notify(method, Some(params)).await;
     }
 }

@@ -10,6 +10,7 @@ mod support;
 mod argument_validation;
 mod bad_input;
 mod catalog;
+mod catalog_prompt_input;
 mod lifecycle;
 mod modern;
 mod modern_http;

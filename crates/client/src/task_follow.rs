@@ -1,0 +1,270 @@
+//! Following a task to its end in the background: in 2026-07-28 by polling `tasks/get`
+//! and answering its `inputRequests`; in 2025-11-25 by `tasks/result`, robust against a
+//! receiver that answers it early and against the server's task store being unavailable.
+
+use std::time::Duration;
+
+use mcp_tasks_proto::mcp::TaskStatus;
+use mcp_tasks_proto::methods;
+use serde_json::{Value, json};
+
+use crate::ClientError;
+use crate::client::Client;
+use crate::task_state::{
+    DEFAULT_POLL_INTERVAL, MAX_RETRIES, ResultCall, TaskShared, poll_interval,
+};
+use crate::types::parse_task;
+
+/// How long `tasks/result` is tried again while the server answers that its task store is
+/// unavailable (a database outage): from the first such answer. The task goes on on the
+/// server meanwhile; past this the error stands.
+pub(crate) const STORE_OUTAGE_RETRY: Duration = Duration::from_secs(120);
+/// First delay before asking again after a "task store unavailable" answer; it doubles up
+/// to [`STORE_RETRY_MAX`].
+const STORE_RETRY_FIRST: Duration = Duration::from_millis(250);
+/// Longest delay between two tries while the server's task store is unavailable.
+const STORE_RETRY_MAX: Duration = Duration::from_secs(4);
+
+/// 2026-07-28: follow the task of `shared` to its end with `tasks/get` at its
+/// `pollIntervalMs` (clamped, see [`poll_interval`]); answer each new `inputRequests`
+/// entry with the client's handlers and send the answers with `tasks/update`; the outcome
+/// is the inline `result` or `error`. A question the client cannot answer cancels the
+/// task (the extension has no way to send a refusal) and is the outcome's error.
+///
+/// Spec (SEP-2663): "Clients SHOULD respect the `pollIntervalMs` provided in responses";
+/// "the client SHOULD fulfill the outstanding requests in `inputRequests` by sending one
+/// or more `tasks/update` requests with corresponding `inputResponses`. After sending a
+/// `tasks/update`, the client SHOULD continue observing the task's status via polling";
+/// "Clients SHOULD deduplicate `inputRequests` keys across consecutive polls"; "Clients
+/// SHOULD track `inputRequests` keys to avoid responding to requests more than once."
+pub(crate) async fn drive_modern(
+    client: &Client,
+    shared: &std::sync::Weak<TaskShared>,
+) -> ResultCall {
+    let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
+        return ResultCall::Failed(ClientError::Closed);
+    };
+    let mut answered = std::collections::HashSet::new();
+    let mut failures = 0;
+    loop {
+        let detail = match client.get_task_detail(&task_id).await {
+            Ok(d) => {
+                failures = 0;
+                d
+            }
+            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
+                failures += 1;
+                let wait = shared
+                    .upgrade()
+                    .map_or(DEFAULT_POLL_INTERVAL, |s| poll_interval(&s.current()));
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            Err(e) => return ResultCall::Failed(e),
+        };
+        match detail.outcome() {
+            Some(Ok(outcome)) => return ResultCall::Done(outcome),
+            Some(Err(e)) => return ResultCall::Failed(e),
+            None => {}
+        }
+        let fresh: serde_json::Map<String, Value> = detail
+            .input_requests
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(k, _)| !answered.contains(k))
+            .collect();
+        if !fresh.is_empty() {
+            let keys: Vec<String> = fresh.keys().cloned().collect();
+            match client.answer_inputs(fresh, Some(&task_id)).await {
+                Ok(responses) => {
+                    if let Err(e) = client.update_task(&task_id, responses).await {
+                        return ResultCall::Failed(e);
+                    }
+                    answered.extend(keys);
+                    continue;
+                }
+                Err(e) => {
+                    if let Err(c) = client.cancel_task_raw(&task_id).await {
+                        tracing::debug!(task_id = %task_id, error = %c, "cancelling the unanswerable task failed");
+                    }
+                    return ResultCall::Failed(e);
+                }
+            }
+        }
+        tokio::time::sleep(poll_interval(&detail.task)).await;
+    }
+}
+
+/// What [`await_status`] found.
+enum Settled {
+    /// The task is terminal: a `tasks/result` now gets its outcome.
+    Terminal,
+    /// The task waits for input: a `tasks/result` carries the questions.
+    InputRequired,
+    /// `tasks/get` failed with this error (the server no longer knows the task).
+    Gone,
+    /// The server's task store is unavailable: ask `tasks/result` again (it waits).
+    Unavailable,
+    /// The transport kept failing.
+    Lost(ClientError),
+}
+
+/// `tasks/result` for the task of `shared`, robust against a receiver that answers it early.
+///
+/// Spec: "When a receiver receives a `tasks/result` request for a task in a non-terminal
+/// status, it MUST block the response until the task reaches a terminal status." Some
+/// do not: FastMCP 3 answers a running task at once with -32602 "Task not completed yet".
+/// So an error is the task's outcome only when the task is terminal, and only when the
+/// `tasks/result` was sent once the task was known to be terminal (an early error may
+/// reach us after the task ended): otherwise `tasks/get` is polled at the task's
+/// `pollInterval` (clamped, see [`poll_interval`]) until the task is terminal (or
+/// `input_required`, whose questions travel on `tasks/result`), and `tasks/result` is sent
+/// again. An error for a task `tasks/get` does not know (unknown, expired) stands.
+pub(crate) async fn fetch_result(
+    client: &Client,
+    shared: &std::sync::Weak<TaskShared>,
+) -> ResultCall {
+    let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
+        return ResultCall::Failed(ClientError::Closed);
+    };
+    let mut known_terminal = false;
+    let mut outage = StoreOutage::default();
+    loop {
+        // Whether this tasks/result is sent once the task is known to be terminal.
+        known_terminal = known_terminal
+            || shared
+                .upgrade()
+                .is_some_and(|s| s.current().status.is_terminal());
+        let r = client
+            .request_unbounded(methods::TASKS_RESULT, Some(json!({ "taskId": task_id })))
+            .await;
+        let (method, error) = match r {
+            Ok(v) => {
+                outage.over(shared);
+                return ResultCall::Done(Ok(v));
+            }
+            Err(e) if e.is_store_unavailable() => {
+                if outage.wait(shared, &task_id, &e).await {
+                    continue;
+                }
+                return ResultCall::Failed(e);
+            }
+            Err(ClientError::Rpc { method, error }) => (method, error),
+            Err(e) => return ResultCall::Failed(e),
+        };
+        outage.over(shared);
+        if known_terminal {
+            return ResultCall::Done(Err(error));
+        }
+        match await_status(client, shared, &task_id).await {
+            Settled::Terminal => {
+                tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered before the task ended; asking again");
+                known_terminal = true;
+            }
+            Settled::InputRequired => {
+                tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered early; the task waits for input: asking again");
+            }
+            Settled::Unavailable => {}
+            Settled::Gone => return ResultCall::Failed(ClientError::Rpc { method, error }),
+            Settled::Lost(e) => return ResultCall::Failed(e),
+        }
+    }
+}
+
+/// A run of "task store unavailable" answers to `tasks/result`.
+#[derive(Default)]
+struct StoreOutage {
+    /// When the first came, and the delay before the next try.
+    since: Option<(tokio::time::Instant, backon::ExponentialBackoff)>,
+}
+
+impl StoreOutage {
+    /// The server answered `error` (its task store is unavailable): tell the task's
+    /// watchers, wait, and say whether to ask again (within [`STORE_OUTAGE_RETRY`]).
+    ///
+    /// Spec (basic, JSON-RPC): -32603 is an internal error, which says nothing of the
+    /// task: the task itself goes on, and its outcome is kept.
+    async fn wait(
+        &mut self,
+        shared: &std::sync::Weak<TaskShared>,
+        task_id: &str,
+        error: &ClientError,
+    ) -> bool {
+        use backon::BackoffBuilder;
+        let (since, delays) = self.since.get_or_insert_with(|| {
+            let why = format!("the server's task store is unavailable ({error}); retrying");
+            tracing::warn!(task_id = %task_id, "{why}");
+            if let Some(s) = shared.upgrade() {
+                s.notice.send_replace(Some(why));
+            }
+            let delays = backon::ExponentialBuilder::new()
+                .with_min_delay(STORE_RETRY_FIRST)
+                .with_max_delay(STORE_RETRY_MAX)
+                .without_max_times()
+                .build();
+            (tokio::time::Instant::now(), delays)
+        });
+        if since.elapsed() >= STORE_OUTAGE_RETRY {
+            return false;
+        }
+        tokio::time::sleep(delays.next().unwrap_or(STORE_RETRY_MAX)).await;
+        true
+    }
+
+    /// An answer other than "unavailable" came: the outage is over.
+    fn over(&mut self, shared: &std::sync::Weak<TaskShared>) {
+        if self.since.take().is_some()
+            && let Some(s) = shared.upgrade()
+        {
+            s.notice.send_replace(None);
+        }
+    }
+}
+
+/// Poll `tasks/get` (at once, then at the task's `pollInterval`) until the task is
+/// terminal, or `input_required` after at least one interval (so that a receiver that
+/// answers `tasks/result` early is not asked in a tight loop).
+async fn await_status(
+    client: &Client,
+    shared: &std::sync::Weak<TaskShared>,
+    task_id: &str,
+) -> Settled {
+    let mut failures = 0;
+    let mut wait = None;
+    loop {
+        if let Some(d) = wait {
+            tokio::time::sleep(d).await;
+        }
+        let got = client
+            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+            .await
+            .and_then(|v| parse_task(&v));
+        match got {
+            Ok(t) => {
+                failures = 0;
+                let status = t.status;
+                let interval = poll_interval(&t);
+                match shared.upgrade() {
+                    Some(s) => s.observe(t),
+                    None => return Settled::Lost(ClientError::Closed),
+                }
+                if status.is_terminal() {
+                    return Settled::Terminal;
+                }
+                if status == TaskStatus::InputRequired && wait.is_some() {
+                    return Settled::InputRequired;
+                }
+                wait = Some(interval);
+            }
+            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
+                failures += 1;
+                wait = Some(wait.unwrap_or(DEFAULT_POLL_INTERVAL));
+            }
+            // The server's store is down for a while: tasks/result rides it out.
+            Err(e) if e.is_store_unavailable() => return Settled::Unavailable,
+            Err(ClientError::Rpc { .. }) => return Settled::Gone,
+            Err(e) => return Settled::Lost(e),
+        }
+    }
+}

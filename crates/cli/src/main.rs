@@ -1,6 +1,7 @@
 //! `mcp-tasks`: a spec-exact MCP task server (2025-11-25, and 2026-07-28 with the tasks
 //! extension), gateway, client and load generator.
 
+mod alloc;
 mod bench;
 mod bench_compare;
 mod call;
@@ -20,15 +21,6 @@ mod term;
 mod tls_args;
 
 use clap::{Parser, Subcommand};
-
-/// The process's allocator: mimalloc instead of the system's (glibc) malloc. A request
-/// allocates and frees dozens of small blocks (headers, JSON values, strings, futures):
-/// ~75 per `tasks/get`, and glibc's `malloc`/`free` were ~20 % of its instructions.
-/// Measured with `bench/guard.sh` (docs/performance.md, "Per-request work and the
-/// allocator"): 13 % fewer instructions per `tasks/get` and 20 % per task creation on
-/// the memory store, the same build with and without this allocator.
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Durable, spec-exact MCP Tasks (protocol revisions 2025-11-25 and 2026-07-28).
 #[derive(Parser, Debug)]
@@ -106,6 +98,7 @@ fn scrub_secrets() {
 }
 
 fn main() -> std::process::ExitCode {
+    alloc::purge_at_once();
     // The command line, the `MCP_TASKS_*` variables and `serve --config FILE`.
     let parsed = config::parse(std::env::args_os().collect()).unwrap_or_else(|e| e.exit());
     let cli = parsed.cli;

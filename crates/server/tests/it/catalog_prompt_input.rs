@@ -34,16 +34,7 @@ async fn asking_server() -> Wire {
         .build()
         .await
         .unwrap();
-    let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
-    wire
+    crate::support::wire_to(server)
 }
 
 fn accept(field: &str, v: &str) -> Value {

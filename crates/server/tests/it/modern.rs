@@ -74,16 +74,7 @@ async fn serve(tasks: bool) -> Wire {
         builder = builder.no_tasks();
     }
     let server = builder.build().await.expect("a server");
-    let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
-    wire
+    crate::support::wire_to(server)
 }
 
 fn with_tasks() -> Value {

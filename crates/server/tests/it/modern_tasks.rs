@@ -95,16 +95,7 @@ async fn serve_with(support: TaskSupport, task_after: Duration) -> Wire {
         .build()
         .await
         .expect("a server with tasks in memory");
-    let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
-    wire
+    crate::support::wire_to(server)
 }
 
 fn ext() -> Value {

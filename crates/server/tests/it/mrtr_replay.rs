@@ -74,16 +74,7 @@ async fn pair() -> (Wire, Wire, Arc<AtomicUsize>) {
             .build()
             .await
             .expect("a server on the store");
-        let (wire, (reader, writer)) = Wire::pair();
-        tokio::spawn(async move {
-            server
-                .serve(
-                    mcp_tasks_server::Transport::io(reader, writer),
-                    std::future::pending(),
-                )
-                .await
-        });
-        wire
+        crate::support::wire_to(server)
     };
     (serve(runs.clone()).await, serve(runs.clone()).await, runs)
 }
@@ -333,15 +324,7 @@ async fn a_re_run_asking_another_method_than_recorded_is_asked_afresh() {
             .build()
             .await
             .expect("a server on the store");
-        let (wire, (reader, writer)) = Wire::pair();
-        tokio::spawn(async move {
-            server
-                .serve(
-                    mcp_tasks_server::Transport::io(reader, writer),
-                    std::future::pending(),
-                )
-                .await
-        });
+        let wire = crate::support::wire_to(server);
         wires.push(wire);
     }
     let caps = json!({"elicitation": {"form": {}}, "sampling": {}});

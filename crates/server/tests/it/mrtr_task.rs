@@ -82,16 +82,7 @@ async fn serve_on(store: Arc<MemoryStore>, started: Arc<AtomicUsize>) -> Wire {
         .build()
         .await
         .expect("a server on the store");
-    let (wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
-    wire
+    crate::support::wire_to(server)
 }
 
 async fn serve() -> (Wire, Arc<AtomicUsize>) {

@@ -49,6 +49,11 @@ pub(crate) async fn serve(config: ServerConfig) -> Wire {
         .build()
         .await
         .expect("a server with tasks in memory");
+    wire_to(server)
+}
+
+/// `server` serving the other end of the returned pipe, until the test ends.
+pub(crate) fn wire_to(server: Server) -> Wire {
     let (wire, (reader, writer)) = Wire::pair();
     tokio::spawn(async move {
         server

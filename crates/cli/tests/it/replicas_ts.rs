@@ -62,6 +62,10 @@ async fn the_typescript_sdk_through_round_robin_replicas_with_resumption_and_a_k
                     .unwrap()
                     .success();
                 assert!(ok, "kill -KILL {victim}");
+                // `kill` returns once the signal is sent, not once the process is gone: until
+                // it has exited its listening socket still accepts, and a request the proxy
+                // sends there in between is reset (a 502 the script would take for ours).
+                gone(&victim).await;
                 stdin.write_all(b"killed\n").await.unwrap();
                 stdin.flush().await.unwrap();
             }
@@ -93,4 +97,24 @@ async fn the_typescript_sdk_through_round_robin_replicas_with_resumption_and_a_k
         hits.iter().all(|&n| n >= 5),
         "every replica served: {hits:?}"
     );
+}
+
+/// Wait (up to 10 s) until process `pid` has exited: no `/proc/PID` left, or a zombie
+/// (its sockets are closed at exit, before it is reaped).
+async fn gone(pid: &str) {
+    for _ in 0..1000 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return,
+            // The state follows the command name in parentheses: `PID (comm) S ...`.
+            Ok(stat)
+                if stat
+                    .rsplit_once(") ")
+                    .is_some_and(|(_, rest)| rest.starts_with('Z')) =>
+            {
+                return;
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+        }
+    }
+    panic!("process {pid} still running 10 s after SIGKILL");
 }

@@ -1,7 +1,7 @@
 //! Group commit: creations and terminal transitions wait in one bounded queue, and
-//! [`crate::PgOptions::writers`] writer tasks (default [`crate::options::WRITERS`]) write them in batches of up to [`BATCH`], each batch in one
-//! statement of a batch function (`write`), hence one transaction and one commit, where
-//! each used to be its own.
+//! [`crate::PgOptions::writers`] writer tasks (default [`crate::options::WRITERS`]) write
+//! them in batches of up to [`BATCH`], each batch in one statement of a batch function
+//! (`write`), hence one transaction and one commit, where each used to be its own.
 //!
 //! Why: every commit waits for its flush to the write-ahead log (`synchronous_commit`), and
 //! creations of one requester (and, under a store-wide byte limit, all creations) hold an

@@ -453,15 +453,7 @@ async fn a_server_without_a_catalog_answers_method_not_found() {
         .build()
         .await
         .unwrap();
-    let (mut w, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
+    let mut w = crate::support::wire_to(server);
     let caps = w.initialize().await["capabilities"].clone();
     assert!(
         caps.get("resources").is_none() && caps.get("prompts").is_none(),

@@ -456,15 +456,7 @@ async fn a_server_with_an_extension_refuses_the_modern_era_with_32022() {
         .build()
         .await
         .expect("a server with an extension");
-    let (mut s, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
+    let mut s = crate::support::wire_to(server);
     let r = s.call_modern("server/discover", json!({}), json!({})).await;
     MODERN
         .validate_def("UnsupportedProtocolVersionError", &r)

@@ -317,15 +317,7 @@ async fn an_optional_tool_that_starts_its_task_is_promoted_at_once() {
         .build()
         .await
         .expect("a server with tasks in memory");
-    let (mut s, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
+    let mut s = crate::support::wire_to(server);
     let started = tokio::time::Instant::now();
     let r = s
         .ok_modern("tools/call", json!({"name": "later"}), ext())

@@ -41,15 +41,7 @@ async fn server() -> Wire {
         .build()
         .await
         .expect("a server with tasks in memory");
-    let (mut wire, (reader, writer)) = Wire::pair();
-    tokio::spawn(async move {
-        server
-            .serve(
-                mcp_tasks_server::Transport::io(reader, writer),
-                std::future::pending(),
-            )
-            .await
-    });
+    let mut wire = crate::support::wire_to(server);
     wire.initialize().await;
     wire
 }

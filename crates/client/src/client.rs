@@ -27,8 +27,6 @@ use crate::receiver::{Receiving, TaskReceiver};
 use crate::rpc::Rpc;
 use crate::types::{InitializeResult, TaskCapabilities};
 
-/// How long [`Client::connect_http`] waits for the standalone GET stream to open.
-const STANDALONE_WAIT: Duration = Duration::from_secs(5);
 /// How long [`Client::close`] lets a stdio server exit after its input closed.
 const EXIT_GRACE: Duration = Duration::from_secs(3);
 /// Most pages `tasks/list` or `tools/list` is followed through.
@@ -148,7 +146,7 @@ impl Client {
         };
         if let Some(mut rx) = settled {
             let _ = tokio::time::timeout(
-                STANDALONE_WAIT,
+                crate::connect::STANDALONE_WAIT,
                 rx.wait_for(|s| !matches!(s, mcp_tasks_rpc::http_client::StandaloneState::Pending)),
             )
             .await;

@@ -55,6 +55,7 @@ mod call;
 mod client;
 mod client_tasks;
 mod config;
+pub mod connect;
 pub mod era_cache;
 mod error;
 mod input;

@@ -10,7 +10,7 @@ use mcp_tasks_proto::methods;
 use mcp_tasks_proto::modern as wire;
 use mcp_tasks_proto::{Revision, RevisionChoice};
 use mcp_tasks_rpc::Peer;
-use mcp_tasks_rpc::http_client::{HttpClientConfig, HttpClientTransport};
+use mcp_tasks_rpc::http_client::HttpClientConfig;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -23,23 +23,14 @@ use crate::receiver::Receiving;
 use crate::rpc::{ClientHandler, Rpc, Shared};
 use crate::types::InitializeResult;
 
-/// The HTTP transport for `revision`: a stateless one (2026-07-28) has no session and no
-/// standalone stream.
+/// The HTTP transport for `revision` ([`crate::connect::start_transport`]).
 fn http_transport(
     peer: Peer,
     rx: Outbound,
     http: &HttpClientConfig,
     revision: Revision,
 ) -> Result<Transport, ClientError> {
-    let mut config = http.clone();
-    config.revision = revision;
-    if revision.is_stateless() {
-        config.standalone_stream = false;
-        config.resume = None;
-    }
-    HttpClientTransport::start(peer, rx, config)
-        .map(Transport::Http)
-        .map_err(|e| ClientError::Connect(e.to_string()))
+    crate::connect::start_transport(peer, rx, http, revision).map(Transport::Http)
 }
 
 impl Client {

@@ -35,7 +35,7 @@ pub enum UpstreamSpec {
         /// Its arguments.
         args: Vec<String>,
         /// Environment variables of the command, on top of the pass-through list
-        /// ([`crate::stdio::PASS_THROUGH`]) or, with `inherit_env`, of the gateway's own
+        /// ([`mcp_tasks_client::connect::PASS_THROUGH`]) or, with `inherit_env`, of the gateway's own
         /// environment.
         env: Vec<(String, String)>,
         /// Working directory.

@@ -13,8 +13,10 @@ use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, Revision};
 use mcp_tasks_rpc::{Handler, Peer, PeerError, RequestContext, RequestOptions, Route};
 use serde_json::Value;
 
-use crate::connect::{SessionProbe, UpstreamSession};
+use mcp_tasks_client::connect::SessionProbe;
+
 use crate::lane::{LaneInner, Limits};
+use crate::resume::UpstreamSession;
 
 /// Why a call to the upstream did not produce its answer.
 #[derive(Debug, Clone, PartialEq)]

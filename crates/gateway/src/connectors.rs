@@ -1,27 +1,55 @@
-//! The [`Connector`] of an upstream spec: a stdio command or a Streamable HTTP URL.
+//! The [`Connector`] of an upstream spec: the client's stdio or Streamable HTTP
+//! connector, made of the gateway's configuration.
 
 use std::sync::Arc;
 
+use mcp_tasks_client::ClientError;
+use mcp_tasks_client::connect::{Connector, HttpConnector, HttpSpec, StdioConnector, StdioSpec};
 use mcp_tasks_proto::RevisionChoice;
 
 use crate::config::UpstreamSpec;
-use crate::connect::Connector;
 use crate::error::GatewayError;
-use crate::http::HttpConnector;
-use crate::stdio::StdioConnector;
 
 /// The connector of an upstream spec (`protocol`: `--upstream-protocol`, which changes
 /// how an HTTP upstream is spoken to; `auto` opens HTTP connections of either era).
 ///
 /// # Errors
-/// A Streamable HTTP upstream with headers the transport cannot send.
+/// A Streamable HTTP upstream with a URL or headers the transport cannot send.
 pub(crate) fn connector(
     spec: &UpstreamSpec,
     max_line: usize,
     protocol: RevisionChoice,
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
-        UpstreamSpec::Stdio { .. } => Ok(Arc::new(StdioConnector::new(spec.clone(), max_line))),
-        UpstreamSpec::Http { .. } => Ok(Arc::new(HttpConnector::new(spec, max_line, protocol)?)),
+        UpstreamSpec::Stdio {
+            program,
+            args,
+            env,
+            cwd,
+            inherit_env,
+        } => {
+            let mut stdio = StdioSpec::new(program.clone(), args.clone());
+            stdio.env.clone_from(env);
+            stdio.cwd.clone_from(cwd);
+            stdio.inherit_env = *inherit_env;
+            Ok(Arc::new(StdioConnector::new(stdio, max_line)))
+        }
+        UpstreamSpec::Http { url, headers } => {
+            let mut http = HttpSpec::new(url.clone());
+            http.headers.clone_from(headers);
+            let connector = HttpConnector::new(http, max_line, protocol).map_err(|e| {
+                GatewayError::Config(format!("--upstream-url/--upstream-header: {}", reason(e)))
+            })?;
+            Ok(Arc::new(connector))
+        }
+    }
+}
+
+/// Why a connection could not be opened, as the gateway tells it (the connector's own
+/// words, without the client's `cannot connect:`).
+pub(crate) fn reason(e: ClientError) -> String {
+    match e {
+        ClientError::Connect(why) => why,
+        other => other.to_string(),
     }
 }

@@ -9,9 +9,6 @@ pub enum GatewayError {
     /// Bad configuration (flags or config file).
     #[error("{0}")]
     Config(String),
-    /// The upstream could not be started or reached.
-    #[error("{0}")]
-    Connect(String),
 }
 
 /// The message prefix of every error caused by the upstream being down or gone.

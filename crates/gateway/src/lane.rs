@@ -21,9 +21,11 @@ use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::conn::Conn;
-use crate::connect::{Connector, UpstreamSession};
+use mcp_tasks_client::connect::Connector;
+
 use crate::error::unavailable;
 use crate::resume::Notes;
+use crate::resume::UpstreamSession;
 use crate::tools::ToolSet;
 
 mod routing;

@@ -21,8 +21,8 @@
 //!   `input_required` and `task` answers of its tools followed;
 //! * `session`: the [`mcp_tasks_server::SessionParts`] (tool source and fallback) that plugs it all into the
 //!   receiver;
-//! * `connect`, `stdio`, `http`: opening connections (a child process group over
-//!   stdio, or a Streamable HTTP session).
+//! * `connectors`: the client's connector ([`mcp_tasks_client::connect`]: a child
+//!   process group over stdio, or a Streamable HTTP session) of the configured upstream.
 //!
 //! Everything the gateway does not interpret (resources, prompts, completion, logging,
 //! ping, `list_changed` notifications, unknown methods, unknown fields, `_meta`) crosses
@@ -31,16 +31,13 @@
 mod backoff;
 mod config;
 mod conn;
-mod connect;
 mod connectors;
 mod error;
-mod http;
 mod lane;
 mod modern;
 mod modern_upstream;
 mod resume;
 mod session;
-mod stdio;
 mod tools;
 mod upstream_task;
 
@@ -50,8 +47,9 @@ pub use config::{
     CommandLine, DEFAULT_MAX_UPSTREAMS, FileConfig, FileUpstream, GatewayConfig, UpstreamSpec,
     parse_env_pair, parse_header_pair, parse_tool_task_support, parse_upstream_protocol,
 };
-pub use connect::{Connected, Connector, SessionProbe, UpstreamSession};
 pub use error::GatewayError;
+pub use mcp_tasks_client::connect::{Connected, Connector, SessionProbe};
+pub use resume::UpstreamSession;
 pub use session::GatewayFactory;
 
 /// The extension that makes every session of a receiver a gateway session in front of

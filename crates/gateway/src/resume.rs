@@ -25,9 +25,25 @@ use mcp_tasks_server::ToolContext;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::connect::{Connector, UpstreamSession};
 use crate::error::unavailable;
 use crate::lane::{FIRST_START_WAIT, LaneInner, Limits};
+use mcp_tasks_client::connect::Connector;
+
+/// The upstream session a connection speaks in, where a later connection can take it up
+/// again (Streamable HTTP: the `Mcp-Session-Id`; a stdio session is its process and ends
+/// with it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UpstreamSession {
+    /// The session id the upstream assigned.
+    pub session_id: String,
+    /// The protocol version negotiated in it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// The upstream's `initialize` result in that session.
+    #[serde(default)]
+    pub init_result: Value,
+}
 
 /// What the gateway notes about a task backed by an upstream task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -15,11 +15,11 @@ use mcp_tasks_rpc::{Peer, RequestContext};
 use mcp_tasks_server::{ExtensionFactory, Fallback, SessionParts, Tool, ToolSource};
 use serde_json::{Value, json};
 
-use crate::connect::Connector;
 use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, Limits, merge_initialize};
 use crate::modern::ModernLanes;
 use crate::resume::{GatewayResumer, Notes};
 use futures::future::BoxFuture;
+use mcp_tasks_client::connect::Connector;
 
 /// Makes one [`GatewaySession`] per downstream session.
 pub struct GatewayFactory {

@@ -16,8 +16,8 @@ use crate::backoff;
 use futures::future::BoxFuture;
 
 use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
-use crate::connect::Connected;
 use crate::tools::ToolSet;
+use mcp_tasks_client::connect::Connected;
 
 impl LaneInner {
     pub(super) async fn refresh_tools(&self, conn: &Conn) -> bool {
@@ -56,6 +56,7 @@ impl LaneInner {
             Ok(Some(c)) => c,
             Ok(None) => return None,
             Err(e) => {
+                let e = crate::connectors::reason(e);
                 tracing::warn!(error = %e, "could not take up the upstream session again; starting a new one");
                 return None;
             }
@@ -112,7 +113,7 @@ impl LaneInner {
         } else {
             self.connector.connect(handler).await
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(crate::connectors::reason)?;
         Ok(self.adopt(connected, shared))
     }
 

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_gateway::GatewayError;
+use mcp_tasks_client::ClientError;
 use mcp_tasks_gateway::GatewayFactory;
 use mcp_tasks_gateway::{Connected, Connector};
 use mcp_tasks_proto::CallToolResult;
@@ -88,14 +88,14 @@ pub(crate) struct InProcessUpstream {
 
 #[async_trait]
 impl Connector for InProcessUpstream {
-    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
+    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, ClientError> {
         self.connections.fetch_add(1, Ordering::SeqCst);
         let upstream = Server::builder()
             .tools(upstream_tools(&self.slow))
             .no_tasks()
             .build()
             .await
-            .map_err(|e| GatewayError::Connect(e.to_string()))?;
+            .map_err(|e| ClientError::Connect(e.to_string()))?;
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (ur, uw) = tokio::io::split(theirs);
         tokio::spawn(async move {

@@ -1,5 +1,16 @@
-//! Opening one connection to the upstream: a [`Peer`] speaking to it, and a signal for
-//! when the connection ends.
+//! Opening a connection to an MCP server: a [`Peer`] speaking to it, and a signal for
+//! when the connection ends. The one way the workspace opens a stdio or Streamable HTTP
+//! connection: the [`crate::Client`] starts through the same spawning
+//! ([`StdioConnector`]) and HTTP transport ([`HttpConnector`]) code as the gateway's
+//! upstream connections.
+//!
+//! A [`Connector`] opens connections to one server, each new one with the [`Handler`]
+//! of what that server sends; [`StdioConnector`] starts a command per connection (in a
+//! process group of its own, with a clean environment), [`HttpConnector`] opens a
+//! Streamable HTTP session per connection.
+
+mod http;
+mod stdio;
 
 use std::sync::Arc;
 
@@ -7,35 +18,21 @@ use async_trait::async_trait;
 use mcp_tasks_proto::Revision;
 use mcp_tasks_rpc::http_client::ResumeSession;
 use mcp_tasks_rpc::{Handler, Peer};
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
 use tokio::sync::oneshot;
 
-use crate::error::GatewayError;
+use crate::ClientError;
 
-/// The upstream session a connection speaks in, where a later connection can take it up
-/// again (Streamable HTTP: the `Mcp-Session-Id`; a stdio session is its process and ends
-/// with it).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct UpstreamSession {
-    /// The session id the upstream assigned.
-    pub session_id: String,
-    /// The protocol version negotiated in it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub protocol_version: Option<String>,
-    /// The upstream's `initialize` result in that session.
-    #[serde(default)]
-    pub init_result: Value,
-}
+pub use http::{HttpConnector, HttpSpec};
+pub(crate) use http::{STANDALONE_WAIT, start_transport};
+pub use stdio::{OWN_PREFIX, PASS_THROUGH, StdioConnector, StdioSpec, inherited_env};
 
 /// Reads a connection's current session id and protocol version (an HTTP session is
-/// replaced when the upstream answers 404).
+/// replaced when the server answers 404).
 pub type SessionProbe = Box<dyn Fn() -> (Option<String>, Option<String>) + Send + Sync>;
 
 /// One open connection.
 pub struct Connected {
-    /// The JSON-RPC peer of the upstream.
+    /// The JSON-RPC peer of the server.
     pub peer: Peer,
     /// Resolves (with a human-readable reason) when the connection has ended: the
     /// process exited, the stream closed.
@@ -44,7 +41,7 @@ pub struct Connected {
     /// the connection down.
     pub guard: Box<dyn Send + Sync>,
     /// Awaited after `notifications/initialized` before the connection is used (an HTTP
-    /// session opens its standalone stream, without which the upstream's messages outside
+    /// session opens its standalone stream, without which the server's messages outside
     /// any request would be lost).
     pub settled: Option<futures::future::BoxFuture<'static, ()>>,
     /// The session the connection speaks in, for connections that have one.
@@ -53,35 +50,34 @@ pub struct Connected {
 
 mcp_tasks_proto::debug_non_exhaustive!(Connected, |s| { peer: s.peer });
 
-/// Opens connections to one upstream.
+/// Opens connections to one server.
 #[async_trait]
 pub trait Connector: Send + Sync + 'static {
     /// Open a new connection whose incoming requests and notifications go to `handler`.
     ///
     /// # Errors
-    /// When the upstream cannot be started or reached.
-    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError>;
+    /// [`ClientError::Connect`] when the server cannot be started or reached.
+    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, ClientError>;
 
     /// Open a connection that takes up `session` again, already initialized (with its
-    /// `init_params`, replayed should the upstream have ended the session). `None` when
-    /// this kind of upstream has no sessions to take up.
+    /// `init_params`, replayed should the server have ended the session). `None` when
+    /// this kind of server has no sessions to take up.
     ///
     /// # Errors
-    /// When the upstream cannot be reached.
+    /// When the server cannot be reached.
     async fn reattach(
         &self,
         handler: Arc<dyn Handler>,
         session: ResumeSession,
-    ) -> Result<Option<Connected>, GatewayError> {
+    ) -> Result<Option<Connected>, ClientError> {
         let _ = (handler, session);
         Ok(None)
     }
 
     /// Whether the revision is a property of the connection itself (Streamable HTTP: a
-    /// 2026-07-28 transport sends other headers and keeps no session), so that
-    /// `--upstream-protocol auto` opens a 2026-07-28 connection to detect the revision and
-    /// another, 2025-11-25 one when the upstream does not speak 2026-07-28. On stdio the
-    /// first message decides.
+    /// 2026-07-28 transport sends other headers and keeps no session), so that detecting
+    /// the revision opens a 2026-07-28 connection and another, 2025-11-25 one when the
+    /// server does not speak 2026-07-28. On stdio the first message decides.
     fn revision_by_transport(&self) -> bool {
         false
     }
@@ -95,7 +91,7 @@ pub trait Connector: Send + Sync + 'static {
         &self,
         handler: Arc<dyn Handler>,
         revision: Revision,
-    ) -> Result<Connected, GatewayError> {
+    ) -> Result<Connected, ClientError> {
         let _ = revision;
         self.connect(handler).await
     }

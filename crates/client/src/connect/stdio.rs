@@ -1,14 +1,15 @@
-//! A stdio upstream: a child process in its own process group, spoken to over its
+//! A stdio server: a child process in its own process group, spoken to over its
 //! stdin/stdout with [`mcp_tasks_rpc::stdio::serve`]. Its stderr goes to ours (the log).
 //!
 //! The child gets a clean environment: the variables of [`PASS_THROUGH`] (and `LC_*`)
-//! that the gateway has, plus the upstream's own `env` (`--upstream-env`). With
-//! `inherit_env` (`--upstream-inherit-env`) it gets the gateway's whole environment
-//! instead, except the variables named `MCP_TASKS_*` (ours; some carry secrets such as
-//! the bearer tokens of `MCP_TASKS_AUTH_TOKENS`). The upstream is often third-party code
-//! started through `npx` or a language runtime: nothing of ours must reach it.
+//! that we have, plus the spec's own `env`. With `inherit_env` it gets our whole
+//! environment instead, except the variables named `MCP_TASKS_*` (ours; some carry
+//! secrets such as the bearer tokens of `MCP_TASKS_AUTH_TOKENS`). The server is often
+//! third-party code started through `npx` or a language runtime: nothing of ours must
+//! reach it.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::Arc;
 
@@ -19,15 +20,14 @@ use mcp_tasks_rpc::{Handler, Peer};
 use tokio::process::{Child, Command};
 use tokio::sync::oneshot;
 
-use crate::config::UpstreamSpec;
-use crate::connect::{Connected, Connector};
-use crate::error::GatewayError;
+use super::{Connected, Connector};
+use crate::ClientError;
 
-/// The variables of the gateway's environment a stdio upstream gets (when set), besides
-/// every `LC_*` and its own `--upstream-env`: what `npx`, `node`, `python` or `uv` need to
-/// find programs, their caches and the user's locale, temporary directory and extra CA
-/// certificates (the Windows names are there for the same reasons).
-pub(crate) const PASS_THROUGH: &[&str] = &[
+/// The variables of our environment a stdio server gets (when set), besides every `LC_*`
+/// and its own `env`: what `npx`, `node`, `python` or `uv` need to find programs, their
+/// caches and the user's locale, temporary directory and extra CA certificates (the
+/// Windows names are there for the same reasons).
+pub const PASS_THROUGH: &[&str] = &[
     "PATH",
     "HOME",
     "USER",
@@ -56,13 +56,13 @@ pub(crate) const PASS_THROUGH: &[&str] = &[
     "LOCALAPPDATA",
 ];
 
-/// The prefix of the gateway's own variables, never passed to an upstream (some carry
-/// secrets: `MCP_TASKS_AUTH_TOKENS`, `MCP_TASKS_TOKEN`).
-pub(crate) const OWN_PREFIX: &str = "MCP_TASKS_";
+/// The prefix of our own variables, never passed to a stdio server (some carry secrets:
+/// `MCP_TASKS_AUTH_TOKENS`, `MCP_TASKS_TOKEN`).
+pub const OWN_PREFIX: &str = "MCP_TASKS_";
 
-/// Which of `vars` (the gateway's environment) a stdio upstream inherits: the
-/// [`PASS_THROUGH`] list and `LC_*`, or with `inherit` all but `MCP_TASKS_*`.
-pub(crate) fn inherited_env(
+/// Which of `vars` (our environment) a stdio server inherits: the [`PASS_THROUGH`] list
+/// and `LC_*`, or with `inherit` all but `MCP_TASKS_*`.
+pub fn inherited_env(
     inherit: bool,
     vars: impl IntoIterator<Item = (OsString, OsString)>,
 ) -> Vec<(OsString, OsString)> {
@@ -79,15 +79,67 @@ pub(crate) fn inherited_env(
         .collect()
 }
 
-/// Starts the upstream command once per connection.
-pub(crate) struct StdioConnector {
-    spec: UpstreamSpec,
+/// A command to start as a stdio server.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct StdioSpec {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment variables of the command, on top of the [`PASS_THROUGH`] list or,
+    /// with `inherit_env`, of our own environment.
+    pub env: Vec<(String, String)>,
+    /// Working directory.
+    pub cwd: Option<PathBuf>,
+    /// Inherit our whole environment (except our own `MCP_TASKS_*` variables) instead of
+    /// only the pass-through list.
+    pub inherit_env: bool,
+}
+
+impl StdioSpec {
+    /// `program` with `args`, a clean environment, our working directory.
+    pub fn new(program: impl Into<String>, args: Vec<String>) -> Self {
+        Self {
+            program: program.into(),
+            args,
+            ..Self::default()
+        }
+    }
+
+    /// For logs and error messages (arguments that look like secrets redacted).
+    pub fn describe(&self) -> String {
+        format!(
+            "stdio `{}`",
+            mcp_tasks_proto::logged::redact_command(&self.program, &self.args)
+        )
+    }
+
+    /// The command, with its clean environment.
+    fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .env_clear()
+            .envs(inherited_env(self.inherit_env, std::env::vars_os()))
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .stderr(Stdio::inherit());
+        if let Some(dir) = &self.cwd {
+            cmd.current_dir(dir);
+        }
+        cmd
+    }
+}
+
+/// Starts the command once per connection.
+#[derive(Debug)]
+pub struct StdioConnector {
+    spec: StdioSpec,
     max_line: usize,
 }
 
 impl StdioConnector {
-    /// A connector for a [`UpstreamSpec::Stdio`].
-    pub(crate) fn new(spec: UpstreamSpec, max_line: usize) -> Self {
+    /// A connector for `spec`; `max_line` bounds one message from the server.
+    pub fn new(spec: StdioSpec, max_line: usize) -> Self {
         Self { spec, max_line }
     }
 }
@@ -113,39 +165,12 @@ async fn wait_exit(mut child: Child) -> String {
 
 #[async_trait]
 impl Connector for StdioConnector {
-    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, GatewayError> {
-        let UpstreamSpec::Stdio {
-            program,
-            args,
-            env,
-            cwd,
-            inherit_env,
-        } = &self.spec
-        else {
-            return Err(GatewayError::Config("not a stdio upstream".into()));
-        };
-        let mut cmd = Command::new(program);
-        cmd.args(args)
-            .env_clear()
-            .envs(inherited_env(*inherit_env, std::env::vars_os()))
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        if let Some(dir) = cwd {
-            cmd.current_dir(dir);
-        }
-        // The upstream may have started children of its own (`npx`, shells, language
+    async fn connect(&self, handler: Arc<dyn Handler>) -> Result<Connected, ClientError> {
+        // The server may have started children of its own (`npx`, shells, language
         // servers): the whole group goes with the connection.
-        let mut child = ProcessGroup::prepare(&mut cmd).spawn().map_err(|e| {
-            GatewayError::Connect(format!("cannot start {}: {e}", self.spec.describe()))
-        })?;
+        let (child, stdin, stdout) =
+            crate::process::spawn_group(&mut self.spec.command(), &self.spec.describe())?;
         let guard = ProcessGroup::of(&child);
-        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-            return Err(GatewayError::Connect(
-                "the upstream's stdio is not piped".into(),
-            ));
-        };
         tracing::info!(pid = ?child.id(), upstream = %self.spec.describe(), "upstream started");
         let (peer, outbound) = Peer::new(handler);
         let (tx, ended) = oneshot::channel();
@@ -159,7 +184,7 @@ impl Connector for StdioConnector {
             let exit = wait_exit(child);
             tokio::pin!(exit);
             // Whichever ends first: the process, or its stdout. Either way, what the
-            // upstream wrote before it went is read first.
+            // server wrote before it went is read first.
             let reason = tokio::select! {
                 r = &mut serve => {
                     let closed = match r {

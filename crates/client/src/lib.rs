@@ -33,6 +33,13 @@
 //! engine as the server's, and the server polls them with `tasks/get`, fetches them with
 //! `tasks/result`, lists and cancels them (see [`receiver`]).
 //!
+//! Below the client, [`connect`] opens connections (a [`connect::StdioConnector`] starts a
+//! command in its own process group with a clean environment, an
+//! [`connect::HttpConnector`] opens Streamable HTTP sessions), the same way
+//! [`Client::connect_stdio`] and [`Client::connect_http`] do; and [`connection`] is the
+//! connection a program holds that passes on what a server sends (the gateway's upstream):
+//! its requests, and a [`connection::ServerMessages`] for the server's own.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), mcp_tasks_client::ClientError> {
 //! use mcp_tasks_client::{CallOptions, Client, ClientConfig, HttpClientConfig};
@@ -56,6 +63,7 @@ mod client;
 mod client_tasks;
 mod config;
 pub mod connect;
+pub mod connection;
 pub mod era_cache;
 mod error;
 mod input;

@@ -20,13 +20,13 @@ use serde_json::Value;
 use tokio::sync::{Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::Conn;
 use mcp_tasks_client::connect::Connector;
+use mcp_tasks_client::connection::Connection;
 
 use crate::error::unavailable;
-use crate::resume::Notes;
-use crate::resume::UpstreamSession;
-use crate::tools::ToolSet;
+use crate::notes::Notes;
+use crate::notes::UpstreamSession;
+use crate::tool_set::ToolSet;
 
 mod routing;
 mod supervise;
@@ -122,7 +122,7 @@ pub(crate) enum Link {
     /// Not started yet, or starting.
     Starting,
     /// Connected and initialized.
-    Up(Arc<Conn>),
+    Up(Arc<Connection>),
     /// Down (died or could not start), with why; a restart is scheduled.
     Down(String),
     /// The lane has ended.
@@ -261,7 +261,7 @@ impl LaneInner {
     }
 
     /// The live connection, if up.
-    pub(crate) fn conn(&self) -> Option<Arc<Conn>> {
+    pub(crate) fn conn(&self) -> Option<Arc<Connection>> {
         match &*self.link.borrow() {
             Link::Up(c) => Some(Arc::clone(c)),
             _ => None,
@@ -270,7 +270,9 @@ impl LaneInner {
 
     /// A lease on this lane and its live connection, held for one call; the -32603 error
     /// to answer with when the session has ended or the upstream is not up.
-    pub(crate) fn lease_and_conn(self: &Arc<Self>) -> Result<(Lease, Arc<Conn>), ErrorObject> {
+    pub(crate) fn lease_and_conn(
+        self: &Arc<Self>,
+    ) -> Result<(Lease, Arc<Connection>), ErrorObject> {
         let lease = self.lease().ok_or_else(ended)?;
         let conn = self.conn().ok_or_else(|| self.unavailable_now())?;
         Ok((lease, conn))
@@ -289,9 +291,9 @@ impl LaneInner {
     /// Why a call on `conn` got no answer: the transport's explanation while the
     /// connection lives on (HTTP), else why the connection ended (waiting briefly for the
     /// supervisor to learn it).
-    pub(crate) async fn lost_reason(&self, conn: &Conn, detail: Option<&str>) -> String {
+    pub(crate) async fn lost_reason(&self, conn: &Connection, detail: Option<&str>) -> String {
         // A request of a connection whose input ended fails at once, before it closes.
-        if !conn.peer.is_input_ended() {
+        if !conn.is_input_ended() {
             return detail.map_or_else(
                 || "the upstream connection failed".to_owned(),
                 |d| format!("the upstream connection failed: {d}"),
@@ -304,7 +306,7 @@ impl LaneInner {
                     let link = rx.borrow_and_update();
                     match &*link {
                         Link::Down(why) => return why.clone(),
-                        Link::Up(c) if c.generation != conn.generation => {
+                        Link::Up(c) if c.generation() != conn.generation() => {
                             return "the upstream restarted".to_owned();
                         }
                         Link::Closed => return "the gateway session ended".to_owned(),
@@ -322,13 +324,15 @@ impl LaneInner {
     }
 
     /// Wait until a connection other than `generation` is up; `None` when the lane ends.
-    pub(crate) async fn next_conn(&self, after_generation: u64) -> Option<Arc<Conn>> {
+    pub(crate) async fn next_conn(&self, after_generation: u64) -> Option<Arc<Connection>> {
         let mut rx = self.link.subscribe();
         loop {
             {
                 let link = rx.borrow_and_update();
                 match &*link {
-                    Link::Up(c) if c.generation != after_generation => return Some(Arc::clone(c)),
+                    Link::Up(c) if c.generation() != after_generation => {
+                        return Some(Arc::clone(c));
+                    }
                     Link::Closed => return None,
                     _ => {}
                 }

@@ -11,10 +11,13 @@
 //! the TOML [`FileConfig`] and the flag parsers); everything else is private:
 //!
 //! * `config`: the upstream and the per-tool task support overrides (flags or TOML);
-//! * `tools`: the tool policy and the bridge that runs an upstream tool for a task;
-//! * `upstream_task`: tools the upstream runs as tasks of its own, and `resume`:
-//!   following them again after a restart;
-//! * `lane`: the supervised connection, routing of what the upstream sends;
+//! * `tool_set`: the upstream's tools as listed, with the tool policy; `tools`: the bridge
+//!   that runs an upstream tool for a task;
+//! * `upstream_task`: tools the upstream runs as tasks of its own; `notes`: which upstream
+//!   task backs which of ours, and `resume`: following them again after a restart;
+//! * `lane`: the supervised connection (a [`mcp_tasks_client::connection::Connection`],
+//!   whose [`mcp_tasks_client::connection::ServerMessages`] the lane is), routing of what
+//!   the upstream sends; `upstream_call`: the lane's calls on it and their errors;
 //! * `modern`: the lanes of 2026-07-28 (stateless) requests, one per principal;
 //! * `modern_upstream`: the reverse bridge, a 2026-07-28 upstream
 //!   (`--upstream-protocol modern|auto`): `server/discover`, the modern `_meta`, and the
@@ -30,15 +33,17 @@
 
 mod backoff;
 mod config;
-mod conn;
 mod connectors;
 mod error;
 mod lane;
 mod modern;
 mod modern_upstream;
+mod notes;
 mod resume;
 mod session;
+mod tool_set;
 mod tools;
+mod upstream_call;
 mod upstream_task;
 
 use std::sync::Arc;
@@ -49,7 +54,7 @@ pub use config::{
 };
 pub use error::GatewayError;
 pub use mcp_tasks_client::connect::{Connected, Connector, SessionProbe};
-pub use resume::UpstreamSession;
+pub use notes::UpstreamSession;
 pub use session::GatewayFactory;
 
 /// The extension that makes every session of a receiver a gateway session in front of
@@ -73,7 +78,7 @@ pub fn extension(
     let mut factory = GatewayFactory::new(connector, config.tool_task_support.clone())
         .with_limits(Arc::new(limits));
     if let (Some(dir), true) = (&config.notes_dir, tasks) {
-        let notes = resume::Notes::open(dir).map_err(|e| {
+        let notes = notes::Notes::open(dir).map_err(|e| {
             GatewayError::Config(format!(
                 "cannot keep upstream task notes in {}: {e}",
                 dir.display()

@@ -26,9 +26,11 @@ use mcp_tasks_proto::{ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Map, Value, json};
 
-use crate::conn::{CallError, Conn};
+use mcp_tasks_client::connection::Connection;
+
 use crate::error::unavailable;
 use crate::lane::{LaneInner, Waiter};
+use crate::upstream_call::{Call, CallError};
 
 /// Most `input_required` rounds of one plain call: an upstream that asks again and again
 /// without end gets an error after this many.
@@ -73,23 +75,7 @@ pub(crate) fn request_meta(init_params: &Value) -> Value {
 
 pub(crate) use mcp_tasks_proto::meta::stamp;
 
-/// A `complete` result as a legacy one: without `resultType` and the `serverInfo` of its
-/// `_meta` (an emptied `_meta` goes too). Other result types are left for the caller.
-pub(crate) fn strip_complete(v: &mut Value) {
-    if ResultType::of(v) != ResultType::Complete {
-        return;
-    }
-    let Some(obj) = v.as_object_mut() else {
-        return;
-    };
-    obj.remove("resultType");
-    if let Some(meta) = obj.get_mut("_meta").and_then(Value::as_object_mut) {
-        meta.remove(SERVER_INFO_META);
-        if meta.is_empty() {
-            obj.remove("_meta");
-        }
-    }
-}
+use mcp_tasks_client::connection::strip_complete;
 
 /// The `initialize`-like result the lane keeps for a modern upstream, made of its
 /// `server/discover` result: its capabilities (without `extensions`, and without legacy
@@ -126,7 +112,7 @@ pub(crate) fn init_of_discover(discover: &Value) -> Value {
 /// 2026-07-28 (an upstream that echoes unknown requests, or lists only `initialize`
 /// revisions) counts as legacy too; so does a modern error (no common version), and
 /// `initialize` then says what the upstream speaks.
-pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
+pub(crate) async fn probe(conn: &Connection, meta: &Value) -> bool {
     let params = stamp(meta, None);
     let answer = tokio::time::timeout(
         PROBE_TIMEOUT,
@@ -147,7 +133,7 @@ pub(crate) async fn probe(conn: &Conn, meta: &Value) -> bool {
 }
 
 /// The error of a call the upstream did not answer.
-async fn call_error(lane: &LaneInner, conn: &Conn, e: CallError) -> ErrorObject {
+async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorObject {
     match e {
         CallError::Upstream(e) | CallError::Failed(e) => e,
         CallError::Lost(d) => unavailable(format!(
@@ -184,7 +170,7 @@ async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> 
 /// failed it with meanwhile.
 pub(crate) async fn call_tool(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     params: Value,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
@@ -196,7 +182,7 @@ pub(crate) async fn call_tool(
 
 async fn call_rounds(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     mut params: Value,
     cx: &ToolContext,
     waiter: &Arc<Waiter>,
@@ -252,13 +238,18 @@ async fn call_rounds(
 /// other reason (the call was not cancelled) the request is abandoned (over modern HTTP
 /// its POST is dropped, which cancels it).
 struct Creating {
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     call: Option<tokio::task::JoinHandle<Result<Value, CallError>>>,
     cancel: tokio_util::sync::CancellationToken,
 }
 
 impl Creating {
-    fn start(conn: &Arc<Conn>, params: Value, cx: &ToolContext, waiter: &Arc<Waiter>) -> Self {
+    fn start(
+        conn: &Arc<Connection>,
+        params: Value,
+        cx: &ToolContext,
+        waiter: &Arc<Waiter>,
+    ) -> Self {
         let c = Arc::clone(conn);
         let w = Arc::clone(waiter);
         let call =
@@ -332,7 +323,7 @@ fn poll_interval(task: &Value) -> Duration {
 /// field with the JSON-RPC error details".
 async fn follow(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     created: &Value,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
@@ -363,7 +354,7 @@ async fn follow(
 /// `inputRequests` entry still listed is one the upstream still waits for.
 pub(crate) async fn resume(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     task_id: &str,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
@@ -392,7 +383,7 @@ pub(crate) async fn resume(
 /// Poll the upstream task `task_id`, last seen as `task`, to its outcome.
 async fn poll(
     lane: &Arc<LaneInner>,
-    conn: &Arc<Conn>,
+    conn: &Arc<Connection>,
     task_id: &str,
     mut task: Value,
     cx: &ToolContext,
@@ -490,13 +481,7 @@ mod tests {
     }
 
     #[test]
-    fn complete_results_become_legacy_ones() {
-        let mut v = json!({"resultType": "complete", "content": [], "_meta": {SERVER_INFO_META: {"name": "s", "version": "1"}}});
-        strip_complete(&mut v);
-        assert_eq!(v, json!({"content": []}));
-        let mut t = json!({"resultType": "task", "taskId": "t"});
-        strip_complete(&mut t);
-        assert_eq!(t["resultType"], "task");
+    fn discover_results_become_initialize_results() {
         let init = init_of_discover(
             &json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {TASKS_EXTENSION: {}}}, "instructions": "hi", "_meta": {SERVER_INFO_META: {"name": "up", "version": "2"}}}),
         );

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 
 use crate::lane::{FIRST_START_WAIT, LaneInner, Lease, Limits, merge_initialize};
 use crate::modern::ModernLanes;
-use crate::resume::{GatewayResumer, Notes};
+use crate::notes::Notes;
+use crate::resume::GatewayResumer;
 use futures::future::BoxFuture;
 use mcp_tasks_client::connect::Connector;
 

@@ -24,8 +24,10 @@ use mcp_tasks_server::ToolContext;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::conn::{CallError, Conn};
+use mcp_tasks_client::connection::Connection;
+
 use crate::error::unavailable;
+use crate::upstream_call::{Call, CallError};
 use mcp_tasks_proto::meta::strip_related_task;
 
 use crate::lane::{LaneInner, RouteGuard, Waiter};
@@ -35,7 +37,7 @@ use crate::lane::{LaneInner, RouteGuard, Waiter};
 /// any other reason (shutdown) leaves the upstream task alone.
 pub(crate) struct CancelUpstream {
     lane: Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     task_id: String,
     /// Our task, whose note is forgotten when it is cancelled.
     ours: Option<String>,
@@ -50,7 +52,7 @@ impl CancelUpstream {
     /// Armed: cancelling `cx` cancels `upstream_id` on `conn`.
     pub(crate) fn new(
         lane: &Arc<LaneInner>,
-        conn: &Arc<Conn>,
+        conn: &Arc<Connection>,
         upstream_id: &str,
         cx: &ToolContext,
     ) -> Self {
@@ -81,7 +83,7 @@ impl Drop for CancelUpstream {
         if let Some(ours) = &self.ours {
             self.lane.forget_task_later(ours);
         }
-        if self.conn.peer.is_closed() {
+        if self.conn.is_closed() {
             return;
         }
         let conn = Arc::clone(&self.conn);
@@ -123,7 +125,7 @@ fn is_terminal(task: &Value) -> bool {
 /// upstream task is then cancelled).
 pub(crate) async fn run(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     params: Value,
     task_field: Option<Value>,
     cx: &ToolContext,
@@ -143,7 +145,7 @@ pub(crate) async fn run(
 
 async fn run_task(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     mut params: Value,
     task_field: Option<Value>,
     cx: &ToolContext,
@@ -196,7 +198,7 @@ async fn run_task(
 /// Follow an upstream task again, for a task resumed after a gateway restart.
 pub(crate) async fn resume(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     upstream_id: &str,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
@@ -210,7 +212,7 @@ pub(crate) async fn resume(
 
 async fn resume_task(
     lane: &Arc<LaneInner>,
-    conn: Arc<Conn>,
+    conn: Arc<Connection>,
     upstream_id: &str,
     cx: &ToolContext,
     routes: &mut RouteGuard,
@@ -268,7 +270,7 @@ enum Polled {
 
 /// Poll `tasks/get` at the task's `pollInterval` until the task has ended or waits for
 /// input.
-async fn poll_until_terminal(conn: &Conn, id: &Value) -> Polled {
+async fn poll_until_terminal(conn: &Connection, id: &Value) -> Polled {
     loop {
         match conn.call(methods::TASKS_GET, Some(id.clone())).await {
             Ok(t) if is_terminal(&t) => return Polled::Terminal(t),
@@ -321,7 +323,7 @@ fn quote(v: &Value) -> String {
 /// The outcome of an upstream task from its `tasks/result` answer `v`, with the upstream's
 /// final status (`terminal`, or read now with `tasks/get`).
 async fn finish(
-    conn: &Conn,
+    conn: &Connection,
     id: &Value,
     upstream_id: &str,
     mut v: Value,
@@ -361,7 +363,7 @@ async fn finish(
 
 async fn follow(
     lane: &Arc<LaneInner>,
-    mut conn: Arc<Conn>,
+    mut conn: Arc<Connection>,
     upstream_id: &str,
     guard: &mut CancelUpstream,
     waiter: &Arc<Waiter>,
@@ -401,13 +403,13 @@ async fn follow(
         };
         let why = lane.lost_reason(&conn, lost.as_deref()).await;
         tracing::warn!(upstream_task = %upstream_id, reason = %why, "lost the upstream while following its task");
-        if !conn.peer.is_closed() {
+        if !conn.is_closed() {
             // The connection lives on (HTTP): ask again in a moment.
             tokio::time::sleep(Duration::from_secs(1)).await;
             continue;
         }
         // The connection is gone: wait for the next one and ask it about the task.
-        let Some(next) = lane.next_conn(conn.generation).await else {
+        let Some(next) = lane.next_conn(conn.generation()).await else {
             return Err(unavailable(format!("{why}; the gateway session ended")));
         };
         conn = next;

@@ -17,7 +17,6 @@ use tokio::sync::oneshot;
 
 use super::{Connected, Connector};
 use crate::ClientError;
-use crate::client::Outbound;
 
 /// How long a new connection waits for its standalone GET stream to open.
 pub(crate) const STANDALONE_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
@@ -31,7 +30,7 @@ pub(crate) const STANDALONE_WAIT: std::time::Duration = std::time::Duration::fro
 /// `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name`.
 pub(crate) fn start_transport(
     peer: Peer,
-    rx: Outbound,
+    rx: tokio::sync::mpsc::Receiver<mcp_tasks_rpc::Outbound>,
     config: &HttpClientConfig,
     revision: Revision,
 ) -> Result<HttpClientTransport, ClientError> {

@@ -13,9 +13,11 @@ use serde_json::{Value, json};
 use super::supervise::TOOLS_LIST_CHANGED;
 use super::waiter::Waiter;
 use super::{EARLY_NOTIFICATION_BYTES, EARLY_NOTIFICATIONS, EARLY_REQUESTS, LaneInner, json_len};
-use crate::conn::{CallError, Conn};
+use mcp_tasks_client::connection::Connection;
+
 use crate::error::unavailable;
-use crate::resume::Note;
+use crate::notes::{Note, UpstreamSession};
+use crate::upstream_call::{Call, CallError};
 
 /// Removes a call's routes when the call ends (or is dropped).
 pub(crate) struct RouteGuard {
@@ -227,13 +229,13 @@ impl LaneInner {
 
     /// Note durably that our task `task_id` is backed by `upstream_task_id`, created on
     /// `conn` (whose session is noted too), so that a restarted gateway follows it again.
-    pub(crate) async fn note_task(&self, task_id: &str, upstream_task_id: &str, conn: &Conn) {
+    pub(crate) async fn note_task(&self, task_id: &str, upstream_task_id: &str, conn: &Connection) {
         if let Some(notes) = &self.notes {
             let note = Note {
                 upstream_task_id: upstream_task_id.to_owned(),
                 upstream: self.describe(),
                 init_params: self.init_params.lock().clone(),
-                upstream_session: conn.upstream_session(),
+                upstream_session: UpstreamSession::of(conn),
             };
             notes.put(task_id, &note).await;
         }

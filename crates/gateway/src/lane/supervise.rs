@@ -15,19 +15,62 @@ use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
 use crate::backoff;
 use futures::future::BoxFuture;
 
-use crate::conn::{CallError, Conn, ConnShared, UpstreamHandler};
-use crate::tools::ToolSet;
+use async_trait::async_trait;
 use mcp_tasks_client::connect::Connected;
+use mcp_tasks_client::connection::{Adopted, Connection, Requests, ServerMessages};
+use mcp_tasks_proto::{ErrorObject, RequestId};
+use std::sync::Weak;
+
+use crate::tool_set::ToolSet;
+use crate::tools::BridgeTool;
+use crate::upstream_call::{Call, CallError};
+
+/// What an upstream connection sends goes to its lane, while the lane lives; the latency
+/// of each call to the server's metrics.
+struct ToLane {
+    lane: Weak<LaneInner>,
+    metrics: Option<mcp_tasks_core::Metrics>,
+}
+
+#[async_trait]
+impl ServerMessages for ToLane {
+    async fn request(
+        &self,
+        method: String,
+        params: Option<Value>,
+        stream_of: Option<RequestId>,
+    ) -> Result<Value, ErrorObject> {
+        match self.lane.upgrade() {
+            Some(lane) => lane.on_upstream_request(method, params, stream_of).await,
+            None => Err(super::ended()),
+        }
+    }
+
+    async fn notification(&self, method: String, params: Option<Value>) {
+        if let Some(lane) = self.lane.upgrade() {
+            lane.on_upstream_notification(method, params).await;
+        }
+    }
+
+    fn observe(&self, method: &str, elapsed: Duration, ok: bool) {
+        if let Some(m) = &self.metrics {
+            m.upstream_call(method, elapsed, ok);
+        }
+    }
+}
+
+/// The `reason` of the `notifications/cancelled` of a request abandoned downstream.
+const CANCEL_REASON: &str = "The request was cancelled by the client of the gateway";
 
 impl LaneInner {
-    pub(super) async fn refresh_tools(&self, conn: &Conn) -> bool {
+    pub(super) async fn refresh_tools(&self, conn: &Connection) -> bool {
         match list_all_tools(conn).await {
             Ok(raw) => {
                 let set = ToolSet::build(
                     raw,
                     conn.runs_tool_tasks(),
                     &self.overrides,
-                    self.me.clone(),
+                    |name, upstream| BridgeTool::handler(self.me.clone(), name, upstream),
                 );
                 let mut g = self.tools.write();
                 let changed = g.listing() != set.listing();
@@ -43,10 +86,12 @@ impl LaneInner {
 
     /// A connection that takes up the session noted by [`Self::reattach_first`], if there
     /// is one and the upstream can.
-    pub(super) async fn open_reattached(&self) -> Option<(Arc<Conn>, oneshot::Receiver<String>)> {
+    pub(super) async fn open_reattached(
+        &self,
+    ) -> Option<(Arc<Connection>, oneshot::Receiver<String>)> {
         let session = self.reattach.lock().take()?;
-        let shared = ConnShared::new(self.me.clone(), &self.limits);
-        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let to = self.messages();
+        let handler = Connection::handler(&to);
         let resume = ResumeSession {
             session_id: session.session_id.clone(),
             protocol_version: session.protocol_version.clone(),
@@ -62,7 +107,7 @@ impl LaneInner {
             }
         };
         tracing::info!(upstream = %self.describe(), session = %digest(&session.session_id), "taking up the upstream session again");
-        let (conn, ended, settled) = self.adopt(connected, shared);
+        let (conn, ended, settled) = self.adopt(connected, to);
         conn.set_init_result(session.init_result);
         if let Some(settled) = settled {
             settled.await;
@@ -70,27 +115,33 @@ impl LaneInner {
         Some((conn, ended))
     }
 
+    /// Where what the upstream sends on a new connection goes.
+    fn messages(&self) -> Arc<dyn ServerMessages> {
+        Arc::new(ToLane {
+            lane: self.me.clone(),
+            metrics: self.limits.metrics().cloned(),
+        })
+    }
+
     /// The lane's next connection, made of what its connector opened; returns with it
     /// what says when it ends and what to await before it is used.
     fn adopt(
         &self,
         connected: Connected,
-        shared: Arc<ConnShared>,
+        to: Arc<dyn ServerMessages>,
     ) -> (
-        Arc<Conn>,
+        Arc<Connection>,
         oneshot::Receiver<String>,
         Option<BoxFuture<'static, ()>>,
     ) {
         let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let Connected {
-            peer,
+        let requests = Requests::new(self.limits.call_timeout, CANCEL_REASON);
+        let Adopted {
+            connection,
             ended,
-            guard,
             settled,
-            session,
-        } = connected;
-        let conn = Conn::new(peer, shared, generation, guard, session);
-        (Arc::new(conn), ended, settled)
+        } = Connection::adopt(connected, to, requests, generation);
+        (Arc::new(connection), ended, settled)
     }
 
     /// A new connection of the lane (speaking `revision` when the connector chooses the
@@ -100,24 +151,26 @@ impl LaneInner {
         revision: Revision,
     ) -> Result<
         (
-            Arc<Conn>,
+            Arc<Connection>,
             oneshot::Receiver<String>,
             Option<BoxFuture<'static, ()>>,
         ),
         String,
     > {
-        let shared = ConnShared::new(self.me.clone(), &self.limits);
-        let handler = Arc::new(UpstreamHandler(Arc::clone(&shared)));
+        let to = self.messages();
+        let handler = Connection::handler(&to);
         let connected = if self.connector.revision_by_transport() {
             self.connector.connect_as(handler, revision).await
         } else {
             self.connector.connect(handler).await
         }
         .map_err(crate::connectors::reason)?;
-        Ok(self.adopt(connected, shared))
+        Ok(self.adopt(connected, to))
     }
 
-    pub(super) async fn open(&self) -> Result<(Arc<Conn>, oneshot::Receiver<String>), String> {
+    pub(super) async fn open(
+        &self,
+    ) -> Result<(Arc<Connection>, oneshot::Receiver<String>), String> {
         // An upstream of a stateless revision has no session to take up.
         if !self
             .limits
@@ -226,7 +279,7 @@ impl LaneInner {
 
 pub(super) const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
 
-pub(super) async fn list_all_tools(conn: &Conn) -> Result<Vec<Value>, String> {
+pub(super) async fn list_all_tools(conn: &Connection) -> Result<Vec<Value>, String> {
     if conn
         .init_result()
         .pointer("/capabilities/tools")
@@ -281,7 +334,7 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
             Ok((conn, ended)) => {
                 let up_at = Instant::now();
                 let changed = lane.refresh_tools(&conn).await;
-                tracing::info!(upstream = %lane.describe(), generation = conn.generation, tools = lane.tools().len(), "upstream connected");
+                tracing::info!(upstream = %lane.describe(), generation = conn.generation(), tools = lane.tools().len(), "upstream connected");
                 lane.link.send_replace(Link::Up(Arc::clone(&conn)));
                 if changed && !first {
                     lane.notify_tools_changed();
@@ -295,7 +348,7 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
                         return;
                     }
                 };
-                conn.peer.close();
+                conn.close();
                 tracing::warn!(upstream = %lane.describe(), reason = %why, "upstream connection lost");
                 lane.link.send_replace(Link::Down(why));
                 drop(conn);

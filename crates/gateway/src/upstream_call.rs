@@ -1,0 +1,133 @@
+//! The gateway's calls on an upstream [`Connection`]: what a call that got no answer
+//! tells the downstream client ([`CallError`]), and [`Call`], the connection's requests
+//! with that error.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use mcp_tasks_client::ClientError;
+use mcp_tasks_client::connection::Connection;
+use mcp_tasks_proto::ErrorObject;
+use serde_json::Value;
+
+use crate::lane::Waiter;
+
+/// Why a call to the upstream did not produce its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum CallError {
+    /// The upstream answered with this JSON-RPC error (passed on unchanged).
+    Upstream(ErrorObject),
+    /// The connection ended (or, over HTTP, the request or its answer was lost) before
+    /// the answer came; with the transport's own explanation when it gave one.
+    Lost(Option<String>),
+    /// The gateway gave up on the call, with the error that says why: the answer was too
+    /// large to read (`upstream reply too large: N bytes`), or it did not come within
+    /// `--upstream-timeout` (the request was cancelled upstream).
+    Failed(ErrorObject),
+}
+
+impl CallError {
+    /// The error of call `method` that got no result: the one place a [`ClientError`]
+    /// of the upstream connection becomes a gateway error.
+    fn of(method: &str, e: ClientError) -> Self {
+        match e {
+            ClientError::Rpc { error, .. } => Self::Upstream(error),
+            // An answer over the bound, which asking again would not mend.
+            ClientError::Transport { error: t, .. } if t.is_too_large() => {
+                tracing::warn!(method, error = %t, "upstream reply too large");
+                Self::Failed(match (t.bytes, t.limit) {
+                    (Some(bytes), _) => reply_too_large(method, bytes),
+                    (None, limit) => ErrorObject::new(
+                        mcp_tasks_proto::codes::INTERNAL_ERROR,
+                        format!(
+                            "upstream reply too large: exceeds {} bytes (the answer to `{method}` is over --max-message-bytes)",
+                            limit.unwrap_or_default()
+                        ),
+                    ),
+                })
+            }
+            // The request or its answer was lost.
+            ClientError::Transport { error: t, .. } => {
+                tracing::debug!(error = %t, "upstream transport error");
+                Self::Lost(Some(t.message))
+            }
+            ClientError::Timeout { timeout, .. } => {
+                tracing::warn!(method, timeout = ?timeout, "upstream call timed out");
+                Self::Failed(timed_out(method, timeout))
+            }
+            _ => Self::Lost(None),
+        }
+    }
+}
+
+/// The error of a call whose answer was `bytes` long, over `--max-message-bytes`.
+fn reply_too_large(method: &str, bytes: u64) -> ErrorObject {
+    ErrorObject::new(
+        mcp_tasks_proto::codes::INTERNAL_ERROR,
+        format!(
+            "upstream reply too large: {bytes} bytes (the answer to `{method}` is over --max-message-bytes)"
+        ),
+    )
+}
+
+/// The error of a call the upstream did not answer within `timeout`.
+fn timed_out(method: &str, timeout: std::time::Duration) -> ErrorObject {
+    ErrorObject::new(
+        mcp_tasks_proto::codes::INTERNAL_ERROR,
+        format!(
+            "the upstream did not answer `{method}` within {timeout:?} (--upstream-timeout); the request was cancelled upstream"
+        ),
+    )
+}
+
+/// The upstream connection's requests, failing with a [`CallError`].
+#[async_trait]
+pub(crate) trait Call {
+    /// [`Connection::request`]: at most `--upstream-timeout`, cancelled upstream when
+    /// dropped or timed out.
+    async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError>;
+
+    /// [`Self::call`] on behalf of the call `waiter`: what the upstream sends on this
+    /// request's response stream (Streamable HTTP) is that call's.
+    async fn call_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        waiter: &Arc<Waiter>,
+    ) -> Result<Value, CallError>;
+
+    /// [`Self::call`] without `--upstream-timeout` (`initialize` has its own bound).
+    async fn call_unbounded(&self, method: &str, params: Option<Value>)
+    -> Result<Value, CallError>;
+}
+
+#[async_trait]
+impl Call for Connection {
+    async fn call(&self, method: &str, params: Option<Value>) -> Result<Value, CallError> {
+        self.request(method, params)
+            .await
+            .map_err(|e| CallError::of(method, e))
+    }
+
+    async fn call_for(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        waiter: &Arc<Waiter>,
+    ) -> Result<Value, CallError> {
+        let post = waiter.post();
+        self.request_recorded(method, params, post.sink())
+            .await
+            .map_err(|e| CallError::of(method, e))
+    }
+
+    async fn call_unbounded(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<Value, CallError> {
+        self.request_unbounded(method, params)
+            .await
+            .map_err(|e| CallError::of(method, e))
+    }
+}

@@ -11,8 +11,9 @@ use crate::receiver::TaskReceiver;
 
 /// Default of [`ClientConfig::probe_timeout`].
 pub const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Default of [`ClientConfig::max_input_rounds`].
-pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 16;
+/// Default of [`ClientConfig::max_input_rounds`], and the gateway's bound on the rounds of
+/// one call to a 2026-07-28 upstream.
+pub const DEFAULT_MAX_INPUT_ROUNDS: u32 = 32;
 
 /// Configuration of a [`crate::Client`].
 #[non_exhaustive]

@@ -93,5 +93,7 @@ pub use mcp_tasks_rpc::http_client::HttpClientConfig;
 pub use modern::TaskDetail;
 pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};
 pub use task::TaskHandle;
-pub use task_state::{DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval};
+pub use task_state::{
+    DEFAULT_POLL_INTERVAL, MAX_POLL_INTERVAL, MIN_POLL_INTERVAL, poll_interval, poll_interval_ms,
+};
 pub use types::{CallToolResult, InitializeResult, TaskCapabilities, parse_task, task_support};

@@ -22,15 +22,20 @@ pub const MAX_POLL_INTERVAL: Duration = Duration::from_secs(30);
 /// How many times in a row a lost `tasks/result` (or `tasks/get`) is tried again.
 pub(crate) const MAX_RETRIES: u32 = 8;
 
-/// The interval to poll `task` at: its `pollInterval` (1 s when absent), clamped to
-/// 50 ms..30 s.
+/// The interval to poll a task at that asks for `ms` (its `pollInterval`, or the
+/// extension's `pollIntervalMs`): 1 s when absent, clamped to 50 ms..30 s. The one rule
+/// for every task this workspace follows, the client's and the gateway's upstream ones.
 ///
 /// Spec: "Requestors SHOULD respect the `pollInterval` provided in responses when
 /// determining polling frequency."
-pub fn poll_interval(task: &Task) -> Duration {
-    task.poll_interval
-        .map_or(DEFAULT_POLL_INTERVAL, Duration::from_millis)
+pub fn poll_interval_ms(ms: Option<u64>) -> Duration {
+    ms.map_or(DEFAULT_POLL_INTERVAL, Duration::from_millis)
         .clamp(MIN_POLL_INTERVAL, MAX_POLL_INTERVAL)
+}
+
+/// The interval to poll `task` at ([`poll_interval_ms`] of its `pollInterval`).
+pub fn poll_interval(task: &Task) -> Duration {
+    poll_interval_ms(task.poll_interval)
 }
 
 /// The outcome `tasks/result` delivered: the result, or the task's JSON-RPC error.

@@ -33,16 +33,8 @@ use crate::lane::{LaneInner, Waiter};
 use crate::upstream_call::{Call, CallError};
 
 /// Most `input_required` rounds of one plain call: an upstream that asks again and again
-/// without end gets an error after this many.
-pub(crate) const MAX_INPUT_ROUNDS: usize = 32;
-/// How long `--upstream-protocol auto` waits for the answer to its `server/discover`
-/// before it takes the upstream for a legacy one.
-pub(crate) const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
-/// The poll interval when the upstream gives none.
-const DEFAULT_POLL: Duration = Duration::from_millis(500);
-/// The poll interval is kept within these bounds, whatever the upstream says.
-const MIN_POLL: Duration = Duration::from_millis(10);
-const MAX_POLL: Duration = Duration::from_secs(30);
+/// without end gets an error after this many (the client's bound, the same number).
+const MAX_INPUT_ROUNDS: u32 = mcp_tasks_client::DEFAULT_MAX_INPUT_ROUNDS;
 
 /// The modern `_meta` of every request of a lane whose downstream session initialized
 /// with `init_params`: its client info and capabilities, with the tasks extension added
@@ -76,6 +68,7 @@ pub(crate) fn request_meta(init_params: &Value) -> Value {
 pub(crate) use mcp_tasks_proto::meta::stamp;
 
 use mcp_tasks_client::connection::strip_complete;
+use mcp_tasks_client::{MIN_POLL_INTERVAL, poll_interval_ms};
 
 /// The `initialize`-like result the lane keeps for a modern upstream, made of its
 /// `server/discover` result: its capabilities (without `extensions`, and without legacy
@@ -115,7 +108,7 @@ pub(crate) fn init_of_discover(discover: &Value) -> Value {
 pub(crate) async fn probe(conn: &Connection, meta: &Value) -> bool {
     let params = stamp(meta, None);
     let answer = tokio::time::timeout(
-        PROBE_TIMEOUT,
+        mcp_tasks_client::DEFAULT_PROBE_TIMEOUT,
         conn.call_unbounded(modern::methods::SERVER_DISCOVER, Some(params)),
     )
     .await;
@@ -307,12 +300,10 @@ impl Drop for Creating {
     }
 }
 
-/// The poll interval a task asks for, within bounds.
+/// The poll interval a task asks for, within the bounds of every task followed
+/// ([`mcp_tasks_client::poll_interval_ms`]).
 fn poll_interval(task: &Value) -> Duration {
-    task.get("pollIntervalMs")
-        .and_then(Value::as_u64)
-        .map_or(DEFAULT_POLL, Duration::from_millis)
-        .clamp(MIN_POLL, MAX_POLL)
+    poll_interval_ms(task.get("pollIntervalMs").and_then(Value::as_u64))
 }
 
 /// Follow the upstream task that `created` (a `CreateTaskResult`) announces.
@@ -439,7 +430,7 @@ async fn poll(
                     return Err(call_error(lane, conn, e).await);
                 }
                 // Read the task again at once: the answer may have finished it.
-                interval = MIN_POLL;
+                interval = MIN_POLL_INTERVAL;
             }
         }
         tokio::time::sleep(interval).await;
@@ -457,6 +448,7 @@ async fn poll(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use mcp_tasks_client::DEFAULT_POLL_INTERVAL;
     use mcp_tasks_proto::modern::CLIENT_CAPABILITIES_META;
 
     #[test]
@@ -488,7 +480,10 @@ mod tests {
         assert_eq!(init["capabilities"], json!({"tools": {}}));
         assert_eq!(init["serverInfo"]["name"], "up");
         assert_eq!(init["instructions"], "hi");
-        assert_eq!(poll_interval(&json!({"pollIntervalMs": 0})), MIN_POLL);
-        assert_eq!(poll_interval(&json!({})), DEFAULT_POLL);
+        assert_eq!(
+            poll_interval(&json!({"pollIntervalMs": 0})),
+            MIN_POLL_INTERVAL
+        );
+        assert_eq!(poll_interval(&json!({})), DEFAULT_POLL_INTERVAL);
     }
 }

@@ -245,13 +245,10 @@ fn status_of(task: &Value) -> Option<TaskStatus> {
         .and_then(TaskStatus::parse)
 }
 
-/// How long to wait before asking about `task` again: its `pollInterval`, within bounds.
+/// How long to wait before asking about `task` again: its `pollInterval`, within the
+/// bounds of every task followed ([`mcp_tasks_client::poll_interval_ms`]).
 fn poll_interval(task: &Value) -> Duration {
-    let ms = task
-        .get("pollInterval")
-        .and_then(Value::as_u64)
-        .unwrap_or(500);
-    Duration::from_millis(ms.clamp(50, 5000))
+    mcp_tasks_client::poll_interval_ms(task.get("pollInterval").and_then(Value::as_u64))
 }
 
 /// What polling an upstream task with `tasks/get` found.

@@ -138,16 +138,17 @@ pub(crate) fn ask() -> Tool {
         "ask",
         "Ask the user `question` (elicitation, form mode) and return the answer, or (decline) / (cancel).",
         |a: AskArgs, cx| async move {
-            let params = json!({
-                "mode": "form",
-                "message": a.question,
-                "requestedSchema": {
-                    "type": "object",
-                    "properties": { "answer": { "type": "string" } },
-                    "required": ["answer"],
-                },
-            });
-            let r = cx.elicit_raw(params).await?;
+            let r = cx
+                .elicit_raw(json!({
+                    "mode": "form",
+                    "message": a.question,
+                    "requestedSchema": {
+                        "type": "object",
+                        "properties": { "answer": { "type": "string" } },
+                        "required": ["answer"],
+                    },
+                }))
+                .await?;
             let text = match r.get("action").and_then(Value::as_str) {
                 Some("accept") => match r.get("content").and_then(|c| c.get("answer")) {
                     Some(Value::String(s)) => s.clone(),

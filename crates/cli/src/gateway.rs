@@ -22,11 +22,7 @@ pub(crate) struct GatewayArgs {
     /// An environment variable of the upstream command (repeatable), of `--upstream-cmd`
     /// or of the config file's `[upstream]` `command` (added to its `env`, and winning
     /// over it).
-    #[arg(
-        long = "upstream-env",
-        value_name = "K=V",
-        conflicts_with = "upstream_url"
-    )]
+    #[arg(long, value_name = "K=V", conflicts_with = "upstream_url")]
     upstream_env: Vec<String>,
     /// Working directory of the upstream command.
     #[arg(long, value_name = "DIR", requires = "upstream_cmd")]
@@ -68,18 +64,11 @@ pub(crate) struct GatewayArgs {
     #[arg(long, value_name = "URL")]
     upstream_url: Option<String>,
     /// A header of every request to the upstream URL, e.g. its authorization (repeatable).
-    #[arg(
-        long = "upstream-header",
-        value_name = "K:V",
-        requires = "upstream_url"
-    )]
+    #[arg(long, value_name = "K:V", requires = "upstream_url")]
     upstream_header: Vec<String>,
     /// `execution.taskSupport` of an upstream tool (repeatable); overrides the upstream's
     /// own and the config file.
-    #[arg(
-        long = "tool-task-support",
-        value_name = "NAME=required|optional|forbidden"
-    )]
+    #[arg(long, value_name = "NAME=required|optional|forbidden")]
     tool_task_support: Vec<String>,
     /// A TOML file of settings: any flag of `serve` as a top-level key named like the flag
     /// (`max-ttl = "2h"`, `allowed-origin = ["https://a.example"]`, `stdio = true`), and

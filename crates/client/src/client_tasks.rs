@@ -104,15 +104,7 @@ impl Client {
     }
 
     pub(crate) async fn cancel_task_raw(&self, task_id: &str) -> Result<Value, ClientError> {
-        if let Some(e) = self.revision_refusal(methods::TASKS_CANCEL) {
-            return Err(e);
-        }
-        if !self.server_tasks().cancel {
-            return Err(ClientError::unsupported(
-                "tasks/cancel",
-                "its capabilities do not declare tasks.cancel",
-            ));
-        }
+        self.check_tasks_method(methods::TASKS_CANCEL, |t| t.cancel)?;
         self.request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
             .await
     }
@@ -126,15 +118,7 @@ impl Client {
         &self,
         cursor: Option<&str>,
     ) -> Result<(Vec<Task>, Option<String>), ClientError> {
-        if let Some(e) = self.revision_refusal(methods::TASKS_LIST) {
-            return Err(e);
-        }
-        if !self.server_tasks().list {
-            return Err(ClientError::unsupported(
-                "tasks/list",
-                "its capabilities do not declare tasks.list",
-            ));
-        }
+        self.check_tasks_method(methods::TASKS_LIST, |t| t.list)?;
         let params = cursor.map(|c| json!({ "cursor": c }));
         let v = self.request(methods::TASKS_LIST, params).await?;
         let tasks = v
@@ -164,6 +148,27 @@ impl Client {
             }
         }
         Ok(all)
+    }
+
+    /// Refuse `method` (`tasks/cancel`, `tasks/list`) before it is sent: the revision
+    /// refuses it ([`Self::revision_refusal`]), or the server's tasks capabilities do not
+    /// declare it (`declared` reads the capability).
+    fn check_tasks_method(
+        &self,
+        method: &str,
+        declared: impl FnOnce(&crate::TaskCapabilities) -> bool,
+    ) -> Result<(), ClientError> {
+        if let Some(e) = self.revision_refusal(method) {
+            return Err(e);
+        }
+        if !declared(&self.server_tasks()) {
+            let key = method.trim_start_matches("tasks/");
+            return Err(ClientError::unsupported(
+                method,
+                format!("its capabilities do not declare tasks.{key}"),
+            ));
+        }
+        Ok(())
     }
 
     /// The shared state of `task`'s handles on this connection.

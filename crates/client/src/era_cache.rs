@@ -261,22 +261,14 @@ mod tests {
 
     #[test]
     fn origins_make_the_port_explicit_and_drop_the_query() {
-        assert_eq!(
-            origin("HTTP://Example.COM/mcp?x=1#f").as_deref(),
-            Some("http://example.com:80/mcp")
-        );
-        assert_eq!(
-            origin("https://u:p@h:8443").as_deref(),
-            Some("https://h:8443/")
-        );
-        assert_eq!(
-            origin("http://[::1]:9000/a/b").as_deref(),
-            Some("http://[::1]:9000/a/b")
-        );
-        assert_eq!(
-            origin("http://[::1]/m").as_deref(),
-            Some("http://[::1]:80/m")
-        );
+        for (url, want) in [
+            ("HTTP://Example.COM/mcp?x=1#f", "http://example.com:80/mcp"),
+            ("https://u:p@h:8443", "https://h:8443/"),
+            ("http://[::1]:9000/a/b", "http://[::1]:9000/a/b"),
+            ("http://[::1]/m", "http://[::1]:80/m"),
+        ] {
+            assert_eq!(origin(url).as_deref(), Some(want), "{url}");
+        }
         assert_eq!(origin("https://h/mcp"), origin("https://h:443/mcp"));
         assert_ne!(origin("http://h/a"), origin("http://h/b"));
         assert_ne!(origin("http://h:1/a"), origin("http://h:2/a"));

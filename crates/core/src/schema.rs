@@ -34,6 +34,19 @@ pub fn migration<'a>(
         .ok_or_else(|| StoreError::Corrupt(format!("{target}: unknown schema version {version}")))
 }
 
+/// A new key for the cursors of a store (its `cursor_key`, written when the store is
+/// created): 32 bytes from the OS random number generator.
+///
+/// # Errors
+/// [`StoreError::Unavailable`] when the generator fails.
+pub fn new_cursor_key() -> Result<[u8; 32], StoreError> {
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| {
+        StoreError::Unavailable(format!("the OS random number generator failed: {e}"))
+    })?;
+    Ok(key)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -440,14 +440,7 @@ impl ToolContext {
     /// nothing is sent and the error is -32021 with `data.requiredCapabilities` in
     /// 2026-07-28, -32601 in 2025-11-25.
     pub async fn elicit_raw(&self, params: Value) -> Result<Value, ErrorObject> {
-        check_declared(
-            &self.client_capabilities,
-            methods::ELICITATION_CREATE,
-            &params,
-            self.revision,
-        )?;
-        self.channel
-            .request(methods::ELICITATION_CREATE, params)
+        self.request_declared(methods::ELICITATION_CREATE, params)
             .await
     }
 
@@ -460,15 +453,14 @@ impl ToolContext {
     /// and the error is -32021 with `data.requiredCapabilities` in 2026-07-28, -32601 in
     /// 2025-11-25.
     pub async fn sample_raw(&self, params: Value) -> Result<Value, ErrorObject> {
-        check_declared(
-            &self.client_capabilities,
-            methods::SAMPLING_CREATE_MESSAGE,
-            &params,
-            self.revision,
-        )?;
-        self.channel
-            .request(methods::SAMPLING_CREATE_MESSAGE, params)
+        self.request_declared(methods::SAMPLING_CREATE_MESSAGE, params)
             .await
+    }
+
+    /// `method` with `params`, sent once [`check_declared`] lets it through.
+    async fn request_declared(&self, method: &str, params: Value) -> Result<Value, ErrorObject> {
+        check_declared(&self.client_capabilities, method, &params, self.revision)?;
+        self.channel.request(method, params).await
     }
 
     /// Go on as a task, when the call can still become one: for a tool built with

@@ -157,21 +157,10 @@ async fn create_batch(w: &Writer, jobs: Vec<CreateJob>, counts: &Counts) {
     } else {
         None
     };
-    let answers = match batch {
-        Some(Ok(a)) => a,
-        failed => {
-            if let Some(Err(e)) = failed {
-                counts.fallbacks.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(store = %w.db.target(), error = %e, count = args.len(),
-                    "a batch of creations failed; writing them one by one");
-            }
-            let mut a = Vec::with_capacity(args.len());
-            for (t, l) in &args {
-                a.push(w.create_one(t, l).await);
-            }
-            a
-        }
-    };
+    let answers = or_one_by_one(w, counts, "creations", batch, &args, |(t, l)| {
+        w.create_one(t, l)
+    })
+    .await;
     for ((t, _, reply), answer) in jobs.into_iter().zip(answers) {
         let answer = answer.map(|seq| {
             let rec = t.into_record(seq);
@@ -195,30 +184,51 @@ async fn finish_batch(w: &Writer, jobs: Vec<FinishJob>, counts: &Counts) {
     let args: Vec<&Finish> = jobs.iter().map(|(f, _)| f).collect();
     // One job alone is written as before group commit: one statement of its own.
     let batch = if args.len() > 1 {
-        Some(w.finish_many(&args).await)
+        Some(
+            w.finish_many(&args)
+                .await
+                .map(|a| a.into_iter().map(Ok).collect()),
+        )
     } else {
         None
     };
-    let answers: Vec<Result<Option<TaskRecord>, StoreError>> = match batch {
-        Some(Ok(a)) => a.into_iter().map(Ok).collect(),
-        failed => {
-            if let Some(Err(e)) = failed {
-                counts.fallbacks.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(store = %w.db.target(), error = %e, count = args.len(),
-                    "a batch of transitions failed; writing them one by one");
-            }
-            let mut a = Vec::with_capacity(args.len());
-            for f in &args {
-                a.push(w.finish_one(f).await);
-            }
-            a
-        }
-    };
+    let answers = or_one_by_one(w, counts, "transitions", batch, &args, |f| w.finish_one(f)).await;
     for ((_, reply), answer) in jobs.into_iter().zip(answers) {
         if let Ok(Some(rec)) = &answer {
             w.woke([&rec.task_id]);
         }
         let _ = reply.send(answer);
+    }
+}
+
+/// The answers of a batch of `what` (`creations`, `transitions`): those of its statement
+/// (`batch`, `None` for a lone job), or, when there is none or it failed as a whole (a
+/// fallback, counted), each of `args` written alone by `one`, in turn.
+async fn or_one_by_one<'a, A, T, Fut>(
+    w: &Writer,
+    counts: &Counts,
+    what: &str,
+    batch: Option<Result<Vec<Result<T, StoreError>>, StoreError>>,
+    args: &'a [A],
+    one: impl Fn(&'a A) -> Fut,
+) -> Vec<Result<T, StoreError>>
+where
+    Fut: Future<Output = Result<T, StoreError>>,
+{
+    match batch {
+        Some(Ok(a)) => a,
+        failed => {
+            if let Some(Err(e)) = failed {
+                counts.fallbacks.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(store = %w.db.target(), error = %e, count = args.len(),
+                    "a batch of {what} failed; writing them one by one");
+            }
+            let mut a = Vec::with_capacity(args.len());
+            for arg in args {
+                a.push(one(arg).await);
+            }
+            a
+        }
     }
 }
 

@@ -278,28 +278,12 @@ impl PgStore {
         }
     }
 
-    async fn records_retrying(
-        &self,
-        sql: &str,
-        params: &[&(dyn ToSql + Sync)],
-    ) -> Result<Vec<TaskRecord>, StoreError> {
-        self.query_retrying(sql, params)
-            .await?
-            .iter()
-            .map(ops::read_record)
-            .collect()
-    }
-
     async fn records(
         &self,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Vec<TaskRecord>, StoreError> {
-        self.query(sql, params)
-            .await?
-            .iter()
-            .map(ops::read_record)
-            .collect()
+        ops::read_records(&self.query(sql, params).await?)
     }
 
     async fn record(
@@ -502,13 +486,13 @@ impl TaskStore for PgStore {
         // First the rows nobody holds; then, waiting for them, the rows another transaction
         // held (a transition under way, or another replica's sweep): those still orphaned
         // once it committed are failed too, so a sweep misses no orphan.
-        let mut recs = self
-            .records_retrying(&ops::fail_orphans(true), &[&now_ms, &message, &json])
-            .await?;
-        recs.extend(
-            self.records_retrying(&ops::fail_orphans(false), &[&now_ms, &message, &json])
-                .await?,
-        );
+        let mut recs = Vec::new();
+        for skip_locked in [true, false] {
+            let rows = self
+                .query_retrying(&ops::fail_orphans(skip_locked), &[&now_ms, &message, &json])
+                .await?;
+            recs.extend(ops::read_records(&rows)?);
+        }
         self.query(ops::FORGET_LEASES, &[&now_ms]).await?;
         self.woke(recs.iter().map(|r| &r.task_id));
         Ok(recs)

@@ -168,6 +168,11 @@ fn corrupt(what: String) -> StoreError {
     StoreError::Corrupt(what)
 }
 
+/// Rows of [`COLS`] as [`TaskRecord`]s.
+pub(crate) fn read_records(rows: &[Row]) -> Result<Vec<TaskRecord>, StoreError> {
+    rows.iter().map(read_record).collect()
+}
+
 /// A row of [`COLS`] as a [`TaskRecord`].
 pub(crate) fn read_record(row: &Row) -> Result<TaskRecord, StoreError> {
     let get = |e: tokio_postgres::Error| corrupt(format!("a stored task cannot be read: {e}"));

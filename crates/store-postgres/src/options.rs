@@ -292,19 +292,19 @@ mod tests {
 
     #[test]
     fn bad_urls_are_refused_without_the_password() {
-        for bad in [
-            "postgres://u:hunter2@h/d?pool=0",
-            "postgres://u:hunter2@h/d?pool=many",
-            "postgres://u:hunter2@h/d?write_queue=0",
-            "postgres://u:hunter2@h/d?writers=0",
-            "postgres://u:hunter2@h/d?writers=65",
-            "postgres://u:hunter2@h/d?statement_timeout=soon",
-            "postgres://u:hunter2@h/d?schema=Bad-Name",
-            "postgres://u:hunter2@h/d?nonsense=1",
+        // Each option with a bad value, then URLs bad in themselves.
+        let options = "pool=0 pool=many write_queue=0 writers=0 writers=65 \
+                       statement_timeout=soon schema=Bad-Name nonsense=1";
+        let with_options = options
+            .split_whitespace()
+            .map(|o| format!("postgres://u:hunter2@h/d?{o}"));
+        let urls = [
             "postgres://u:hunter2@h:notaport/d",
             "postgres://:hunter2@h/d",
             "mysql://u:hunter2@h/d",
-        ] {
+        ];
+        for bad in with_options.chain(urls.map(String::from)) {
+            let bad = bad.as_str();
             let e = PgConfig::parse_with_env(bad, None).unwrap_err().to_string();
             assert!(!e.contains("hunter2"), "{bad}: {e}");
             assert!(e.contains("bad store URL"), "{bad}: {e}");

@@ -88,10 +88,7 @@ pub(crate) async fn prepare(
         .map_err(err)?;
         tracing::info!(store = %cfg.description(), version, "task store schema migrated");
     }
-    let mut fresh = [0u8; 32];
-    getrandom::fill(&mut fresh).map_err(|e| {
-        StoreError::Unavailable(format!("the OS random number generator failed: {e}"))
-    })?;
+    let fresh = schema::new_cursor_key()?;
     tx.execute(
         "INSERT INTO meta (key, value) VALUES ('cursor_key', $1) ON CONFLICT (key) DO NOTHING",
         &[&&fresh[..]],

@@ -196,6 +196,39 @@ impl PgSessions {
         Ok((l, ttl))
     }
 
+    /// Run `sql` (the statement of function `function`), which stores `message`, too large
+    /// for a notification, in `relayed_messages` within the limits ([`Self::stored_limits`]):
+    /// its params are `channel`, `session`, `id` when there is one, the message, now, its
+    /// time to live and the limits. The row it returns, and those limits.
+    async fn store_relayed(
+        &self,
+        sql: &str,
+        function: &str,
+        channel: &str,
+        session: &str,
+        id: Option<i64>,
+        message: &str,
+    ) -> Result<(tokio_postgres::Row, RelayLimits), RelayError> {
+        let (l, ttl) = self.stored_limits(message)?;
+        let (bytes, now) = (message.as_bytes(), relay::now_ms());
+        let (max_total, max_per_owner) =
+            (relay::to_i64(l.max_total), relay::to_i64(l.max_per_owner));
+        let mut params: Vec<&(dyn ToSql + Sync)> = vec![&channel, &session];
+        if let Some(id) = &id {
+            params.push(id);
+        }
+        params.extend([
+            &bytes as &(dyn ToSql + Sync),
+            &now,
+            &ttl,
+            &max_total,
+            &max_per_owner,
+        ]);
+        let row = self.db.query(sql, &params).await?.into_iter().next();
+        let row = row.ok_or_else(|| StoreError::Corrupt(format!("{function} returned no row")))?;
+        Ok((row, l))
+    }
+
     /// The session ids a statement returns (its first column).
     async fn ids(
         &self,
@@ -323,26 +356,17 @@ impl PgSessions {
                 .map(|_| ())
                 .map_err(RelayError::from);
         }
-        let (l, ttl) = self.stored_limits(message)?;
-        let rows = self
-            .db
-            .query(
+        let (row, l) = self
+            .store_relayed(
                 relay::STORE,
-                &[
-                    &channel,
-                    &session,
-                    &message.as_bytes(),
-                    &relay::now_ms(),
-                    &ttl,
-                    &relay::to_i64(l.max_total),
-                    &relay::to_i64(l.max_per_owner),
-                ],
+                "relay_store",
+                &channel,
+                session,
+                None,
+                message,
             )
             .await?;
-        let row = rows
-            .first()
-            .ok_or_else(|| StoreError::Corrupt("relay_store returned no row".into()))?;
-        relay::stored(row, message.len(), &l)
+        relay::stored(&row, message.len(), &l)
     }
 
     /// The peer of a copy of `session` sends request `id` to the client: it is pending
@@ -400,30 +424,20 @@ impl PgSessions {
                 .await?;
             return Ok(!rows.is_empty());
         }
-        let (l, ttl) = self.stored_limits(message)?;
-        let rows = self
-            .db
-            .query(
+        let (row, l) = self
+            .store_relayed(
                 answers::RELAY_LARGE,
-                &[
-                    &channel,
-                    &session,
-                    &id,
-                    &message.as_bytes(),
-                    &now,
-                    &ttl,
-                    &relay::to_i64(l.max_total),
-                    &relay::to_i64(l.max_per_owner),
-                ],
+                "relay_store_answer",
+                &channel,
+                session,
+                Some(id),
+                message,
             )
             .await?;
-        let row = rows
-            .first()
-            .ok_or_else(|| StoreError::Corrupt("relay_store_answer returned no row".into()))?;
         if !row.get::<_, bool>(3) {
             return Ok(false);
         }
-        relay::stored(row, message.len(), &l)?;
+        relay::stored(&row, message.len(), &l)?;
         Ok(true)
     }
 

@@ -362,10 +362,7 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             .map_err(err)?;
             tracing::info!(path = %path.display(), version, "task store schema migrated");
         }
-        let mut key = [0u8; 32];
-        getrandom::fill(&mut key).map_err(|e| {
-            StoreError::Unavailable(format!("the OS random number generator failed: {e}"))
-        })?;
+        let key = schema::new_cursor_key()?;
         conn.execute(
             "INSERT OR IGNORE INTO meta (key, value) VALUES ('cursor_key', ?1)",
             [&key[..]],

@@ -13,6 +13,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
@@ -113,29 +114,25 @@ struct Params {
 
 impl<'de> Deserialize<'de> for Params {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Params;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Params, A::Error> {
-                let mut rest = Map::new();
-                let mut meta = None;
-                while let Some(Key(key)) = m.next_key()? {
-                    if key == "_meta" {
-                        if meta.is_some() {
-                            return Err(de::Error::custom("duplicate `_meta`"));
-                        }
-                        meta = Some(m.next_value::<Meta>()?);
-                    } else if rest.insert(key.into_owned(), m.next_value()?).is_some() {
-                        return Err(de::Error::custom("duplicate key"));
-                    }
+        d.deserialize_map(ObjectVisitor(PhantomData))
+    }
+}
+
+impl FromObject for Params {
+    fn from_object<'de, A: MapAccess<'de>>(mut m: A) -> Result<Self, A::Error> {
+        let mut rest = Map::new();
+        let mut meta = None;
+        while let Some(Key(key)) = m.next_key()? {
+            if key == "_meta" {
+                if meta.is_some() {
+                    return Err(de::Error::custom("duplicate `_meta`"));
                 }
-                Ok(Params { rest, meta })
+                meta = Some(m.next_value::<Meta>()?);
+            } else if rest.insert(key.into_owned(), m.next_value()?).is_some() {
+                return Err(de::Error::custom("duplicate key"));
             }
         }
-        d.deserialize_map(V)
+        Ok(Params { rest, meta })
     }
 }
 
@@ -150,43 +147,55 @@ struct Meta {
 
 impl<'de> Deserialize<'de> for Meta {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Meta;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut m: A) -> Result<Meta, A::Error> {
-                let mut meta = Meta {
-                    protocol_version: None,
-                    client_capabilities: None,
-                    client_info: None,
-                    log_level: None,
-                    others: Map::new(),
-                };
-                while let Some(Key(key)) = m.next_key()? {
-                    let fresh = match key.as_ref() {
-                        PROTOCOL_VERSION_META => {
-                            meta.protocol_version.replace(m.next_value()?).is_none()
-                        }
-                        CLIENT_CAPABILITIES_META => {
-                            meta.client_capabilities.replace(m.next_value()?).is_none()
-                        }
-                        CLIENT_INFO_META => meta.client_info.replace(m.next_value()?).is_none(),
-                        LOG_LEVEL_META => meta.log_level.replace(m.next_value()?).is_none(),
-                        _ => meta
-                            .others
-                            .insert(key.into_owned(), m.next_value()?)
-                            .is_none(),
-                    };
-                    if !fresh {
-                        return Err(de::Error::custom("duplicate key"));
-                    }
+        d.deserialize_map(ObjectVisitor(PhantomData))
+    }
+}
+
+impl FromObject for Meta {
+    fn from_object<'de, A: MapAccess<'de>>(mut m: A) -> Result<Self, A::Error> {
+        let mut meta = Meta {
+            protocol_version: None,
+            client_capabilities: None,
+            client_info: None,
+            log_level: None,
+            others: Map::new(),
+        };
+        while let Some(Key(key)) = m.next_key()? {
+            let fresh = match key.as_ref() {
+                PROTOCOL_VERSION_META => meta.protocol_version.replace(m.next_value()?).is_none(),
+                CLIENT_CAPABILITIES_META => {
+                    meta.client_capabilities.replace(m.next_value()?).is_none()
                 }
-                Ok(meta)
+                CLIENT_INFO_META => meta.client_info.replace(m.next_value()?).is_none(),
+                LOG_LEVEL_META => meta.log_level.replace(m.next_value()?).is_none(),
+                _ => meta
+                    .others
+                    .insert(key.into_owned(), m.next_value()?)
+                    .is_none(),
+            };
+            if !fresh {
+                return Err(de::Error::custom("duplicate key"));
             }
         }
-        d.deserialize_map(V)
+        Ok(meta)
+    }
+}
+
+/// What is read from a JSON object member by member ([`Params`], [`Meta`]).
+trait FromObject: Sized {
+    fn from_object<'de, A: MapAccess<'de>>(m: A) -> Result<Self, A::Error>;
+}
+
+/// Reads a JSON object into `T`, by [`FromObject`].
+struct ObjectVisitor<T>(PhantomData<T>);
+
+impl<'de, T: FromObject> Visitor<'de> for ObjectVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, m: A) -> Result<T, A::Error> {
+        T::from_object(m)
     }
 }
 

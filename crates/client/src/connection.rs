@@ -5,22 +5,24 @@
 //! results made plain); what the server answered when it started; and the
 //! [`ServerMessages`] the server's own requests and notifications go to.
 //!
-//! A [`Connection`] is made of what a [`Connector`](crate::connect::Connector) opened
-//! ([`Connection::adopt`]), with the [`Handler`] of [`Connection::handler`]: the
-//! connection does not know who receives the server's messages, only the trait.
+//! A [`Connection`] is opened with a [`Connector`] ([`Connection::open`],
+//! [`Connection::reattach`]) for a [`ServerMessages`]: the connection does not know who
+//! receives the server's messages, only the trait.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use mcp_tasks_proto::modern::{ResultType, SERVER_INFO_META};
 use mcp_tasks_proto::{ErrorObject, Notification, Request, RequestId, Revision};
+use mcp_tasks_rpc::http_client::ResumeSession;
 use mcp_tasks_rpc::{Handler, Peer, RequestContext, RequestOptions, Route};
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use crate::ClientError;
-use crate::connect::{Connected, SessionProbe};
+use crate::connect::{Connected, Connector, SessionProbe};
 
 /// Where the requests and notifications a server sends on a [`Connection`] go.
 #[async_trait]
@@ -120,19 +122,62 @@ pub struct Adopted {
 mcp_tasks_proto::debug_non_exhaustive!(Adopted, |s| { connection: s.connection });
 
 impl Connection {
+    /// Open a connection with `connector` whose server messages go to `to`, speaking
+    /// `revision` where the connector chooses the revision by transport
+    /// ([`Connector::revision_by_transport`]), else as the connector does; it is the next
+    /// of `generations` (its owner's count of connections).
+    ///
+    /// # Errors
+    /// The connector's ([`ClientError::Connect`]).
+    pub async fn open(
+        connector: &dyn Connector,
+        to: Arc<dyn ServerMessages>,
+        requests: Requests,
+        revision: Revision,
+        generations: &AtomicU64,
+    ) -> Result<Adopted, ClientError> {
+        let handler = Self::handler(&to);
+        let connected = if connector.revision_by_transport() {
+            connector.connect_as(handler, revision).await
+        } else {
+            connector.connect(handler).await
+        }?;
+        Ok(Self::adopt(connected, to, requests, generations))
+    }
+
+    /// Open a connection that takes up `session` again ([`Connector::reattach`]); `None`
+    /// when the connector has no sessions to take up. As [`Self::open`] otherwise.
+    ///
+    /// # Errors
+    /// The connector's ([`ClientError::Connect`]).
+    pub async fn reattach(
+        connector: &dyn Connector,
+        to: Arc<dyn ServerMessages>,
+        requests: Requests,
+        session: ResumeSession,
+        generations: &AtomicU64,
+    ) -> Result<Option<Adopted>, ClientError> {
+        let handler = Self::handler(&to);
+        Ok(connector
+            .reattach(handler, session)
+            .await?
+            .map(|connected| Self::adopt(connected, to, requests, generations)))
+    }
+
     /// The handler to open a connection with, whose server messages go to `to`.
-    pub fn handler(to: &Arc<dyn ServerMessages>) -> Arc<dyn Handler> {
+    fn handler(to: &Arc<dyn ServerMessages>) -> Arc<dyn Handler> {
         Arc::new(Relay(Arc::clone(to)))
     }
 
-    /// The connection `connected` (opened with [`Self::handler`] of `to`), the
-    /// `generation`-th of its owner, sending its requests as `requests` says.
-    pub fn adopt(
+    /// The connection `connected` (opened with [`Self::handler`] of `to`), the next of
+    /// `generations`, sending its requests as `requests` says.
+    fn adopt(
         connected: Connected,
         to: Arc<dyn ServerMessages>,
         requests: Requests,
-        generation: u64,
+        generations: &AtomicU64,
     ) -> Adopted {
+        let generation = generations.fetch_add(1, Ordering::AcqRel) + 1;
         let Connected {
             peer,
             ended,

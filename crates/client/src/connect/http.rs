@@ -43,14 +43,28 @@ pub(crate) fn start_transport(
     HttpClientTransport::start(peer, rx, config).map_err(|e| ClientError::Connect(e.to_string()))
 }
 
-/// A Streamable HTTP endpoint to connect to.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// A Streamable HTTP endpoint to connect to. Its `Debug` shows the URL as logs do
+/// ([`mcp_tasks_proto::logged::redact_url`]) and the names of its headers, not their
+/// values (an `Authorization` header is a secret).
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HttpSpec {
     /// The endpoint URL.
     pub url: String,
     /// Extra request headers (authorization, typically), sent on every request.
     pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for HttpSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSpec")
+            .field("url", &mcp_tasks_proto::logged::redact_url(&self.url))
+            .field(
+                "headers",
+                &self.headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl HttpSpec {
@@ -167,5 +181,21 @@ impl Connector for HttpConnector {
 
     fn describe(&self) -> String {
         format!("Streamable HTTP {}", self.spec.url)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_shows_the_names_of_the_headers_not_their_values() {
+        let mut spec = HttpSpec::new("http://me:pw-s3cret@127.0.0.1:9/mcp?token=q-s3cret");
+        spec.headers
+            .push(("Authorization".into(), "Bearer h-s3cret".into()));
+        let connector = HttpConnector::new(spec, 1024, RevisionChoice::Auto).unwrap();
+        let shown = format!("{connector:?}");
+        assert!(shown.contains("Authorization"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 }

@@ -79,8 +79,10 @@ pub fn inherited_env(
         .collect()
 }
 
-/// A command to start as a stdio server.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// A command to start as a stdio server. Its `Debug` shows the command as
+/// [`Self::describe`] does and the names of its `env`, not their values (which may be
+/// secrets).
+#[derive(Clone, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct StdioSpec {
     /// The program.
@@ -95,6 +97,17 @@ pub struct StdioSpec {
     /// Inherit our whole environment (except our own `MCP_TASKS_*` variables) instead of
     /// only the pass-through list.
     pub inherit_env: bool,
+}
+
+impl std::fmt::Debug for StdioSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StdioSpec")
+            .field("command", &self.describe())
+            .field("env", &self.env.iter().map(|(k, _)| k).collect::<Vec<_>>())
+            .field("cwd", &self.cwd)
+            .field("inherit_env", &self.inherit_env)
+            .finish()
+    }
 }
 
 impl StdioSpec {
@@ -242,5 +255,14 @@ mod tests {
         };
         assert_eq!(names(false), ["PATH", "LC_ALL"]);
         assert_eq!(names(true), ["PATH", "LC_ALL", "API_KEY"]);
+    }
+
+    #[test]
+    fn debug_shows_the_names_of_the_env_not_their_values() {
+        let mut spec = StdioSpec::new("srv", vec!["--token=s3cret-arg".into()]);
+        spec.env.push(("API_KEY".into(), "s3cret-env".into()));
+        let shown = format!("{:?}", StdioConnector::new(spec, 1024));
+        assert!(shown.contains("API_KEY"), "{shown}");
+        assert!(!shown.contains("s3cret"), "{shown}");
     }
 }

@@ -2,7 +2,6 @@
 //! and restarting it with backoff when it dies.
 
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use mcp_tasks_proto::logged::digest;
@@ -16,7 +15,6 @@ use crate::backoff;
 use futures::future::BoxFuture;
 
 use async_trait::async_trait;
-use mcp_tasks_client::connect::Connected;
 use mcp_tasks_client::connection::{Adopted, Connection, Requests, ServerMessages};
 use mcp_tasks_proto::{ErrorObject, RequestId};
 use std::sync::Weak;
@@ -90,14 +88,24 @@ impl LaneInner {
         &self,
     ) -> Option<(Arc<Connection>, oneshot::Receiver<String>)> {
         let session = self.reattach.lock().take()?;
-        let to = self.messages();
-        let handler = Connection::handler(&to);
         let resume = ResumeSession {
             session_id: session.session_id.clone(),
             protocol_version: session.protocol_version.clone(),
             init_params: self.init_params.lock().clone(),
         };
-        let connected = match self.connector.reattach(handler, resume).await {
+        let opened = Connection::reattach(
+            &*self.connector,
+            self.messages(),
+            self.requests(),
+            resume,
+            &self.generation,
+        )
+        .await;
+        let Adopted {
+            connection,
+            ended,
+            settled,
+        } = match opened {
             Ok(Some(c)) => c,
             Ok(None) => return None,
             Err(e) => {
@@ -107,7 +115,7 @@ impl LaneInner {
             }
         };
         tracing::info!(upstream = %self.describe(), session = %digest(&session.session_id), "taking up the upstream session again");
-        let (conn, ended, settled) = self.adopt(connected, to);
+        let conn = Arc::new(connection);
         conn.set_init_result(session.init_result);
         if let Some(settled) = settled {
             settled.await;
@@ -123,25 +131,9 @@ impl LaneInner {
         })
     }
 
-    /// The lane's next connection, made of what its connector opened; returns with it
-    /// what says when it ends and what to await before it is used.
-    fn adopt(
-        &self,
-        connected: Connected,
-        to: Arc<dyn ServerMessages>,
-    ) -> (
-        Arc<Connection>,
-        oneshot::Receiver<String>,
-        Option<BoxFuture<'static, ()>>,
-    ) {
-        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
-        let requests = Requests::new(self.limits.call_timeout, CANCEL_REASON);
-        let Adopted {
-            connection,
-            ended,
-            settled,
-        } = Connection::adopt(connected, to, requests, generation);
-        (Arc::new(connection), ended, settled)
+    /// How a new connection's requests are sent: at most `--upstream-timeout`.
+    fn requests(&self) -> Requests {
+        Requests::new(self.limits.call_timeout, CANCEL_REASON)
     }
 
     /// A new connection of the lane (speaking `revision` when the connector chooses the
@@ -157,15 +149,20 @@ impl LaneInner {
         ),
         String,
     > {
-        let to = self.messages();
-        let handler = Connection::handler(&to);
-        let connected = if self.connector.revision_by_transport() {
-            self.connector.connect_as(handler, revision).await
-        } else {
-            self.connector.connect(handler).await
-        }
+        let Adopted {
+            connection,
+            ended,
+            settled,
+        } = Connection::open(
+            &*self.connector,
+            self.messages(),
+            self.requests(),
+            revision,
+            &self.generation,
+        )
+        .await
         .map_err(crate::connectors::reason)?;
-        Ok(self.adopt(connected, to))
+        Ok((Arc::new(connection), ended, settled))
     }
 
     pub(super) async fn open(

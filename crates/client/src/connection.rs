@@ -331,6 +331,40 @@ impl Connection {
         answer.map_err(|e| ClientError::of_request(method, e))
     }
 
+    /// The server's `DiscoverResult` when it speaks 2026-07-28, as a [`crate::Client`]
+    /// finds out: `server/discover` stamped with `meta` (the modern `_meta` of the
+    /// connection's requests), answered within `timeout`; `None` for a server found to
+    /// speak 2025-11-25 only, or that could not be told (the caller's `initialize` then
+    /// says what it speaks).
+    pub async fn probe(&self, meta: &Value, timeout: Duration) -> Option<Value> {
+        let method = mcp_tasks_proto::modern::methods::SERVER_DISCOVER;
+        let params = mcp_tasks_proto::meta::stamp(meta, None);
+        let discover = || async {
+            tokio::time::timeout(
+                timeout,
+                self.request_unbounded(method, Some(params.clone())),
+            )
+            .await
+            .unwrap_or_else(|_| {
+                Err(ClientError::Timeout {
+                    method: method.to_owned(),
+                    timeout,
+                })
+            })
+        };
+        match crate::modern::probe_with(discover).await {
+            Ok(crate::modern::Probe::Modern(v)) => Some(v),
+            Ok(crate::modern::Probe::Legacy(why)) => {
+                tracing::debug!(%why, "not a 2026-07-28 server");
+                None
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "server/discover did not tell the server's revision");
+                None
+            }
+        }
+    }
+
     /// Send a notification (best effort).
     pub async fn notify(&self, method: &str, params: Option<Value>) {
         self.peer.notify(method, params, Route::Standalone).await;

@@ -85,7 +85,26 @@ pub(crate) use mcp_tasks_proto::meta::stamp;
 /// A modern server refusing the probe (no mutually supported version, a header or
 /// capability error), or a transport that cannot reach the server at all.
 pub(crate) async fn probe(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, ClientError> {
-    match probe_once(rpc, config).await {
+    let params = stamp(&request_meta(config), None);
+    probe_with(|| {
+        rpc.request(
+            methods::SERVER_DISCOVER,
+            Some(params.clone()),
+            Some(config.probe_timeout),
+        )
+    })
+    .await
+}
+
+/// [`probe`] with `discover` sending the stamped `server/discover` (and failing with
+/// [`ClientError::Timeout`] when it goes unanswered): the detection of every connection,
+/// a [`crate::Client`]'s and a [`crate::connection::Connection`]'s.
+pub(crate) async fn probe_with<F, Fut>(discover: F) -> Result<Probe, ClientError>
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<Value, ClientError>>,
+{
+    match read_probe(discover().await) {
         Err(ClientError::Rpc { error, .. })
             if error.code == modern::codes::UNSUPPORTED_PROTOCOL_VERSION
                 && refused_versions(&error)
@@ -93,7 +112,7 @@ pub(crate) async fn probe(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, Cli
                     .any(|v| is_modern_version(v)) =>
         {
             tracing::debug!("server/discover refused our version, which it lists: probing again");
-            probe_once(rpc, config).await
+            read_probe(discover().await)
         }
         other => other,
     }
@@ -109,16 +128,8 @@ fn refused_versions(error: &ErrorObject) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// One `server/discover`, and what its answer says.
-async fn probe_once(rpc: &Rpc, config: &ClientConfig) -> Result<Probe, ClientError> {
-    let params = stamp(&request_meta(config), None);
-    let answer = rpc
-        .request(
-            methods::SERVER_DISCOVER,
-            Some(params),
-            Some(config.probe_timeout),
-        )
-        .await;
+/// What the answer to one `server/discover` says.
+fn read_probe(answer: Result<Value, ClientError>) -> Result<Probe, ClientError> {
     match answer {
         Ok(v) => {
             let versions = supported_versions(v.get("supportedVersions"));

@@ -65,8 +65,6 @@ pub(crate) fn request_meta(init_params: &Value) -> Value {
     modern::request_meta_value(&info, &ClientCapabilities(caps))
 }
 
-pub(crate) use mcp_tasks_proto::meta::stamp;
-
 use mcp_tasks_client::connection::strip_complete;
 use mcp_tasks_client::{MIN_POLL_INTERVAL, poll_interval_ms};
 
@@ -104,25 +102,22 @@ pub(crate) fn init_of_discover(discover: &Value) -> Value {
 /// reasonable timeout: the server is legacy." A result without `supportedVersions` naming
 /// 2026-07-28 (an upstream that echoes unknown requests, or lists only `initialize`
 /// revisions) counts as legacy too; so does a modern error (no common version), and
-/// `initialize` then says what the upstream speaks.
+/// `initialize` then says what the upstream speaks. The probing itself is the client's
+/// ([`Connection::probe`]: an `UnsupportedProtocolVersionError` listing 2026-07-28 is
+/// answered by probing once more), within its [`mcp_tasks_client::DEFAULT_PROBE_TIMEOUT`].
 pub(crate) async fn probe(conn: &Connection, meta: &Value) -> bool {
-    let params = stamp(meta, None);
-    let answer = tokio::time::timeout(
-        mcp_tasks_client::DEFAULT_PROBE_TIMEOUT,
-        conn.call_unbounded(modern::methods::SERVER_DISCOVER, Some(params)),
-    )
-    .await;
-    match answer {
-        Ok(Ok(v)) => v
-            .get("supportedVersions")
-            .and_then(Value::as_array)
-            .is_some_and(|versions| {
-                versions
-                    .iter()
-                    .any(|x| x.as_str() == Some(modern::PROTOCOL_VERSION))
-            }),
-        _ => false,
-    }
+    conn.probe(meta, mcp_tasks_client::DEFAULT_PROBE_TIMEOUT)
+        .await
+        .and_then(|v| {
+            v.get("supportedVersions")
+                .and_then(Value::as_array)
+                .map(|versions| {
+                    versions
+                        .iter()
+                        .any(|x| x.as_str() == Some(modern::PROTOCOL_VERSION))
+                })
+        })
+        .unwrap_or(false)
 }
 
 /// The error of a call the upstream did not answer.
@@ -449,6 +444,7 @@ async fn poll(
 mod tests {
     use super::*;
     use mcp_tasks_client::DEFAULT_POLL_INTERVAL;
+    use mcp_tasks_proto::meta::stamp;
     use mcp_tasks_proto::modern::CLIENT_CAPABILITIES_META;
 
     #[test]

@@ -96,6 +96,20 @@ pub trait Connector: Send + Sync + 'static {
         self.connect(handler).await
     }
 
-    /// For logs and error messages.
+    /// For logs and error messages: no secret of the spec (URL password or secret query
+    /// parameter, header or env value, secret-like option of the command).
     fn describe(&self) -> String;
+
+    /// What names this upstream where it is kept (the gateway's resume notes, in the
+    /// task store): like [`Self::describe`], no secret in clear, and distinct for specs
+    /// that differ only in a secret.
+    fn identity(&self) -> String {
+        self.describe()
+    }
+
+    /// Whether a kept [`Self::identity`] names this upstream (also in the form an
+    /// earlier version kept).
+    fn is_identified_by(&self, kept: &str) -> bool {
+        kept == self.identity()
+    }
 }

@@ -46,7 +46,7 @@ impl UpstreamSession {
 pub(crate) struct Note {
     /// The upstream's task id.
     pub upstream_task_id: String,
-    /// Which upstream ([`mcp_tasks_client::connect::Connector::describe`]): only the same upstream resumes it.
+    /// Which upstream ([`mcp_tasks_client::connect::Connector::identity`]): only the same upstream resumes it.
     pub upstream: String,
     /// The `initialize` params the upstream connection was opened with (the client's
     /// capabilities; a new connection is opened with the same).

@@ -70,7 +70,7 @@ impl GatewayResumer {
 impl Resumer for GatewayResumer {
     async fn resume(&self, rec: &TaskRecord) -> Option<Resumed> {
         let note = self.notes.get(&rec.task_id).await?;
-        if note.upstream != self.connector.describe() {
+        if !self.connector.is_identified_by(&note.upstream) {
             return None;
         }
         let request: Value = serde_json::from_str(&rec.request).unwrap_or_else(|_| json!({}));

@@ -180,7 +180,25 @@ impl Connector for HttpConnector {
     }
 
     fn describe(&self) -> String {
-        format!("Streamable HTTP {}", self.spec.url)
+        format!(
+            "Streamable HTTP {}",
+            mcp_tasks_proto::logged::redact_url(&self.spec.url)
+        )
+    }
+
+    /// The redacted URL and the digest of the whole one: two URLs that differ only in a
+    /// secret are two upstreams, and the store holds neither secret.
+    fn identity(&self) -> String {
+        format!(
+            "{} #{}",
+            self.describe(),
+            mcp_tasks_proto::logged::digest(&self.spec.url)
+        )
+    }
+
+    /// Notes kept before the identity was redacted name the URL as it is.
+    fn is_identified_by(&self, kept: &str) -> bool {
+        kept == self.identity() || kept == format!("Streamable HTTP {}", self.spec.url)
     }
 }
 
@@ -197,5 +215,27 @@ mod tests {
         let shown = format!("{connector:?}");
         assert!(shown.contains("Authorization"), "{shown}");
         assert!(!shown.contains("s3cret"), "{shown}");
+    }
+
+    #[test]
+    fn the_description_and_identity_hold_no_secret_of_the_url() {
+        let secret = "http://me:pw-s3cret@127.0.0.1:9/mcp?token=q-s3cret";
+        let connector =
+            HttpConnector::new(HttpSpec::new(secret), 1024, RevisionChoice::Auto).unwrap();
+        for shown in [connector.describe(), connector.identity()] {
+            assert!(shown.contains("127.0.0.1:9/mcp"), "{shown}");
+            assert!(!shown.contains("s3cret"), "{shown}");
+        }
+        let other = HttpConnector::new(
+            HttpSpec::new("http://me:pw-other@127.0.0.1:9/mcp?token=q-other"),
+            1024,
+            RevisionChoice::Auto,
+        )
+        .unwrap();
+        assert_eq!(connector.describe(), other.describe());
+        assert_ne!(connector.identity(), other.identity());
+        assert!(connector.is_identified_by(&connector.identity()));
+        assert!(connector.is_identified_by(&format!("Streamable HTTP {secret}")));
+        assert!(!connector.is_identified_by(&other.identity()));
     }
 }

@@ -233,7 +233,7 @@ impl LaneInner {
         if let Some(notes) = &self.notes {
             let note = Note {
                 upstream_task_id: upstream_task_id.to_owned(),
-                upstream: self.describe(),
+                upstream: self.connector.identity(),
                 init_params: self.init_params.lock().clone(),
                 upstream_session: UpstreamSession::of(conn),
             };

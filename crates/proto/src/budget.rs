@@ -28,6 +28,10 @@ const ELEMENT: usize = 64;
 const STRING: usize = 16;
 /// Of the top-level value.
 const TOP: usize = 32;
+/// The most one byte of text adds to [`parse_cost`]: a `{` opening a non-empty object
+/// (the object, and one element that no `:` pays back); `[` and `,` add an element, `:` a
+/// member, `"` a string, a byte within a string one.
+const MAX_PER_BYTE: usize = OBJECT + ELEMENT;
 
 /// The size of `v` as compact JSON text (bytes), measured without building the text.
 pub fn json_len<T: Serialize + ?Sized>(v: &T) -> usize {
@@ -104,6 +108,11 @@ pub fn parse_cost(text: &[u8]) -> usize {
 /// # Errors
 /// -32600 (Invalid Request) naming the estimate and the bound.
 pub fn check_parse_cost(text: &[u8], max: usize) -> Result<(), ErrorObject> {
+    // A text too short to reach `max` even if every byte cost the most one can is not
+    // scanned (every request of a usual size: under ~93 KiB at the default bound).
+    if text.len().saturating_mul(MAX_PER_BYTE).saturating_add(TOP) <= max {
+        return Ok(());
+    }
     let cost = parse_cost(text);
     if cost > max {
         return Err(ErrorObject::invalid_request(format!(
@@ -150,6 +159,43 @@ mod tests {
         // Empty containers allocate nothing of their own.
         let empties = format!("[{}{{}}]", "{},[],".repeat(1000));
         assert!(parse_cost(empties.as_bytes()) <= 32 + 64 * 2001);
+    }
+
+    /// No text costs more than [`MAX_PER_BYTE`] per byte (plus [`TOP`]), so the texts
+    /// [`check_parse_cost`] does not scan are within its bound; and a text just over the
+    /// bound is still scanned and refused.
+    #[test]
+    fn no_byte_costs_more_than_the_shortcut_assumes() {
+        let worst = [
+            "{".repeat(1000),
+            "{{}".repeat(300),
+            "[".repeat(1000),
+            ",".repeat(1000),
+            ":".repeat(1000),
+            "\"\"".repeat(500),
+            "{\"\":".repeat(300),
+            "[{},".repeat(300),
+            "\"\\\\\\".repeat(100),
+            format!("[{}]", "{\"a\":{\"b\":[1,{}]}},".repeat(100)),
+        ];
+        for text in &worst {
+            let cost = parse_cost(text.as_bytes());
+            assert!(
+                cost <= TOP + MAX_PER_BYTE * text.len(),
+                "{cost} for {} bytes of {}",
+                text.len(),
+                &text[..20.min(text.len())]
+            );
+        }
+        // All `{`: each but the last opens a non-empty object, priced at the bound.
+        let opens = "{".repeat(1000);
+        assert_eq!(parse_cost(opens.as_bytes()), TOP + 999 * MAX_PER_BYTE);
+        let max = parse_cost(opens.as_bytes()) - 1;
+        assert!(
+            opens.len() * MAX_PER_BYTE + TOP > max,
+            "scanned, not skipped"
+        );
+        assert!(check_parse_cost(opens.as_bytes(), max).is_err());
     }
 
     #[test]

@@ -91,7 +91,7 @@ struct Inner {
     handler: Arc<dyn Handler>,
     /// The requests this peer sent, waiting for their answers.
     pending: PendingMap,
-    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    inflight: Mutex<HashMap<RequestId, CancellationToken, crate::FastHash>>,
     /// Incoming requests not yet answered: in flight, or whose response is being queued.
     unanswered: AtomicUsize,
     /// Woken each time `unanswered` drops to zero.
@@ -123,7 +123,7 @@ impl Peer {
             tx,
             handler,
             pending: PendingMap::new(),
-            inflight: Mutex::new(HashMap::new()),
+            inflight: Mutex::new(HashMap::default()),
             unanswered: AtomicUsize::new(0),
             idle: Notify::new(),
             closed,

@@ -30,7 +30,7 @@ pub(super) fn owner_key(principal: Option<&str>, client: Option<IpAddr>) -> Stri
 /// The live sessions, indexed by owner.
 #[derive(Default)]
 pub(super) struct Sessions {
-    pub(super) by_id: HashMap<String, (Arc<HttpSession>, Arc<str>)>,
+    pub(super) by_id: HashMap<String, (Arc<HttpSession>, Arc<str>), crate::FastHash>,
     pub(super) by_owner: HashMap<Arc<str>, HashSet<String>>,
 }
 

@@ -57,7 +57,7 @@ pub(crate) enum First {
 
 /// The mutable part of a session.
 pub(crate) struct State {
-    pub(crate) pending: HashMap<RequestId, Pending>,
+    pub(crate) pending: HashMap<RequestId, Pending, crate::FastHash>,
     pub(crate) streams: HashMap<u64, StreamBuf>,
     next_stream: u64,
     /// Counts the bytes of `streams`.
@@ -192,7 +192,7 @@ impl HttpSession {
             peer,
             limits,
             state: Mutex::new(State {
-                pending: HashMap::new(),
+                pending: HashMap::default(),
                 streams,
                 next_stream: 1,
                 meter,

@@ -56,6 +56,7 @@ async fn the_typescript_sdk_through_round_robin_replicas_with_resumption_and_a_k
         while let Some(line) = lines.next_line().await.unwrap() {
             if line == "KILL" {
                 let victim = cluster.replicas[1].pid().to_string();
+                let victim_addr = cluster.replicas[1].addr;
                 let ok = std::process::Command::new("kill")
                     .args(["-KILL", &victim])
                     .status()
@@ -65,7 +66,7 @@ async fn the_typescript_sdk_through_round_robin_replicas_with_resumption_and_a_k
                 // `kill` returns once the signal is sent, not once the process is gone: until
                 // it has exited its listening socket still accepts, and a request the proxy
                 // sends there in between is reset (a 502 the script would take for ours).
-                gone(&victim).await;
+                gone(&victim, victim_addr).await;
                 stdin.write_all(b"killed\n").await.unwrap();
                 stdin.flush().await.unwrap();
             }
@@ -99,22 +100,23 @@ async fn the_typescript_sdk_through_round_robin_replicas_with_resumption_and_a_k
     );
 }
 
-/// Wait (up to 10 s) until process `pid` has exited: no `/proc/PID` left, or a zombie
-/// (its sockets are closed at exit, before it is reaped).
-async fn gone(pid: &str) {
+/// Wait (up to 10 s) until process `pid` has exited and its listening socket `addr` is
+/// closed. The process is gone when `/proc/PID` is, or when it is a zombie; but a
+/// multi-threaded process's leader shows as a zombie while its other threads still exit,
+/// and the socket closes only with the last of them, so the port must refuse too.
+async fn gone(pid: &str, addr: std::net::SocketAddr) {
     for _ in 0..1000 {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return,
+        let exited = match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
             // The state follows the command name in parentheses: `PID (comm) S ...`.
-            Ok(stat)
-                if stat
-                    .rsplit_once(") ")
-                    .is_some_and(|(_, rest)| rest.starts_with('Z')) =>
-            {
-                return;
-            }
-            Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Ok(stat) => stat
+                .rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z')),
+        };
+        if exited && tokio::net::TcpStream::connect(addr).await.is_err() {
+            return;
         }
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("process {pid} still running 10 s after SIGKILL");
 }

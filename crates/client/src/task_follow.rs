@@ -1,5 +1,5 @@
 //! Following a task to its end in the background: in 2026-07-28 by polling `tasks/get`
-//! and answering its `inputRequests`; in 2025-11-25 by `tasks/result`, robust against a
+//! and answering its `inputRequests` ([`crate::follow`]); in 2025-11-25 by `tasks/result`, robust against a
 //! receiver that answers it early and against the server's task store being unavailable.
 
 use std::time::Duration;
@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 
 use crate::ClientError;
 use crate::client::Client;
+use crate::follow::{FollowPolicy, TaskPeer, follow_polled};
+use crate::modern::TaskDetail;
 use crate::task_state::{
     DEFAULT_POLL_INTERVAL, MAX_RETRIES, ResultCall, TaskShared, poll_interval,
 };
@@ -25,18 +27,9 @@ const STORE_RETRY_FIRST: Duration = Duration::from_millis(250);
 /// Longest delay between two tries while the server's task store is unavailable.
 const STORE_RETRY_MAX: Duration = Duration::from_secs(4);
 
-/// 2026-07-28: follow the task of `shared` to its end with `tasks/get` at its
-/// `pollIntervalMs` (clamped, see [`poll_interval`]); answer each new `inputRequests`
-/// entry with the client's handlers and send the answers with `tasks/update`; the outcome
-/// is the inline `result` or `error`. A question the client cannot answer cancels the
-/// task (the extension has no way to send a refusal) and is the outcome's error.
-///
-/// Spec (SEP-2663): "Clients SHOULD respect the `pollIntervalMs` provided in responses";
-/// "the client SHOULD fulfill the outstanding requests in `inputRequests` by sending one
-/// or more `tasks/update` requests with corresponding `inputResponses`. After sending a
-/// `tasks/update`, the client SHOULD continue observing the task's status via polling";
-/// "Clients SHOULD deduplicate `inputRequests` keys across consecutive polls"; "Clients
-/// SHOULD track `inputRequests` keys to avoid responding to requests more than once."
+/// 2026-07-28: follow the task of `shared` to its end ([`follow_polled`] with
+/// [`FollowPolicy::REQUESTOR`]): `tasks/get` at once, then at its `pollIntervalMs`; its
+/// questions answered with the client's handlers.
 pub(crate) async fn drive_modern(
     client: &Client,
     shared: &std::sync::Weak<TaskShared>,
@@ -44,55 +37,38 @@ pub(crate) async fn drive_modern(
     let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
         return ResultCall::Failed(ClientError::Closed);
     };
-    let mut answered = std::collections::HashSet::new();
-    let mut failures = 0;
-    loop {
-        let detail = match client.get_task_detail(&task_id).await {
-            Ok(d) => {
-                failures = 0;
-                d
-            }
-            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
-                failures += 1;
-                let wait = shared
-                    .upgrade()
-                    .map_or(DEFAULT_POLL_INTERVAL, |s| poll_interval(&s.current()));
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            Err(e) => return ResultCall::Failed(e),
-        };
-        match detail.outcome() {
-            Some(Ok(outcome)) => return ResultCall::Done(outcome),
-            Some(Err(e)) => return ResultCall::Failed(e),
-            None => {}
-        }
-        let fresh: serde_json::Map<String, Value> = detail
-            .input_requests
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(k, _)| !answered.contains(k))
-            .collect();
-        if !fresh.is_empty() {
-            let keys: Vec<String> = fresh.keys().cloned().collect();
-            match client.answer_inputs(fresh, Some(&task_id)).await {
-                Ok(responses) => {
-                    if let Err(e) = client.update_task(&task_id, responses).await {
-                        return ResultCall::Failed(e);
-                    }
-                    answered.extend(keys);
-                    continue;
-                }
-                Err(e) => {
-                    if let Err(c) = client.cancel_task_raw(&task_id).await {
-                        tracing::debug!(task_id = %task_id, error = %c, "cancelling the unanswerable task failed");
-                    }
-                    return ResultCall::Failed(e);
-                }
-            }
-        }
-        tokio::time::sleep(poll_interval(&detail.task)).await;
+    match follow_polled(client, &task_id, None, FollowPolicy::REQUESTOR).await {
+        Ok(outcome) => ResultCall::Done(outcome),
+        Err(e) => ResultCall::Failed(e),
+    }
+}
+
+/// A client's task requests: `tasks/get` tells the task's handles what it read; the
+/// questions are answered by the client's handlers.
+#[async_trait::async_trait]
+impl TaskPeer for Client {
+    async fn get(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
+        self.get_task_detail(task_id).await
+    }
+
+    async fn update(
+        &self,
+        task_id: &str,
+        responses: serde_json::Map<String, Value>,
+    ) -> Result<(), ClientError> {
+        self.update_task(task_id, responses).await
+    }
+
+    async fn cancel(&self, task_id: &str) -> Result<(), ClientError> {
+        self.cancel_task_raw(task_id).await.map(drop)
+    }
+
+    async fn answer(
+        &self,
+        task_id: &str,
+        requests: serde_json::Map<String, Value>,
+    ) -> Result<serde_json::Map<String, Value>, ClientError> {
+        self.answer_inputs(requests, Some(task_id)).await
     }
 }
 

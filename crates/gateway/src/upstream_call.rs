@@ -27,6 +27,17 @@ pub(crate) enum CallError {
 }
 
 impl CallError {
+    /// [`Self::of`] for an error that names its method when it has one.
+    pub(crate) fn of_client(e: ClientError) -> Self {
+        let method = match &e {
+            ClientError::Rpc { method, .. }
+            | ClientError::Timeout { method, .. }
+            | ClientError::Transport { method, .. } => method.clone(),
+            _ => String::new(),
+        };
+        Self::of(&method, e)
+    }
+
     /// The error of call `method` that got no result: the one place a [`ClientError`]
     /// of the upstream connection becomes a gateway error.
     fn of(method: &str, e: ClientError) -> Self {

@@ -9,6 +9,7 @@ use std::collections::HashSet;
 
 use async_trait::async_trait;
 use mcp_tasks_proto::ErrorObject;
+use mcp_tasks_proto::mcp::TaskStatus;
 use serde_json::{Map, Value};
 
 use crate::ClientError;
@@ -160,6 +161,50 @@ pub async fn follow_polled(
     }
 }
 
+/// 2025-11-25: read `task_id` with `tasks/get` (at once, then at its `pollInterval`,
+/// clamped, see [`poll_interval`]) until it is terminal, or waits for input: then after
+/// one more interval, so that a receiver that answers `tasks/result` early is not asked
+/// in a tight loop (the questions of an `input_required` task travel on `tasks/result`).
+/// A lost `tasks/get` is asked again [`FollowPolicy::retries`] times.
+///
+/// Spec: "Requestors SHOULD respect the `pollInterval` provided in responses when
+/// determining polling frequency."
+///
+/// # Errors
+/// The `tasks/get` error that stands (the server's: it no longer knows the task).
+pub async fn settle(
+    peer: &dyn TaskPeer,
+    task_id: &str,
+    policy: FollowPolicy,
+) -> Result<TaskDetail, ClientError> {
+    let mut failures = 0;
+    let mut wait = None;
+    loop {
+        if let Some(d) = wait {
+            tokio::time::sleep(d).await;
+        }
+        match peer.get(task_id).await {
+            Ok(d) => {
+                failures = 0;
+                if d.task.status.is_terminal() {
+                    return Ok(d);
+                }
+                let interval = poll_interval(&d.task);
+                if d.task.status == TaskStatus::InputRequired {
+                    tokio::time::sleep(interval).await;
+                    return Ok(d);
+                }
+                wait = Some(interval);
+            }
+            Err(e) if e.is_retriable() && failures < policy.retries => {
+                failures += 1;
+                wait = Some(wait.unwrap_or(DEFAULT_POLL_INTERVAL));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -276,5 +321,24 @@ mod tests {
             assert!(matches!(out, Err(ClientError::Unanswered { .. })));
             assert_eq!(*peer.cancels.lock(), cancels);
         }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn settling_stops_at_terminal_or_input_required_and_retries_by_policy() {
+        let working = || Ok(task("working", json!({"pollInterval": 200})));
+        let asking = || Ok(task("input_required", json!({"pollInterval": 200})));
+        let peer = Scripted::new(vec![working(), lost(), asking()], false);
+        let started = tokio::time::Instant::now();
+        let d = settle(&peer, "t", FollowPolicy::REQUESTOR).await.unwrap();
+        assert_eq!(d.task.status, TaskStatus::InputRequired);
+        assert!(peer.gets.lock().is_empty());
+        // An interval after `working`, one after the lost read, one after `input_required`.
+        assert_eq!(started.elapsed(), Duration::from_millis(600));
+        let peer = Scripted::new(vec![working(), lost()], false);
+        let e = settle(&peer, "t", FollowPolicy::RELAY).await.unwrap_err();
+        assert!(matches!(e, ClientError::Timeout { .. }));
+        let peer = Scripted::new(vec![Ok(task("failed", json!({})))], false);
+        let d = settle(&peer, "t", FollowPolicy::RELAY).await.unwrap();
+        assert_eq!(d.task.status, TaskStatus::Failed);
     }
 }

@@ -4,18 +4,14 @@
 
 use std::time::Duration;
 
-use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::methods;
 use serde_json::{Value, json};
 
 use crate::ClientError;
 use crate::client::Client;
-use crate::follow::{FollowPolicy, TaskPeer, follow_polled};
+use crate::follow::{FollowPolicy, TaskPeer, follow_polled, settle};
 use crate::modern::TaskDetail;
-use crate::task_state::{
-    DEFAULT_POLL_INTERVAL, MAX_RETRIES, ResultCall, TaskShared, poll_interval,
-};
-use crate::types::parse_task;
+use crate::task_state::{ResultCall, TaskShared};
 
 /// How long `tasks/result` is tried again while the server answers that its task store is
 /// unavailable (a database outage): from the first such answer. The task goes on on the
@@ -198,49 +194,22 @@ impl StoreOutage {
     }
 }
 
-/// Poll `tasks/get` (at once, then at the task's `pollInterval`) until the task is
-/// terminal, or `input_required` after at least one interval (so that a receiver that
-/// answers `tasks/result` early is not asked in a tight loop).
+/// Where the task stands once [`settle`]d (with [`FollowPolicy::REQUESTOR`]).
 async fn await_status(
     client: &Client,
     shared: &std::sync::Weak<TaskShared>,
     task_id: &str,
 ) -> Settled {
-    let mut failures = 0;
-    let mut wait = None;
-    loop {
-        if let Some(d) = wait {
-            tokio::time::sleep(d).await;
-        }
-        let got = client
-            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-            .await
-            .and_then(|v| parse_task(&v));
-        match got {
-            Ok(t) => {
-                failures = 0;
-                let status = t.status;
-                let interval = poll_interval(&t);
-                match shared.upgrade() {
-                    Some(s) => s.observe(t),
-                    None => return Settled::Lost(ClientError::Closed),
-                }
-                if status.is_terminal() {
-                    return Settled::Terminal;
-                }
-                if status == TaskStatus::InputRequired && wait.is_some() {
-                    return Settled::InputRequired;
-                }
-                wait = Some(interval);
-            }
-            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
-                failures += 1;
-                wait = Some(wait.unwrap_or(DEFAULT_POLL_INTERVAL));
-            }
-            // The server's store is down for a while: tasks/result rides it out.
-            Err(e) if e.is_store_unavailable() => return Settled::Unavailable,
-            Err(ClientError::Rpc { .. }) => return Settled::Gone,
-            Err(e) => return Settled::Lost(e),
-        }
+    let got = settle(client, task_id, FollowPolicy::REQUESTOR).await;
+    if shared.upgrade().is_none() {
+        return Settled::Lost(ClientError::Closed);
+    }
+    match got {
+        Ok(d) if d.task.status.is_terminal() => Settled::Terminal,
+        Ok(_) => Settled::InputRequired,
+        // The server's store is down for a while: tasks/result rides it out.
+        Err(e) if e.is_store_unavailable() => Settled::Unavailable,
+        Err(ClientError::Rpc { .. }) => Settled::Gone,
+        Err(e) => Settled::Lost(e),
     }
 }

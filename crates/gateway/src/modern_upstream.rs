@@ -29,7 +29,7 @@ use mcp_tasks_client::connection::Connection;
 
 use crate::error::unavailable;
 use crate::lane::{LaneInner, Waiter};
-use crate::upstream_call::{Call, CallError};
+use crate::upstream_call::{Call, CallError, Upstream, relay};
 
 /// Most `input_required` rounds of one plain call: an upstream that asks again and again
 /// without end gets an error after this many (the client's bound, the same number).
@@ -65,7 +65,7 @@ pub(crate) fn request_meta(init_params: &Value) -> Value {
 }
 
 use mcp_tasks_client::connection::strip_complete;
-use mcp_tasks_client::follow::{FollowPolicy, TaskPeer, follow_polled};
+use mcp_tasks_client::follow::{FollowPolicy, follow_polled};
 use mcp_tasks_client::{ClientError, TaskDetail};
 
 /// The `initialize`-like result the lane keeps for a modern upstream, made of its
@@ -127,28 +127,6 @@ async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorO
         CallError::Lost(d) => unavailable(format!(
             "{} during the call",
             lane.lost_reason(conn, d.as_deref()).await
-        )),
-    }
-}
-
-/// Relay one input request of the upstream to the downstream client and return its
-/// answer.
-///
-/// Spec (MRTR): "`inputRequests` values are request objects that MUST be one of
-/// `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`".
-async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> {
-    let method = request
-        .get("method")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-    match method {
-        methods::ELICITATION_CREATE => cx.elicit_raw(params).await,
-        methods::SAMPLING_CREATE_MESSAGE => cx.sample_raw(params).await,
-        "roots/list" => cx.request(method, params).await,
-        other => Err(ErrorObject::new(
-            codes::INTERNAL_ERROR,
-            format!("the upstream asked for input with `{other}`, which is not an input request"),
         )),
     }
 }
@@ -358,69 +336,6 @@ pub(crate) async fn resume(
     let out = poll(lane, &conn, task_id, task, cx).await;
     drop(cancel);
     out
-}
-
-/// The upstream task requests of a call: its questions are relayed to the downstream
-/// client ([`relay`]).
-struct Upstream<'a> {
-    conn: &'a Connection,
-    cx: &'a ToolContext,
-}
-
-#[async_trait::async_trait]
-impl TaskPeer for Upstream<'_> {
-    async fn get(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
-        let v = self
-            .conn
-            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-            .await?;
-        TaskDetail::parse(&v)
-    }
-
-    async fn update(
-        &self,
-        task_id: &str,
-        responses: Map<String, Value>,
-    ) -> Result<(), ClientError> {
-        let update = json!({ "taskId": task_id, "inputResponses": responses });
-        self.conn
-            .request(modern::methods::TASKS_UPDATE, Some(update))
-            .await
-            .map(drop)
-    }
-
-    async fn cancel(&self, task_id: &str) -> Result<(), ClientError> {
-        self.conn
-            .request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
-            .await
-            .map(drop)
-    }
-
-    async fn answer(
-        &self,
-        _task_id: &str,
-        requests: Map<String, Value>,
-    ) -> Result<Map<String, Value>, ClientError> {
-        let mut responses = Map::new();
-        for (key, req) in requests {
-            match relay(self.cx, &req).await {
-                Ok(v) => {
-                    responses.insert(key, v);
-                }
-                Err(error) => {
-                    let method = req
-                        .get("method")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    return Err(ClientError::Unanswered {
-                        method: method.to_owned(),
-                        error,
-                    });
-                }
-            }
-        }
-        Ok(responses)
-    }
 }
 
 /// Poll the upstream task `task_id`, last seen as `task`, to its outcome: the client's

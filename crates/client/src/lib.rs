@@ -66,6 +66,7 @@ pub mod connect;
 pub mod connection;
 pub mod era_cache;
 mod error;
+pub mod follow;
 mod input;
 mod modern;
 mod process;
@@ -90,7 +91,7 @@ pub use mcp_tasks_core::Policy;
 pub use mcp_tasks_proto::mcp::{Task, TaskStatus, TaskSupport, Tool};
 pub use mcp_tasks_proto::{Revision, RevisionChoice};
 pub use mcp_tasks_rpc::http_client::HttpClientConfig;
-pub use modern::TaskDetail;
+pub use modern::{Report, TaskDetail};
 pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};
 pub use task::TaskHandle;
 pub use task_state::{

@@ -267,31 +267,59 @@ impl TaskDetail {
         })
     }
 
-    /// The outcome of a terminal task: its result, or its error (for `cancelled`, a
-    /// `-32800`-like error saying so); `None` while it runs.
+    /// The outcome of a terminal task as its requestor sees it
+    /// ([`Report::Requestor`]); `None` while it runs.
+    ///
+    /// # Errors
+    /// (Inside the outcome) [`ClientError::Protocol`] for a terminal task without the
+    /// payload its status requires.
+    pub fn outcome(&self) -> Option<Result<Result<Value, ErrorObject>, ClientError>> {
+        self.outcome_as(Report::Requestor)
+    }
+
+    /// The outcome of a terminal task: its result, or its error (for `cancelled`, an
+    /// error saying so, as `report` says); `None` while it runs.
     ///
     /// Spec (SEP-2663): `completed` "This includes tool calls that returned results with
     /// `isError: true`"; `failed` "The task will include the `error` field with the
     /// JSON-RPC error details".
     ///
     /// # Errors
-    /// (Inside the outcome) [`ClientError::Protocol`] for a terminal task without the
-    /// payload its status requires.
-    pub fn outcome(&self) -> Option<Result<Result<Value, ErrorObject>, ClientError>> {
+    /// (Inside the outcome, [`Report::Requestor`]) [`ClientError::Protocol`] for a
+    /// completed task without its `result`.
+    pub fn outcome_as(
+        &self,
+        report: Report,
+    ) -> Option<Result<Result<Value, ErrorObject>, ClientError>> {
         let message = || self.task.status_message.clone();
+        let id = &self.task.task_id;
+        let relay = report == Report::Relay;
         match self.task.status {
-            TaskStatus::Completed => Some(self.result.clone().map(Ok).ok_or_else(|| {
-                ClientError::Protocol(format!(
-                    "task {} is completed but tasks/get carries no `result`",
-                    self.task.task_id
-                ))
-            })),
+            TaskStatus::Completed => match (&self.result, relay) {
+                (Some(r), _) => Some(Ok(Ok(r.clone()))),
+                (None, true) => Some(Ok(Err(ErrorObject::new(
+                    codes::INTERNAL_ERROR,
+                    format!("upstream task {id} completed without a result"),
+                )))),
+                (None, false) => Some(Err(ClientError::Protocol(format!(
+                    "task {id} is completed but tasks/get carries no `result`"
+                )))),
+            },
             TaskStatus::Failed => Some(Ok(Err(self.error.clone().unwrap_or_else(|| {
+                let what = if relay {
+                    "the upstream task failed"
+                } else {
+                    "the task failed"
+                };
                 ErrorObject::new(
                     codes::INTERNAL_ERROR,
-                    message().unwrap_or_else(|| "the task failed".into()),
+                    message().unwrap_or_else(|| what.into()),
                 )
             })))),
+            TaskStatus::Cancelled if relay => Some(Ok(Err(ErrorObject::new(
+                codes::INTERNAL_ERROR,
+                format!("upstream task {id} was cancelled"),
+            )))),
             TaskStatus::Cancelled => Some(Ok(Err(ErrorObject::new(
                 codes::TASK_CANCELLED,
                 message().unwrap_or_else(|| "the task was cancelled".into()),
@@ -299,6 +327,21 @@ impl TaskDetail {
             TaskStatus::Working | TaskStatus::InputRequired => None,
         }
     }
+}
+
+/// How a terminal task's outcome is reported ([`TaskDetail::outcome_as`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Report {
+    /// As the task's requestor: a `cancelled` task is a `-32800` error with its
+    /// `statusMessage`; a `completed` one without `result` a [`ClientError::Protocol`].
+    Requestor,
+    /// As a relay passing the outcome of an upstream task on to its own caller: a
+    /// `cancelled` task is a `-32603` error "upstream task ID was cancelled" (its caller
+    /// did not cancel it: the upstream did); a `completed` one without `result` a
+    /// `-32603` error that says so; a `failed` one without `error` nor `statusMessage`
+    /// "the upstream task failed".
+    Relay,
 }
 
 /// The `inputResponses` params of `tasks/update`.

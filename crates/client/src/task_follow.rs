@@ -1,19 +1,17 @@
 //! Following a task to its end in the background: in 2026-07-28 by polling `tasks/get`
-//! and answering its `inputRequests`; in 2025-11-25 by `tasks/result`, robust against a
+//! and answering its `inputRequests` ([`crate::follow`]); in 2025-11-25 by `tasks/result`, robust against a
 //! receiver that answers it early and against the server's task store being unavailable.
 
 use std::time::Duration;
 
-use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::methods;
 use serde_json::{Value, json};
 
 use crate::ClientError;
 use crate::client::Client;
-use crate::task_state::{
-    DEFAULT_POLL_INTERVAL, MAX_RETRIES, ResultCall, TaskShared, poll_interval,
-};
-use crate::types::parse_task;
+use crate::follow::{FollowPolicy, TaskPeer, follow_polled, settle};
+use crate::modern::TaskDetail;
+use crate::task_state::{ResultCall, TaskShared};
 
 /// How long `tasks/result` is tried again while the server answers that its task store is
 /// unavailable (a database outage): from the first such answer. The task goes on on the
@@ -25,18 +23,9 @@ const STORE_RETRY_FIRST: Duration = Duration::from_millis(250);
 /// Longest delay between two tries while the server's task store is unavailable.
 const STORE_RETRY_MAX: Duration = Duration::from_secs(4);
 
-/// 2026-07-28: follow the task of `shared` to its end with `tasks/get` at its
-/// `pollIntervalMs` (clamped, see [`poll_interval`]); answer each new `inputRequests`
-/// entry with the client's handlers and send the answers with `tasks/update`; the outcome
-/// is the inline `result` or `error`. A question the client cannot answer cancels the
-/// task (the extension has no way to send a refusal) and is the outcome's error.
-///
-/// Spec (SEP-2663): "Clients SHOULD respect the `pollIntervalMs` provided in responses";
-/// "the client SHOULD fulfill the outstanding requests in `inputRequests` by sending one
-/// or more `tasks/update` requests with corresponding `inputResponses`. After sending a
-/// `tasks/update`, the client SHOULD continue observing the task's status via polling";
-/// "Clients SHOULD deduplicate `inputRequests` keys across consecutive polls"; "Clients
-/// SHOULD track `inputRequests` keys to avoid responding to requests more than once."
+/// 2026-07-28: follow the task of `shared` to its end ([`follow_polled`] with
+/// [`FollowPolicy::REQUESTOR`]): `tasks/get` at once, then at its `pollIntervalMs`; its
+/// questions answered with the client's handlers.
 pub(crate) async fn drive_modern(
     client: &Client,
     shared: &std::sync::Weak<TaskShared>,
@@ -44,55 +33,38 @@ pub(crate) async fn drive_modern(
     let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
         return ResultCall::Failed(ClientError::Closed);
     };
-    let mut answered = std::collections::HashSet::new();
-    let mut failures = 0;
-    loop {
-        let detail = match client.get_task_detail(&task_id).await {
-            Ok(d) => {
-                failures = 0;
-                d
-            }
-            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
-                failures += 1;
-                let wait = shared
-                    .upgrade()
-                    .map_or(DEFAULT_POLL_INTERVAL, |s| poll_interval(&s.current()));
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            Err(e) => return ResultCall::Failed(e),
-        };
-        match detail.outcome() {
-            Some(Ok(outcome)) => return ResultCall::Done(outcome),
-            Some(Err(e)) => return ResultCall::Failed(e),
-            None => {}
-        }
-        let fresh: serde_json::Map<String, Value> = detail
-            .input_requests
-            .clone()
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|(k, _)| !answered.contains(k))
-            .collect();
-        if !fresh.is_empty() {
-            let keys: Vec<String> = fresh.keys().cloned().collect();
-            match client.answer_inputs(fresh, Some(&task_id)).await {
-                Ok(responses) => {
-                    if let Err(e) = client.update_task(&task_id, responses).await {
-                        return ResultCall::Failed(e);
-                    }
-                    answered.extend(keys);
-                    continue;
-                }
-                Err(e) => {
-                    if let Err(c) = client.cancel_task_raw(&task_id).await {
-                        tracing::debug!(task_id = %task_id, error = %c, "cancelling the unanswerable task failed");
-                    }
-                    return ResultCall::Failed(e);
-                }
-            }
-        }
-        tokio::time::sleep(poll_interval(&detail.task)).await;
+    match follow_polled(client, &task_id, None, FollowPolicy::REQUESTOR).await {
+        Ok(outcome) => ResultCall::Done(outcome),
+        Err(e) => ResultCall::Failed(e),
+    }
+}
+
+/// A client's task requests: `tasks/get` tells the task's handles what it read; the
+/// questions are answered by the client's handlers.
+#[async_trait::async_trait]
+impl TaskPeer for Client {
+    async fn get(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
+        self.get_task_detail(task_id).await
+    }
+
+    async fn update(
+        &self,
+        task_id: &str,
+        responses: serde_json::Map<String, Value>,
+    ) -> Result<(), ClientError> {
+        self.update_task(task_id, responses).await
+    }
+
+    async fn cancel(&self, task_id: &str) -> Result<(), ClientError> {
+        self.cancel_task_raw(task_id).await.map(drop)
+    }
+
+    async fn answer(
+        &self,
+        task_id: &str,
+        requests: serde_json::Map<String, Value>,
+    ) -> Result<serde_json::Map<String, Value>, ClientError> {
+        self.answer_inputs(requests, Some(task_id)).await
     }
 }
 
@@ -222,49 +194,22 @@ impl StoreOutage {
     }
 }
 
-/// Poll `tasks/get` (at once, then at the task's `pollInterval`) until the task is
-/// terminal, or `input_required` after at least one interval (so that a receiver that
-/// answers `tasks/result` early is not asked in a tight loop).
+/// Where the task stands once [`settle`]d (with [`FollowPolicy::REQUESTOR`]).
 async fn await_status(
     client: &Client,
     shared: &std::sync::Weak<TaskShared>,
     task_id: &str,
 ) -> Settled {
-    let mut failures = 0;
-    let mut wait = None;
-    loop {
-        if let Some(d) = wait {
-            tokio::time::sleep(d).await;
-        }
-        let got = client
-            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-            .await
-            .and_then(|v| parse_task(&v));
-        match got {
-            Ok(t) => {
-                failures = 0;
-                let status = t.status;
-                let interval = poll_interval(&t);
-                match shared.upgrade() {
-                    Some(s) => s.observe(t),
-                    None => return Settled::Lost(ClientError::Closed),
-                }
-                if status.is_terminal() {
-                    return Settled::Terminal;
-                }
-                if status == TaskStatus::InputRequired && wait.is_some() {
-                    return Settled::InputRequired;
-                }
-                wait = Some(interval);
-            }
-            Err(e) if e.is_retriable() && failures < MAX_RETRIES => {
-                failures += 1;
-                wait = Some(wait.unwrap_or(DEFAULT_POLL_INTERVAL));
-            }
-            // The server's store is down for a while: tasks/result rides it out.
-            Err(e) if e.is_store_unavailable() => return Settled::Unavailable,
-            Err(ClientError::Rpc { .. }) => return Settled::Gone,
-            Err(e) => return Settled::Lost(e),
-        }
+    let got = settle(client, task_id, FollowPolicy::REQUESTOR).await;
+    if shared.upgrade().is_none() {
+        return Settled::Lost(ClientError::Closed);
+    }
+    match got {
+        Ok(d) if d.task.status.is_terminal() => Settled::Terminal,
+        Ok(_) => Settled::InputRequired,
+        // The server's store is down for a while: tasks/result rides it out.
+        Err(e) if e.is_store_unavailable() => Settled::Unavailable,
+        Err(ClientError::Rpc { .. }) => Settled::Gone,
+        Err(e) => Settled::Lost(e),
     }
 }

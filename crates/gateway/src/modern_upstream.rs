@@ -12,12 +12,11 @@
 //! [`ToolContext`], for a legacy task as a request on `tasks/result`, and the call is
 //! retried with `inputResponses` and `requestState`), or `task` (the upstream task is
 //! followed with `tasks/get` at its `pollIntervalMs`, each new `inputRequests` entry
-//! relayed once and answered with `tasks/update`, cancelled with `tasks/cancel` when the
+//! relayed once and answered with `tasks/update`, by the client's task following
+//! [`follow_polled`] with [`FollowPolicy::RELAY`]; cancelled with `tasks/cancel` when the
 //! call is).
 
-use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
 
 use mcp_tasks_proto::modern::{
     self, ClientCapabilities, Implementation, ResultType, SERVER_INFO_META, TASKS_EXTENSION,
@@ -30,7 +29,7 @@ use mcp_tasks_client::connection::Connection;
 
 use crate::error::unavailable;
 use crate::lane::{LaneInner, Waiter};
-use crate::upstream_call::{Call, CallError};
+use crate::upstream_call::{Call, CallError, Upstream, relay};
 
 /// Most `input_required` rounds of one plain call: an upstream that asks again and again
 /// without end gets an error after this many (the client's bound, the same number).
@@ -66,7 +65,8 @@ pub(crate) fn request_meta(init_params: &Value) -> Value {
 }
 
 use mcp_tasks_client::connection::strip_complete;
-use mcp_tasks_client::{MIN_POLL_INTERVAL, poll_interval_ms};
+use mcp_tasks_client::follow::{FollowPolicy, follow_polled};
+use mcp_tasks_client::{ClientError, TaskDetail};
 
 /// The `initialize`-like result the lane keeps for a modern upstream, made of its
 /// `server/discover` result: its capabilities (without `extensions`, and without legacy
@@ -127,28 +127,6 @@ async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorO
         CallError::Lost(d) => unavailable(format!(
             "{} during the call",
             lane.lost_reason(conn, d.as_deref()).await
-        )),
-    }
-}
-
-/// Relay one input request of the upstream to the downstream client and return its
-/// answer.
-///
-/// Spec (MRTR): "`inputRequests` values are request objects that MUST be one of
-/// `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`".
-async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> {
-    let method = request
-        .get("method")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-    match method {
-        methods::ELICITATION_CREATE => cx.elicit_raw(params).await,
-        methods::SAMPLING_CREATE_MESSAGE => cx.sample_raw(params).await,
-        "roots/list" => cx.request(method, params).await,
-        other => Err(ErrorObject::new(
-            codes::INTERNAL_ERROR,
-            format!("the upstream asked for input with `{other}`, which is not an input request"),
         )),
     }
 }
@@ -295,12 +273,6 @@ impl Drop for Creating {
     }
 }
 
-/// The poll interval a task asks for, within the bounds of every task followed
-/// ([`mcp_tasks_client::poll_interval_ms`]).
-fn poll_interval(task: &Value) -> Duration {
-    poll_interval_ms(task.get("pollIntervalMs").and_then(Value::as_u64))
-}
-
 /// Follow the upstream task that `created` (a `CreateTaskResult`) announces.
 ///
 /// Spec (SEP-2663): "Requestors poll `tasks/get` ... respecting `pollIntervalMs`"; input
@@ -366,84 +338,30 @@ pub(crate) async fn resume(
     out
 }
 
-/// Poll the upstream task `task_id`, last seen as `task`, to its outcome.
+/// Poll the upstream task `task_id`, last seen as `task`, to its outcome: the client's
+/// task following ([`follow_polled`]) with [`FollowPolicy::RELAY`].
 async fn poll(
     lane: &Arc<LaneInner>,
     conn: &Arc<Connection>,
     task_id: &str,
-    mut task: Value,
+    task: Value,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
-    let mut answered: HashSet<String> = HashSet::new();
-    let mut interval = poll_interval(&task);
-    loop {
-        match task.get("status").and_then(Value::as_str) {
-            Some("completed") => {
-                let mut r = task.get("result").cloned().ok_or_else(|| {
-                    ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        format!("upstream task {task_id} completed without a result"),
-                    )
-                })?;
-                strip_complete(&mut r);
-                return Ok(r);
-            }
-            Some("failed") => {
-                return Err(task
-                    .get("error")
-                    .and_then(|e| serde_json::from_value::<ErrorObject>(e.clone()).ok())
-                    .unwrap_or_else(|| {
-                        ErrorObject::new(
-                            codes::INTERNAL_ERROR,
-                            task.get("statusMessage")
-                                .and_then(Value::as_str)
-                                .unwrap_or("the upstream task failed")
-                                .to_owned(),
-                        )
-                    }));
-            }
-            Some("cancelled") => {
-                return Err(ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("upstream task {task_id} was cancelled"),
-                ));
-            }
-            _ => {}
+    let peer = Upstream { conn, cx };
+    let seen = TaskDetail::parse(&task).ok();
+    match follow_polled(&peer, task_id, seen, FollowPolicy::RELAY).await {
+        Ok(Ok(mut r)) => {
+            strip_complete(&mut r);
+            Ok(r)
         }
-        if let Some(reqs) = task.get("inputRequests").and_then(Value::as_object) {
-            let mut responses = Map::new();
-            for (key, req) in reqs {
-                if answered.contains(key) {
-                    continue;
-                }
-                responses.insert(key.clone(), relay(cx, req).await?);
-                answered.insert(key.clone());
-            }
-            if !responses.is_empty() {
-                let update = json!({ "taskId": task_id, "inputResponses": responses });
-                if let Err(e) = conn.call(modern::methods::TASKS_UPDATE, Some(update)).await {
-                    return Err(call_error(lane, conn, e).await);
-                }
-                // Read the task again at once: the answer may have finished it.
-                interval = MIN_POLL_INTERVAL;
-            }
-        }
-        tokio::time::sleep(interval).await;
-        task = match conn
-            .call(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-            .await
-        {
-            Ok(t) => t,
-            Err(e) => return Err(call_error(lane, conn, e).await),
-        };
-        interval = poll_interval(&task);
+        Ok(Err(e)) | Err(ClientError::Unanswered { error: e, .. }) => Err(e),
+        Err(e) => Err(call_error(lane, conn, CallError::of_client(e)).await),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use mcp_tasks_client::DEFAULT_POLL_INTERVAL;
     use mcp_tasks_proto::meta::stamp;
     use mcp_tasks_proto::modern::CLIENT_CAPABILITIES_META;
 
@@ -476,10 +394,5 @@ mod tests {
         assert_eq!(init["capabilities"], json!({"tools": {}}));
         assert_eq!(init["serverInfo"]["name"], "up");
         assert_eq!(init["instructions"], "hi");
-        assert_eq!(
-            poll_interval(&json!({"pollIntervalMs": 0})),
-            MIN_POLL_INTERVAL
-        );
-        assert_eq!(poll_interval(&json!({})), DEFAULT_POLL_INTERVAL);
     }
 }

@@ -1,14 +1,18 @@
 //! The gateway's calls on an upstream [`Connection`]: what a call that got no answer
-//! tells the downstream client ([`CallError`]), and [`Call`], the connection's requests
-//! with that error.
+//! tells the downstream client ([`CallError`]), [`Call`], the connection's requests
+//! with that error, and [`Upstream`], the requests of the client's task following with
+//! the upstream's questions relayed to the downstream client.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_client::ClientError;
 use mcp_tasks_client::connection::Connection;
-use mcp_tasks_proto::ErrorObject;
-use serde_json::Value;
+use mcp_tasks_client::follow::TaskPeer;
+use mcp_tasks_client::{ClientError, TaskDetail};
+use mcp_tasks_proto::modern;
+use mcp_tasks_proto::{ErrorObject, codes, methods};
+use mcp_tasks_server::ToolContext;
+use serde_json::{Map, Value, json};
 
 use crate::lane::Waiter;
 
@@ -27,6 +31,17 @@ pub(crate) enum CallError {
 }
 
 impl CallError {
+    /// [`Self::of`] for an error that names its method when it has one.
+    pub(crate) fn of_client(e: ClientError) -> Self {
+        let method = match &e {
+            ClientError::Rpc { method, .. }
+            | ClientError::Timeout { method, .. }
+            | ClientError::Transport { method, .. } => method.clone(),
+            _ => String::new(),
+        };
+        Self::of(&method, e)
+    }
+
     /// The error of call `method` that got no result: the one place a [`ClientError`]
     /// of the upstream connection becomes a gateway error.
     fn of(method: &str, e: ClientError) -> Self {
@@ -129,5 +144,90 @@ impl Call for Connection {
         self.request_unbounded(method, params)
             .await
             .map_err(|e| CallError::of(method, e))
+    }
+}
+
+/// Relay one input request of the upstream to the downstream client and return its
+/// answer.
+///
+/// Spec (MRTR): "`inputRequests` values are request objects that MUST be one of
+/// `ElicitRequest`, `CreateMessageRequest`, or `ListRootsRequest`".
+pub(crate) async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, ErrorObject> {
+    let method = request
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+    match method {
+        methods::ELICITATION_CREATE => cx.elicit_raw(params).await,
+        methods::SAMPLING_CREATE_MESSAGE => cx.sample_raw(params).await,
+        "roots/list" => cx.request(method, params).await,
+        other => Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream asked for input with `{other}`, which is not an input request"),
+        )),
+    }
+}
+
+/// The upstream task requests of a call: its questions are relayed to the downstream
+/// client ([`relay`]).
+pub(crate) struct Upstream<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) cx: &'a ToolContext,
+}
+
+#[async_trait::async_trait]
+impl TaskPeer for Upstream<'_> {
+    async fn get(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
+        let v = self
+            .conn
+            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+            .await?;
+        TaskDetail::parse(&v)
+    }
+
+    async fn update(
+        &self,
+        task_id: &str,
+        responses: Map<String, Value>,
+    ) -> Result<(), ClientError> {
+        let update = json!({ "taskId": task_id, "inputResponses": responses });
+        self.conn
+            .request(modern::methods::TASKS_UPDATE, Some(update))
+            .await
+            .map(drop)
+    }
+
+    async fn cancel(&self, task_id: &str) -> Result<(), ClientError> {
+        self.conn
+            .request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
+            .await
+            .map(drop)
+    }
+
+    async fn answer(
+        &self,
+        _task_id: &str,
+        requests: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        let mut responses = Map::new();
+        for (key, req) in requests {
+            match relay(self.cx, &req).await {
+                Ok(v) => {
+                    responses.insert(key, v);
+                }
+                Err(error) => {
+                    let method = req
+                        .get("method")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    return Err(ClientError::Unanswered {
+                        method: method.to_owned(),
+                        error,
+                    });
+                }
+            }
+        }
+        Ok(responses)
     }
 }

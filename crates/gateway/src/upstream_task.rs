@@ -9,7 +9,8 @@
 //! Deviating upstreams are followed all the same:
 //! * one that answers `tasks/result` with an error before its task has ended (FastMCP 3:
 //!   -32602 "Task not completed yet") is polled with `tasks/get` at the task's
-//!   `pollInterval` until the task is terminal, and then asked for the result again;
+//!   `pollInterval` until the task is terminal (or waits for input), and then asked for
+//!   the result again (the client's [`settle`] with [`FollowPolicy::RELAY`]);
 //! * the final status is the upstream's (`tasks/get` after the result): a task that ended
 //!   `failed` is ours `failed` too (its result gets `isError: true` if it lacks it), and a
 //!   result that is not a `CallToolResult` (Python `mcp` 1.30 sends only `{_meta}` for a
@@ -27,7 +28,8 @@ use tokio_util::sync::CancellationToken;
 use mcp_tasks_client::connection::Connection;
 
 use crate::error::unavailable;
-use crate::upstream_call::{Call, CallError};
+use crate::upstream_call::{Call, CallError, Upstream};
+use mcp_tasks_client::follow::{FollowPolicy, settle};
 use mcp_tasks_proto::meta::strip_related_task;
 
 use crate::lane::{LaneInner, RouteGuard, Waiter};
@@ -113,13 +115,6 @@ pub(crate) fn forgotten(upstream_task_id: &str, why: &str) -> ErrorObject {
     )
 }
 
-fn is_terminal(task: &Value) -> bool {
-    task.get("status")
-        .and_then(Value::as_str)
-        .and_then(TaskStatus::parse)
-        .is_some_and(TaskStatus::is_terminal)
-}
-
 /// Run the call as an upstream task and return its exact outcome; or the error it is
 /// failed with meanwhile (an upstream question the gateway could not attribute: the
 /// upstream task is then cancelled).
@@ -186,7 +181,7 @@ async fn run_task(
         lane.note_task(ours, &upstream_id, &conn).await;
     }
     let mut guard = CancelUpstream::new(lane, &conn, &upstream_id, cx).or_failed(routes.waiter());
-    let out = follow(lane, conn, &upstream_id, &mut guard, routes.waiter()).await;
+    let out = follow(lane, conn, &upstream_id, &mut guard, routes.waiter(), cx).await;
     guard.armed = false;
     if let Some(ours) = cx.task_id() {
         lane.forget_task(ours).await;
@@ -232,7 +227,7 @@ async fn resume_task(
             ),
         ));
     }
-    let out = follow(lane, conn, upstream_id, &mut guard, routes.waiter()).await;
+    let out = follow(lane, conn, upstream_id, &mut guard, routes.waiter(), cx).await;
     guard.armed = false;
     routes.linger();
     out
@@ -243,43 +238,6 @@ fn status_of(task: &Value) -> Option<TaskStatus> {
     task.get("status")
         .and_then(Value::as_str)
         .and_then(TaskStatus::parse)
-}
-
-/// How long to wait before asking about `task` again: its `pollInterval`, within the
-/// bounds of every task followed ([`mcp_tasks_client::poll_interval_ms`]).
-fn poll_interval(task: &Value) -> Duration {
-    mcp_tasks_client::poll_interval_ms(task.get("pollInterval").and_then(Value::as_u64))
-}
-
-/// What polling an upstream task with `tasks/get` found.
-enum Polled {
-    /// It has ended.
-    Terminal(Value),
-    /// It waits for input, which only `tasks/result` carries.
-    InputRequired(Value),
-    /// The upstream does not know it.
-    Forgotten(ErrorObject),
-    /// `tasks/get` failed (a timeout, a reply too large).
-    Failed(ErrorObject),
-    /// The connection failed.
-    Lost(Option<String>),
-}
-
-/// Poll `tasks/get` at the task's `pollInterval` until the task has ended or waits for
-/// input.
-async fn poll_until_terminal(conn: &Connection, id: &Value) -> Polled {
-    loop {
-        match conn.call(methods::TASKS_GET, Some(id.clone())).await {
-            Ok(t) if is_terminal(&t) => return Polled::Terminal(t),
-            Ok(t) if status_of(&t) == Some(TaskStatus::InputRequired) => {
-                return Polled::InputRequired(t);
-            }
-            Ok(t) => tokio::time::sleep(poll_interval(&t)).await,
-            Err(CallError::Upstream(e)) => return Polled::Forgotten(e),
-            Err(CallError::Failed(e)) => return Polled::Failed(e),
-            Err(CallError::Lost(d)) => return Polled::Lost(d),
-        }
-    }
 }
 
 /// At most this much of an invalid payload is quoted in the error.
@@ -324,13 +282,17 @@ async fn finish(
     id: &Value,
     upstream_id: &str,
     mut v: Value,
-    terminal: Option<Value>,
+    terminal: Option<TaskStatus>,
 ) -> Result<Value, ErrorObject> {
-    let task = match terminal {
+    let status = match terminal {
         Some(t) => Some(t),
-        None => conn.call(methods::TASKS_GET, Some(id.clone())).await.ok(),
+        None => conn
+            .call(methods::TASKS_GET, Some(id.clone()))
+            .await
+            .ok()
+            .as_ref()
+            .and_then(status_of),
     };
-    let status = task.as_ref().and_then(status_of);
     if let Some(why) = not_a_call_tool_result(&v) {
         let ended = status.map_or_else(String::new, |s| format!(" ended `{}` and", s.as_str()));
         return Err(ErrorObject::new(
@@ -364,11 +326,12 @@ async fn follow(
     upstream_id: &str,
     guard: &mut CancelUpstream,
     waiter: &Arc<Waiter>,
+    cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
     let id = json!({ "taskId": upstream_id });
-    // The upstream task as `tasks/get` last showed it ended: the next `tasks/result`
-    // answer is final.
-    let mut terminal: Option<Value> = None;
+    // The upstream task's status when `tasks/get` last showed it ended: the next
+    // `tasks/result` answer is final.
+    let mut terminal: Option<TaskStatus> = None;
     loop {
         let lost = match conn
             .call_for(methods::TASKS_RESULT, Some(id.clone()), waiter)
@@ -382,18 +345,20 @@ async fn follow(
                 // The task's own error outcome, an answer given before the task ended
                 // (FastMCP 3: -32602 "Task not completed yet"), a timeout, or a task the
                 // upstream does not know: tasks/get tells them apart.
-                match poll_until_terminal(&conn, &id).await {
-                    Polled::Terminal(t) => {
-                        terminal = Some(t);
+                let peer = Upstream { conn: &conn, cx };
+                match settle(&peer, upstream_id, FollowPolicy::RELAY).await {
+                    Ok(t) if t.task.status.is_terminal() => {
+                        terminal = Some(t.task.status);
                         continue;
                     }
-                    Polled::InputRequired(t) => {
-                        tokio::time::sleep(poll_interval(&t)).await;
-                        continue;
-                    }
-                    Polled::Forgotten(ge) => return Err(forgotten(upstream_id, &ge.message)),
-                    Polled::Failed(fe) => return Err(fe),
-                    Polled::Lost(d) => d,
+                    // Waiting for input (after an interval): its questions travel on
+                    // tasks/result.
+                    Ok(_) => continue,
+                    Err(e) => match CallError::of_client(e) {
+                        CallError::Upstream(ge) => return Err(forgotten(upstream_id, &ge.message)),
+                        CallError::Failed(fe) => return Err(fe),
+                        CallError::Lost(d) => d,
+                    },
                 }
             }
             Err(CallError::Lost(d)) => d,

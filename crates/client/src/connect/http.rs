@@ -218,6 +218,20 @@ mod tests {
     }
 
     #[test]
+    fn a_refused_url_is_named_without_its_secrets() {
+        for url in [
+            "ftp://me:pw-s3cret@127.0.0.1:9/mcp?token=q-s3cret",
+            "http://me:pw-s3cret@[::1/mcp?token=q-s3cret",
+        ] {
+            let e = HttpConnector::new(HttpSpec::new(url), 1024, RevisionChoice::Auto)
+                .expect_err(url)
+                .to_string();
+            assert!(e.contains("invalid MCP endpoint URL"), "{e}");
+            assert!(!e.contains("s3cret"), "{e}");
+        }
+    }
+
+    #[test]
     fn the_description_and_identity_hold_no_secret_of_the_url() {
         let secret = "http://me:pw-s3cret@127.0.0.1:9/mcp?token=q-s3cret";
         let connector =

@@ -79,18 +79,18 @@ impl HttpClientConfig {
 
     pub(super) fn validate(&self) -> Result<(reqwest::Url, HeaderMap), HttpClientError> {
         let url = reqwest::Url::parse(&self.url).map_err(|e| HttpClientError::InvalidUrl {
-            url: self.url.clone(),
+            url: mcp_tasks_proto::logged::redact_url(&self.url),
             reason: e.to_string(),
         })?;
         if !matches!(url.scheme(), "http" | "https") {
             return Err(HttpClientError::InvalidUrl {
-                url: self.url.clone(),
+                url: mcp_tasks_proto::logged::redact_url(&self.url),
                 reason: "the scheme must be http or https".into(),
             });
         }
         if url.scheme() == "https" && !cfg!(feature = "http-client-tls") {
             return Err(HttpClientError::InvalidUrl {
-            url: self.url.clone(),
+            url: mcp_tasks_proto::logged::redact_url(&self.url),
             reason: "https needs a build with TLS (feature `http-client-tls` of mcp-tasks-rpc, `tls` of mcp-tasks-client)".into(),
         });
         }
@@ -181,7 +181,7 @@ pub enum HttpClientError {
     /// The endpoint is not a usable URL.
     #[error("invalid MCP endpoint URL `{url}`: {reason}")]
     InvalidUrl {
-        /// The URL given.
+        /// The URL given, redacted as logs show it (no password, no secret query value).
         url: String,
         /// What is wrong with it.
         reason: String,

@@ -1,334 +1,91 @@
 //! The schema's migrations, oldest first: what [`schema::prepare`](crate::schema::prepare)
 //! runs to bring a schema to [`SCHEMA_VERSION`](crate::SCHEMA_VERSION). Each is applied
 //! once per schema and recorded by its version in `schema_migrations`: a migration that a
-//! deployed database ran must keep its effect.
+//! deployed database ran must keep its effect, so its text never changes (a test holds
+//! each one's SHA-256).
 
-/// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`. Unqualified
-/// names: the store's schema is first on the search path.
+/// Migrations: `MIGRATIONS[n]` takes a schema from version `n` to `n + 1`; its SQL is the
+/// file `migrations/NNNN_name.sql` of this crate, `NNNN` being `n + 1`. Unqualified names:
+/// the store's schema is first on the search path.
 pub(crate) const MIGRATIONS: &[&str] = &[
     // 0 -> 1: the first schema.
-    "
-    CREATE TABLE tasks (
-        -- Insertion order for keyset pagination; a sequence never hands a value out twice.
-        seq              bigserial PRIMARY KEY,
-        task_id          text NOT NULL UNIQUE,
-        owner            text,
-        -- What the task counts against for the per-requester limits.
-        quota_key        text NOT NULL,
-        status           text NOT NULL CHECK (status IN
-                             ('working', 'input_required', 'completed', 'failed', 'cancelled')),
-        status_message   text,
-        created_ms       bigint NOT NULL,
-        last_updated_ms  bigint NOT NULL,
-        -- u64 milliseconds stored with their bit pattern (i64), NULL = unlimited.
-        ttl_ms           bigint,
-        -- created_ms + ttl_ms, saturating; NULL = never expires.
-        expires_at       bigint,
-        poll_interval_ms bigint,
-        method           text NOT NULL,
-        -- The exact bytes of the request's params (JSON).
-        request          bytea NOT NULL,
-        outcome_kind     text CHECK (outcome_kind IN ('result', 'error')),
-        -- The exact bytes of the JSON-RPC result or error object.
-        outcome          bytea,
-        -- The bytes of request and outcome (what the byte limits count).
-        bytes            bigint NOT NULL,
-        executor         text,
-        CHECK ((outcome_kind IS NULL) = (outcome IS NULL))
-    );
-    CREATE INDEX tasks_owner_seq ON tasks (owner, seq);
-    CREATE INDEX tasks_expires ON tasks (expires_at) WHERE expires_at IS NOT NULL;
-    CREATE INDEX tasks_active_quota ON tasks (quota_key)
-        WHERE status IN ('working', 'input_required');
-    CREATE INDEX tasks_active_seq ON tasks (seq)
-        WHERE status IN ('working', 'input_required');
-    CREATE TABLE executors (
-        instance    text PRIMARY KEY,
-        lease_until bigint NOT NULL
-    );
-    CREATE TABLE meta (
-        key   text PRIMARY KEY,
-        value bytea NOT NULL
-    );
-    -- Every committed change of a task wakes its waiters in every process: the
-    -- notification is sent by the transaction of the change, at its commit, on the channel
-    -- named after the schema, with the task id as payload.
-    CREATE FUNCTION notify_task_change() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        IF TG_OP = 'DELETE' THEN
-            PERFORM pg_notify(TG_TABLE_SCHEMA, OLD.task_id);
-        ELSE
-            PERFORM pg_notify(TG_TABLE_SCHEMA, NEW.task_id);
-        END IF;
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER tasks_notify AFTER INSERT OR UPDATE OR DELETE ON tasks
-        FOR EACH ROW EXECUTE FUNCTION notify_task_change();
-    -- What the limits count, kept in the transaction of every change (the functions keep
-    -- the store's schema as their search path: a statement of an operator's session, on
-    -- another search path, keeps the counters right too): per quota key its
-    -- stored tasks and bytes, and the store's bytes in 64 shards (by task id), so that
-    -- writers of different keys and shards never wait for one counter row. Statement
-    -- triggers lock the counter rows they change in key order, then in shard order: two
-    -- statements touching several (two sweeps) cannot deadlock.
-    CREATE TABLE quota_usage (
-        quota_key text PRIMARY KEY,
-        tasks     bigint NOT NULL,
-        bytes     bigint NOT NULL
-    );
-    CREATE TABLE store_bytes (
-        shard smallint PRIMARY KEY,
-        bytes bigint NOT NULL
-    );
-    INSERT INTO store_bytes (shard, bytes) SELECT g, 0 FROM generate_series(0, 63) g;
-    CREATE FUNCTION usage_add(d_tasks bigint[], d_keys text[], d_bytes bigint[],
-                              s_shards smallint[], s_bytes bigint[]) RETURNS void
-    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    BEGIN
-        PERFORM 1 FROM quota_usage WHERE quota_key = ANY(d_keys) ORDER BY quota_key FOR UPDATE;
-        INSERT INTO quota_usage AS u (quota_key, tasks, bytes)
-            SELECT k, t, b FROM unnest(d_keys, d_tasks, d_bytes) AS x(k, t, b) ORDER BY k
-            ON CONFLICT (quota_key) DO UPDATE
-                SET tasks = u.tasks + excluded.tasks, bytes = u.bytes + excluded.bytes;
-        DELETE FROM quota_usage WHERE quota_key = ANY(d_keys) AND tasks <= 0;
-        PERFORM 1 FROM store_bytes WHERE shard = ANY(s_shards) ORDER BY shard FOR UPDATE;
-        UPDATE store_bytes s SET bytes = s.bytes + x.b
-            FROM unnest(s_shards, s_bytes) AS x(sh, b) WHERE s.shard = x.sh;
-    END $$;
-    CREATE FUNCTION usage_insert() RETURNS trigger LANGUAGE plpgsql
-        SET search_path FROM CURRENT AS $$
-    BEGIN
-        PERFORM usage_add(
-            (SELECT array_agg(n ORDER BY k) FROM (SELECT quota_key k, count(*) n FROM new_rows GROUP BY 1) q),
-            (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT quota_key k FROM new_rows) q),
-            (SELECT array_agg(b ORDER BY k) FROM (SELECT quota_key k, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q),
-            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh FROM new_rows GROUP BY 1) q),
-            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh, sum(bytes)::bigint b FROM new_rows GROUP BY 1) q));
-        RETURN NULL;
-    END $$;
-    CREATE FUNCTION usage_delete() RETURNS trigger LANGUAGE plpgsql
-        SET search_path FROM CURRENT AS $$
-    BEGIN
-        PERFORM usage_add(
-            (SELECT array_agg(-n ORDER BY k) FROM (SELECT quota_key k, count(*) n FROM old_rows GROUP BY 1) q),
-            (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT quota_key k FROM old_rows) q),
-            (SELECT array_agg(-b ORDER BY k) FROM (SELECT quota_key k, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q),
-            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh FROM old_rows GROUP BY 1) q),
-            (SELECT array_agg(-b ORDER BY sh) FROM (SELECT (hashtext(task_id) & 63)::smallint sh, sum(bytes)::bigint b FROM old_rows GROUP BY 1) q));
-        RETURN NULL;
-    END $$;
-    -- An update changes bytes only by adding an outcome (quota keys and ids never change).
-    CREATE FUNCTION usage_update() RETURNS trigger LANGUAGE plpgsql
-        SET search_path FROM CURRENT AS $$
-    BEGIN
-        PERFORM usage_add(
-            (SELECT array_agg(0::bigint ORDER BY k) FROM (SELECT DISTINCT n.quota_key k FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes) q),
-            (SELECT array_agg(k ORDER BY k) FROM (SELECT DISTINCT n.quota_key k FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes) q),
-            (SELECT array_agg(b ORDER BY k) FROM (SELECT n.quota_key k, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
-            (SELECT array_agg(sh ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 63)::smallint sh FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q),
-            (SELECT array_agg(b ORDER BY sh) FROM (SELECT (hashtext(n.task_id) & 63)::smallint sh, sum(n.bytes - o.bytes)::bigint b FROM new_rows n JOIN old_rows o ON o.seq = n.seq WHERE n.bytes <> o.bytes GROUP BY 1) q));
-        RETURN NULL;
-    END $$;
-    -- Keyset pages never skip a task that commits late: every insert holds the fence
-    -- (shared) from before its `seq` is drawn until its commit, and a page is read after
-    -- taking the fence (exclusive), so no insert that drew a smaller `seq` is still in
-    -- flight when the page's snapshot is taken.
-    CREATE FUNCTION list_fence() RETURNS trigger LANGUAGE plpgsql AS $$
-    BEGIN
-        PERFORM pg_advisory_xact_lock_shared(1296257109, 0);
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER tasks_list_fence BEFORE INSERT ON tasks
-        FOR EACH STATEMENT EXECUTE FUNCTION list_fence();
-    CREATE FUNCTION list_page(after bigint, lim bigint, who text) RETURNS SETOF tasks
-    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    BEGIN
-        PERFORM pg_advisory_xact_lock(1296257109, 0);
-        IF who IS NULL THEN
-            RETURN QUERY SELECT * FROM tasks WHERE seq > after ORDER BY seq LIMIT lim;
-        ELSE
-            RETURN QUERY SELECT * FROM tasks WHERE owner = who AND seq > after
-                ORDER BY seq LIMIT lim;
-        END IF;
-    END $$;
-    -- A creation checked against its limits in one call (one round trip, the locks held
-    -- only while the server runs it and commits): the quota key's lock (and the store's,
-    -- under a store-wide byte limit), then the counts, each read in a snapshot taken after
-    -- the locks, then the insert when within every limit. Refused: no row inserted, and
-    -- the counts are returned so that the caller names the limit (`Limits::check_create`,
-    -- whose order of checks this follows).
-    CREATE FUNCTION create_task(p_task_id text, p_owner text, p_status_message text,
-        p_created bigint, p_ttl bigint, p_expires bigint, p_poll bigint, p_method text,
-        p_request bytea, p_executor text, p_key text, p_bytes bigint,
-        max_active bigint, max_tasks bigint, max_bytes bigint, max_total bigint)
-    RETURNS TABLE (new_seq bigint, refused text, n_active bigint, n_tasks bigint,
-                   n_bytes bigint, n_total bigint)
-    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    DECLARE
-        v_active bigint := 0;
-        v_tasks bigint := 0;
-        v_bytes bigint := 0;
-        v_total bigint := 0;
-        v_seq bigint;
-    BEGIN
-        PERFORM pg_advisory_xact_lock(1296257108, hashtext(p_key));
-        IF max_total IS NOT NULL THEN
-            PERFORM pg_advisory_xact_lock(1296257108, 0);
-            SELECT coalesce(sum(s.bytes), 0) INTO v_total FROM store_bytes s;
-        END IF;
-        IF EXISTS (SELECT 1 FROM tasks t WHERE t.task_id = p_task_id) THEN
-            RETURN QUERY SELECT NULL::bigint, 'duplicate'::text, 0::bigint, 0::bigint,
-                0::bigint, 0::bigint;
-            RETURN;
-        END IF;
-        IF max_active IS NOT NULL THEN
-            SELECT count(*) INTO v_active FROM tasks t
-                WHERE t.quota_key = p_key AND t.status IN ('working', 'input_required');
-        END IF;
-        SELECT coalesce(max(u.tasks), 0), coalesce(max(u.bytes), 0) INTO v_tasks, v_bytes
-            FROM quota_usage u WHERE u.quota_key = p_key;
-        IF (max_active IS NOT NULL AND v_active >= max_active)
-            OR (max_tasks IS NOT NULL AND v_tasks >= max_tasks)
-            OR (max_bytes IS NOT NULL AND v_bytes + p_bytes > max_bytes)
-            OR (max_total IS NOT NULL AND v_total + p_bytes > max_total) THEN
-            RETURN QUERY SELECT NULL::bigint, 'limit'::text, v_active, v_tasks, v_bytes,
-                v_total;
-            RETURN;
-        END IF;
-        INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
-            last_updated_ms, ttl_ms, expires_at, poll_interval_ms, method, request, executor,
-            quota_key, bytes)
-        VALUES (p_task_id, p_owner, 'working', p_status_message, p_created, p_created, p_ttl,
-            p_expires, p_poll, p_method, p_request, p_executor, p_key, p_bytes)
-        RETURNING tasks.seq INTO v_seq;
-        RETURN QUERY SELECT v_seq, NULL::text, v_active, v_tasks, v_bytes, v_total;
-    END $$;
-    -- A terminal transition whose outcome is checked against the byte limits, in one call:
-    -- the quota key's lock (and the store's, under a store-wide limit), the counters read
-    -- after them, then the compare-and-swap of the transition as asked or, over a limit,
-    -- of the `failed` one the caller prepared for that limit (`within_limits`).
-    CREATE FUNCTION finish_task(p_task_id text, p_to text, p_message text, p_at bigint,
-        p_from text[], p_kind text, p_json bytea, max_bytes bigint, max_total bigint,
-        over_bytes_message text, over_bytes_json bytea,
-        over_total_message text, over_total_json bytea)
-    RETURNS SETOF tasks LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    DECLARE
-        v_key text;
-        v_bytes bigint := 0;
-        v_total bigint := 0;
-        v_adding bigint := coalesce(octet_length(p_json), 0);
-        r tasks%ROWTYPE;
-    BEGIN
-        SELECT t.quota_key INTO v_key FROM tasks t WHERE t.task_id = p_task_id;
-        IF NOT FOUND THEN
-            RETURN;
-        END IF;
-        PERFORM pg_advisory_xact_lock(1296257108, hashtext(v_key));
-        IF max_total IS NOT NULL THEN
-            PERFORM pg_advisory_xact_lock(1296257108, 0);
-            SELECT coalesce(sum(s.bytes), 0) INTO v_total FROM store_bytes s;
-        END IF;
-        SELECT coalesce(max(u.bytes), 0) INTO v_bytes FROM quota_usage u
-            WHERE u.quota_key = v_key;
-        IF max_bytes IS NOT NULL AND v_bytes + v_adding > max_bytes THEN
-            p_to := 'failed';
-            p_message := over_bytes_message;
-            p_kind := 'error';
-            p_json := over_bytes_json;
-        ELSIF max_total IS NOT NULL AND v_total + v_adding > max_total THEN
-            p_to := 'failed';
-            p_message := over_total_message;
-            p_kind := 'error';
-            p_json := over_total_json;
-        END IF;
-        FOR r IN UPDATE tasks t SET status = p_to, status_message = p_message,
-                last_updated_ms = greatest(p_at, t.last_updated_ms), outcome_kind = p_kind,
-                outcome = p_json, bytes = t.bytes + coalesce(octet_length(p_json), 0),
-                executor = NULL
-            WHERE t.task_id = p_task_id AND t.status = ANY(p_from) RETURNING t.*
-        LOOP
-            RETURN NEXT r;
-        END LOOP;
-    END $$;
-    CREATE TRIGGER tasks_usage_insert AFTER INSERT ON tasks REFERENCING NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION usage_insert();
-    CREATE TRIGGER tasks_usage_update AFTER UPDATE ON tasks
-        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION usage_update();
-    CREATE TRIGGER tasks_usage_delete AFTER DELETE ON tasks REFERENCING OLD TABLE AS old_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION usage_delete();
-    ",
+    include_str!("../migrations/0001_tasks.sql"),
     // 1 -> 2: each task's status history (the dashboard's detail view), written by
     // statement triggers in the statement of every insert and status change, so in the same
     // transaction; the latest 64 entries per task kept (`mcp_tasks_core::HISTORY_MAX`);
     // deleted with the task (the foreign key cascades). Tasks stored before get one entry:
     // their current status.
-    "
-    CREATE TABLE task_history (
-        id             bigserial PRIMARY KEY,
-        task_id        text NOT NULL REFERENCES tasks (task_id) ON DELETE CASCADE,
-        status         text NOT NULL,
-        status_message text,
-        at_ms          bigint NOT NULL
-    );
-    CREATE INDEX task_history_task ON task_history (task_id, id);
-    INSERT INTO task_history (task_id, status, status_message, at_ms)
-        SELECT task_id, status, status_message, last_updated_ms FROM tasks ORDER BY seq;
-    CREATE FUNCTION history_insert() RETURNS trigger LANGUAGE plpgsql
-        SET search_path FROM CURRENT AS $$
-    BEGIN
-        INSERT INTO task_history (task_id, status, status_message, at_ms)
-            SELECT task_id, status, status_message, last_updated_ms FROM new_rows ORDER BY seq;
-        RETURN NULL;
-    END $$;
-    CREATE FUNCTION history_update() RETURNS trigger LANGUAGE plpgsql
-        SET search_path FROM CURRENT AS $$
-    BEGIN
-        INSERT INTO task_history (task_id, status, status_message, at_ms)
-            SELECT n.task_id, n.status, n.status_message, n.last_updated_ms
-            FROM new_rows n JOIN old_rows o ON o.seq = n.seq
-            WHERE n.status IS DISTINCT FROM o.status
-               OR n.status_message IS DISTINCT FROM o.status_message
-            ORDER BY n.seq;
-        DELETE FROM task_history h USING (
-            SELECT x.task_id, (SELECT y.id FROM task_history y WHERE y.task_id = x.task_id
-                               ORDER BY y.id DESC OFFSET 64 LIMIT 1) AS cut
-            FROM (SELECT DISTINCT n.task_id FROM new_rows n JOIN old_rows o ON o.seq = n.seq
-                  WHERE n.status IS DISTINCT FROM o.status
-                     OR n.status_message IS DISTINCT FROM o.status_message) x
-        ) c WHERE h.task_id = c.task_id AND h.id <= c.cut;
-        RETURN NULL;
-    END $$;
-    CREATE TRIGGER tasks_history_insert AFTER INSERT ON tasks
-        REFERENCING NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION history_insert();
-    CREATE TRIGGER tasks_history_update AFTER UPDATE ON tasks
-        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-        FOR EACH STATEMENT EXECUTE FUNCTION history_update();
-    ",
+    include_str!("../migrations/0002_history.sql"),
     // 2 -> 3: the notes an extension keeps beside its tasks (a gateway's upstream tasks),
-    // deleted with the task.
-    crate::notes::MIGRATION,
-    // 3 -> 4: the sessions shared between replicas.
-    crate::sessions::MIGRATION,
-    // 4 -> 5: the mailbox of running tasks' requests to their requestors.
-    crate::inputs::MIGRATION,
+    // deleted with the task (`notes`).
+    include_str!("../migrations/0003_notes.sql"),
+    // 3 -> 4: the sessions shared between replicas (`sessions`).
+    include_str!("../migrations/0004_sessions.sql"),
+    // 4 -> 5: the mailbox of running tasks' requests to their requestors (`inputs`).
+    include_str!("../migrations/0005_inputs.sql"),
     // 5 -> 6: a task's change is announced after its commit by the store (`announce`), not
     // by a trigger in its transaction (which serialised the commits of all changes).
-    "DROP TRIGGER tasks_notify ON tasks;",
-    // 6 -> 7: the batch functions of group commit (`group`, `write`).
-    crate::write::MIGRATION,
-    // 7 -> 8: relayed messages too large for a notification.
-    crate::relay::MIGRATION,
-    // 8 -> 9: `create_tasks` set-based: one insert per batch (`setbased`).
-    crate::setbased::MIGRATION,
+    include_str!("../migrations/0006_announce_after_commit.sql"),
+    // 6 -> 7: the batch functions of group commit (`group`, `write`). Self-contained: it
+    // only adds functions that call those of version 1.
+    include_str!("../migrations/0007_batch_functions.sql"),
+    // 7 -> 8: relayed messages too large for a notification (`relay`).
+    include_str!("../migrations/0008_relay.sql"),
+    // 8 -> 9: `create_tasks` set-based: one insert per batch, same signature and answers as
+    // version 7's (`setbased`).
+    include_str!("../migrations/0009_create_tasks_set_based.sql"),
     // 9 -> 10: the rate-limit buckets the replicas share (`buckets`).
-    crate::buckets::MIGRATION,
-    // 10 -> 11: each owner's share of the relayed messages (`relay`).
-    crate::relay::OWNER_SHARE_MIGRATION,
+    include_str!("../migrations/0010_buckets.sql"),
+    // 10 -> 11: each relayed message counts against its session's owner, who may hold at
+    // most a share of the total (`relay`). The function of version 8 stays for replicas of
+    // the previous build during an upgrade.
+    include_str!("../migrations/0011_relay_owner_share.sql"),
     // 11 -> 12: the requests of shared sessions waiting for an answer; only answers to
     // them are relayed (`answers`).
-    crate::answers::MIGRATION,
-    // 12 -> 13: `finish_tasks` set-based: one update per batch (`finish`).
-    crate::finish::MIGRATION,
+    include_str!("../migrations/0012_answers.sql"),
+    // 12 -> 13: `finish_tasks` set-based: one update per batch, same signature and answers as
+    // version 7's (`finish`).
+    include_str!("../migrations/0013_finish_tasks_set_based.sql"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use sha2::{Digest, Sha256};
+
+    use super::MIGRATIONS;
+
+    /// The SHA-256 of each migration as released, in order: a database that ran one
+    /// keeps its effect, so its text never changes (a new migration is appended, with
+    /// its hash).
+    const RELEASED: &[&str] = &[
+        "fda11eb5cd3ed04abbe61c9aaa5dd1c6c975e593f7b132fcfc41f5b85b7fc83c",
+        "f62e69a67526a68261f55638e5dd6eaea3368b0e25a58b46eec8e5dcf89e65b5",
+        "92902a1706a29b1a739fa7c5abefd3d20f9d6127b18ee0ba2c194275dad4feb9",
+        "f983faffae6512b0e71fc480d049e486c36089be6eb0416194bdb49f6d3e1cba",
+        "30a2f85dc97daebd2d5154d0bdbb16dd416ced5740b1b2c24e7502bf7ed91bca",
+        "a32e0f4f34f9a201a418143a9fe7ccc67c6b4ae1294c44fa96a9003950a534b3",
+        "a534d18bf6a8e22db510610cf3142e8eb2fcc2d59beefdd89d88b914fad32ae4",
+        "2b67f3c4484c9731e6110f2167225f895d1041d6157a00667dc18a22ff362aa4",
+        "1d7c1345662ad9fcc90e82a7e2a961a3a4f38156fc8943d0e7fcacb0842547c2",
+        "08c9864bd5eafabcede35daffc5ba191c9c2905241a0018e12072f21c5094dcc",
+        "8e5d5c8cdc2ae43b6e23dc8c854c043b8645225e61f5ad6e558859df795f5037",
+        "f26b27d635b56562203922c35f09d8e88a8743192f1017a2c42a3c53e0fd9a98",
+        "d9fdf9797317ada886890c93772fef44205d2da90110b7e78d7f4c0c72fdffde",
+    ];
+
+    #[test]
+    fn every_migration_keeps_the_bytes_it_was_released_with() {
+        assert_eq!(
+            MIGRATIONS.len(),
+            RELEASED.len(),
+            "a migration without its hash"
+        );
+        for (n, (sql, want)) in MIGRATIONS.iter().zip(RELEASED).enumerate() {
+            let got: String = Sha256::digest(sql.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(&got, want, "migration {n} -> {} changed", n + 1);
+        }
+    }
+}

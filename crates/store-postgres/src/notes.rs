@@ -10,14 +10,6 @@ use tokio_postgres::error::SqlState;
 
 use crate::db::Db;
 
-/// The migration that adds the notes (schema version 2 -> 3).
-pub(crate) const MIGRATION: &str = "
-    CREATE TABLE task_notes (
-        task_id text PRIMARY KEY REFERENCES tasks (task_id) ON DELETE CASCADE,
-        note    bytea NOT NULL
-    );
-";
-
 const PUT: &str = "INSERT INTO task_notes (task_id, note) VALUES ($1, $2) \
      ON CONFLICT (task_id) DO UPDATE SET note = excluded.note";
 const GET: &str = "SELECT note FROM task_notes WHERE task_id = $1";

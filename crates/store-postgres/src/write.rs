@@ -1,6 +1,7 @@
 //! The writes that go through group commit (`group`): creations and terminal transitions,
 //! each alone (one statement) or many in one statement, hence one transaction and one
-//! commit (`create_tasks`, `finish_tasks`: schema version 7, [`MIGRATION`]).
+//! commit (`create_tasks`, `finish_tasks`: schema version 7,
+//! `migrations/0007_batch_functions.sql`).
 //!
 //! `create_tasks` is replaced at schema version 9 by a set-based one (`setbased`): one
 //! insert per batch, every lock taken up front; `finish_tasks` likewise by a later
@@ -28,62 +29,6 @@ use crate::announce::Announcer;
 use crate::db::Db;
 use crate::listen::Listener;
 use crate::ops;
-
-/// 6 -> 7: the batch functions of group commit. Self-contained: it only adds functions
-/// that call those of version 1.
-pub(crate) const MIGRATION: &str = "
-    CREATE FUNCTION create_tasks(p_ids text[], p_owners text[], p_messages text[],
-        p_created bigint[], p_ttl bigint[], p_expires bigint[], p_poll bigint[],
-        p_methods text[], p_requests bytea[], p_executors text[], p_keys text[],
-        p_bytes bigint[], p_max_active bigint[], p_max_tasks bigint[], p_max_bytes bigint[],
-        p_max_total bigint[])
-    RETURNS TABLE (row_no integer, new_seq bigint, refused text, n_active bigint,
-                   n_tasks bigint, n_bytes bigint, n_total bigint)
-    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    DECLARE
-        h integer;
-        i integer;
-    BEGIN
-        FOR h IN SELECT DISTINCT hashtext(k) FROM unnest(p_keys) AS k ORDER BY 1 LOOP
-            PERFORM pg_advisory_xact_lock(1296257108, h);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM unnest(p_max_total) AS m WHERE m IS NOT NULL) THEN
-            PERFORM pg_advisory_xact_lock(1296257108, 0);
-        END IF;
-        FOR i IN SELECT g FROM generate_subscripts(p_ids, 1) AS g
-                 ORDER BY hashtext(p_ids[g]) & 63, g LOOP
-            RETURN QUERY SELECT i, c.* FROM create_task(p_ids[i], p_owners[i], p_messages[i],
-                p_created[i], p_ttl[i], p_expires[i], p_poll[i], p_methods[i], p_requests[i],
-                p_executors[i], p_keys[i], p_bytes[i], p_max_active[i], p_max_tasks[i],
-                p_max_bytes[i], p_max_total[i]) AS c;
-        END LOOP;
-    END $$;
-    CREATE FUNCTION finish_tasks(p_ids text[], p_to text[], p_messages text[], p_at bigint[],
-        p_from text[], p_kinds text[], p_json bytea[], p_max_bytes bigint[],
-        p_max_total bigint[], p_ob_messages text[], p_ob_json bytea[],
-        p_ot_messages text[], p_ot_json bytea[])
-    RETURNS TABLE (row_no integer, rec tasks)
-    LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-    DECLARE
-        h integer;
-        i integer;
-    BEGIN
-        FOR h IN SELECT DISTINCT hashtext(t.quota_key) FROM tasks t
-                 WHERE t.task_id = ANY(p_ids) ORDER BY 1 LOOP
-            PERFORM pg_advisory_xact_lock(1296257108, h);
-        END LOOP;
-        IF EXISTS (SELECT 1 FROM unnest(p_max_total) AS m WHERE m IS NOT NULL) THEN
-            PERFORM pg_advisory_xact_lock(1296257108, 0);
-        END IF;
-        FOR i IN SELECT g FROM generate_subscripts(p_ids, 1) AS g
-                 ORDER BY hashtext(p_ids[g]) & 63, g LOOP
-            RETURN QUERY SELECT i, f FROM finish_task(p_ids[i], p_to[i], p_messages[i],
-                p_at[i], string_to_array(p_from[i], ','), p_kinds[i], p_json[i],
-                p_max_bytes[i], p_max_total[i], p_ob_messages[i], p_ob_json[i],
-                p_ot_messages[i], p_ot_json[i]) AS f;
-        END LOOP;
-    END $$;
-";
 
 const CREATE_BATCH: &str = "SELECT row_no, new_seq, refused, n_active, n_tasks, n_bytes, n_total \
      FROM create_tasks($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)";

@@ -1,0 +1,1 @@
+DROP TRIGGER tasks_notify ON tasks;

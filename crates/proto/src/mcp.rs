@@ -73,29 +73,43 @@ impl std::fmt::Display for TaskStatus {
     }
 }
 
-/// The `Task` object of the 2025-11-25 wire schema. The tasks extension of 2026-07-28 has
-/// the same fields under two other names for the durations
-/// ([`crate::modern::tasks::Task`]: `ttlMs`, `pollIntervalMs`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    /// The task id (stable).
-    pub task_id: String,
-    /// The current status.
-    pub status: TaskStatus,
-    /// Optional human-readable message describing the current state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_message: Option<String>,
-    /// RFC 3339 (ISO 8601) creation time; never changes.
-    pub created_at: String,
-    /// RFC 3339 (ISO 8601) time of the last update.
-    pub last_updated_at: String,
-    /// Actual retention from creation in milliseconds, `null` for unlimited. Always
-    /// present.
-    pub ttl: Option<u64>,
-    /// Suggested polling interval in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub poll_interval: Option<u64>,
+/// Defines `Task`: a task's operational metadata, with `$ttl` and `$poll` the names of its
+/// two durations (milliseconds). The 2025-11-25 wire schema names them `ttl` and
+/// `pollInterval` ([`Task`]); the tasks extension of 2026-07-28 `ttlMs` and
+/// `pollIntervalMs` ([`crate::modern::tasks::Task`]). The other fields are the same.
+macro_rules! task_struct {
+    ($(#[$attr:meta])* $ttl:ident, $poll:ident) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        pub struct Task {
+            /// The task id (stable).
+            pub task_id: String,
+            /// The current status.
+            pub status: $crate::mcp::TaskStatus,
+            /// Optional human-readable message describing the current state.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub status_message: Option<String>,
+            /// RFC 3339 (ISO 8601) creation time; never changes.
+            pub created_at: String,
+            /// RFC 3339 (ISO 8601) time of the last update.
+            pub last_updated_at: String,
+            /// Actual retention from creation in milliseconds, `null` for unlimited.
+            /// Always present.
+            pub $ttl: Option<u64>,
+            /// Suggested polling interval in milliseconds.
+            #[serde(default, skip_serializing_if = "Option::is_none")]
+            pub $poll: Option<u64>,
+        }
+    };
+}
+pub(crate) use task_struct;
+
+task_struct! {
+    /// The `Task` object of the 2025-11-25 wire schema. The tasks extension of 2026-07-28
+    /// has the same fields under two other names for the durations
+    /// ([`crate::modern::tasks::Task`]: `ttlMs`, `pollIntervalMs`).
+    ttl, poll_interval
 }
 
 /// How a tool may be run as a task (`execution.taskSupport`).

@@ -13,28 +13,10 @@ use super::{InputRequests, InputResponses, ResultType};
 use crate::ErrorObject;
 pub use crate::mcp::TaskStatus;
 
-/// `Task`: operational metadata about ongoing work. The fields of the 2025-11-25 `Task`
-/// ([`crate::mcp::Task`]) with the durations named `ttlMs` and `pollIntervalMs`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Task {
-    /// The task id (stable).
-    pub task_id: String,
-    /// The current status.
-    pub status: TaskStatus,
-    /// Optional human-readable message describing the current state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub status_message: Option<String>,
-    /// RFC 3339 (ISO 8601) creation time; never changes.
-    pub created_at: String,
-    /// RFC 3339 (ISO 8601) time of the last update.
-    pub last_updated_at: String,
-    /// Actual retention from creation in milliseconds, `null` for unlimited. Always
-    /// present.
-    pub ttl_ms: Option<u64>,
-    /// Suggested polling interval in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub poll_interval_ms: Option<u64>,
+crate::mcp::task_struct! {
+    /// `Task`: operational metadata about ongoing work. The fields of the 2025-11-25
+    /// `Task` ([`crate::mcp::Task`]) with the durations named `ttlMs` and `pollIntervalMs`.
+    ttl_ms, poll_interval_ms
 }
 
 impl From<&crate::mcp::Task> for Task {

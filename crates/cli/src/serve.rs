@@ -168,15 +168,15 @@ fn policy(args: &ServeArgs) -> anyhow::Result<Policy> {
     p.default_ttl_ms = default_ttl;
     p.max_ttl_ms = max_ttl;
     p.poll_interval_ms = poll;
-    p.max_active_per_requester = args.max_active_tasks;
-    p.max_stored_per_requester = match args.max_stored_tasks.as_str() {
+    p.limits.max_active = Some(args.max_active_tasks);
+    p.limits.max_tasks = match args.max_stored_tasks.as_str() {
         "unlimited" => None,
         n => Some(n.parse().with_context(|| {
             format!("--max-stored-tasks: `{n}` is not a number of tasks or `unlimited`")
         })?),
     };
-    p.max_stored_bytes_per_requester = parse_bytes("--max-stored-bytes", &args.max_stored_bytes)?;
-    p.max_store_bytes = parse_bytes("--max-store-bytes", &args.max_store_bytes)?;
+    p.limits.max_bytes = parse_bytes("--max-stored-bytes", &args.max_stored_bytes)?;
+    p.limits.max_total_bytes = parse_bytes("--max-store-bytes", &args.max_store_bytes)?;
     p.outcome_retry_ms = duration::millis(args.outcome_retry);
     p.page_size = args.page_size;
     p.lease_ms = match duration::millis(args.executor_lease) {

@@ -45,7 +45,7 @@ impl RequestorChannel for Nobody {
 
 fn engine() -> TaskEngine {
     let mut policy = Policy::default();
-    policy.max_active_per_requester = u32::MAX;
+    policy.limits.max_active = Some(u32::MAX);
     TaskEngine::new(Arc::new(MemoryStore::new()), policy, Arc::new(SystemClock))
 }
 

@@ -4,11 +4,11 @@ use crate::error::EngineError;
 use crate::store::Limits;
 use serde_json::Value;
 
-/// Default of [`Policy::max_stored_per_requester`].
+/// Default of [`Limits::max_tasks`] in [`Policy::limits`].
 pub const DEFAULT_MAX_STORED_TASKS: u64 = 10_000;
-/// Default of [`Policy::max_stored_bytes_per_requester`]: 256 MiB.
+/// Default of [`Limits::max_bytes`] in [`Policy::limits`]: 256 MiB.
 pub const DEFAULT_MAX_STORED_BYTES: u64 = 256 << 20;
-/// Default of [`Policy::max_store_bytes`]: 1 GiB.
+/// Default of [`Limits::max_total_bytes`] in [`Policy::limits`]: 1 GiB.
 pub const DEFAULT_MAX_STORE_BYTES: u64 = 1 << 30;
 
 /// The knobs of the receiver.
@@ -21,15 +21,10 @@ pub struct Policy {
     pub max_ttl_ms: Option<u64>,
     /// Suggested poll interval.
     pub poll_interval_ms: u64,
-    /// Most non-terminal tasks per requester.
-    pub max_active_per_requester: u32,
-    /// Most stored tasks (any status, until their TTL deletes them) per requester; `None`
-    /// is unlimited.
-    pub max_stored_per_requester: Option<u64>,
-    /// Most stored bytes (requests and outcomes) per requester; `None` is unlimited.
-    pub max_stored_bytes_per_requester: Option<u64>,
-    /// Most stored bytes (requests and outcomes) in the whole store; `None` is unlimited.
-    pub max_store_bytes: Option<u64>,
+    /// The limits a task creation (and a task's outcome) is checked against: per
+    /// requester, its non-terminal tasks, its stored tasks (any status, until their TTL
+    /// deletes them) and their bytes (requests and outcomes); the bytes of the whole store.
+    pub limits: Limits,
     /// How long the engine keeps retrying to store a task's outcome when the store fails
     /// (disk full, ...) before it stores a failure naming the cause instead; also how long
     /// a waiting `tasks/result` reads its task again while the store is unavailable.
@@ -54,10 +49,12 @@ impl Default for Policy {
             default_ttl_ms: Some(3_600_000),
             max_ttl_ms: Some(86_400_000),
             poll_interval_ms: 1000,
-            max_active_per_requester: 1000,
-            max_stored_per_requester: Some(DEFAULT_MAX_STORED_TASKS),
-            max_stored_bytes_per_requester: Some(DEFAULT_MAX_STORED_BYTES),
-            max_store_bytes: Some(DEFAULT_MAX_STORE_BYTES),
+            limits: Limits {
+                max_active: Some(1000),
+                max_tasks: Some(DEFAULT_MAX_STORED_TASKS),
+                max_bytes: Some(DEFAULT_MAX_STORED_BYTES),
+                max_total_bytes: Some(DEFAULT_MAX_STORE_BYTES),
+            },
             outcome_retry_ms: 60_000,
             page_size: 100,
             sweep_interval_ms: 1000,
@@ -68,16 +65,6 @@ impl Default for Policy {
 }
 
 impl Policy {
-    /// The limits a task creation (and a task's outcome) is checked against.
-    pub fn limits(&self) -> Limits {
-        Limits {
-            max_active: Some(self.max_active_per_requester),
-            max_tasks: self.max_stored_per_requester,
-            max_bytes: self.max_stored_bytes_per_requester,
-            max_total_bytes: self.max_store_bytes,
-        }
-    }
-
     /// The actual TTL for the `task` field of a request.
     ///
     /// Spec: "Receivers MAY override the requested `ttl` duration." and "Receivers SHOULD

@@ -207,7 +207,7 @@ impl ServerBuilder {
         self
     }
 
-    /// Edit the policy in place (e.g. `|p| p.max_active_per_requester = 10`).
+    /// Edit the policy in place (e.g. `|p| p.limits.max_active = Some(10)`).
     pub fn with_policy(mut self, edit: impl FnOnce(&mut Policy)) -> Self {
         edit(&mut self.policy);
         self

@@ -130,7 +130,7 @@ impl TaskEngine {
         let rec = match self
             .inner
             .store
-            .create(new, &self.inner.policy.limits())
+            .create(new, &self.inner.policy.limits)
             .await
         {
             Ok(rec) => rec,
@@ -323,7 +323,7 @@ impl TaskEngine {
         &self,
         t: Transition,
     ) -> Result<TransitionResult, crate::StoreError> {
-        let limits = self.inner.policy.limits();
+        let limits = self.inner.policy.limits;
         let deadline =
             tokio::time::Instant::now() + Duration::from_millis(self.inner.policy.outcome_retry_ms);
         let mut delays = outcome_retries();

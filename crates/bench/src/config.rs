@@ -110,23 +110,15 @@ pub struct Config {
     pub scenario: Scenario,
     /// Virtual clients (each its own MCP session and connection).
     pub concurrency: usize,
-    /// How long to measure (a cap when `requests` is set).
-    pub duration: Duration,
-    /// How long to run before measuring.
-    pub warmup: Duration,
-    /// Stop after this many measured iterations instead of after `duration`.
-    pub requests: Option<u64>,
+    /// How long to run.
+    pub length: Length,
     /// The `ms` argument of the work tool (for `get` and `list`, of the K tasks created
     /// first); `None` is the scenario's default.
     pub work_ms: Option<u64>,
     /// Poll period of `lifecycle`.
     pub poll_ms: u64,
-    /// K: tasks created beforehand for `get`, stored for `list`.
-    pub tasks: u64,
-    /// Connections that create those tasks.
-    pub seed_concurrency: usize,
-    /// `list`: create the K tasks first (else page through what the server holds).
-    pub seed: bool,
+    /// The K tasks created before measuring (`get`, `list`).
+    pub seeding: Seeding,
     /// The `ttl` asked for each task (`None`: no `ttl` field).
     pub ttl_ms: Option<u64>,
     /// The work tool (`sleep`, taking `{ms}`).
@@ -148,14 +140,18 @@ impl Config {
             revision: Revision::V2025_11_25,
             scenario,
             concurrency: 16,
-            duration: Duration::from_secs(10),
-            warmup: Duration::from_secs(2),
-            requests: None,
+            length: Length {
+                duration: Duration::from_secs(10),
+                warmup: Duration::from_secs(2),
+                requests: None,
+            },
             work_ms: None,
             poll_ms: 50,
-            tasks: 1000,
-            seed_concurrency: 32,
-            seed: true,
+            seeding: Seeding {
+                tasks: 1000,
+                concurrency: 32,
+                list: true,
+            },
             ttl_ms: Some(3_600_000),
             tool: "sleep".into(),
             server_pid: None,
@@ -169,4 +165,32 @@ impl Config {
         self.work_ms
             .unwrap_or_else(|| self.scenario.default_work_ms())
     }
+
+    /// Whether the K tasks are created before measuring: always for `get`, for `list`
+    /// unless [`Seeding::list`] is off.
+    pub fn seeds(&self) -> bool {
+        self.scenario == Scenario::Get || (self.scenario == Scenario::List && self.seeding.list)
+    }
+}
+
+/// How long a run lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Length {
+    /// How long to measure (a cap when `requests` is set).
+    pub duration: Duration,
+    /// How long to run before measuring.
+    pub warmup: Duration,
+    /// Stop after this many measured iterations instead of after `duration`.
+    pub requests: Option<u64>,
+}
+
+/// The K tasks created before measuring: those `get` reads, those `list` pages through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seeding {
+    /// K: tasks created beforehand for `get`, stored for `list`.
+    pub tasks: u64,
+    /// Connections that create them.
+    pub concurrency: usize,
+    /// `list`: create them first (else page through what the server holds).
+    pub list: bool,
 }

@@ -393,7 +393,7 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             "--concurrency must be at least 1".into(),
         ));
     }
-    if matches!(cfg.scenario, Scenario::Get | Scenario::List) && cfg.tasks == 0 {
+    if matches!(cfg.scenario, Scenario::Get | Scenario::List) && cfg.seeding.tasks == 0 {
         return Err(BenchError::Config(format!(
             "scenario {} needs --tasks of at least 1",
             cfg.scenario.name()
@@ -436,12 +436,12 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
     // session that created it).
     let mut ids_per_client = vec![Vec::new(); clients.len()];
     let mut setup = None;
-    if cfg.scenario == Scenario::Get || (cfg.scenario == Scenario::List && cfg.seed) {
+    if cfg.seeds() {
         let t0 = Instant::now();
         let done = Arc::new(AtomicU64::new(0));
         let progress = cfg.progress.then(|| {
             let done = Arc::clone(&done);
-            let total = cfg.tasks;
+            let total = cfg.seeding.tasks;
             tokio::spawn(async move {
                 loop {
                     tokio::time::sleep(Duration::from_secs(5)).await;
@@ -453,10 +453,10 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             })
         });
         let n = clients.len() as u64;
-        let per_conn = cfg.seed_concurrency.div_ceil(clients.len()).max(1);
+        let per_conn = cfg.seeding.concurrency.div_ceil(clients.len()).max(1);
         let mut seeding = Vec::new();
         for (i, c) in clients.iter().enumerate() {
-            let share = cfg.tasks / n + u64::from((i as u64) < cfg.tasks % n);
+            let share = cfg.seeding.tasks / n + u64::from((i as u64) < cfg.seeding.tasks % n);
             seeding.push(seed(
                 cfg.revision,
                 // `get` and `list` create their K tasks with the scenario's work (0 ms by
@@ -505,17 +505,17 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
 
     // Warm up, then measure.
     let now = Instant::now();
-    let start = now + cfg.warmup;
-    let end = if cfg.requests.is_some() {
-        start + cfg.duration.max(Duration::from_secs(3600))
+    let start = now + cfg.length.warmup;
+    let end = if cfg.length.requests.is_some() {
+        start + cfg.length.duration.max(Duration::from_secs(3600))
     } else {
-        start + cfg.duration
+        start + cfg.length.duration
     };
     let ctx = Arc::new(Ctx {
         window: Window {
             start,
             end,
-            budget: cfg.requests.map(AtomicU64::new),
+            budget: cfg.length.requests.map(AtomicU64::new),
         },
         cfg: cfg.clone(),
     });

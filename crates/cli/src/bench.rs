@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use clap::Args;
+use mcp_tasks_bench::config::{Length, Seeding};
 use mcp_tasks_bench::{Config, Endpoint, Scenario, parse_era};
 use mcp_tasks_proto::Revision;
 
@@ -137,14 +138,18 @@ pub(crate) async fn run(args: BenchArgs) -> anyhow::Result<bool> {
     };
     cfg.revision = args.era;
     cfg.concurrency = args.concurrency;
-    cfg.duration = args.duration;
-    cfg.warmup = args.warmup;
-    cfg.requests = args.requests;
+    cfg.length = Length {
+        duration: args.duration,
+        warmup: args.warmup,
+        requests: args.requests,
+    };
     cfg.work_ms = args.work_ms.map(duration::millis);
     cfg.poll_ms = duration::millis(args.poll_ms);
-    cfg.tasks = args.tasks;
-    cfg.seed_concurrency = args.seed_concurrency;
-    cfg.seed = !args.no_seed;
+    cfg.seeding = Seeding {
+        tasks: args.tasks,
+        concurrency: args.seed_concurrency,
+        list: !args.no_seed,
+    };
     cfg.ttl_ms = args.ttl.millis();
     cfg.tool = args.tool;
     cfg.server_pid = args.server_pid;

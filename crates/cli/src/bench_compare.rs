@@ -192,7 +192,7 @@ pub(crate) async fn run(
         figure: String::new(),
         unit: String::new(),
         concurrency: cfg.concurrency,
-        duration_s: cfg.duration.as_secs_f64(),
+        duration_s: cfg.length.duration.as_secs_f64(),
         scrape_every_s: SCRAPE_EVERY.as_secs_f64(),
         scrapes: 0,
         rounds: Vec::new(),

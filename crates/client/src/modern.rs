@@ -65,6 +65,14 @@ pub(crate) fn request_meta(config: &ClientConfig) -> Value {
 
 pub(crate) use mcp_tasks_proto::meta::stamp;
 
+/// The `serverInfo` of a `DiscoverResult` (in its `_meta`), if it has one.
+pub(crate) fn server_info(discover: &Value) -> Option<Value> {
+    discover
+        .get("_meta")
+        .and_then(|m| m.get(modern::SERVER_INFO_META))
+        .cloned()
+}
+
 /// Send `server/discover` and tell the server's era from the answer.
 ///
 /// Spec (stdio, "Backward Compatibility"): "The server returns a `DiscoverResult`: the

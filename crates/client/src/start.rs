@@ -246,11 +246,7 @@ impl Client {
                 .get("capabilities")
                 .cloned()
                 .unwrap_or_else(|| json!({})),
-            server_info: discover
-                .get("_meta")
-                .and_then(|m| m.get(wire::SERVER_INFO_META))
-                .cloned()
-                .unwrap_or(Value::Null),
+            server_info: modern::server_info(discover).unwrap_or(Value::Null),
             instructions: discover
                 .get("instructions")
                 .and_then(Value::as_str)

@@ -1,11 +1,12 @@
 //! The reverse bridge: a 2026-07-28 ("modern") upstream behind the gateway
 //! (`--upstream-protocol modern`; docs/adr/0005-two-generations.md).
 //!
-//! A connection to such an upstream opens with `server/discover` instead of
-//! `initialize`/`notifications/initialized`, and stamps the modern `_meta` (protocol
-//! version, the session's client capabilities plus the tasks extension, client info) on
-//! every request. Results that are `complete` lose `resultType` and the `serverInfo` of
-//! their `_meta` on the way down, which makes them legacy results.
+//! The connection to such an upstream is the client's: it opens with `server/discover`
+//! instead of `initialize`/`notifications/initialized`, and stamps the modern `_meta`
+//! (protocol version, the session's client capabilities plus the tasks extension, client
+//! info) on every request ([`Connection::start`]). Results that are `complete` lose
+//! `resultType` and the `serverInfo` of their `_meta` on the way down, which makes them
+//! legacy results.
 //!
 //! A `tools/call` ([`call_tool`]) may be answered three ways: `complete` (the result),
 //! `input_required` (each input request is relayed to the downstream client through the
@@ -18,9 +19,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_proto::modern::{
-    self, ClientCapabilities, Implementation, ResultType, SERVER_INFO_META, TASKS_EXTENSION,
-};
+use mcp_tasks_proto::modern::ResultType;
 use mcp_tasks_proto::{ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Map, Value, json};
@@ -35,90 +34,9 @@ use crate::upstream_call::{Call, CallError, Upstream, relay};
 /// without end gets an error after this many (the client's bound, the same number).
 const MAX_INPUT_ROUNDS: u32 = mcp_tasks_client::DEFAULT_MAX_INPUT_ROUNDS;
 
-/// The modern `_meta` of every request of a lane whose downstream session initialized
-/// with `init_params`: its client info and capabilities, with the tasks extension added
-/// (the gateway follows upstream tasks itself).
-///
-/// Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
-/// fields in `_meta`; fields marked as required MUST be included on every request".
-pub(crate) fn request_meta(init_params: &Value) -> Value {
-    let mut caps = match init_params.get("capabilities") {
-        Some(Value::Object(c)) => c.clone(),
-        _ => Map::new(),
-    };
-    // The legacy `tasks` capability means nothing to a modern server.
-    caps.remove("tasks");
-    let ext = caps
-        .entry("extensions")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !ext.is_object() {
-        *ext = Value::Object(Map::new());
-    }
-    if let Some(e) = ext.as_object_mut() {
-        e.insert(TASKS_EXTENSION.to_owned(), json!({}));
-    }
-    let info = init_params
-        .get("clientInfo")
-        .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok())
-        .unwrap_or_else(|| Implementation::new("mcp-tasks-gateway", env!("CARGO_PKG_VERSION")));
-    modern::request_meta_value(&info, &ClientCapabilities(caps))
-}
-
 use mcp_tasks_client::connection::strip_complete;
 use mcp_tasks_client::follow::{FollowPolicy, follow_polled};
 use mcp_tasks_client::{ClientError, TaskDetail};
-
-/// The `initialize`-like result the lane keeps for a modern upstream, made of its
-/// `server/discover` result: its capabilities (without `extensions`, and without legacy
-/// `tasks`: the gateway follows modern upstream tasks itself), `serverInfo` from the
-/// result's `_meta`, `instructions`.
-pub(crate) fn init_of_discover(discover: &Value) -> Value {
-    let mut caps = match discover.get("capabilities") {
-        Some(Value::Object(c)) => c.clone(),
-        _ => Map::new(),
-    };
-    caps.remove("extensions");
-    caps.remove("tasks");
-    let server_info = discover
-        .pointer("/_meta")
-        .and_then(|m| m.get(SERVER_INFO_META))
-        .cloned()
-        .unwrap_or_else(|| json!({"name": "upstream", "version": "unknown"}));
-    let mut init = json!({
-        "protocolVersion": modern::PROTOCOL_VERSION,
-        "capabilities": caps,
-        "serverInfo": server_info,
-    });
-    if let Some(i) = discover.get("instructions") {
-        init["instructions"] = i.clone();
-    }
-    init
-}
-
-/// Whether the upstream on `conn` speaks 2026-07-28 (`--upstream-protocol auto`).
-///
-/// Spec (stdio, "Backward Compatibility"): "The server returns a `DiscoverResult`: the
-/// server is modern." / "The server returns any other error, or does not respond within a
-/// reasonable timeout: the server is legacy." A result without `supportedVersions` naming
-/// 2026-07-28 (an upstream that echoes unknown requests, or lists only `initialize`
-/// revisions) counts as legacy too; so does a modern error (no common version), and
-/// `initialize` then says what the upstream speaks. The probing itself is the client's
-/// ([`Connection::probe`]: an `UnsupportedProtocolVersionError` listing 2026-07-28 is
-/// answered by probing once more), within its [`mcp_tasks_client::DEFAULT_PROBE_TIMEOUT`].
-pub(crate) async fn probe(conn: &Connection, meta: &Value) -> bool {
-    conn.probe(meta, mcp_tasks_client::DEFAULT_PROBE_TIMEOUT)
-        .await
-        .and_then(|v| {
-            v.get("supportedVersions")
-                .and_then(Value::as_array)
-                .map(|versions| {
-                    versions
-                        .iter()
-                        .any(|x| x.as_str() == Some(modern::PROTOCOL_VERSION))
-                })
-        })
-        .unwrap_or(false)
-}
 
 /// The error of a call the upstream did not answer.
 async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorObject {
@@ -356,43 +274,5 @@ async fn poll(
         }
         Ok(Err(e)) | Err(ClientError::Unanswered { error: e, .. }) => Err(e),
         Err(e) => Err(call_error(lane, conn, CallError::of_client(e)).await),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mcp_tasks_proto::meta::stamp;
-    use mcp_tasks_proto::modern::CLIENT_CAPABILITIES_META;
-
-    #[test]
-    fn meta_carries_the_session_capabilities_and_the_tasks_extension() {
-        let init = json!({"capabilities": {"elicitation": {"form": {}}, "tasks": {"list": {}}}, "clientInfo": {"name": "c", "version": "1"}});
-        let m = request_meta(&init);
-        assert_eq!(m[modern::PROTOCOL_VERSION_META], modern::PROTOCOL_VERSION);
-        assert_eq!(
-            m[CLIENT_CAPABILITIES_META],
-            json!({"elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}})
-        );
-        assert_eq!(m[modern::CLIENT_INFO_META]["name"], "c");
-        let p = stamp(
-            &m,
-            Some(json!({"name": "x", "_meta": {"progressToken": 3}})),
-        );
-        assert_eq!(p["_meta"]["progressToken"], 3);
-        assert_eq!(
-            p["_meta"][modern::PROTOCOL_VERSION_META],
-            modern::PROTOCOL_VERSION
-        );
-    }
-
-    #[test]
-    fn discover_results_become_initialize_results() {
-        let init = init_of_discover(
-            &json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {TASKS_EXTENSION: {}}}, "instructions": "hi", "_meta": {SERVER_INFO_META: {"name": "up", "version": "2"}}}),
-        );
-        assert_eq!(init["capabilities"], json!({"tools": {}}));
-        assert_eq!(init["serverInfo"]["name"], "up");
-        assert_eq!(init["instructions"], "hi");
     }
 }

@@ -110,10 +110,6 @@ pub(crate) trait Call {
         params: Option<Value>,
         waiter: &Arc<Waiter>,
     ) -> Result<Value, CallError>;
-
-    /// [`Self::call`] without `--upstream-timeout` (`initialize` has its own bound).
-    async fn call_unbounded(&self, method: &str, params: Option<Value>)
-    -> Result<Value, CallError>;
 }
 
 #[async_trait]
@@ -132,16 +128,6 @@ impl Call for Connection {
     ) -> Result<Value, CallError> {
         let post = waiter.post();
         self.request_recorded(method, params, post.sink())
-            .await
-            .map_err(|e| CallError::of(method, e))
-    }
-
-    async fn call_unbounded(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Value, CallError> {
-        self.request_unbounded(method, params)
             .await
             .map_err(|e| CallError::of(method, e))
     }

@@ -9,16 +9,17 @@
 //! legacy results.
 //!
 //! A `tools/call` ([`call_tool`]) may be answered three ways: `complete` (the result),
-//! `input_required` (each input request is relayed to the downstream client through the
-//! [`ToolContext`], for a legacy task as a request on `tasks/result`, and the call is
-//! retried with `inputResponses` and `requestState`), or `task` (the upstream task is
-//! followed with `tasks/get` at its `pollIntervalMs`, each new `inputRequests` entry
-//! relayed once and answered with `tasks/update`, by the client's task following
-//! [`follow_polled`] with [`FollowPolicy::RELAY`]; cancelled with `tasks/cancel` when the
-//! call is).
+//! `input_required` (the client's rounds, [`run_rounds`]: each input request is relayed
+//! to the downstream client through the [`ToolContext`], for a legacy task as a request on
+//! `tasks/result`, and the call is retried with `inputResponses` and `requestState`), or
+//! `task` (the upstream task is followed with `tasks/get` at its `pollIntervalMs`, each
+//! new `inputRequests` entry relayed once and answered with `tasks/update`, by the
+//! client's task following [`follow_polled`] with [`FollowPolicy::RELAY`]; cancelled with
+//! `tasks/cancel` when the call is).
 
 use std::sync::Arc;
 
+use mcp_tasks_client::rounds::{Answered, RoundTrips, RoundsError, run_rounds};
 use mcp_tasks_proto::modern::ResultType;
 use mcp_tasks_proto::{ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
@@ -28,10 +29,11 @@ use mcp_tasks_client::connection::Connection;
 
 use crate::error::unavailable;
 use crate::lane::{LaneInner, Waiter};
-use crate::upstream_call::{Call, CallError, Upstream, relay};
+use crate::upstream_call::{Call, CallError, Upstream, relay_all};
 
-/// Most `input_required` rounds of one plain call: an upstream that asks again and again
-/// without end gets an error after this many (the client's bound, the same number).
+/// Most `input_required` rounds of one plain call answered: an upstream that asks again
+/// and again without end gets an error after this many (the client's bound, the same
+/// number).
 const MAX_INPUT_ROUNDS: u32 = mcp_tasks_client::DEFAULT_MAX_INPUT_ROUNDS;
 
 use mcp_tasks_client::connection::strip_complete;
@@ -64,56 +66,69 @@ pub(crate) async fn call_tool(
         .await
 }
 
+/// The rounds of the call ([`run_rounds`], with [`UpstreamRounds`]), and the upstream task
+/// it may create followed ([`follow`]).
 async fn call_rounds(
     lane: &Arc<LaneInner>,
     conn: Arc<Connection>,
-    mut params: Value,
+    params: Value,
     cx: &ToolContext,
     waiter: &Arc<Waiter>,
 ) -> Result<Value, ErrorObject> {
-    for _ in 0..MAX_INPUT_ROUNDS {
-        let mut creating = Creating::start(&conn, params.clone(), cx, waiter);
-        let answer = creating.answer().await;
-        let v = match answer {
-            Ok(v) => v,
-            Err(e) => return Err(call_error(lane, &conn, e).await),
-        };
-        match ResultType::of(&v) {
-            ResultType::Complete => return Ok(v),
-            ResultType::Task => return follow(lane, conn, &v, cx).await,
-            ResultType::InputRequired => {
-                let mut responses = Map::new();
-                if let Some(reqs) = v.get("inputRequests").and_then(Value::as_object) {
-                    for (key, req) in reqs {
-                        responses.insert(key.clone(), relay(cx, req).await?);
-                    }
-                }
-                let Some(p) = params.as_object_mut() else {
-                    return Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        "tools/call params are not an object",
-                    ));
-                };
-                p.insert("inputResponses".into(), Value::Object(responses));
-                match v.get("requestState") {
-                    Some(s) => p.insert("requestState".into(), s.clone()),
-                    None => p.remove("requestState"),
-                };
-            }
-            ResultType::Other(t) => {
-                return Err(ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("the upstream answered tools/call with the unknown resultType `{t}`"),
-                ));
-            }
+    let Value::Object(params) = params else {
+        return Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            "tools/call params are not an object",
+        ));
+    };
+    let rounds = UpstreamRounds {
+        lane,
+        conn: &conn,
+        cx,
+        waiter,
+    };
+    match run_rounds(&rounds, params, MAX_INPUT_ROUNDS).await {
+        Ok(Answered::Complete(v)) => Ok(v),
+        Ok(Answered::Task(v)) => follow(lane, Arc::clone(&conn), &v, cx).await,
+        Err(RoundsError::Peer(e)) => Err(e),
+        Err(RoundsError::TooMany(n)) => Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream asked for input more than {n} times in one tools/call"),
+        )),
+        Err(RoundsError::UnknownResult(t)) => Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream answered tools/call with the unknown resultType `{t}`"),
+        )),
+    }
+}
+
+/// The rounds of one upstream `tools/call`: each sent as a [`Creating`] on behalf of the
+/// call's [`Waiter`], each question relayed to the downstream client ([`relay_all`]).
+struct UpstreamRounds<'a> {
+    lane: &'a Arc<LaneInner>,
+    conn: &'a Arc<Connection>,
+    cx: &'a ToolContext,
+    waiter: &'a Arc<Waiter>,
+}
+
+#[async_trait::async_trait]
+impl RoundTrips for UpstreamRounds<'_> {
+    type Error = ErrorObject;
+
+    async fn send(&self, params: Value) -> Result<Value, ErrorObject> {
+        let mut creating = Creating::start(self.conn, params, self.cx, self.waiter);
+        match creating.answer().await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(call_error(self.lane, self.conn, e).await),
         }
     }
-    Err(ErrorObject::new(
-        codes::INTERNAL_ERROR,
-        format!(
-            "the upstream asked for input more than {MAX_INPUT_ROUNDS} times in one tools/call"
-        ),
-    ))
+
+    async fn answer(
+        &self,
+        requests: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ErrorObject> {
+        relay_all(self.cx, requests).await.map_err(|(_, e)| e)
+    }
 }
 
 /// An upstream `tools/call` in flight, run apart from the call that awaits it, so that

@@ -196,24 +196,33 @@ impl TaskPeer for Upstream<'_> {
         _task_id: &str,
         requests: Map<String, Value>,
     ) -> Result<Map<String, Value>, ClientError> {
-        let mut responses = Map::new();
-        for (key, req) in requests {
-            match relay(self.cx, &req).await {
-                Ok(v) => {
-                    responses.insert(key, v);
-                }
-                Err(error) => {
-                    let method = req
-                        .get("method")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    return Err(ClientError::Unanswered {
-                        method: method.to_owned(),
-                        error,
-                    });
-                }
+        relay_all(self.cx, requests)
+            .await
+            .map_err(|(method, error)| ClientError::Unanswered { method, error })
+    }
+}
+
+/// Relay each of `requests` (an `inputRequests` map) to the downstream client, one
+/// after the other ([`relay`]): the answers by key, or the method of the first that got
+/// none and its error.
+pub(crate) async fn relay_all(
+    cx: &ToolContext,
+    requests: Map<String, Value>,
+) -> Result<Map<String, Value>, (String, ErrorObject)> {
+    let mut responses = Map::new();
+    for (key, req) in requests {
+        match relay(cx, &req).await {
+            Ok(v) => {
+                responses.insert(key, v);
+            }
+            Err(error) => {
+                let method = req
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                return Err((method.to_owned(), error));
             }
         }
-        Ok(responses)
     }
+    Ok(responses)
 }

@@ -8,7 +8,8 @@
 //! A [`Connection`] is opened with a [`Connector`] ([`Connection::open`],
 //! [`Connection::reattach`]) for a [`ServerMessages`]: the connection does not know who
 //! receives the server's messages, only the trait. [`Connection::start`] opens and starts
-//! one (the revision found, `initialize` or `server/discover`).
+//! one (the revision found, `initialize` or `server/discover`); [`ConnectionTasks`]
+//! follows the server's tasks on it with the client's task following.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -26,7 +27,9 @@ use crate::ClientError;
 use crate::connect::{Connected, Connector, SessionProbe};
 
 mod start;
+mod tasks;
 pub use start::{StartAs, StartError, Started, request_meta};
+pub use tasks::{Answers, ConnectionTasks};
 
 /// Where the requests and notifications a server sends on a [`Connection`] go.
 #[async_trait]

@@ -25,11 +25,11 @@ use mcp_tasks_proto::{ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Map, Value, json};
 
-use mcp_tasks_client::connection::Connection;
+use mcp_tasks_client::connection::{Connection, ConnectionTasks};
 
-use crate::error::unavailable;
 use crate::lane::{LaneInner, Waiter};
-use crate::upstream_call::{Call, CallError, Upstream, relay_all};
+use crate::upstream_call::{Call, CallError, Relay, call_error, relay_all};
+use crate::upstream_task::CancelUpstream;
 
 /// Most `input_required` rounds of one plain call answered: an upstream that asks again
 /// and again without end gets an error after this many (the client's bound, the same
@@ -39,17 +39,6 @@ const MAX_INPUT_ROUNDS: u32 = mcp_tasks_client::DEFAULT_MAX_INPUT_ROUNDS;
 use mcp_tasks_client::connection::strip_complete;
 use mcp_tasks_client::follow::{FollowPolicy, follow_polled};
 use mcp_tasks_client::{ClientError, TaskDetail};
-
-/// The error of a call the upstream did not answer.
-async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorObject {
-    match e {
-        CallError::Upstream(e) | CallError::Failed(e) => e,
-        CallError::Lost(d) => unavailable(format!(
-            "{} during the call",
-            lane.lost_reason(conn, d.as_deref()).await
-        )),
-    }
-}
 
 /// A modern `tools/call` upstream, followed to its outcome: the final result, or the
 /// JSON-RPC error the call (or its upstream task) ended with, or the error the lane
@@ -225,62 +214,39 @@ async fn follow(
         ));
     };
     tracing::debug!(upstream_task = %task_id, "following a modern upstream task");
-    // Noted, so that a gateway restart follows it again ([`resume`]).
+    // Noted, so that a gateway restart follows it again
+    // ([`crate::upstream_task::resume`]).
     if let Some(ours) = cx.task_id() {
         lane.note_task(ours, task_id, &conn).await;
     }
-    let cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
     let out = poll(lane, &conn, task_id, created.clone(), cx).await;
-    drop(cancel);
     if let Some(ours) = cx.task_id() {
         lane.forget_task(ours).await;
     }
     out
 }
 
-/// Follow a modern upstream task again, for a task resumed after a gateway restart: read
-/// it with `tasks/get` (an upstream that no longer knows it fails ours with a message
-/// that says so), then poll it as [`follow`] does. Its input requests are relayed again:
-/// the answers given before the restart went with the old connection's memory, and an
-/// `inputRequests` entry still listed is one the upstream still waits for.
-pub(crate) async fn resume(
-    lane: &Arc<LaneInner>,
-    conn: Arc<Connection>,
-    task_id: &str,
-    cx: &ToolContext,
-) -> Result<Value, ErrorObject> {
-    let task = match conn
-        .call(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-        .await
-    {
-        Ok(t) => t,
-        Err(CallError::Upstream(e)) => {
-            return Err(crate::upstream_task::forgotten(
-                task_id,
-                &format!(
-                    "the gateway restarted, then it answered tasks/get with: {}",
-                    e.message
-                ),
-            ));
-        }
-        Err(e) => return Err(call_error(lane, &conn, e).await),
-    };
-    let cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
-    let out = poll(lane, &conn, task_id, task, cx).await;
-    drop(cancel);
-    out
-}
-
 /// Poll the upstream task `task_id`, last seen as `task`, to its outcome: the client's
-/// task following ([`follow_polled`]) with [`FollowPolicy::RELAY`].
-async fn poll(
+/// task following ([`follow_polled`]) with [`FollowPolicy::RELAY`]; cancelled upstream
+/// when the call is meanwhile ([`CancelUpstream`]).
+///
+/// A task resumed after a gateway restart is polled so too
+/// ([`crate::upstream_task::resume`]): its input requests are relayed again, as the
+/// answers given before the restart went with the old connection's memory, and an
+/// `inputRequests` entry still listed is one the upstream still waits for.
+pub(crate) async fn poll(
     lane: &Arc<LaneInner>,
     conn: &Arc<Connection>,
     task_id: &str,
     task: Value,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
-    let peer = Upstream { conn, cx };
+    let _cancel = CancelUpstream::new(lane, conn, task_id, cx);
+    let relay = Relay(cx);
+    let peer = ConnectionTasks {
+        conn,
+        answers: &relay,
+    };
     let seen = TaskDetail::parse(&task).ok();
     match follow_polled(&peer, task_id, seen, FollowPolicy::RELAY).await {
         Ok(Ok(mut r)) => {

@@ -169,8 +169,7 @@ impl Client {
             Err(ClientError::Rpc { error, .. })
                 // A modern server that does not take `initialize` (FastMCP 4 on a
                 // connection that already served `server/discover`).
-                if config.protocol == RevisionChoice::Auto
-                    && mcp_tasks_proto::modern::names_a_stateless_revision(&error) =>
+                if modern::initialize_refused_as_modern(config.protocol, &error) =>
             {
                 // The probe went unanswered (a server slow to start: on stdio it reads the
                 // probe late and answers it after our timeout), and the server now

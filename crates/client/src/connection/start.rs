@@ -229,10 +229,9 @@ impl Connection {
             .await?;
         if let Err(ClientError::Rpc { error, .. }) = &init
             && !modern
-            && how.protocol == RevisionChoice::Auto
             // A 2026-07-28 server that does not take `initialize` (FastMCP 4 once it has
             // answered `server/discover` on the connection).
-            && modern::names_a_stateless_revision(error)
+            && crate::modern::initialize_refused_as_modern(how.protocol, error)
         {
             // The probe went unanswered in time (a server slow to start reads it late and
             // answers it after our bound), and `initialize` is now refused as by a modern

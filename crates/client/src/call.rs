@@ -2,12 +2,15 @@
 //! (a result, a task, or multi round-trip questions first).
 
 use mcp_tasks_proto::mcp::{MODEL_IMMEDIATE_RESPONSE_META, TaskSupport};
-use mcp_tasks_proto::modern::ResultType;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
 use mcp_tasks_proto::{meta, methods};
 use serde_json::{Map, Value, json};
 
 use crate::ClientError;
 use crate::client::Client;
+use crate::rounds::{Answered, RoundTrips, RoundsError, run_rounds};
 use crate::task::TaskHandle;
 use crate::types::{CallToolResult, parse_task, task_support};
 
@@ -169,81 +172,36 @@ impl Client {
         self.modern_call(name, arguments, options).await
     }
 
-    /// [`Self::start_call`] in 2026-07-28.
+    /// [`Self::start_call`] in 2026-07-28: the rounds of the call ([`run_rounds`]) with
+    /// the client's handlers answering.
     async fn modern_call(
         &self,
         name: &str,
         arguments: Value,
         options: &CallOptions,
     ) -> Result<Started, ClientError> {
-        let mut params = call_params(name, arguments, None, options);
-        let mut rounds = 0;
-        let mut relisted = false;
-        loop {
-            let sent = self
-                .send(
-                    methods::TOOLS_CALL,
-                    Some(params.clone()),
-                    self.inner.call_timeout,
-                )
-                .await;
-            let v = match sent {
-                // Spec (streamable HTTP): "If the server rejects a request with a
-                // `HeaderMismatch` error because required `Mcp-Param-*` headers are
-                // missing or do not match the body, the client SHOULD call `tools/list`
-                // to check for changes to the tool's `inputSchema`, then retry the
-                // original request with the appropriate headers." Once.
-                Err(ClientError::Rpc { error, .. })
-                    if error.code == mcp_tasks_proto::modern::codes::HEADER_MISMATCH
-                        && !relisted
-                        && self.is_http() =>
-                {
-                    relisted = true;
-                    self.list_tools().await?;
-                    continue;
-                }
-                sent => sent?,
-            };
-            match ResultType::of(&v) {
-                ResultType::Complete => return Ok(Started::Result(CallToolResult(v))),
-                ResultType::Task => {
-                    let task = parse_task(&v)?;
-                    let handle =
-                        TaskHandle::new(self.clone(), self.register(task), Some(name.into()), None);
-                    return Ok(Started::Task(handle));
-                }
-                ResultType::InputRequired => {
-                    rounds += 1;
-                    if rounds > self.inner.max_input_rounds {
-                        return Err(ClientError::Protocol(format!(
-                            "tools/call of `{name}` still asks for input after {} rounds (the client's bound)",
-                            self.inner.max_input_rounds
-                        )));
-                    }
-                    let requests = v
-                        .get("inputRequests")
-                        .and_then(Value::as_object)
-                        .cloned()
-                        .unwrap_or_default();
-                    let responses = self.answer_inputs(requests, None).await?;
-                    let Some(obj) = params.as_object_mut() else {
-                        unreachable!("the params are an object")
-                    };
-                    obj.remove("inputResponses");
-                    obj.remove("requestState");
-                    if !responses.is_empty() {
-                        obj.insert("inputResponses".into(), Value::Object(responses));
-                    }
-                    if let Some(state) = v.get("requestState") {
-                        obj.insert("requestState".into(), state.clone());
-                    }
-                }
-                ResultType::Other(t) => {
-                    return Err(ClientError::Protocol(format!(
-                        "tools/call of `{name}` was answered with the unknown resultType `{t}`"
-                    )));
-                }
+        let Value::Object(params) = call_params(name, arguments, None, options) else {
+            unreachable!("the params are an object")
+        };
+        let call = OwnCall {
+            client: self,
+            relisted: AtomicBool::new(false),
+        };
+        match run_rounds(&call, params, self.inner.max_input_rounds).await {
+            Ok(Answered::Complete(v)) => Ok(Started::Result(CallToolResult(v))),
+            Ok(Answered::Task(v)) => {
+                let task = parse_task(&v)?;
+                let handle =
+                    TaskHandle::new(self.clone(), self.register(task), Some(name.into()), None);
+                Ok(Started::Task(handle))
             }
+            Err(RoundsError::Peer(e)) => Err(e),
+            Err(RoundsError::TooMany(n)) => Err(ClientError::Protocol(format!(
+                "tools/call of `{name}` still asks for input after {n} rounds (the client's bound)"
+            ))),
+            Err(RoundsError::UnknownResult(t)) => Err(ClientError::Protocol(format!(
+                "tools/call of `{name}` was answered with the unknown resultType `{t}`"
+            ))),
         }
     }
 
@@ -339,5 +297,54 @@ impl Client {
             Some(name.to_owned()),
             immediate,
         ))
+    }
+}
+
+/// The rounds of a [`Client`]'s own 2026-07-28 `tools/call`: sent with the call timeout,
+/// the questions answered by the client's handlers.
+struct OwnCall<'a> {
+    client: &'a Client,
+    /// Whether `tools/list` was read again for a `HeaderMismatch` (once per call).
+    relisted: AtomicBool,
+}
+
+#[async_trait]
+impl RoundTrips for OwnCall<'_> {
+    type Error = ClientError;
+
+    /// Spec (streamable HTTP): "If the server rejects a request with a `HeaderMismatch`
+    /// error because required `Mcp-Param-*` headers are missing or do not match the
+    /// body, the client SHOULD call `tools/list` to check for changes to the tool's
+    /// `inputSchema`, then retry the original request with the appropriate headers."
+    /// Once.
+    async fn send(&self, params: Value) -> Result<Value, ClientError> {
+        let client = self.client;
+        loop {
+            let sent = client
+                .send(
+                    methods::TOOLS_CALL,
+                    Some(params.clone()),
+                    client.inner.call_timeout,
+                )
+                .await;
+            match sent {
+                Err(ClientError::Rpc { error, .. })
+                    if error.code == mcp_tasks_proto::modern::codes::HEADER_MISMATCH
+                        && !self.relisted.load(Ordering::Relaxed)
+                        && client.is_http() =>
+                {
+                    self.relisted.store(true, Ordering::Relaxed);
+                    client.list_tools().await?;
+                }
+                sent => return sent,
+            }
+        }
+    }
+
+    async fn answer(
+        &self,
+        requests: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ClientError> {
+        self.client.answer_inputs(requests, None).await
     }
 }

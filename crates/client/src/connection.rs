@@ -7,7 +7,9 @@
 //!
 //! A [`Connection`] is opened with a [`Connector`] ([`Connection::open`],
 //! [`Connection::reattach`]) for a [`ServerMessages`]: the connection does not know who
-//! receives the server's messages, only the trait.
+//! receives the server's messages, only the trait. [`Connection::start`] opens and starts
+//! one (the revision found, `initialize` or `server/discover`); [`ConnectionTasks`]
+//! follows the server's tasks on it with the client's task following.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
@@ -23,6 +25,11 @@ use tokio::sync::oneshot;
 
 use crate::ClientError;
 use crate::connect::{Connected, Connector, SessionProbe};
+
+mod start;
+mod tasks;
+pub use start::{StartAs, StartError, Started, request_meta};
+pub use tasks::{Answers, ConnectionTasks};
 
 /// Where the requests and notifications a server sends on a [`Connection`] go.
 #[async_trait]
@@ -368,6 +375,43 @@ impl Connection {
     /// Send a notification (best effort).
     pub async fn notify(&self, method: &str, params: Option<Value>) {
         self.peer.notify(method, params, Route::Standalone).await;
+    }
+
+    /// The server's tools: `tools/list` followed through at most `max_pages` pages (each
+    /// [`Self::request`]), the entries with a string `name` kept as they are; none when
+    /// the server declared no `tools` capability.
+    ///
+    /// # Errors
+    /// The error of a `tools/list` request ([`Self::request`]).
+    pub async fn list_tools(&self, max_pages: usize) -> Result<Vec<Value>, ClientError> {
+        if self
+            .init_result()
+            .pointer("/capabilities/tools")
+            .is_none_or(Value::is_null)
+        {
+            return Ok(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut cursor: Option<Value> = None;
+        for _ in 0..max_pages {
+            let params = cursor.take().map(|c| serde_json::json!({ "cursor": c }));
+            let page = self
+                .request(mcp_tasks_proto::methods::TOOLS_LIST, params)
+                .await?;
+            if let Some(tools) = page.get("tools").and_then(Value::as_array) {
+                out.extend(
+                    tools
+                        .iter()
+                        .filter(|t| t.get("name").is_some_and(Value::is_string))
+                        .cloned(),
+                );
+            }
+            match page.get("nextCursor") {
+                Some(c @ Value::String(_)) => cursor = Some(c.clone()),
+                _ => return Ok(out),
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -14,6 +14,8 @@ use serde_json::{Map, Value};
 
 use crate::ClientError;
 use crate::modern::{Report, TaskDetail};
+
+pub mod result;
 use crate::task_state::{DEFAULT_POLL_INTERVAL, MAX_RETRIES, MIN_POLL_INTERVAL, poll_interval};
 
 /// What a task follower sends, and who answers the task's questions.

@@ -71,6 +71,7 @@ mod input;
 mod modern;
 mod process;
 pub mod receiver;
+pub mod rounds;
 mod rpc;
 mod start;
 mod task;

@@ -17,7 +17,7 @@ use mcp_tasks_proto::modern::{
     self, ClientCapabilities, Implementation, MODERN_VERSIONS, PROTOCOL_VERSION,
     UnsupportedVersionData,
 };
-use mcp_tasks_proto::{ErrorObject, codes, methods};
+use mcp_tasks_proto::{ErrorObject, RevisionChoice, codes, methods};
 use serde_json::{Map, Value, json};
 
 use crate::ClientError;
@@ -64,6 +64,27 @@ pub(crate) fn request_meta(config: &ClientConfig) -> Value {
 }
 
 pub(crate) use mcp_tasks_proto::meta::stamp;
+
+/// Whether `error`, the answer to `initialize` of a client that finds the server's
+/// revision (`protocol` is [`RevisionChoice::Auto`]), says the server is a 2026-07-28 one
+/// after all: its probe went unanswered in time (a server slow to start reads it late and
+/// answers it after the bound), and it refuses `initialize` as a modern server does
+/// (FastMCP 4 once it has answered `server/discover` on the connection). The one test of
+/// a [`crate::Client`]'s start and a [`crate::connection::Connection::start`].
+///
+/// Spec (versioning): "a recognized modern JSON-RPC error (such as
+/// `UnsupportedProtocolVersionError`) identifies a modern server".
+pub(crate) fn initialize_refused_as_modern(protocol: RevisionChoice, error: &ErrorObject) -> bool {
+    protocol == RevisionChoice::Auto && modern::names_a_stateless_revision(error)
+}
+
+/// The `serverInfo` of a `DiscoverResult` (in its `_meta`), if it has one.
+pub(crate) fn server_info(discover: &Value) -> Option<Value> {
+    discover
+        .get("_meta")
+        .and_then(|m| m.get(modern::SERVER_INFO_META))
+        .cloned()
+}
 
 /// Send `server/discover` and tell the server's era from the answer.
 ///
@@ -367,6 +388,16 @@ mod tests {
         );
         assert_eq!(p["name"], "x");
         assert_eq!(stamp(&meta, None)["_meta"], meta);
+    }
+
+    #[test]
+    fn an_initialize_refused_as_by_a_modern_server_counts_only_when_detecting() {
+        let e = modern::unsupported_version("2025-11-25", &[PROTOCOL_VERSION]);
+        assert!(initialize_refused_as_modern(RevisionChoice::Auto, &e));
+        let fixed = RevisionChoice::Fixed(mcp_tasks_proto::Revision::V2025_11_25);
+        assert!(!initialize_refused_as_modern(fixed, &e));
+        let other = ErrorObject::new(-32602, "bad version");
+        assert!(!initialize_refused_as_modern(RevisionChoice::Auto, &other));
     }
 
     #[test]

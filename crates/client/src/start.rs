@@ -169,8 +169,7 @@ impl Client {
             Err(ClientError::Rpc { error, .. })
                 // A modern server that does not take `initialize` (FastMCP 4 on a
                 // connection that already served `server/discover`).
-                if config.protocol == RevisionChoice::Auto
-                    && mcp_tasks_proto::modern::names_a_stateless_revision(&error) =>
+                if modern::initialize_refused_as_modern(config.protocol, &error) =>
             {
                 // The probe went unanswered (a server slow to start: on stdio it reads the
                 // probe late and answers it after our timeout), and the server now
@@ -246,11 +245,7 @@ impl Client {
                 .get("capabilities")
                 .cloned()
                 .unwrap_or_else(|| json!({})),
-            server_info: discover
-                .get("_meta")
-                .and_then(|m| m.get(wire::SERVER_INFO_META))
-                .cloned()
-                .unwrap_or(Value::Null),
+            server_info: modern::server_info(discover).unwrap_or(Value::Null),
             instructions: discover
                 .get("instructions")
                 .and_then(Value::as_str)

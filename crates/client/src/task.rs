@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use crate::ClientError;
 use crate::client::Client;
-use crate::task_follow::{drive_modern, fetch_result};
+use crate::task_follow::follow_task;
 use crate::task_state::{MAX_RETRIES, ResultCall, TaskShared, poll_interval};
 use crate::types::{CallToolResult, parse_task};
 
@@ -284,11 +284,7 @@ impl TaskHandle {
         let client = self.client.clone();
         let weak = Arc::downgrade(&self.shared);
         let h = tokio::spawn(async move {
-            let outcome = if client.revision().tasks_are_extension() {
-                drive_modern(&client, &weak).await
-            } else {
-                fetch_result(&client, &weak).await
-            };
+            let outcome = follow_task(&client, &weak).await;
             if let Some(s) = weak.upgrade() {
                 s.result.send_replace(outcome);
             }

@@ -4,11 +4,13 @@
 
 use std::time::Duration;
 
-use mcp_tasks_proto::methods;
+use mcp_tasks_proto::{ErrorObject, methods};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::ClientError;
 use crate::client::Client;
+use crate::follow::result::{Next, ResultAsker, follow_result};
 use crate::follow::{FollowPolicy, TaskPeer, follow_polled, settle};
 use crate::modern::TaskDetail;
 use crate::task_state::{ResultCall, TaskShared};
@@ -23,17 +25,27 @@ const STORE_RETRY_FIRST: Duration = Duration::from_millis(250);
 /// Longest delay between two tries while the server's task store is unavailable.
 const STORE_RETRY_MAX: Duration = Duration::from_secs(4);
 
-/// 2026-07-28: follow the task of `shared` to its end ([`follow_polled`] with
-/// [`FollowPolicy::REQUESTOR`]): `tasks/get` at once, then at its `pollIntervalMs`; its
-/// questions answered with the client's handlers.
-pub(crate) async fn drive_modern(
+/// Follow the task of `shared` to its end as its revision does: [`drive_modern`] in
+/// 2026-07-28, [`fetch_result`] in 2025-11-25.
+pub(crate) async fn follow_task(
     client: &Client,
     shared: &std::sync::Weak<TaskShared>,
 ) -> ResultCall {
     let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
         return ResultCall::Failed(ClientError::Closed);
     };
-    match follow_polled(client, &task_id, None, FollowPolicy::REQUESTOR).await {
+    if client.revision().tasks_are_extension() {
+        drive_modern(client, &task_id).await
+    } else {
+        fetch_result(client, shared, &task_id).await
+    }
+}
+
+/// 2026-07-28: follow the task `task_id` to its end ([`follow_polled`] with
+/// [`FollowPolicy::REQUESTOR`]): `tasks/get` at once, then at its `pollIntervalMs`; its
+/// questions answered with the client's handlers.
+async fn drive_modern(client: &Client, task_id: &str) -> ResultCall {
+    match follow_polled(client, task_id, None, FollowPolicy::REQUESTOR).await {
         Ok(outcome) => ResultCall::Done(outcome),
         Err(e) => ResultCall::Failed(e),
     }
@@ -68,78 +80,108 @@ impl TaskPeer for Client {
     }
 }
 
-/// What [`await_status`] found.
-enum Settled {
-    /// The task is terminal: a `tasks/result` now gets its outcome.
-    Terminal,
-    /// The task waits for input: a `tasks/result` carries the questions.
-    InputRequired,
-    /// `tasks/get` failed with this error (the server no longer knows the task).
-    Gone,
-    /// The server's task store is unavailable: ask `tasks/result` again (it waits).
-    Unavailable,
-    /// The transport kept failing.
-    Lost(ClientError),
-}
-
-/// `tasks/result` for the task of `shared`, robust against a receiver that answers it early.
-///
-/// Spec: "When a receiver receives a `tasks/result` request for a task in a non-terminal
-/// status, it MUST block the response until the task reaches a terminal status." Some
-/// do not: FastMCP 3 answers a running task at once with -32602 "Task not completed yet".
-/// So an error is the task's outcome only when the task is terminal, and only when the
-/// `tasks/result` was sent once the task was known to be terminal (an early error may
-/// reach us after the task ended): otherwise `tasks/get` is polled at the task's
-/// `pollInterval` (clamped, see [`poll_interval`]) until the task is terminal (or
-/// `input_required`, whose questions travel on `tasks/result`), and `tasks/result` is sent
-/// again. An error for a task `tasks/get` does not know (unknown, expired) stands.
-pub(crate) async fn fetch_result(
+/// `tasks/result` for the task `task_id` of `shared` ([`follow_result`]), robust against a
+/// receiver that answers it early: an error is the task's outcome only when the
+/// `tasks/result` was sent once the task was known to be terminal (by its handles, or
+/// by [`settle`], polling `tasks/get` at the task's `pollInterval`, clamped, see
+/// [`crate::poll_interval`]). An error for a task `tasks/get` does not know (unknown,
+/// expired) stands; a server whose task store is unavailable is asked again for a while
+/// ([`STORE_OUTAGE_RETRY`]).
+async fn fetch_result(
     client: &Client,
     shared: &std::sync::Weak<TaskShared>,
+    task_id: &str,
 ) -> ResultCall {
-    let Some(task_id) = shared.upgrade().map(|s| s.task_id.clone()) else {
-        return ResultCall::Failed(ClientError::Closed);
+    let asker = OwnResult {
+        client,
+        shared,
+        outage: Mutex::new(StoreOutage::default()),
     };
-    let mut known_terminal = false;
-    let mut outage = StoreOutage::default();
-    loop {
-        // Whether this tasks/result is sent once the task is known to be terminal.
-        known_terminal = known_terminal
-            || shared
-                .upgrade()
-                .is_some_and(|s| s.current().status.is_terminal());
-        let r = client
+    match follow_result(&asker, task_id).await {
+        Ok(end) => ResultCall::Done(end.outcome),
+        Err(failed) => failed,
+    }
+}
+
+/// The `tasks/result` of a [`Client`]'s own task: store outages ridden out, its handles'
+/// view of the task's status taken into account.
+struct OwnResult<'a> {
+    client: &'a Client,
+    shared: &'a std::sync::Weak<TaskShared>,
+    outage: Mutex<StoreOutage>,
+}
+
+#[async_trait::async_trait]
+impl ResultAsker for OwnResult<'_> {
+    type Error = ResultCall;
+    type Lost = ClientError;
+
+    async fn result(&self, task_id: &str) -> Result<Value, ClientError> {
+        let r = self
+            .client
             .request_unbounded(methods::TASKS_RESULT, Some(json!({ "taskId": task_id })))
             .await;
-        let (method, error) = match r {
-            Ok(v) => {
-                outage.over(shared);
-                return ResultCall::Done(Ok(v));
-            }
-            Err(e) if e.is_store_unavailable() => {
-                if outage.wait(shared, &task_id, &e).await {
-                    continue;
-                }
-                return ResultCall::Failed(e);
-            }
-            Err(ClientError::Rpc { method, error }) => (method, error),
-            Err(e) => return ResultCall::Failed(e),
-        };
-        outage.over(shared);
-        if known_terminal {
-            return ResultCall::Done(Err(error));
+        if r.is_ok() {
+            self.outage.lock().over(self.shared);
         }
-        match await_status(client, shared, &task_id).await {
-            Settled::Terminal => {
-                tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered before the task ended; asking again");
-                known_terminal = true;
+        r
+    }
+
+    fn answer_of(&self, e: ClientError) -> Result<ErrorObject, ClientError> {
+        match e {
+            e if e.is_store_unavailable() => Err(e),
+            ClientError::Rpc { error, .. } => {
+                self.outage.lock().over(self.shared);
+                Ok(error)
             }
-            Settled::InputRequired => {
-                tracing::debug!(task_id = %task_id, error = %error, "tasks/result answered early; the task waits for input: asking again");
+            e => Err(e),
+        }
+    }
+
+    fn known_terminal(&self) -> bool {
+        self.shared
+            .upgrade()
+            .is_some_and(|s| s.current().status.is_terminal())
+    }
+
+    async fn settle(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
+        let got = settle(self.client, task_id, FollowPolicy::REQUESTOR).await;
+        if self.shared.upgrade().is_none() {
+            return Err(ClientError::Closed);
+        }
+        got
+    }
+
+    /// A store outage is ridden out: its watchers told, asked again after a delay.
+    async fn lost(&self, task_id: &str, e: ClientError) -> Next<ResultCall> {
+        if !e.is_store_unavailable() {
+            return Next::Stop(ResultCall::Failed(e));
+        }
+        let wait = self.outage.lock().next_wait(self.shared, task_id, &e);
+        match wait {
+            Some(delay) => {
+                tokio::time::sleep(delay).await;
+                Next::Again
             }
-            Settled::Unavailable => {}
-            Settled::Gone => return ResultCall::Failed(ClientError::Rpc { method, error }),
-            Settled::Lost(e) => return ResultCall::Failed(e),
+            None => Next::Stop(ResultCall::Failed(e)),
+        }
+    }
+
+    async fn unsettled(
+        &self,
+        _task_id: &str,
+        e: ClientError,
+        answer: ErrorObject,
+    ) -> Next<ResultCall> {
+        match e {
+            // The server's store is down for a while: tasks/result rides it out.
+            e if e.is_store_unavailable() => Next::Again,
+            // The server no longer knows the task: the answer stands.
+            ClientError::Rpc { .. } => Next::Stop(ResultCall::Failed(ClientError::Rpc {
+                method: methods::TASKS_RESULT.to_owned(),
+                error: answer,
+            })),
+            e => Next::Stop(ResultCall::Failed(e)),
         }
     }
 }
@@ -153,16 +195,17 @@ struct StoreOutage {
 
 impl StoreOutage {
     /// The server answered `error` (its task store is unavailable): tell the task's
-    /// watchers, wait, and say whether to ask again (within [`STORE_OUTAGE_RETRY`]).
+    /// watchers, and say how long to wait before asking again; `None` past
+    /// [`STORE_OUTAGE_RETRY`].
     ///
     /// Spec (basic, JSON-RPC): -32603 is an internal error, which says nothing of the
     /// task: the task itself goes on, and its outcome is kept.
-    async fn wait(
+    fn next_wait(
         &mut self,
         shared: &std::sync::Weak<TaskShared>,
         task_id: &str,
         error: &ClientError,
-    ) -> bool {
+    ) -> Option<Duration> {
         use backon::BackoffBuilder;
         let (since, delays) = self.since.get_or_insert_with(|| {
             let why = format!("the server's task store is unavailable ({error}); retrying");
@@ -178,10 +221,9 @@ impl StoreOutage {
             (tokio::time::Instant::now(), delays)
         });
         if since.elapsed() >= STORE_OUTAGE_RETRY {
-            return false;
+            return None;
         }
-        tokio::time::sleep(delays.next().unwrap_or(STORE_RETRY_MAX)).await;
-        true
+        Some(delays.next().unwrap_or(STORE_RETRY_MAX))
     }
 
     /// An answer other than "unavailable" came: the outage is over.
@@ -191,25 +233,5 @@ impl StoreOutage {
         {
             s.notice.send_replace(None);
         }
-    }
-}
-
-/// Where the task stands once [`settle`]d (with [`FollowPolicy::REQUESTOR`]).
-async fn await_status(
-    client: &Client,
-    shared: &std::sync::Weak<TaskShared>,
-    task_id: &str,
-) -> Settled {
-    let got = settle(client, task_id, FollowPolicy::REQUESTOR).await;
-    if shared.upgrade().is_none() {
-        return Settled::Lost(ClientError::Closed);
-    }
-    match got {
-        Ok(d) if d.task.status.is_terminal() => Settled::Terminal,
-        Ok(_) => Settled::InputRequired,
-        // The server's store is down for a while: tasks/result rides it out.
-        Err(e) if e.is_store_unavailable() => Settled::Unavailable,
-        Err(ClientError::Rpc { .. }) => Settled::Gone,
-        Err(e) => Settled::Lost(e),
     }
 }

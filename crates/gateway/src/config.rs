@@ -165,9 +165,10 @@ pub fn parse_tool_task_support(s: &str) -> Result<(String, TaskSupport), Gateway
 /// request, no session; upstream tools answer `complete`, `input_required` or (tasks
 /// extension) `task`), or `auto`: each connection first sends `server/discover`; a
 /// `DiscoverResult` naming 2026-07-28 makes it 2026-07-28, any other answer (or none
-/// within [`crate::modern_upstream::PROBE_TIMEOUT`]) 2025-11-25, spoken through
+/// within [`mcp_tasks_client::DEFAULT_PROBE_TIMEOUT`]) 2025-11-25, spoken through
 /// `initialize` on the same connection (stdio) or on a new one (Streamable HTTP, whose
-/// transport differs by revision).
+/// transport differs by revision): the client's
+/// [`Connection::start`](mcp_tasks_client::connection::Connection::start).
 ///
 /// # Errors
 /// Any other word.

@@ -1,135 +1,44 @@
 //! The reverse bridge: a 2026-07-28 ("modern") upstream behind the gateway
 //! (`--upstream-protocol modern`; docs/adr/0005-two-generations.md).
 //!
-//! A connection to such an upstream opens with `server/discover` instead of
-//! `initialize`/`notifications/initialized`, and stamps the modern `_meta` (protocol
-//! version, the session's client capabilities plus the tasks extension, client info) on
-//! every request. Results that are `complete` lose `resultType` and the `serverInfo` of
-//! their `_meta` on the way down, which makes them legacy results.
+//! The connection to such an upstream is the client's: it opens with `server/discover`
+//! instead of `initialize`/`notifications/initialized`, and stamps the modern `_meta`
+//! (protocol version, the session's client capabilities plus the tasks extension, client
+//! info) on every request ([`Connection::start`]). Results that are `complete` lose
+//! `resultType` and the `serverInfo` of their `_meta` on the way down, which makes them
+//! legacy results.
 //!
 //! A `tools/call` ([`call_tool`]) may be answered three ways: `complete` (the result),
-//! `input_required` (each input request is relayed to the downstream client through the
-//! [`ToolContext`], for a legacy task as a request on `tasks/result`, and the call is
-//! retried with `inputResponses` and `requestState`), or `task` (the upstream task is
-//! followed with `tasks/get` at its `pollIntervalMs`, each new `inputRequests` entry
-//! relayed once and answered with `tasks/update`, by the client's task following
-//! [`follow_polled`] with [`FollowPolicy::RELAY`]; cancelled with `tasks/cancel` when the
-//! call is).
+//! `input_required` (the client's rounds, [`run_rounds`]: each input request is relayed
+//! to the downstream client through the [`ToolContext`], for a legacy task as a request on
+//! `tasks/result`, and the call is retried with `inputResponses` and `requestState`), or
+//! `task` (the upstream task is followed with `tasks/get` at its `pollIntervalMs`, each
+//! new `inputRequests` entry relayed once and answered with `tasks/update`, by the
+//! client's task following [`follow_polled`] with [`FollowPolicy::RELAY`]; cancelled with
+//! `tasks/cancel` when the call is).
 
 use std::sync::Arc;
 
-use mcp_tasks_proto::modern::{
-    self, ClientCapabilities, Implementation, ResultType, SERVER_INFO_META, TASKS_EXTENSION,
-};
+use mcp_tasks_client::rounds::{Answered, RoundTrips, RoundsError, run_rounds};
+use mcp_tasks_proto::modern::ResultType;
 use mcp_tasks_proto::{ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Map, Value, json};
 
-use mcp_tasks_client::connection::Connection;
+use mcp_tasks_client::connection::{Connection, ConnectionTasks};
 
-use crate::error::unavailable;
 use crate::lane::{LaneInner, Waiter};
-use crate::upstream_call::{Call, CallError, Upstream, relay};
+use crate::upstream_call::{Call, CallError, Relay, call_error, relay_all};
+use crate::upstream_task::CancelUpstream;
 
-/// Most `input_required` rounds of one plain call: an upstream that asks again and again
-/// without end gets an error after this many (the client's bound, the same number).
+/// Most `input_required` rounds of one plain call answered: an upstream that asks again
+/// and again without end gets an error after this many (the client's bound, the same
+/// number).
 const MAX_INPUT_ROUNDS: u32 = mcp_tasks_client::DEFAULT_MAX_INPUT_ROUNDS;
-
-/// The modern `_meta` of every request of a lane whose downstream session initialized
-/// with `init_params`: its client info and capabilities, with the tasks extension added
-/// (the gateway follows upstream tasks itself).
-///
-/// Spec (basic, `_meta`): "Client requests carry the following `io.modelcontextprotocol/*`
-/// fields in `_meta`; fields marked as required MUST be included on every request".
-pub(crate) fn request_meta(init_params: &Value) -> Value {
-    let mut caps = match init_params.get("capabilities") {
-        Some(Value::Object(c)) => c.clone(),
-        _ => Map::new(),
-    };
-    // The legacy `tasks` capability means nothing to a modern server.
-    caps.remove("tasks");
-    let ext = caps
-        .entry("extensions")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !ext.is_object() {
-        *ext = Value::Object(Map::new());
-    }
-    if let Some(e) = ext.as_object_mut() {
-        e.insert(TASKS_EXTENSION.to_owned(), json!({}));
-    }
-    let info = init_params
-        .get("clientInfo")
-        .and_then(|v| serde_json::from_value::<Implementation>(v.clone()).ok())
-        .unwrap_or_else(|| Implementation::new("mcp-tasks-gateway", env!("CARGO_PKG_VERSION")));
-    modern::request_meta_value(&info, &ClientCapabilities(caps))
-}
 
 use mcp_tasks_client::connection::strip_complete;
 use mcp_tasks_client::follow::{FollowPolicy, follow_polled};
 use mcp_tasks_client::{ClientError, TaskDetail};
-
-/// The `initialize`-like result the lane keeps for a modern upstream, made of its
-/// `server/discover` result: its capabilities (without `extensions`, and without legacy
-/// `tasks`: the gateway follows modern upstream tasks itself), `serverInfo` from the
-/// result's `_meta`, `instructions`.
-pub(crate) fn init_of_discover(discover: &Value) -> Value {
-    let mut caps = match discover.get("capabilities") {
-        Some(Value::Object(c)) => c.clone(),
-        _ => Map::new(),
-    };
-    caps.remove("extensions");
-    caps.remove("tasks");
-    let server_info = discover
-        .pointer("/_meta")
-        .and_then(|m| m.get(SERVER_INFO_META))
-        .cloned()
-        .unwrap_or_else(|| json!({"name": "upstream", "version": "unknown"}));
-    let mut init = json!({
-        "protocolVersion": modern::PROTOCOL_VERSION,
-        "capabilities": caps,
-        "serverInfo": server_info,
-    });
-    if let Some(i) = discover.get("instructions") {
-        init["instructions"] = i.clone();
-    }
-    init
-}
-
-/// Whether the upstream on `conn` speaks 2026-07-28 (`--upstream-protocol auto`).
-///
-/// Spec (stdio, "Backward Compatibility"): "The server returns a `DiscoverResult`: the
-/// server is modern." / "The server returns any other error, or does not respond within a
-/// reasonable timeout: the server is legacy." A result without `supportedVersions` naming
-/// 2026-07-28 (an upstream that echoes unknown requests, or lists only `initialize`
-/// revisions) counts as legacy too; so does a modern error (no common version), and
-/// `initialize` then says what the upstream speaks. The probing itself is the client's
-/// ([`Connection::probe`]: an `UnsupportedProtocolVersionError` listing 2026-07-28 is
-/// answered by probing once more), within its [`mcp_tasks_client::DEFAULT_PROBE_TIMEOUT`].
-pub(crate) async fn probe(conn: &Connection, meta: &Value) -> bool {
-    conn.probe(meta, mcp_tasks_client::DEFAULT_PROBE_TIMEOUT)
-        .await
-        .and_then(|v| {
-            v.get("supportedVersions")
-                .and_then(Value::as_array)
-                .map(|versions| {
-                    versions
-                        .iter()
-                        .any(|x| x.as_str() == Some(modern::PROTOCOL_VERSION))
-                })
-        })
-        .unwrap_or(false)
-}
-
-/// The error of a call the upstream did not answer.
-async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorObject {
-    match e {
-        CallError::Upstream(e) | CallError::Failed(e) => e,
-        CallError::Lost(d) => unavailable(format!(
-            "{} during the call",
-            lane.lost_reason(conn, d.as_deref()).await
-        )),
-    }
-}
 
 /// A modern `tools/call` upstream, followed to its outcome: the final result, or the
 /// JSON-RPC error the call (or its upstream task) ended with, or the error the lane
@@ -146,56 +55,69 @@ pub(crate) async fn call_tool(
         .await
 }
 
+/// The rounds of the call ([`run_rounds`], with [`UpstreamRounds`]), and the upstream task
+/// it may create followed ([`follow`]).
 async fn call_rounds(
     lane: &Arc<LaneInner>,
     conn: Arc<Connection>,
-    mut params: Value,
+    params: Value,
     cx: &ToolContext,
     waiter: &Arc<Waiter>,
 ) -> Result<Value, ErrorObject> {
-    for _ in 0..MAX_INPUT_ROUNDS {
-        let mut creating = Creating::start(&conn, params.clone(), cx, waiter);
-        let answer = creating.answer().await;
-        let v = match answer {
-            Ok(v) => v,
-            Err(e) => return Err(call_error(lane, &conn, e).await),
-        };
-        match ResultType::of(&v) {
-            ResultType::Complete => return Ok(v),
-            ResultType::Task => return follow(lane, conn, &v, cx).await,
-            ResultType::InputRequired => {
-                let mut responses = Map::new();
-                if let Some(reqs) = v.get("inputRequests").and_then(Value::as_object) {
-                    for (key, req) in reqs {
-                        responses.insert(key.clone(), relay(cx, req).await?);
-                    }
-                }
-                let Some(p) = params.as_object_mut() else {
-                    return Err(ErrorObject::new(
-                        codes::INTERNAL_ERROR,
-                        "tools/call params are not an object",
-                    ));
-                };
-                p.insert("inputResponses".into(), Value::Object(responses));
-                match v.get("requestState") {
-                    Some(s) => p.insert("requestState".into(), s.clone()),
-                    None => p.remove("requestState"),
-                };
-            }
-            ResultType::Other(t) => {
-                return Err(ErrorObject::new(
-                    codes::INTERNAL_ERROR,
-                    format!("the upstream answered tools/call with the unknown resultType `{t}`"),
-                ));
-            }
+    let Value::Object(params) = params else {
+        return Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            "tools/call params are not an object",
+        ));
+    };
+    let rounds = UpstreamRounds {
+        lane,
+        conn: &conn,
+        cx,
+        waiter,
+    };
+    match run_rounds(&rounds, params, MAX_INPUT_ROUNDS).await {
+        Ok(Answered::Complete(v)) => Ok(v),
+        Ok(Answered::Task(v)) => follow(lane, Arc::clone(&conn), &v, cx).await,
+        Err(RoundsError::Peer(e)) => Err(e),
+        Err(RoundsError::TooMany(n)) => Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream asked for input more than {n} times in one tools/call"),
+        )),
+        Err(RoundsError::UnknownResult(t)) => Err(ErrorObject::new(
+            codes::INTERNAL_ERROR,
+            format!("the upstream answered tools/call with the unknown resultType `{t}`"),
+        )),
+    }
+}
+
+/// The rounds of one upstream `tools/call`: each sent as a [`Creating`] on behalf of the
+/// call's [`Waiter`], each question relayed to the downstream client ([`relay_all`]).
+struct UpstreamRounds<'a> {
+    lane: &'a Arc<LaneInner>,
+    conn: &'a Arc<Connection>,
+    cx: &'a ToolContext,
+    waiter: &'a Arc<Waiter>,
+}
+
+#[async_trait::async_trait]
+impl RoundTrips for UpstreamRounds<'_> {
+    type Error = ErrorObject;
+
+    async fn send(&self, params: Value) -> Result<Value, ErrorObject> {
+        let mut creating = Creating::start(self.conn, params, self.cx, self.waiter);
+        match creating.answer().await {
+            Ok(v) => Ok(v),
+            Err(e) => Err(call_error(self.lane, self.conn, e).await),
         }
     }
-    Err(ErrorObject::new(
-        codes::INTERNAL_ERROR,
-        format!(
-            "the upstream asked for input more than {MAX_INPUT_ROUNDS} times in one tools/call"
-        ),
-    ))
+
+    async fn answer(
+        &self,
+        requests: Map<String, Value>,
+    ) -> Result<Map<String, Value>, ErrorObject> {
+        relay_all(self.cx, requests).await.map_err(|(_, e)| e)
+    }
 }
 
 /// An upstream `tools/call` in flight, run apart from the call that awaits it, so that
@@ -292,62 +214,39 @@ async fn follow(
         ));
     };
     tracing::debug!(upstream_task = %task_id, "following a modern upstream task");
-    // Noted, so that a gateway restart follows it again ([`resume`]).
+    // Noted, so that a gateway restart follows it again
+    // ([`crate::upstream_task::resume`]).
     if let Some(ours) = cx.task_id() {
         lane.note_task(ours, task_id, &conn).await;
     }
-    let cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
     let out = poll(lane, &conn, task_id, created.clone(), cx).await;
-    drop(cancel);
     if let Some(ours) = cx.task_id() {
         lane.forget_task(ours).await;
     }
     out
 }
 
-/// Follow a modern upstream task again, for a task resumed after a gateway restart: read
-/// it with `tasks/get` (an upstream that no longer knows it fails ours with a message
-/// that says so), then poll it as [`follow`] does. Its input requests are relayed again:
-/// the answers given before the restart went with the old connection's memory, and an
-/// `inputRequests` entry still listed is one the upstream still waits for.
-pub(crate) async fn resume(
-    lane: &Arc<LaneInner>,
-    conn: Arc<Connection>,
-    task_id: &str,
-    cx: &ToolContext,
-) -> Result<Value, ErrorObject> {
-    let task = match conn
-        .call(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-        .await
-    {
-        Ok(t) => t,
-        Err(CallError::Upstream(e)) => {
-            return Err(crate::upstream_task::forgotten(
-                task_id,
-                &format!(
-                    "the gateway restarted, then it answered tasks/get with: {}",
-                    e.message
-                ),
-            ));
-        }
-        Err(e) => return Err(call_error(lane, &conn, e).await),
-    };
-    let cancel = crate::upstream_task::CancelUpstream::new(lane, &conn, task_id, cx);
-    let out = poll(lane, &conn, task_id, task, cx).await;
-    drop(cancel);
-    out
-}
-
 /// Poll the upstream task `task_id`, last seen as `task`, to its outcome: the client's
-/// task following ([`follow_polled`]) with [`FollowPolicy::RELAY`].
-async fn poll(
+/// task following ([`follow_polled`]) with [`FollowPolicy::RELAY`]; cancelled upstream
+/// when the call is meanwhile ([`CancelUpstream`]).
+///
+/// A task resumed after a gateway restart is polled so too
+/// ([`crate::upstream_task::resume`]): its input requests are relayed again, as the
+/// answers given before the restart went with the old connection's memory, and an
+/// `inputRequests` entry still listed is one the upstream still waits for.
+pub(crate) async fn poll(
     lane: &Arc<LaneInner>,
     conn: &Arc<Connection>,
     task_id: &str,
     task: Value,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
-    let peer = Upstream { conn, cx };
+    let _cancel = CancelUpstream::new(lane, conn, task_id, cx);
+    let relay = Relay(cx);
+    let peer = ConnectionTasks {
+        conn,
+        answers: &relay,
+    };
     let seen = TaskDetail::parse(&task).ok();
     match follow_polled(&peer, task_id, seen, FollowPolicy::RELAY).await {
         Ok(Ok(mut r)) => {
@@ -356,43 +255,5 @@ async fn poll(
         }
         Ok(Err(e)) | Err(ClientError::Unanswered { error: e, .. }) => Err(e),
         Err(e) => Err(call_error(lane, conn, CallError::of_client(e)).await),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use mcp_tasks_proto::meta::stamp;
-    use mcp_tasks_proto::modern::CLIENT_CAPABILITIES_META;
-
-    #[test]
-    fn meta_carries_the_session_capabilities_and_the_tasks_extension() {
-        let init = json!({"capabilities": {"elicitation": {"form": {}}, "tasks": {"list": {}}}, "clientInfo": {"name": "c", "version": "1"}});
-        let m = request_meta(&init);
-        assert_eq!(m[modern::PROTOCOL_VERSION_META], modern::PROTOCOL_VERSION);
-        assert_eq!(
-            m[CLIENT_CAPABILITIES_META],
-            json!({"elicitation": {"form": {}}, "extensions": {TASKS_EXTENSION: {}}})
-        );
-        assert_eq!(m[modern::CLIENT_INFO_META]["name"], "c");
-        let p = stamp(
-            &m,
-            Some(json!({"name": "x", "_meta": {"progressToken": 3}})),
-        );
-        assert_eq!(p["_meta"]["progressToken"], 3);
-        assert_eq!(
-            p["_meta"][modern::PROTOCOL_VERSION_META],
-            modern::PROTOCOL_VERSION
-        );
-    }
-
-    #[test]
-    fn discover_results_become_initialize_results() {
-        let init = init_of_discover(
-            &json!({"resultType": "complete", "supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}, "extensions": {TASKS_EXTENSION: {}}}, "instructions": "hi", "_meta": {SERVER_INFO_META: {"name": "up", "version": "2"}}}),
-        );
-        assert_eq!(init["capabilities"], json!({"tools": {}}));
-        assert_eq!(init["serverInfo"]["name"], "up");
-        assert_eq!(init["instructions"], "hi");
     }
 }

@@ -25,7 +25,10 @@ use serde_json::{Value, json};
 use crate::error::unavailable;
 use crate::lane::{FIRST_START_WAIT, LaneInner, Limits};
 use crate::notes::{Note, Notes};
+use crate::upstream_call::{Call, CallError, call_error};
+use crate::upstream_task::forgotten_after_restart;
 use mcp_tasks_client::connect::Connector;
+use mcp_tasks_proto::methods;
 
 /// Status notifications of a resumed task have nowhere to go: its connection is gone.
 struct Nowhere;
@@ -124,10 +127,21 @@ async fn follow_again(
     let Some(conn) = lane.next_conn(0).await else {
         return Err(lane.unavailable_now());
     };
+    let id = &note.upstream_task_id;
+    // A 2026-07-28 task is read with `tasks/get` (an upstream that no longer knows it fails
+    // ours with a message that says so) and polled; a 2025-11-25 one followed with
+    // `tasks/result`.
     let out = if conn.revision().tasks_are_extension() {
-        crate::modern_upstream::resume(&lane, conn, &note.upstream_task_id, &cx).await
+        match conn
+            .call(methods::TASKS_GET, Some(json!({ "taskId": id })))
+            .await
+        {
+            Ok(task) => crate::modern_upstream::poll(&lane, &conn, id, task, &cx).await,
+            Err(CallError::Upstream(e)) => Err(forgotten_after_restart(id, &e)),
+            Err(e) => Err(call_error(&lane, &conn, e).await),
+        }
     } else {
-        crate::upstream_task::resume(&lane, conn, &note.upstream_task_id, &cx).await
+        crate::upstream_task::resume(&lane, conn, id, &cx).await
     };
     drop(lease);
     out

@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 
 use mcp_tasks_client::connection::Connection;
 
-use crate::error::unavailable;
-use crate::upstream_call::{Call, CallError};
+use crate::upstream_call::{Call, call_error};
 use mcp_tasks_proto::meta::strip_related_task;
 
 use crate::lane::{LaneInner, ended};
@@ -96,11 +95,7 @@ async fn plain(
                 strip_related_task(&mut v);
                 Ok(v)
             }
-            Err(CallError::Upstream(e) | CallError::Failed(e)) => Err(e),
-            Err(CallError::Lost(d)) => Err(unavailable(format!(
-                "{} during the call",
-                lane.lost_reason(conn, d.as_deref()).await
-            ))),
+            Err(e) => Err(call_error(lane, conn, e).await),
         }
     };
     routes.unless_failed(call).await

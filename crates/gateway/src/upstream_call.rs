@@ -1,20 +1,19 @@
 //! The gateway's calls on an upstream [`Connection`]: what a call that got no answer
 //! tells the downstream client ([`CallError`]), [`Call`], the connection's requests
-//! with that error, and [`Upstream`], the requests of the client's task following with
-//! the upstream's questions relayed to the downstream client.
+//! with that error, and [`Relay`], the upstream's questions relayed to the downstream
+//! client.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_client::connection::Connection;
-use mcp_tasks_client::follow::TaskPeer;
-use mcp_tasks_client::{ClientError, TaskDetail};
-use mcp_tasks_proto::modern;
+use mcp_tasks_client::ClientError;
+use mcp_tasks_client::connection::{Answers, Connection};
 use mcp_tasks_proto::{ErrorObject, codes, methods};
 use mcp_tasks_server::ToolContext;
 use serde_json::{Map, Value, json};
 
-use crate::lane::Waiter;
+use crate::error::unavailable;
+use crate::lane::{LaneInner, Waiter};
 
 /// Why a call to the upstream did not produce its answer.
 #[derive(Debug, Clone, PartialEq)]
@@ -110,10 +109,6 @@ pub(crate) trait Call {
         params: Option<Value>,
         waiter: &Arc<Waiter>,
     ) -> Result<Value, CallError>;
-
-    /// [`Self::call`] without `--upstream-timeout` (`initialize` has its own bound).
-    async fn call_unbounded(&self, method: &str, params: Option<Value>)
-    -> Result<Value, CallError>;
 }
 
 #[async_trait]
@@ -135,15 +130,17 @@ impl Call for Connection {
             .await
             .map_err(|e| CallError::of(method, e))
     }
+}
 
-    async fn call_unbounded(
-        &self,
-        method: &str,
-        params: Option<Value>,
-    ) -> Result<Value, CallError> {
-        self.request_unbounded(method, params)
-            .await
-            .map_err(|e| CallError::of(method, e))
+/// The error of a call the upstream did not answer: the upstream's or the gateway's as
+/// it is; for a lost connection, -32603 with why it was lost ([`LaneInner::lost_reason`]).
+pub(crate) async fn call_error(lane: &LaneInner, conn: &Connection, e: CallError) -> ErrorObject {
+    match e {
+        CallError::Upstream(e) | CallError::Failed(e) => e,
+        CallError::Lost(d) => unavailable(format!(
+            "{} during the call",
+            lane.lost_reason(conn, d.as_deref()).await
+        )),
     }
 }
 
@@ -169,65 +166,44 @@ pub(crate) async fn relay(cx: &ToolContext, request: &Value) -> Result<Value, Er
     }
 }
 
-/// The upstream task requests of a call: its questions are relayed to the downstream
-/// client ([`relay`]).
-pub(crate) struct Upstream<'a> {
-    pub(crate) conn: &'a Connection,
-    pub(crate) cx: &'a ToolContext,
-}
+/// The questions of a call's upstream task, relayed to the downstream client of the call
+/// `cx` ([`relay_all`]): who answers when the client's task following runs on the
+/// upstream connection ([`mcp_tasks_client::connection::ConnectionTasks`]).
+pub(crate) struct Relay<'a>(pub(crate) &'a ToolContext);
 
-#[async_trait::async_trait]
-impl TaskPeer for Upstream<'_> {
-    async fn get(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
-        let v = self
-            .conn
-            .request(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
-            .await?;
-        TaskDetail::parse(&v)
-    }
-
-    async fn update(
-        &self,
-        task_id: &str,
-        responses: Map<String, Value>,
-    ) -> Result<(), ClientError> {
-        let update = json!({ "taskId": task_id, "inputResponses": responses });
-        self.conn
-            .request(modern::methods::TASKS_UPDATE, Some(update))
-            .await
-            .map(drop)
-    }
-
-    async fn cancel(&self, task_id: &str) -> Result<(), ClientError> {
-        self.conn
-            .request(methods::TASKS_CANCEL, Some(json!({ "taskId": task_id })))
-            .await
-            .map(drop)
-    }
-
+#[async_trait]
+impl Answers for Relay<'_> {
     async fn answer(
         &self,
-        _task_id: &str,
         requests: Map<String, Value>,
     ) -> Result<Map<String, Value>, ClientError> {
-        let mut responses = Map::new();
-        for (key, req) in requests {
-            match relay(self.cx, &req).await {
-                Ok(v) => {
-                    responses.insert(key, v);
-                }
-                Err(error) => {
-                    let method = req
-                        .get("method")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    return Err(ClientError::Unanswered {
-                        method: method.to_owned(),
-                        error,
-                    });
-                }
+        relay_all(self.0, requests)
+            .await
+            .map_err(|(method, error)| ClientError::Unanswered { method, error })
+    }
+}
+
+/// Relay each of `requests` (an `inputRequests` map) to the downstream client, one
+/// after the other ([`relay`]): the answers by key, or the method of the first that got
+/// none and its error.
+pub(crate) async fn relay_all(
+    cx: &ToolContext,
+    requests: Map<String, Value>,
+) -> Result<Map<String, Value>, (String, ErrorObject)> {
+    let mut responses = Map::new();
+    for (key, req) in requests {
+        match relay(cx, &req).await {
+            Ok(v) => {
+                responses.insert(key, v);
+            }
+            Err(error) => {
+                let method = req
+                    .get("method")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                return Err((method.to_owned(), error));
             }
         }
-        Ok(responses)
     }
+    Ok(responses)
 }

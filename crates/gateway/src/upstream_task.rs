@@ -10,7 +10,9 @@
 //! * one that answers `tasks/result` with an error before its task has ended (FastMCP 3:
 //!   -32602 "Task not completed yet") is polled with `tasks/get` at the task's
 //!   `pollInterval` until the task is terminal (or waits for input), and then asked for
-//!   the result again (the client's [`settle`] with [`FollowPolicy::RELAY`]);
+//!   the result again (the client's [`follow_result`], settling with [`settle`] and
+//!   [`FollowPolicy::RELAY`]); a lost connection is the gateway's to wait out
+//!   ([`UpstreamResult`]);
 //! * the final status is the upstream's (`tasks/get` after the result): a task that ended
 //!   `failed` is ours `failed` too (its result gets `isError: true` if it lacks it), and a
 //!   result that is not a `CallToolResult` (Python `mcp` 1.30 sends only `{_meta}` for a
@@ -25,12 +27,15 @@ use mcp_tasks_server::ToolContext;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use mcp_tasks_client::connection::Connection;
+use mcp_tasks_client::connection::{Connection, ConnectionTasks};
 
 use crate::error::unavailable;
-use crate::upstream_call::{Call, CallError, Upstream};
+use crate::upstream_call::{Call, CallError, Relay, call_error};
+use mcp_tasks_client::follow::result::{Next, ResultAsker, follow_result};
 use mcp_tasks_client::follow::{FollowPolicy, settle};
+use mcp_tasks_client::{ClientError, TaskDetail};
 use mcp_tasks_proto::meta::strip_related_task;
+use parking_lot::Mutex;
 
 use crate::lane::{LaneInner, RouteGuard, Waiter};
 
@@ -159,13 +164,7 @@ async fn run_task(
         .await
     {
         Ok(v) => v,
-        Err(CallError::Upstream(e) | CallError::Failed(e)) => return Err(e),
-        Err(CallError::Lost(d)) => {
-            return Err(unavailable(format!(
-                "{} during the call",
-                lane.lost_reason(&conn, d.as_deref()).await
-            )));
-        }
+        Err(e) => return Err(call_error(lane, &conn, e).await),
     };
     let Some(upstream_id) = created
         .pointer("/task/taskId")
@@ -190,7 +189,8 @@ async fn run_task(
     out
 }
 
-/// Follow an upstream task again, for a task resumed after a gateway restart.
+/// Follow an upstream task again, for a task resumed after a gateway restart (a
+/// 2026-07-28 one is polled instead, [`crate::modern_upstream::poll`]).
 pub(crate) async fn resume(
     lane: &Arc<LaneInner>,
     conn: Arc<Connection>,
@@ -203,6 +203,18 @@ pub(crate) async fn resume(
     waiter
         .unless_failed(resume_task(lane, conn, upstream_id, cx, &mut routes))
         .await
+}
+
+/// [`forgotten`] by an upstream that answered `tasks/get` with `e` after a gateway
+/// restart.
+pub(crate) fn forgotten_after_restart(upstream_id: &str, e: &ErrorObject) -> ErrorObject {
+    forgotten(
+        upstream_id,
+        &format!(
+            "the gateway restarted, then it answered tasks/get with: {}",
+            e.message
+        ),
+    )
 }
 
 async fn resume_task(
@@ -219,13 +231,7 @@ async fn resume_task(
         .await
     {
         guard.armed = false;
-        return Err(forgotten(
-            upstream_id,
-            &format!(
-                "the gateway restarted, then it answered tasks/get with: {}",
-                e.message
-            ),
-        ));
+        return Err(forgotten_after_restart(upstream_id, &e));
     }
     let out = follow(lane, conn, upstream_id, &mut guard, routes.waiter(), cx).await;
     guard.armed = false;
@@ -320,70 +326,133 @@ async fn finish(
     Ok(v)
 }
 
+/// Follow the upstream task `upstream_id`, created on `conn`, with `tasks/result` (the
+/// client's [`follow_result`] with [`UpstreamResult`]), and make its outcome ours
+/// ([`finish`]).
 async fn follow(
     lane: &Arc<LaneInner>,
-    mut conn: Arc<Connection>,
+    conn: Arc<Connection>,
     upstream_id: &str,
     guard: &mut CancelUpstream,
     waiter: &Arc<Waiter>,
     cx: &ToolContext,
 ) -> Result<Value, ErrorObject> {
-    let id = json!({ "taskId": upstream_id });
-    // The upstream task's status when `tasks/get` last showed it ended: the next
-    // `tasks/result` answer is final.
-    let mut terminal: Option<TaskStatus> = None;
-    loop {
-        let lost = match conn
-            .call_for(methods::TASKS_RESULT, Some(id.clone()), waiter)
+    guard.conn = conn;
+    let asker = UpstreamResult {
+        lane,
+        guard: Mutex::new(guard),
+        waiter,
+        cx,
+    };
+    let end = follow_result(&asker, upstream_id).await?;
+    let conn = asker.conn();
+    match end.outcome {
+        Ok(v) => {
+            finish(
+                &conn,
+                &json!({ "taskId": upstream_id }),
+                upstream_id,
+                v,
+                end.terminal,
+            )
             .await
-        {
-            Ok(v) => return finish(&conn, &id, upstream_id, v, terminal).await,
-            Err(CallError::Upstream(e) | CallError::Failed(e)) => {
-                if terminal.is_some() {
-                    return Err(e);
-                }
-                // The task's own error outcome, an answer given before the task ended
-                // (FastMCP 3: -32602 "Task not completed yet"), a timeout, or a task the
-                // upstream does not know: tasks/get tells them apart.
-                let peer = Upstream { conn: &conn, cx };
-                match settle(&peer, upstream_id, FollowPolicy::RELAY).await {
-                    Ok(t) if t.task.status.is_terminal() => {
-                        terminal = Some(t.task.status);
-                        continue;
-                    }
-                    // Waiting for input (after an interval): its questions travel on
-                    // tasks/result.
-                    Ok(_) => continue,
-                    Err(e) => match CallError::of_client(e) {
-                        CallError::Upstream(ge) => return Err(forgotten(upstream_id, &ge.message)),
-                        CallError::Failed(fe) => return Err(fe),
-                        CallError::Lost(d) => d,
-                    },
-                }
-            }
-            Err(CallError::Lost(d)) => d,
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// The `tasks/result` of an upstream task, asked on the lane's connection on behalf of
+/// the call `waiter` (what the upstream sends on its response stream is the call's).
+/// An early answer is settled with the upstream's questions relayed ([`Relay`]); a lost
+/// connection is waited out: asked again in a moment while it lives on (HTTP), else on
+/// the lane's next connection, once that still knows the task.
+struct UpstreamResult<'a> {
+    lane: &'a Arc<LaneInner>,
+    /// Holds the connection followed on now, to which a cancel goes too.
+    guard: Mutex<&'a mut CancelUpstream>,
+    waiter: &'a Arc<Waiter>,
+    cx: &'a ToolContext,
+}
+
+impl UpstreamResult<'_> {
+    /// The connection followed on now.
+    fn conn(&self) -> Arc<Connection> {
+        Arc::clone(&self.guard.lock().conn)
+    }
+}
+
+#[async_trait::async_trait]
+impl ResultAsker for UpstreamResult<'_> {
+    type Error = ErrorObject;
+    type Lost = Option<String>;
+
+    async fn result(&self, task_id: &str) -> Result<Value, ClientError> {
+        let conn = self.conn();
+        let post = self.waiter.post();
+        conn.request_recorded(
+            methods::TASKS_RESULT,
+            Some(json!({ "taskId": task_id })),
+            post.sink(),
+        )
+        .await
+    }
+
+    /// The task's own error outcome, an answer given before the task ended (FastMCP 3:
+    /// -32602 "Task not completed yet"), a timeout, or a task the upstream does not know:
+    /// an answer, which `tasks/get` tells apart.
+    fn answer_of(&self, e: ClientError) -> Result<ErrorObject, Option<String>> {
+        match CallError::of_client(e) {
+            CallError::Upstream(e) | CallError::Failed(e) => Ok(e),
+            CallError::Lost(d) => Err(d),
+        }
+    }
+
+    async fn settle(&self, task_id: &str) -> Result<TaskDetail, ClientError> {
+        let conn = self.conn();
+        let relay = Relay(self.cx);
+        let peer = ConnectionTasks {
+            conn: &conn,
+            answers: &relay,
         };
-        let why = lane.lost_reason(&conn, lost.as_deref()).await;
-        tracing::warn!(upstream_task = %upstream_id, reason = %why, "lost the upstream while following its task");
+        settle(&peer, task_id, FollowPolicy::RELAY).await
+    }
+
+    async fn lost(&self, task_id: &str, lost: Option<String>) -> Next<ErrorObject> {
+        let conn = self.conn();
+        let why = self.lane.lost_reason(&conn, lost.as_deref()).await;
+        tracing::warn!(upstream_task = %task_id, reason = %why, "lost the upstream while following its task");
         if !conn.is_closed() {
             // The connection lives on (HTTP): ask again in a moment.
             tokio::time::sleep(Duration::from_secs(1)).await;
-            continue;
+            return Next::Again;
         }
         // The connection is gone: wait for the next one and ask it about the task.
-        let Some(next) = lane.next_conn(conn.generation()).await else {
-            return Err(unavailable(format!("{why}; the gateway session ended")));
+        let Some(next) = self.lane.next_conn(conn.generation()).await else {
+            return Next::Stop(unavailable(format!("{why}; the gateway session ended")));
         };
-        conn = next;
-        guard.conn = Arc::clone(&conn);
-        match conn.call(methods::TASKS_GET, Some(id.clone())).await {
-            Ok(_) | Err(CallError::Lost(_) | CallError::Failed(_)) => {}
-            Err(CallError::Upstream(e)) => {
-                return Err(forgotten(
-                    upstream_id,
-                    &format!("{why}, then it answered tasks/get with: {}", e.message),
-                ));
-            }
+        self.guard.lock().conn = Arc::clone(&next);
+        match next
+            .call(methods::TASKS_GET, Some(json!({ "taskId": task_id })))
+            .await
+        {
+            Ok(_) | Err(CallError::Lost(_) | CallError::Failed(_)) => Next::Again,
+            Err(CallError::Upstream(e)) => Next::Stop(forgotten(
+                task_id,
+                &format!("{why}, then it answered tasks/get with: {}", e.message),
+            )),
+        }
+    }
+
+    async fn unsettled(
+        &self,
+        task_id: &str,
+        e: ClientError,
+        _answer: ErrorObject,
+    ) -> Next<ErrorObject> {
+        match CallError::of_client(e) {
+            CallError::Upstream(ge) => Next::Stop(forgotten(task_id, &ge.message)),
+            CallError::Failed(fe) => Next::Stop(fe),
+            CallError::Lost(d) => self.lost(task_id, d).await,
         }
     }
 }

@@ -1,27 +1,30 @@
-//! Supervision: opening the upstream connection, initializing it, reading its tool list,
-//! and restarting it with backoff when it dies.
+//! Supervision: starting the upstream connection (the client's [`Connection::start`], or
+//! taking up a noted session again), reading its tool list, and restarting it with
+//! backoff when it dies.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use mcp_tasks_proto::Revision;
 use mcp_tasks_proto::logged::digest;
-use mcp_tasks_proto::{Revision, RevisionChoice, methods};
 use mcp_tasks_rpc::http_client::ResumeSession;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use tokio::sync::{OwnedSemaphorePermit, oneshot};
 
 use super::{INIT_TIMEOUT, LaneInner, Link, MAX_TOOL_PAGES, STABLE_AFTER};
 use crate::backoff;
-use futures::future::BoxFuture;
 
 use async_trait::async_trait;
-use mcp_tasks_client::connection::{Adopted, Connection, Requests, ServerMessages};
+use mcp_tasks_client::connection::{
+    Adopted, Connection, Requests, ServerMessages, StartAs, StartError, Started,
+};
+use mcp_tasks_proto::modern::Implementation;
 use mcp_tasks_proto::{ErrorObject, RequestId};
 use std::sync::Weak;
 
 use crate::tool_set::ToolSet;
 use crate::tools::BridgeTool;
-use crate::upstream_call::{Call, CallError};
+use crate::upstream_call::CallError;
 
 /// What an upstream connection sends goes to its lane, while the lane lives; the latency
 /// of each call to the server's metrics.
@@ -62,7 +65,11 @@ const CANCEL_REASON: &str = "The request was cancelled by the client of the gate
 
 impl LaneInner {
     pub(super) async fn refresh_tools(&self, conn: &Connection) -> bool {
-        match list_all_tools(conn).await {
+        match conn
+            .list_tools(MAX_TOOL_PAGES)
+            .await
+            .map_err(|e| format!("tools/list failed: {:?}", CallError::of_client(e)))
+        {
             Ok(raw) => {
                 let set = ToolSet::build(
                     raw,
@@ -136,35 +143,9 @@ impl LaneInner {
         Requests::new(self.limits.call_timeout, CANCEL_REASON)
     }
 
-    /// A new connection of the lane (speaking `revision` when the connector chooses the
-    /// revision by transport; else as the connector does).
-    async fn connect_as(
-        &self,
-        revision: Revision,
-    ) -> Result<
-        (
-            Arc<Connection>,
-            oneshot::Receiver<String>,
-            Option<BoxFuture<'static, ()>>,
-        ),
-        String,
-    > {
-        let Adopted {
-            connection,
-            ended,
-            settled,
-        } = Connection::open(
-            &*self.connector,
-            self.messages(),
-            self.requests(),
-            revision,
-            &self.generation,
-        )
-        .await
-        .map_err(crate::connectors::reason)?;
-        Ok((Arc::new(connection), ended, settled))
-    }
-
+    /// A new connection of the lane: the session noted by [`Self::reattach_first`] taken
+    /// up again, or a connection started as `--upstream-protocol` says, initialized with
+    /// the downstream session's own params; the reason it did not start.
     pub(super) async fn open(
         &self,
     ) -> Result<(Arc<Connection>, oneshot::Receiver<String>), String> {
@@ -178,91 +159,26 @@ impl LaneInner {
         {
             return Ok(reattached);
         }
-        let params = self.init_params.lock().clone();
-        let meta = crate::modern_upstream::request_meta(&params);
-        let by_transport = self.limits.upstream_protocol == RevisionChoice::Auto
-            && self.connector.revision_by_transport();
-        // Detecting by transport starts with the latest revision's connection.
-        let first = if by_transport {
-            Revision::LATEST
-        } else {
-            Revision::V2025_11_25
-        };
-        let (conn, ended, settled) = self.connect_as(first).await?;
-        let (modern, conn, mut ended, settled) = match self.limits.upstream_protocol {
-            RevisionChoice::Fixed(r) => (r.is_stateless(), conn, ended, settled),
-            RevisionChoice::Auto => {
-                let found = crate::modern_upstream::probe(&conn, &meta).await;
-                tracing::info!(upstream = %self.describe(), modern = found, "upstream protocol found");
-                if by_transport && !found {
-                    // Spec (streamable HTTP, "Backward Compatibility"): the modern request
-                    // was refused without a recognized modern error: fall back to
-                    // `initialize`, on a transport that keeps the legacy session.
-                    drop((conn, ended, settled));
-                    let (conn, ended, settled) = self.connect_as(Revision::V2025_11_25).await?;
-                    (false, conn, ended, settled)
-                } else {
-                    (found, conn, ended, settled)
-                }
-            }
-        };
-        let (mut method, params) = if modern {
-            conn.speak_stateless(meta.clone());
-            (mcp_tasks_proto::modern::methods::SERVER_DISCOVER, None)
-        } else {
-            (methods::INITIALIZE, Some(params))
-        };
-        let mut modern = modern;
-        let mut init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, params))
-            .await
-            .map_err(|_| format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}"))?;
-        if let Err(CallError::Upstream(e)) = &init
-            && !modern
-            && self.limits.upstream_protocol == RevisionChoice::Auto
-            // A 2026-07-28 upstream that does not take `initialize` (FastMCP 4 once it
-            // has answered `server/discover` on the connection).
-            && mcp_tasks_proto::modern::names_a_stateless_revision(e)
-        {
-            // The probe went unanswered in time (an upstream slow to start reads it late
-            // and answers it after our bound), and `initialize` is now refused as by a
-            // modern server: it is one after all.
-            tracing::info!(upstream = %self.describe(), "upstream refused initialize as a 2026-07-28 server: server/discover again");
-            conn.speak_stateless(meta);
-            modern = true;
-            method = mcp_tasks_proto::modern::methods::SERVER_DISCOVER;
-            init = tokio::time::timeout(INIT_TIMEOUT, conn.call_unbounded(method, None))
-                .await
-                .map_err(|_| {
-                    format!("the upstream did not answer {method} within {INIT_TIMEOUT:?}")
-                })?;
+        let how = StartAs::new(
+            self.limits.upstream_protocol,
+            self.init_params.lock().clone(),
+            Implementation::new("mcp-tasks-gateway", env!("CARGO_PKG_VERSION")),
+            INIT_TIMEOUT,
+        );
+        let started = Connection::start(
+            &*self.connector,
+            self.messages(),
+            self.requests(),
+            &self.generation,
+            &how,
+        )
+        .await;
+        match started {
+            Ok(Started {
+                connection, ended, ..
+            }) => Ok((Arc::new(connection), ended)),
+            Err(e) => Err(start_failure(e).await),
         }
-        let init = match init {
-            Ok(v) => v,
-            Err(CallError::Upstream(e)) => {
-                return Err(format!("the upstream refused {method}: {e}"));
-            }
-            Err(CallError::Failed(e)) => return Err(format!("{method} failed: {e}")),
-            Err(CallError::Lost(_)) => {
-                let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
-                    .await
-                    .ok()
-                    .and_then(Result::ok)
-                    .unwrap_or_else(|| "the upstream closed the connection".into());
-                return Err(format!("{why} during {method}"));
-            }
-        };
-        if modern {
-            // Spec (lifecycle): a modern client "sends `server/discover`" and no
-            // `notifications/initialized`; there is no session to open.
-            conn.set_init_result(crate::modern_upstream::init_of_discover(&init));
-        } else {
-            conn.set_init_result(init);
-            conn.notify(methods::INITIALIZED, None).await;
-        }
-        if let Some(settled) = settled {
-            settled.await;
-        }
-        Ok((conn, ended))
     }
 
     pub(super) fn notify_tools_changed(&self) {
@@ -275,38 +191,6 @@ impl LaneInner {
 }
 
 pub(super) const TOOLS_LIST_CHANGED: &str = "notifications/tools/list_changed";
-
-pub(super) async fn list_all_tools(conn: &Connection) -> Result<Vec<Value>, String> {
-    if conn
-        .init_result()
-        .pointer("/capabilities/tools")
-        .is_none_or(Value::is_null)
-    {
-        return Ok(Vec::new());
-    }
-    let mut out = Vec::new();
-    let mut cursor: Option<Value> = None;
-    for _ in 0..MAX_TOOL_PAGES {
-        let params = cursor.take().map(|c| json!({ "cursor": c }));
-        let page = conn
-            .call(methods::TOOLS_LIST, params)
-            .await
-            .map_err(|e| format!("tools/list failed: {e:?}"))?;
-        if let Some(tools) = page.get("tools").and_then(Value::as_array) {
-            out.extend(
-                tools
-                    .iter()
-                    .filter(|t| t.get("name").is_some_and(Value::is_string))
-                    .cloned(),
-            );
-        }
-        match page.get("nextCursor") {
-            Some(c @ Value::String(_)) => cursor = Some(c.clone()),
-            _ => return Ok(out),
-        }
-    }
-    Ok(out)
-}
 
 /// Runs the lane's connections; `permit` is its place among the gateway's
 /// `--max-upstreams`, given back when the lane ends (its last connection torn down).
@@ -373,6 +257,33 @@ pub(super) async fn supervise_conns(lane: &Arc<LaneInner>) {
     lane.link.send_replace(Link::Closed);
 }
 
+/// The reason a connection did not start, as the lane reports it.
+async fn start_failure(e: StartError) -> String {
+    match e {
+        StartError::Connect(e) => crate::connectors::reason(e),
+        StartError::NoAnswer { method, timeout } => {
+            format!("the upstream did not answer {method} within {timeout:?}")
+        }
+        StartError::Failed {
+            method,
+            error,
+            mut ended,
+        } => match CallError::of_client(error) {
+            CallError::Upstream(e) => format!("the upstream refused {method}: {e}"),
+            CallError::Failed(e) => format!("{method} failed: {e}"),
+            CallError::Lost(_) => {
+                let why = tokio::time::timeout(Duration::from_secs(1), &mut ended)
+                    .await
+                    .ok()
+                    .and_then(Result::ok)
+                    .unwrap_or_else(|| "the upstream closed the connection".into());
+                format!("{why} during {method}")
+            }
+        },
+        _ => "the upstream did not start".to_owned(),
+    }
+}
+
 /// Merge the upstream's `initialize` result into ours: the upstream's capabilities,
 /// `serverInfo`, `instructions` and unknown fields pass unchanged, except that the
 /// protocol version and `capabilities.tasks` are the gateway's, and `tools.listChanged`
@@ -418,6 +329,7 @@ pub(crate) fn merge_initialize(ours: &mut Value, upstream: Option<&Value>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn initialize_merge_keeps_upstream_fields_and_takes_our_tasks() {

@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use parking_lot::Mutex;
 
 use async_trait::async_trait;
+use futures::FutureExt;
 use mcp_tasks_proto::modern::RequestMeta;
 use mcp_tasks_proto::{ErrorObject, Message, Notification, Request, RequestId, methods};
 use serde_json::Value;
@@ -332,54 +333,117 @@ impl Peer {
     }
 
     fn spawn_request(&self, req: Request, delivery: RouteDelivery, stream_of: Option<RequestId>) {
-        let id = req.id.clone();
-        let token = CancellationToken::new();
-        {
-            let mut inflight = self.inner.inflight.lock();
-            if inflight.contains_key(&id) {
-                drop(inflight);
-                let peer = self.clone();
-                tokio::spawn(async move {
-                    let err = ErrorObject::invalid_request(format!(
-                        "request id {id} is already in use by a request in flight"
-                    ));
-                    let _ = peer
-                        .send(Message::reply(id.clone(), Err(err)), Route::Request(id))
-                        .await;
-                });
-                return;
-            }
-            inflight.insert(id.clone(), token.clone());
-        }
+        let Some(token) = self.admit_request(&req.id) else {
+            return;
+        };
+        // Counted before the task starts, so that `idle` cannot see it missing meanwhile.
         let unanswered = Unanswered::count(self);
         let peer = self.clone();
         tokio::spawn(async move {
-            let cx = RequestContext {
-                peer: peer.clone(),
-                id: id.clone(),
-                cancel: token.clone(),
-                delivery,
-                request_meta: None,
-                stream_of,
-            };
-            let handler = Arc::clone(&peer.inner.handler);
-            let fut = handler.handle_request(cx, req);
-            // Cancellation first: a handler that notices the same cancellation and
-            // returns an error must not get that error sent as the response.
-            let out = tokio::select! {
-                biased;
-                () = token.cancelled() => None,
-                r = fut => Some(r),
-            };
-            peer.inner.inflight.lock().remove(&id);
-            if let Some(out) = out {
-                let _ = peer
-                    .send(Message::reply(id.clone(), out), Route::Request(id))
-                    .await;
-            }
-            drop(unanswered);
+            peer.serve_admitted(req, token, unanswered, delivery, stream_of)
+                .await;
         });
     }
+
+    /// Serve `req`, a request that only reads, in the caller's task instead of a task of
+    /// its own, and queue its response as [`Self::receive_with`] would: what a Streamable
+    /// HTTP POST does for the most frequent requests (`tasks/get` above all), saving a
+    /// spawned task and a wake-up of the POST per request. It stays cancellable
+    /// (`notifications/cancelled`); dropped half-way (its POST went away) it has nothing
+    /// to undo, which is why only reads come here ([`is_read`]): anything else is spawned
+    /// as [`Self::receive_with`] spawns it. A handler that panics is answered with -32603.
+    /// Spec (basic): "-32603 Internal error: Internal JSON-RPC error."
+    pub async fn serve_read_here(&self, req: Request, delivery: RouteDelivery) {
+        if !is_read(&req.method) || self.inner.handler.is_sequential(&req.method) {
+            return self.receive_with(Message::Request(req), delivery).await;
+        }
+        let Some(token) = self.admit_request(&req.id) else {
+            return;
+        };
+        let unanswered = Unanswered::count(self);
+        self.serve_admitted(req, token, unanswered, delivery, None)
+            .await;
+    }
+
+    /// Register `id` as in flight (its cancellation token), or answer -32600 when a request
+    /// in flight already has it.
+    fn admit_request(&self, id: &RequestId) -> Option<CancellationToken> {
+        let token = CancellationToken::new();
+        let mut inflight = self.inner.inflight.lock();
+        if inflight.contains_key(id) {
+            drop(inflight);
+            let peer = self.clone();
+            let id = id.clone();
+            tokio::spawn(async move {
+                let err = ErrorObject::invalid_request(format!(
+                    "request id {id} is already in use by a request in flight"
+                ));
+                let _ = peer
+                    .send(Message::reply(id.clone(), Err(err)), Route::Request(id))
+                    .await;
+            });
+            return None;
+        }
+        inflight.insert(id.clone(), token.clone());
+        Some(token)
+    }
+
+    /// Run the handler of an admitted request until it answers or is cancelled, and queue
+    /// its response (none when cancelled).
+    async fn serve_admitted(
+        &self,
+        req: Request,
+        token: CancellationToken,
+        unanswered: Unanswered,
+        delivery: RouteDelivery,
+        stream_of: Option<RequestId>,
+    ) {
+        let id = req.id.clone();
+        let cx = RequestContext {
+            peer: self.clone(),
+            id: id.clone(),
+            cancel: token.clone(),
+            delivery,
+            request_meta: None,
+            stream_of,
+        };
+        let handler = Arc::clone(&self.inner.handler);
+        let fut = std::panic::AssertUnwindSafe(handler.handle_request(cx, req)).catch_unwind();
+        // Cancellation first: a handler that notices the same cancellation and
+        // returns an error must not get that error sent as the response.
+        let out = tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            r = fut => Some(r.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))),
+        };
+        self.inner.inflight.lock().remove(&id);
+        if let Some(out) = out {
+            let _ = self
+                .send(Message::reply(id.clone(), out), Route::Request(id))
+                .await;
+        }
+        drop(unanswered);
+    }
+}
+
+/// Whether a request of `method` only reads: dropped half-way, it leaves nothing to undo
+/// (see [`Peer::serve_read_here`]).
+pub(crate) fn is_read(method: &str) -> bool {
+    matches!(
+        method,
+        methods::TASKS_GET | methods::TOOLS_LIST | methods::SERVER_DISCOVER | methods::PING
+    )
+}
+
+/// The -32603 answer of a handler that panicked, naming the panic's message.
+pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
+    let what = panic
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| panic.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic".to_owned());
+    tracing::error!(panic = %what, "a request's handler panicked");
+    ErrorObject::internal("Internal error: the request's handler failed")
 }
 
 /// Counts one incoming request in `unanswered` until its response is queued (or it is

@@ -24,7 +24,9 @@ use std::sync::Arc;
 use futures::FutureExt;
 use mcp_tasks_proto::jsonrpc::response_json;
 use mcp_tasks_proto::modern::RequestMeta;
-use mcp_tasks_proto::{ErrorObject, Message, Request, methods};
+use mcp_tasks_proto::{ErrorObject, Message, Request};
+
+use crate::peer::{is_read, panicked};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -155,27 +157,6 @@ pub(crate) async fn serve(
         Ok(result) => Ok(response_json(&id, &result)),
         Err(e) => Err(Message::reply(id, Err(e))),
     }
-}
-
-/// Whether a request of `method` only reads (nothing to undo when it is dropped midway):
-/// the most frequent modern requests, `tasks/get` above all, are served without a task
-/// spawned for them.
-fn is_read(method: &str) -> bool {
-    matches!(
-        method,
-        methods::TASKS_GET | methods::TOOLS_LIST | methods::SERVER_DISCOVER | methods::PING
-    )
-}
-
-/// The -32603 answer of a handler that panicked, naming the panic's message.
-fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
-    let what = panic
-        .downcast_ref::<&str>()
-        .map(|s| (*s).to_owned())
-        .or_else(|| panic.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic".to_owned());
-    tracing::error!(panic = %what, "a request's handler panicked");
-    ErrorObject::internal("Internal error: the request's handler failed")
 }
 
 #[cfg(test)]

@@ -259,3 +259,143 @@ async fn cancelled_requests_get_no_response() {
     let out = rx.recv().await.unwrap();
     assert_eq!(out.message, Message::reply(8.into(), Ok(json!(1))));
 }
+
+/// Answers with the id of the tokio task its handler ran in; `tasks/get` with `hang`
+/// waits forever; `ping` panics.
+struct WhereServed;
+
+#[async_trait]
+impl Handler for WhereServed {
+    async fn handle_request(
+        &self,
+        _cx: RequestContext,
+        req: Request,
+    ) -> Result<Value, ErrorObject> {
+        if req.method == methods::PING {
+            panic!("a bug in the handler");
+        }
+        if req.params.as_ref().is_some_and(|p| p.get("hang").is_some()) {
+            std::future::pending::<()>().await;
+        }
+        Ok(json!(tokio::task::id().to_string()))
+    }
+}
+
+/// Serve `req` with [`Peer::serve_read_here`] in a task of its own; that task's id, and
+/// whether the response was queued by the time `serve_read_here` returned.
+async fn served_here(
+    peer: &Peer,
+    rx: &mut mpsc::Receiver<Outbound>,
+    req: Request,
+) -> (String, Option<Outbound>) {
+    let p = peer.clone();
+    let task = tokio::spawn(async move {
+        p.serve_read_here(req, RouteDelivery::Diverted).await;
+        tokio::task::id().to_string()
+    });
+    let caller = task.await.unwrap();
+    (caller, rx.try_recv().ok())
+}
+
+#[tokio::test]
+async fn a_read_is_served_in_the_callers_task_and_answered_before_it_returns() {
+    let (peer, mut rx) = Peer::new(Arc::new(WhereServed));
+    let req = req(1.into(), methods::TASKS_GET, Some(json!({"taskId": "t"})));
+    let (caller, out) = served_here(&peer, &mut rx, req).await;
+    let out = out.expect("the response is queued when serve_read_here returns");
+    assert_eq!(out.route, Route::Request(1.into()));
+    assert_eq!(out.message, Message::reply(1.into(), Ok(json!(caller))));
+}
+
+#[tokio::test]
+async fn anything_but_a_read_is_served_in_a_task_of_its_own() {
+    let (peer, mut rx) = Peer::new(Arc::new(WhereServed));
+    let req = req(1.into(), methods::TOOLS_CALL, Some(json!({"name": "x"})));
+    let (caller, out) = served_here(&peer, &mut rx, req).await;
+    let out = match out {
+        Some(out) => out,
+        None => rx.recv().await.unwrap(),
+    };
+    let Message::Response(r) = out.message else {
+        panic!("expected a response, got {out:?}")
+    };
+    assert_ne!(r.result, json!(caller), "a write runs in a spawned task");
+}
+
+#[tokio::test]
+async fn a_read_served_in_place_can_be_cancelled_and_the_peer_becomes_idle() {
+    let (peer, mut rx) = Peer::new(Arc::new(WhereServed));
+    let p = peer.clone();
+    let req = req(7.into(), methods::TASKS_GET, Some(json!({"hang": true})));
+    let serving =
+        tokio::spawn(async move { p.serve_read_here(req, RouteDelivery::Diverted).await });
+    tokio::task::yield_now().await; // the read starts and hangs
+    let waiting = tokio::time::timeout(Duration::from_millis(50), peer.idle());
+    assert!(waiting.await.is_err(), "not idle while the read hangs");
+    peer.receive(Message::notification(
+        methods::CANCELLED,
+        Some(json!({"requestId": 7})),
+    ))
+    .await;
+    tokio::time::timeout(Duration::from_secs(5), serving)
+        .await
+        .expect("the cancelled read returns")
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(5), peer.idle())
+        .await
+        .expect("idle once the read is cancelled");
+    assert!(
+        rx.try_recv().is_err(),
+        "a cancelled request gets no response"
+    );
+}
+
+#[tokio::test]
+async fn a_handler_that_panics_is_answered_with_internal_error_and_the_peer_goes_on() {
+    let (peer, mut rx) = Peer::new(Arc::new(WhereServed));
+    // In place (a read) and in a task of its own (any other request).
+    let ping = req(1.into(), methods::PING, None);
+    let (_, out) = served_here(&peer, &mut rx, ping).await;
+    let out = out.expect("answered in place");
+    let Message::Error(e) = out.message else {
+        panic!("expected an error, got {out:?}")
+    };
+    assert_eq!(e.error.code, mcp_tasks_proto::codes::INTERNAL_ERROR);
+    peer.receive(Message::request(2.into(), methods::PING, None))
+        .await;
+    let out = rx.recv().await.unwrap();
+    let Message::Error(e) = out.message else {
+        panic!("expected an error, got {out:?}")
+    };
+    assert_eq!(e.error.code, mcp_tasks_proto::codes::INTERNAL_ERROR);
+    let req = req(3.into(), methods::TASKS_GET, Some(json!({"taskId": "t"})));
+    let (_, out) = served_here(&peer, &mut rx, req).await;
+    assert!(matches!(out.map(|o| o.message), Some(Message::Response(_))));
+}
+
+#[tokio::test]
+async fn a_read_whose_id_is_in_flight_is_refused() {
+    let (peer, mut rx) = Peer::new(Arc::new(WhereServed));
+    let p = peer.clone();
+    let hang = req(5.into(), methods::TASKS_GET, Some(json!({"hang": true})));
+    tokio::spawn(async move { p.serve_read_here(hang, RouteDelivery::Diverted).await });
+    tokio::task::yield_now().await;
+    let again = req(5.into(), methods::TASKS_GET, Some(json!({"taskId": "t"})));
+    peer.serve_read_here(again, RouteDelivery::Diverted).await;
+    let out = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let Message::Error(e) = out.message else {
+        panic!("expected an error, got {out:?}")
+    };
+    assert_eq!(e.error.code, mcp_tasks_proto::codes::INVALID_REQUEST);
+}
+
+fn req(id: RequestId, method: &str, params: Option<Value>) -> Request {
+    Request {
+        id,
+        method: method.to_owned(),
+        params,
+    }
+}

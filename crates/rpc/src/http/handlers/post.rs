@@ -495,10 +495,7 @@ pub(super) async fn answer(
     } else {
         RouteDelivery::OwnStream
     };
-    session
-        .peer
-        .receive_with(Message::Request(req), delivery)
-        .await;
+    session.peer.serve_read_here(req, delivery).await;
     let first = if mode == ReplyMode::Auto {
         match tokio::time::timeout(shared.config.peek, &mut rx).await {
             Ok(r) => r.ok(),

@@ -357,17 +357,11 @@ async fn a_handler_that_panics_is_answered_with_internal_error_and_the_peer_goes
     let ping = req(1.into(), methods::PING, None);
     let (_, out) = served_here(&peer, &mut rx, ping).await;
     let out = out.expect("answered in place");
-    let Message::Error(e) = out.message else {
-        panic!("expected an error, got {out:?}")
-    };
-    assert_eq!(e.error.code, mcp_tasks_proto::codes::INTERNAL_ERROR);
+    assert_eq!(code_of(out), mcp_tasks_proto::codes::INTERNAL_ERROR);
     peer.receive(Message::request(2.into(), methods::PING, None))
         .await;
     let out = rx.recv().await.unwrap();
-    let Message::Error(e) = out.message else {
-        panic!("expected an error, got {out:?}")
-    };
-    assert_eq!(e.error.code, mcp_tasks_proto::codes::INTERNAL_ERROR);
+    assert_eq!(code_of(out), mcp_tasks_proto::codes::INTERNAL_ERROR);
     let req = req(3.into(), methods::TASKS_GET, Some(json!({"taskId": "t"})));
     let (_, out) = served_here(&peer, &mut rx, req).await;
     assert!(matches!(out.map(|o| o.message), Some(Message::Response(_))));
@@ -386,10 +380,7 @@ async fn a_read_whose_id_is_in_flight_is_refused() {
         .await
         .unwrap()
         .unwrap();
-    let Message::Error(e) = out.message else {
-        panic!("expected an error, got {out:?}")
-    };
-    assert_eq!(e.error.code, mcp_tasks_proto::codes::INVALID_REQUEST);
+    assert_eq!(code_of(out), mcp_tasks_proto::codes::INVALID_REQUEST);
 }
 
 fn req(id: RequestId, method: &str, params: Option<Value>) -> Request {
@@ -397,5 +388,13 @@ fn req(id: RequestId, method: &str, params: Option<Value>) -> Request {
         id,
         method: method.to_owned(),
         params,
+    }
+}
+
+/// The code of the error response `out` carries.
+fn code_of(out: Outbound) -> i64 {
+    match out.message {
+        Message::Error(e) => e.error.code,
+        other => panic!("expected an error response, got {other:?}"),
     }
 }

@@ -86,6 +86,12 @@ impl FollowPolicy {
     };
 }
 
+/// The most `inputRequests` keys [`follow_polled`] answers for one task: what it keeps to
+/// answer each key once grows with every new key the receiver sends, so a receiver that
+/// keeps asking new questions is stopped here (as a question that got no answer) rather
+/// than growing the follower's memory without end.
+pub const MAX_ANSWERED_KEYS: usize = 4096;
+
 /// Follow the task `task_id` to its end: `seen` is the task as last seen (its
 /// `CreateTaskResult`, or a `tasks/get` just read), acted on before the first
 /// `tasks/get`; without it `tasks/get` is sent at once. Each new `inputRequests` entry
@@ -103,8 +109,10 @@ impl FollowPolicy {
 /// SHOULD track `inputRequests` keys to avoid responding to requests more than once."
 ///
 /// # Errors
-/// A request's error that stands ([`FollowPolicy::retries`]), or the error of a
-/// question that got no answer.
+/// A request's error that stands ([`FollowPolicy::retries`]), the error of a question
+/// that got no answer, or [`ClientError::Protocol`] once the task asked more than
+/// [`MAX_ANSWERED_KEYS`] questions (cancelled, as for an unanswered question, by the
+/// requestor's policy).
 pub async fn follow_polled(
     peer: &dyn TaskPeer,
     task_id: &str,
@@ -131,7 +139,16 @@ pub async fn follow_polled(
                 .collect();
             if !fresh.is_empty() {
                 let keys: Vec<String> = fresh.keys().cloned().collect();
-                let responses = match peer.answer(task_id, fresh).await {
+                let over = answered.len() + keys.len() > MAX_ANSWERED_KEYS;
+                let answer = if over {
+                    Err(ClientError::Protocol(format!(
+                        "task {task_id} asked more than {MAX_ANSWERED_KEYS} questions; \
+                         the rest are left unanswered"
+                    )))
+                } else {
+                    peer.answer(task_id, fresh).await
+                };
+                let responses = match answer {
                     Ok(r) => r,
                     Err(e) => {
                         if policy.cancel_unanswered
@@ -321,6 +338,28 @@ mod tests {
             let peer = Scripted::new(vec![Ok(asking())], true);
             let out = follow_polled(&peer, "t", None, policy).await;
             assert!(matches!(out, Err(ClientError::Unanswered { .. })));
+            assert_eq!(*peer.cancels.lock(), cancels);
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_that_keeps_asking_new_questions_is_stopped_at_the_bound() {
+        // Each read asks 1,000 new questions: four rounds are answered, the fifth would
+        // pass MAX_ANSWERED_KEYS.
+        let round = |r: usize| {
+            let keys: Map<String, Value> = (0..1000)
+                .map(|i| (format!("q{r}-{i}"), json!({"method": "roots/list"})))
+                .collect();
+            Ok(task("input_required", json!({"inputRequests": keys})))
+        };
+        for (policy, cancels) in [(FollowPolicy::REQUESTOR, 1), (FollowPolicy::RELAY, 0)] {
+            let peer = Scripted::new((0..6).map(round).collect(), false);
+            let out = follow_polled(&peer, "t", None, policy).await;
+            let Err(ClientError::Protocol(why)) = out else {
+                panic!("expected the bound's error, got {out:?}")
+            };
+            assert!(why.contains("asked more than 4096 questions"), "{why}");
+            assert_eq!(peer.updates.lock().len(), 4, "four rounds answered");
             assert_eq!(*peer.cancels.lock(), cancels);
         }
     }

@@ -19,6 +19,7 @@ pub mod meta;
 pub mod methods;
 pub mod modern;
 pub mod revision;
+pub mod session;
 pub mod tool_result;
 pub mod trace;
 

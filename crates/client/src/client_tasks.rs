@@ -12,7 +12,7 @@ use serde_json::{Map, Value, json};
 
 use crate::ClientError;
 use crate::client::{Client, MAX_PAGES, next_cursor};
-use crate::modern::{self, TaskDetail};
+use crate::modern::{self, TaskDetail, TaskDetailExt};
 use crate::task::TaskHandle;
 use crate::task_state::TaskShared;
 use crate::types::parse_task;

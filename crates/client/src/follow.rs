@@ -13,7 +13,7 @@ use mcp_tasks_proto::mcp::TaskStatus;
 use serde_json::{Map, Value};
 
 use crate::ClientError;
-use crate::modern::{Report, TaskDetail};
+use crate::modern::{Report, TaskDetail, TaskDetailExt};
 
 pub mod result;
 use crate::task_state::{DEFAULT_POLL_INTERVAL, MAX_RETRIES, MIN_POLL_INTERVAL, poll_interval};
@@ -98,7 +98,7 @@ pub const MAX_ANSWERED_KEYS: usize = 4096;
 /// is answered once ([`TaskPeer::answer`]) and the answers sent with `tasks/update`,
 /// after which the task is read again after [`MIN_POLL_INTERVAL`]; otherwise `tasks/get`
 /// is sent at the task's `pollIntervalMs` (clamped, see [`poll_interval`]). The outcome
-/// is the inline `result` or `error` ([`TaskDetail::outcome_as`] with the policy's
+/// is the inline `result` or `error` ([`TaskDetailExt::outcome_as`] with the policy's
 /// [`Report`]).
 ///
 /// Spec (SEP-2663): "Clients SHOULD respect the `pollIntervalMs` provided in responses";

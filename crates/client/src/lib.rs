@@ -92,7 +92,7 @@ pub use mcp_tasks_core::Policy;
 pub use mcp_tasks_proto::mcp::{Task, TaskStatus, TaskSupport, Tool};
 pub use mcp_tasks_proto::{Revision, RevisionChoice};
 pub use mcp_tasks_rpc::http_client::HttpClientConfig;
-pub use modern::{Report, TaskDetail};
+pub use modern::{Report, TaskDetail, TaskDetailExt};
 pub use receiver::{DEFAULT_RECEIVER_POLL_MS, TaskReceiver};
 pub use task::TaskHandle;
 pub use task_state::{

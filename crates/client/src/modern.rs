@@ -13,6 +13,7 @@
 //! process ("Clients SHOULD cache the result for the lifetime of the server process").
 
 use mcp_tasks_proto::mcp::{SUPPORTED_PROTOCOL_VERSIONS, Task, TaskStatus};
+use mcp_tasks_proto::modern::tasks::DetailedTask;
 use mcp_tasks_proto::modern::{
     self, ClientCapabilities, Implementation, MODERN_VERSIONS, PROTOCOL_VERSION,
     UnsupportedVersionData,
@@ -245,48 +246,19 @@ fn no_common_version(versions: &[String]) -> ClientError {
     ))
 }
 
-/// A task as the extension's `tasks/get` returns it: the task and its status-specific
-/// payload.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct TaskDetail {
-    /// The task (`ttlMs`, `pollIntervalMs` read as `ttl`, `pollInterval`).
-    pub task: Task,
-    /// `completed`: the request's result (`isError: true` included).
-    pub result: Option<Value>,
-    /// `failed`: the JSON-RPC error the request ended with.
-    pub error: Option<ErrorObject>,
-    /// `input_required`: the outstanding questions, by key.
-    pub input_requests: Option<Map<String, Value>>,
-}
+/// A task as the extension's `tasks/get` returns it, read into the 2025-11-25 [`Task`]
+/// (`ttlMs`, `pollIntervalMs` read as `ttl`, `pollInterval`): the task and its
+/// status-specific payload. [`TaskDetailExt`] reads one and tells its outcome.
+pub type TaskDetail = DetailedTask<Task>;
 
-impl TaskDetail {
-    /// `task` without a payload (what 2025-11-25's `tasks/get` gives).
-    pub fn bare(task: Task) -> Self {
-        Self {
-            task,
-            result: None,
-            error: None,
-            input_requests: None,
-        }
-    }
-
+/// What a client does with a [`TaskDetail`]: read it from a `tasks/get` result, and tell
+/// the outcome of a terminal task.
+pub trait TaskDetailExt: Sized {
     /// Read a `DetailedTask` (a `tasks/get` result).
     ///
     /// # Errors
     /// [`ClientError::Protocol`] without a usable `taskId` or `status`.
-    pub fn parse(v: &Value) -> Result<Self, ClientError> {
-        let task = parse_task(v)?;
-        let error = v
-            .get("error")
-            .and_then(|e| serde_json::from_value::<ErrorObject>(e.clone()).ok());
-        Ok(Self {
-            task,
-            result: v.get("result").filter(|r| r.is_object()).cloned(),
-            error,
-            input_requests: v.get("inputRequests").and_then(Value::as_object).cloned(),
-        })
-    }
+    fn parse(v: &Value) -> Result<Self, ClientError>;
 
     /// The outcome of a terminal task as its requestor sees it
     /// ([`Report::Requestor`]); `None` while it runs.
@@ -294,7 +266,7 @@ impl TaskDetail {
     /// # Errors
     /// (Inside the outcome) [`ClientError::Protocol`] for a terminal task without the
     /// payload its status requires.
-    pub fn outcome(&self) -> Option<Result<Result<Value, ErrorObject>, ClientError>> {
+    fn outcome(&self) -> Option<Result<Result<Value, ErrorObject>, ClientError>> {
         self.outcome_as(Report::Requestor)
     }
 
@@ -308,7 +280,25 @@ impl TaskDetail {
     /// # Errors
     /// (Inside the outcome, [`Report::Requestor`]) [`ClientError::Protocol`] for a
     /// completed task without its `result`.
-    pub fn outcome_as(
+    fn outcome_as(&self, report: Report)
+    -> Option<Result<Result<Value, ErrorObject>, ClientError>>;
+}
+
+impl TaskDetailExt for TaskDetail {
+    fn parse(v: &Value) -> Result<Self, ClientError> {
+        let task = parse_task(v)?;
+        let error = v
+            .get("error")
+            .and_then(|e| serde_json::from_value::<ErrorObject>(e.clone()).ok());
+        Ok(Self {
+            task,
+            result: v.get("result").filter(|r| r.is_object()).cloned(),
+            error,
+            input_requests: v.get("inputRequests").and_then(Value::as_object).cloned(),
+        })
+    }
+
+    fn outcome_as(
         &self,
         report: Report,
     ) -> Option<Result<Result<Value, ErrorObject>, ClientError>> {
@@ -350,7 +340,7 @@ impl TaskDetail {
     }
 }
 
-/// How a terminal task's outcome is reported ([`TaskDetail::outcome_as`]).
+/// How a terminal task's outcome is reported ([`TaskDetailExt::outcome_as`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Report {

@@ -38,7 +38,7 @@ const MAX_INPUT_ROUNDS: u32 = mcp_tasks_client::DEFAULT_MAX_INPUT_ROUNDS;
 
 use mcp_tasks_client::connection::strip_complete;
 use mcp_tasks_client::follow::{FollowPolicy, follow_polled};
-use mcp_tasks_client::{ClientError, TaskDetail};
+use mcp_tasks_client::{ClientError, TaskDetail, TaskDetailExt};
 
 /// A modern `tools/call` upstream, followed to its outcome: the final result, or the
 /// JSON-RPC error the call (or its upstream task) ended with, or the error the lane

@@ -4,7 +4,9 @@
 //! the MCP 2025-11-25 types our code interprets ([`mcp`]), and those of 2026-07-28 with the
 //! tasks extension ([`modern`]). Everything we only pass through
 //! stays raw JSON; every typed struct keeps the fields it does not know in an `extra` map so
-//! that a parse/serialize round trip loses nothing. This crate does no I/O.
+//! that a parse/serialize round trip loses nothing. Besides the wire, the record of a
+//! session shared between the replicas of a server ([`session::SharedSession`]), which the
+//! transport and the stores both handle. This crate does no I/O.
 
 pub mod budget;
 mod builder;
@@ -19,6 +21,7 @@ pub mod meta;
 pub mod methods;
 pub mod modern;
 pub mod revision;
+pub mod session;
 pub mod tool_result;
 pub mod trace;
 

@@ -84,7 +84,7 @@ mod pg {
                 s.principal.clone(),
                 s.owner.clone(),
                 state,
-                s.expires_at_ms,
+                s.expires_ms,
             );
             self.0.insert(&row, per_owner).await.map_err(text)
         }
@@ -97,13 +97,7 @@ mod pg {
                 tracing::warn!(session = %mcp_tasks_proto::logged::digest(id), "a shared session's state is not JSON; ignored");
                 return Ok(None);
             };
-            Ok(Some(SharedSession::new(
-                row.id,
-                row.principal,
-                row.owner,
-                state,
-                row.expires_ms,
-            )))
+            Ok(Some(row.with_state(state)))
         }
 
         async fn touch(&self, id: &str, expires_at_ms: i64) -> Result<bool, String> {

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use mcp_tasks_core::StoreError;
 use mcp_tasks_proto::logged::digest;
+use mcp_tasks_proto::session::SharedSession;
 use parking_lot::Mutex;
 use tokio_postgres::types::ToSql;
 
@@ -35,40 +36,8 @@ const SWEEP: &str = "WITH relayed AS (DELETE FROM relayed_messages WHERE expires
 const RELAY: &str = "SELECT pg_notify($1, $2)";
 const EXISTING: &str = "SELECT id FROM sessions WHERE id = ANY($1)";
 
-/// A shared session as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct SessionRow {
-    /// The session id.
-    pub id: String,
-    /// Its principal.
-    pub principal: Option<String>,
-    /// Whose sessions it counts with.
-    pub owner: String,
-    /// The handler's state, JSON.
-    pub state: Vec<u8>,
-    /// When it expires unless used (ms since the epoch).
-    pub expires_ms: i64,
-}
-
-impl SessionRow {
-    /// A row.
-    pub fn new(
-        id: String,
-        principal: Option<String>,
-        owner: String,
-        state: Vec<u8>,
-        expires_ms: i64,
-    ) -> Self {
-        Self {
-            id,
-            principal,
-            owner,
-            state,
-            expires_ms,
-        }
-    }
-}
+/// A shared session as stored: its handler's state as the bytes of its JSON.
+pub type SessionRow = SharedSession<Vec<u8>>;
 
 /// What ended, as the listener tells it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -237,13 +206,7 @@ impl PgSessions {
             .query(FIND, &[&id, &now_ms])
             .await?
             .first()
-            .map(|r| SessionRow {
-                id: id.to_owned(),
-                principal: r.get(0),
-                owner: r.get(1),
-                state: r.get(2),
-                expires_ms: r.get(3),
-            }))
+            .map(|r| SessionRow::new(id.to_owned(), r.get(0), r.get(1), r.get(2), r.get(3))))
     }
 
     /// Push the expiry of `id` to `expires_ms` at least; `false` when it no longer exists.

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use super::Connection;
 use crate::ClientError;
 use crate::follow::TaskPeer;
-use crate::modern::TaskDetail;
+use crate::modern::{TaskDetail, TaskDetailExt};
 
 /// Who answers the questions of a server's task (its `inputRequests`).
 #[async_trait]

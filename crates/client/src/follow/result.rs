@@ -141,6 +141,7 @@ pub async fn follow_result<A: ResultAsker + ?Sized>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modern::TaskDetailExt;
     use parking_lot::Mutex;
     use serde_json::json;
 

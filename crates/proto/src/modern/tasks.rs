@@ -64,16 +64,18 @@ impl CreateTaskResult {
 }
 
 /// `DetailedTask`: a task with its status-specific payload inline, as `tasks/get` and
-/// `notifications/tasks` carry it.
+/// `notifications/tasks` carry it. `T` is the task's shape: this extension's [`Task`] (the
+/// default), or the 2025-11-25 [`crate::mcp::Task`] a client reads it into whatever
+/// revision answered.
 ///
 /// One struct for the five variants of the union; [`DetailedTask::check`] enforces that
 /// the payload matches the status.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct DetailedTask {
+pub struct DetailedTask<T = Task> {
     /// The task.
     #[serde(flatten)]
-    pub task: Task,
+    pub task: T,
     /// `completed`: the final result of the request (a `CallToolResult` for `tools/call`,
     /// `isError: true` included).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,9 +88,10 @@ pub struct DetailedTask {
     pub input_requests: Option<InputRequests>,
 }
 
-impl DetailedTask {
-    /// A task with no payload (`working`, `cancelled`).
-    pub fn bare(task: Task) -> Self {
+impl<T> DetailedTask<T> {
+    /// A task with no payload (`working`, `cancelled`; all 2025-11-25's `tasks/get`
+    /// gives).
+    pub fn bare(task: T) -> Self {
         Self {
             task,
             result: None,
@@ -96,7 +99,9 @@ impl DetailedTask {
             input_requests: None,
         }
     }
+}
 
+impl DetailedTask {
     /// Check that the payload matches the status.
     ///
     /// Spec (SEP-2663, `tasks/get`): "If the status is `input_required`, the server MUST

@@ -24,7 +24,7 @@ use serde_json::{Map, Value, json};
 
 use self::complete::Reference;
 use self::prompt::{Prompt, PromptContext};
-use self::resource::{Resource, ResourceTemplate};
+use self::resource::{ReadRequest, Resource, ResourceReader, ResourceTemplate};
 pub use self::subscribe::{MAX_SUBSCRIBED_URI_BYTES, MAX_SUBSCRIPTIONS_PER_SESSION, Subscriptions};
 use crate::logging::LogThreshold;
 use crate::session::RequestChannel;
@@ -244,14 +244,15 @@ impl Catalog {
         }
     }
 
-    /// The resource or template that serves `uri`.
-    fn find(&self, uri: &str) -> Option<Found<'_>> {
+    /// What reads `uri`, and the variables it is asked with: the resource at `uri` (no
+    /// variables), else the first template that matches it.
+    fn find(&self, uri: &str) -> Option<(&dyn ResourceReader, BTreeMap<String, String>)> {
         if let Some(r) = self.resources.iter().find(|r| r.uri == uri) {
-            return Some(Found::Resource(r));
+            return Some((r.reader(), BTreeMap::new()));
         }
         self.templates
             .iter()
-            .find_map(|t| t.matches(uri).map(|vars| Found::Template(t, vars)))
+            .find_map(|t| t.matches(uri).map(|vars| (t.reader(), vars)))
     }
 
     /// `resources/read`.
@@ -261,11 +262,14 @@ impl Catalog {
     /// non-existent resources" and answer -32602 with the URI in `data.uri`.
     async fn read(&self, params: Option<&Value>, generation: Gen) -> Result<Value, ErrorObject> {
         let uri = uri_param(params)?;
-        let contents = match self.find(uri) {
-            Some(Found::Resource(r)) => r.read(uri).await?,
-            Some(Found::Template(t, vars)) => t.read(uri, vars).await?,
-            None => return Err(not_found(uri, generation)),
+        let Some((reader, variables)) = self.find(uri) else {
+            return Err(not_found(uri, generation));
         };
+        let req = ReadRequest {
+            uri: uri.to_owned(),
+            variables,
+        };
+        let contents = reader.read(req).await?;
         if contents.is_empty() {
             return Err(not_found(uri, generation));
         }
@@ -307,14 +311,6 @@ impl Catalog {
         };
         Ok(complete::result(values))
     }
-}
-
-enum Found<'a> {
-    Resource(&'a Resource),
-    Template(
-        &'a ResourceTemplate,
-        std::collections::BTreeMap<String, String>,
-    ),
 }
 
 /// Unknown `uri`: -32002 in 2025-11-25, -32602 in 2026-07-28 (SEP-2164), `data.uri`

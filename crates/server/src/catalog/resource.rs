@@ -155,18 +155,12 @@ impl Resource {
 
     /// The `resources/list` entry.
     pub fn to_listing(&self) -> Value {
-        let mut m = self.extra.clone();
-        m.insert("uri".into(), Value::from(self.uri.clone()));
-        m.insert("name".into(), Value::from(self.name.clone()));
-        Value::Object(m)
+        listing(&self.extra, ("uri", &self.uri), &self.name)
     }
 
-    pub(crate) async fn read(&self, uri: &str) -> Result<Vec<ResourceContents>, ErrorObject> {
-        let req = ReadRequest {
-            uri: uri.to_owned(),
-            variables: BTreeMap::new(),
-        };
-        self.reader.read(req).await
+    /// What reads it.
+    pub(super) fn reader(&self) -> &dyn ResourceReader {
+        &*self.reader
     }
 }
 
@@ -197,11 +191,18 @@ impl ResourceTemplate {
         F: Fn(ReadRequest) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Vec<ResourceContents>, ErrorObject>> + Send + 'static,
     {
+        // Listed and read as a resource is, with the template in place of the URI.
+        let Resource {
+            uri,
+            name,
+            extra,
+            reader,
+        } = Resource::new(uri_template, name, f);
         Self {
-            uri_template: uri_template.into(),
-            name: name.into(),
-            extra: Map::new(),
-            reader: Arc::new(FnReader(f)),
+            uri_template: uri,
+            name,
+            extra,
+            reader,
             completers: BTreeMap::new(),
         }
     }
@@ -224,10 +225,7 @@ impl ResourceTemplate {
 
     /// The `resources/templates/list` entry.
     pub fn to_listing(&self) -> Value {
-        let mut m = self.extra.clone();
-        m.insert("uriTemplate".into(), Value::from(self.uri_template.clone()));
-        m.insert("name".into(), Value::from(self.name.clone()));
-        Value::Object(m)
+        listing(&self.extra, ("uriTemplate", &self.uri_template), &self.name)
     }
 
     /// The variables of `uri` when this template matches it.
@@ -237,17 +235,19 @@ impl ResourceTemplate {
         match_parts(&parts, uri, &mut vars).then_some(vars)
     }
 
-    pub(crate) async fn read(
-        &self,
-        uri: &str,
-        variables: BTreeMap<String, String>,
-    ) -> Result<Vec<ResourceContents>, ErrorObject> {
-        let req = ReadRequest {
-            uri: uri.to_owned(),
-            variables,
-        };
-        self.reader.read(req).await
+    /// What reads the resources under it.
+    pub(super) fn reader(&self) -> &dyn ResourceReader {
+        &*self.reader
     }
+}
+
+/// The listing of a resource or template: the other fields, its URI or template (`key`
+/// and its value), and its name.
+fn listing(extra: &Map<String, Value>, (key, id): (&str, &str), name: &str) -> Value {
+    let mut m = extra.clone();
+    m.insert(key.into(), Value::from(id));
+    m.insert("name".into(), Value::from(name));
+    Value::Object(m)
 }
 
 /// A piece of a URI template.

@@ -17,18 +17,17 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use mcp_tasks_core::engine::{TaskRun, TaskSpec};
+use mcp_tasks_core::engine::TaskRun;
 use mcp_tasks_core::{RequestorChannel, TaskEngine};
 use mcp_tasks_proto::mcp::progress_token;
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::tasks::{Unreachable, created};
+use super::tasks::{created, tools_call_spec};
 use super::tool_call::ToolCall;
-use crate::handlers::tools_call::classify;
 use crate::session::Session;
 use crate::tool::ToolContext;
 
@@ -189,14 +188,7 @@ pub(super) async fn adopt(
     cancel: CancellationToken,
     hand_over: HandOver,
 ) -> Result<Value, ErrorObject> {
-    let spec = TaskSpec {
-        requester: session.requester.clone(),
-        method: methods::TOOLS_CALL.to_owned(),
-        params,
-        task_field: json!({}),
-        origin: Arc::new(Unreachable),
-        classify,
-    };
+    let spec = tools_call_spec(session, params);
     let runner = Box::new(move |run: TaskRun| {
         let TaskRun {
             channel,

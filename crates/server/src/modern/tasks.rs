@@ -63,6 +63,20 @@ impl RequestorChannel for Unreachable {
     async fn notify(&self, _method: &str, _params: Value) {}
 }
 
+/// The task of the 2026-07-28 `tools/call` of `session` with `params` (whether it runs
+/// as a task from the start or a running handler becomes one): no per-request `task`
+/// field in this era, so the server's default TTL applies; its origin is [`Unreachable`].
+pub(super) fn tools_call_spec(session: &Session, params: Value) -> TaskSpec {
+    TaskSpec {
+        requester: session.requester.clone(),
+        method: methods::TOOLS_CALL.to_owned(),
+        params,
+        task_field: json!({}),
+        origin: Arc::new(Unreachable),
+        classify,
+    }
+}
+
 /// Run `tool` as a task and answer with the flat `CreateTaskResult`, once the task is
 /// stored.
 ///
@@ -82,15 +96,7 @@ pub(super) async fn create(
     let handler = Arc::clone(&call.tool.handler);
     let caps = Arc::new(call.caps);
     let log = call.log;
-    let spec = TaskSpec {
-        requester: session.requester.clone(),
-        method: methods::TOOLS_CALL.to_owned(),
-        params: call.params.clone(),
-        // No per-request `task` field in this era: the server's default TTL applies.
-        task_field: json!({}),
-        origin: Arc::new(Unreachable),
-        classify,
-    };
+    let spec = tools_call_spec(session, call.params.clone());
     let runner = Box::new(move |run: TaskRun| {
         let cx = ToolContext::new(run.channel, token, run.cancel, caps, Some(run.task_id))
             .with_request_params(call.params)

@@ -3,7 +3,7 @@
 //! not hold, so that any replica serves any request with no affinity at the load balancer.
 //!
 //! A session lives in the directory from its successful `initialize` to its end: a
-//! `DELETE`, its idle expiry (`expires_at_ms`, pushed forward as the session is used), or
+//! `DELETE`, its idle expiry (`expires_ms`, pushed forward as the session is used), or
 //! its replacement beyond the session bounds. A replica that meets an unknown session id
 //! looks it up once and keeps a local copy (its handler rebuilt from the shared state:
 //! negotiated version, client capabilities, principal); the directory tells every replica
@@ -15,40 +15,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use serde_json::Value;
 
-/// A session as every replica sees it.
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct SharedSession {
-    /// The session id (`Mcp-Session-Id`).
-    pub id: String,
-    /// The principal it belongs to (`None` without authentication).
-    pub principal: Option<String>,
-    /// Whose sessions it counts with against the per-principal bound.
-    pub owner: String,
-    /// The handler's state ([`crate::Handler::shared_state`]).
-    pub state: Value,
-    /// When it expires unless used (milliseconds since the Unix epoch).
-    pub expires_at_ms: i64,
-}
-
-impl SharedSession {
-    /// A session record.
-    pub fn new(
-        id: String,
-        principal: Option<String>,
-        owner: String,
-        state: Value,
-        expires_at_ms: i64,
-    ) -> Self {
-        Self {
-            id,
-            principal,
-            owner,
-            state,
-            expires_at_ms,
-        }
-    }
-}
+/// A session as every replica sees it; its `state` is the handler's
+/// ([`crate::Handler::shared_state`]).
+pub use mcp_tasks_proto::session::SharedSession;
 
 /// Why [`SessionDirectory::relay`] did not pass a message on.
 #[derive(Debug, Clone, PartialEq, Eq)]

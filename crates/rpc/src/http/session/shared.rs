@@ -108,7 +108,7 @@ impl Shared {
             self.config.limits(),
             Arc::clone(&self.replay_bytes),
         );
-        s.set_stored_until(rec.expires_at_ms);
+        s.set_stored_until(rec.expires_ms);
         s.set_initialized();
         s.number_streams_randomly();
         if let Some(relay) = self.relay() {

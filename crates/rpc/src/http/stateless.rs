@@ -25,10 +25,10 @@ use futures::FutureExt;
 use mcp_tasks_proto::jsonrpc::response_json;
 use mcp_tasks_proto::modern::RequestMeta;
 use mcp_tasks_proto::{ErrorObject, Message, Request};
-
-use crate::peer::{is_read, panicked};
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
+
+use crate::peer::{is_read, panicked};
 
 use super::config::SessionFactory;
 use crate::peer::{Peer, RequestContext, RouteDelivery};

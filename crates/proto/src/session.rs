@@ -4,8 +4,10 @@
 use serde_json::Value;
 
 /// A session as every replica sees it. `S` is the handler's state: JSON for the
-/// transport (the default), its bytes for a store that keeps it as text.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// transport (the default), its bytes for a store that keeps it as text. Its `Debug`
+/// names the session by a digest of its id ([`crate::logged::digest`]): the id is the
+/// session's credential and reaches no log line.
+#[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SharedSession<S = Value> {
     /// The session id (`Mcp-Session-Id`).
@@ -18,6 +20,18 @@ pub struct SharedSession<S = Value> {
     pub state: S,
     /// When it expires unless used (milliseconds since the Unix epoch).
     pub expires_ms: i64,
+}
+
+impl<S: std::fmt::Debug> std::fmt::Debug for SharedSession<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedSession")
+            .field("id_digest", &crate::logged::digest(&self.id))
+            .field("principal", &self.principal)
+            .field("owner", &self.owner)
+            .field("state", &self.state)
+            .field("expires_ms", &self.expires_ms)
+            .finish()
+    }
 }
 
 impl<S> SharedSession<S> {
@@ -47,5 +61,21 @@ impl<S> SharedSession<S> {
             state,
             expires_ms: self.expires_ms,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_names_the_session_by_a_digest_of_its_id() {
+        let s = SharedSession::new("sess-secret-42".into(), None, "o".into(), Value::Null, 1);
+        let shown = format!("{s:?}");
+        assert!(!shown.contains("sess-secret-42"), "{shown}");
+        assert!(
+            shown.contains(&crate::logged::digest("sess-secret-42")),
+            "{shown}"
+        );
     }
 }

@@ -51,6 +51,7 @@ use parking_lot::Mutex;
 use rusqlite::Connection;
 use tokio::sync::{oneshot, watch};
 
+mod migrations;
 mod ops;
 mod options;
 mod schema;

@@ -10,6 +10,7 @@ use std::path::Path;
 use mcp_tasks_core::{StoreError, schema};
 use rusqlite::{Connection, ErrorCode, OpenFlags};
 
+use crate::migrations::MIGRATIONS;
 use crate::options::SqliteOptions;
 
 /// `PRAGMA application_id` of an mcp-tasks database: "MCPT".
@@ -17,154 +18,7 @@ pub(crate) const APPLICATION_ID: i64 = 0x4D43_5054;
 
 /// The schema version this build writes (`PRAGMA user_version`); a file with a higher
 /// one is refused.
-pub const SCHEMA_VERSION: i64 = 5;
-
-/// Migrations: `MIGRATIONS[n]` takes a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[
-    // 0 -> 1: the first schema.
-    "
-    CREATE TABLE tasks (
-        -- Insertion order for keyset pagination; AUTOINCREMENT never reuses a value, so a
-        -- cursor never points into rows created later.
-        seq              INTEGER PRIMARY KEY AUTOINCREMENT,
-        task_id          TEXT NOT NULL UNIQUE,
-        owner            TEXT,
-        status           TEXT NOT NULL CHECK (status IN
-                             ('working', 'input_required', 'completed', 'failed', 'cancelled')),
-        status_message   TEXT,
-        created_ms       INTEGER NOT NULL,
-        last_updated_ms  INTEGER NOT NULL,
-        -- u64 milliseconds stored with their bit pattern (i64), NULL = unlimited.
-        ttl_ms           INTEGER,
-        -- created_ms + ttl_ms, saturating; NULL = never expires.
-        expires_at       INTEGER,
-        poll_interval_ms INTEGER,
-        method           TEXT NOT NULL,
-        request          TEXT NOT NULL,
-        outcome_kind     TEXT CHECK (outcome_kind IN ('result', 'error')),
-        -- The exact bytes of the JSON-RPC result or error object.
-        outcome          BLOB,
-        executor         TEXT
-    );
-    CREATE INDEX tasks_owner_seq ON tasks (owner, seq);
-    CREATE INDEX tasks_expires ON tasks (expires_at) WHERE expires_at IS NOT NULL;
-    CREATE INDEX tasks_active_owner ON tasks (owner)
-        WHERE status IN ('working', 'input_required');
-    CREATE INDEX tasks_active_executor ON tasks (executor)
-        WHERE status IN ('working', 'input_required');
-    CREATE TABLE executors (
-        instance    TEXT PRIMARY KEY,
-        lease_until INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    CREATE TABLE meta (
-        key   TEXT PRIMARY KEY,
-        value BLOB NOT NULL
-    ) WITHOUT ROWID;
-    ",
-    // 1 -> 2: per-requester storage quotas. Each task names what it counts against
-    // (`quota_key`: the principal, else the session, else 'local' for the stdio peer; tasks
-    // stored before were counted by owner, so they keep that) and the bytes it stores
-    // (request and outcome). `quota_usage` keeps, per key and in total (key ''), the tasks
-    // and bytes stored, maintained by triggers on every insert, outcome and delete (also the
-    // sweeps'), so that a creation checks its limits with two primary-key reads.
-    "
-    ALTER TABLE tasks ADD COLUMN quota_key TEXT NOT NULL DEFAULT '';
-    ALTER TABLE tasks ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0;
-    UPDATE tasks SET
-        quota_key = CASE WHEN owner IS NULL THEN 'local' ELSE 'principal:' || owner END,
-        bytes = length(CAST(request AS BLOB)) + ifnull(length(outcome), 0);
-    DROP INDEX tasks_active_owner;
-    CREATE INDEX tasks_active_quota ON tasks (quota_key)
-        WHERE status IN ('working', 'input_required');
-    CREATE TABLE quota_usage (
-        quota_key TEXT PRIMARY KEY,
-        tasks     INTEGER NOT NULL,
-        bytes     INTEGER NOT NULL
-    ) WITHOUT ROWID;
-    INSERT INTO quota_usage (quota_key, tasks, bytes)
-        SELECT quota_key, count(*), sum(bytes) FROM tasks GROUP BY quota_key;
-    INSERT INTO quota_usage (quota_key, tasks, bytes)
-        SELECT '', count(*), ifnull(sum(bytes), 0) FROM tasks;
-    CREATE TRIGGER quota_usage_insert AFTER INSERT ON tasks BEGIN
-        INSERT INTO quota_usage (quota_key, tasks, bytes) VALUES (NEW.quota_key, 1, NEW.bytes)
-            ON CONFLICT (quota_key) DO UPDATE SET
-                tasks = tasks + 1, bytes = bytes + excluded.bytes;
-        UPDATE quota_usage SET tasks = tasks + 1, bytes = bytes + NEW.bytes
-            WHERE quota_key = '';
-    END;
-    CREATE TRIGGER quota_usage_bytes AFTER UPDATE OF bytes ON tasks BEGIN
-        UPDATE quota_usage SET bytes = bytes + NEW.bytes - OLD.bytes
-            WHERE quota_key IN (NEW.quota_key, '');
-    END;
-    CREATE TRIGGER quota_usage_delete AFTER DELETE ON tasks BEGIN
-        UPDATE quota_usage SET tasks = tasks - 1, bytes = bytes - OLD.bytes
-            WHERE quota_key IN (OLD.quota_key, '');
-        DELETE FROM quota_usage WHERE quota_key = OLD.quota_key AND quota_key <> ''
-            AND tasks <= 0;
-    END;
-    ",
-    // 2 -> 3: each task's status history (the dashboard's detail view), written by
-    // triggers in the statement of every insert and status change, so in the same atomic
-    // step; the latest 64 entries per task kept (`mcp_tasks_core::HISTORY_MAX`); deleted
-    // with the task. Tasks stored before get one entry: their current status.
-    "
-    CREATE TABLE task_history (
-        id             INTEGER PRIMARY KEY,
-        task_id        TEXT NOT NULL,
-        status         TEXT NOT NULL,
-        status_message TEXT,
-        at_ms          INTEGER NOT NULL
-    );
-    CREATE INDEX task_history_task ON task_history (task_id, id);
-    INSERT INTO task_history (task_id, status, status_message, at_ms)
-        SELECT task_id, status, status_message, last_updated_ms FROM tasks ORDER BY seq;
-    CREATE TRIGGER task_history_insert AFTER INSERT ON tasks BEGIN
-        INSERT INTO task_history (task_id, status, status_message, at_ms)
-            VALUES (NEW.task_id, NEW.status, NEW.status_message, NEW.last_updated_ms);
-    END;
-    CREATE TRIGGER task_history_update AFTER UPDATE OF status, status_message ON tasks
-    WHEN NEW.status IS NOT OLD.status OR NEW.status_message IS NOT OLD.status_message
-    BEGIN
-        INSERT INTO task_history (task_id, status, status_message, at_ms)
-            VALUES (NEW.task_id, NEW.status, NEW.status_message, NEW.last_updated_ms);
-        DELETE FROM task_history WHERE task_id = NEW.task_id AND id <= (
-            SELECT id FROM task_history WHERE task_id = NEW.task_id
-            ORDER BY id DESC LIMIT 1 OFFSET 64);
-    END;
-    CREATE TRIGGER task_history_delete AFTER DELETE ON tasks BEGIN
-        DELETE FROM task_history WHERE task_id = OLD.task_id;
-    END;
-    ",
-    // 3 -> 4: an index on `status`, so that counting the stored tasks by status (the
-    // `/metrics` gauge of tasks by status, on every scrape) reads the index, not every
-    // row with its request and outcome.
-    "
-    CREATE INDEX tasks_status ON tasks (status);
-    ",
-    // 4 -> 5: the history and the quota counts without per-row trigger work. Each task
-    // carries its status history in its own row (`history`: one line of JSON per entry,
-    // oldest first, `{"s": status, "m": message, "at": ms}`; `history_n` entries, at most
-    // 64), appended by the statement that changes the status and deleted with the row;
-    // `quota_usage` is written by the writer thread once per batch, in the batch's
-    // transaction (see `usage.rs`), from the changes its ops made.
-    "
-    DROP TRIGGER quota_usage_insert;
-    DROP TRIGGER quota_usage_bytes;
-    DROP TRIGGER quota_usage_delete;
-    DROP TRIGGER task_history_insert;
-    DROP TRIGGER task_history_update;
-    DROP TRIGGER task_history_delete;
-    ALTER TABLE tasks ADD COLUMN history TEXT NOT NULL DEFAULT '';
-    ALTER TABLE tasks ADD COLUMN history_n INTEGER NOT NULL DEFAULT 0;
-    UPDATE tasks SET
-        history = ifnull((SELECT group_concat(
-                json_object('s', h.status, 'm', h.status_message, 'at', h.at_ms) || char(10),
-                '' ORDER BY h.id)
-            FROM task_history h WHERE h.task_id = tasks.task_id), ''),
-        history_n = (SELECT count(*) FROM task_history h WHERE h.task_id = tasks.task_id);
-    DROP TABLE task_history;
-    ",
-];
+pub const SCHEMA_VERSION: i64 = 6;
 
 /// What went wrong, in words an operator can act on, naming the file.
 pub(crate) fn map_err(path: &Path, e: &rusqlite::Error) -> StoreError {
@@ -535,6 +389,120 @@ mod tests {
                 ("local".into(), 1, 1),
                 ("principal:alice".into(), 1, 2),
             ]
+        );
+    }
+
+    /// A version-5 file gets the `status` CHECK as comparisons: every row, index and the
+    /// `seq` high-water mark survive the rebuild, the same statuses are accepted and others
+    /// refused, and neither a task's `INSERT` nor its status `UPDATE` builds an ephemeral
+    /// table any more.
+    #[test]
+    fn version_5_keeps_every_row_and_writes_without_an_ephemeral_table() {
+        let (conn, _dir) = migrated_from(
+            5,
+            "INSERT INTO tasks (task_id, owner, status, status_message, created_ms,
+                 last_updated_ms, method, request, quota_key, bytes, history, history_n,
+                 outcome_kind, outcome)
+             VALUES ('a', 'alice', 'completed', 'done', 1, 5, 'tools/call', '{}',
+                     'principal:alice', 4, 'h1' || char(10), 1, 'result', CAST('{}' AS BLOB)),
+                    ('b', NULL, 'working', NULL, 2, 2, 'tools/call', '1', 'local', 1, '', 0, NULL,
+                     NULL),
+                    ('c', NULL, 'working', NULL, 3, 3, 'tools/call', '1', 'local', 1, '', 0, NULL,
+                     NULL);
+             DELETE FROM tasks WHERE task_id = 'c';",
+        );
+        type Row = (i64, String, String, i64, String, Option<Vec<u8>>);
+        let rows: Vec<Row> = conn
+            .prepare("SELECT seq, task_id, status, bytes, history, outcome FROM tasks ORDER BY seq")
+            .unwrap()
+            .query_map([], |r| {
+                Ok((
+                    r.get(0)?,
+                    r.get(1)?,
+                    r.get(2)?,
+                    r.get(3)?,
+                    r.get(4)?,
+                    r.get(5)?,
+                ))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            rows,
+            vec![
+                (
+                    1,
+                    "a".into(),
+                    "completed".into(),
+                    4,
+                    "h1\n".into(),
+                    Some(b"{}".to_vec())
+                ),
+                (2, "b".into(), "working".into(), 1, String::new(), None),
+            ]
+        );
+        let mut indexes: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_schema WHERE type = 'index' AND tbl_name = 'tasks'")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        indexes.sort();
+        assert_eq!(
+            indexes,
+            [
+                "sqlite_autoindex_tasks_1",
+                "tasks_active_executor",
+                "tasks_active_quota",
+                "tasks_expires",
+                "tasks_owner_seq",
+                "tasks_status"
+            ]
+        );
+        // The deleted task's `seq` (3) is never drawn again.
+        conn.execute(
+            "INSERT INTO tasks (task_id, status, created_ms, last_updated_ms, method, request)
+             VALUES ('d', 'input_required', 1, 1, 'tools/call', '{}')",
+            [],
+        )
+        .unwrap();
+        let seq: i64 = conn
+            .query_row("SELECT seq FROM tasks WHERE task_id = 'd'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(seq, 4);
+        for status in ["failed", "cancelled"] {
+            conn.execute("UPDATE tasks SET status = ?1 WHERE task_id = 'd'", [status])
+                .unwrap();
+        }
+        let refused = conn
+            .execute("UPDATE tasks SET status = 'paused' WHERE task_id = 'd'", [])
+            .unwrap_err();
+        assert_eq!(
+            refused.sqlite_error_code(),
+            Some(ErrorCode::ConstraintViolation)
+        );
+        let ephemeral = |sql: &str| -> usize {
+            conn.prepare(&format!("EXPLAIN {sql}"))
+                .unwrap()
+                .query_map([], |r| r.get::<_, String>(1))
+                .unwrap()
+                .filter(|op| op.as_deref() == Ok("OpenEphemeral"))
+                .count()
+        };
+        assert_eq!(
+            ephemeral(
+                "INSERT INTO tasks (task_id, status, created_ms, last_updated_ms, method, request)
+                 VALUES ('e', 'working', 1, 1, 'tools/call', '{}')"
+            ),
+            0
+        );
+        assert_eq!(
+            ephemeral("UPDATE tasks SET status = 'completed' WHERE task_id = 'b'"),
+            0
         );
     }
 

@@ -2,7 +2,9 @@
 # bench/targets.sh: the throughput targets in one run: `create` and `get` at 16 clients
 # (and `result-wait`: 16 clients, 100 ms of work, the p50 and p99 of the result's
 # lateness: its arrival - (creation sent + 100 ms), an upper bound of the time from the
-# task's completion to the answer of its waiting `tasks/result`)
+# task's completion to the answer of its waiting `tasks/result`; and that time itself, the
+# result-wait overhead: the result's arrival - the task's `lastUpdatedAt`, the completion
+# as the server recorded it, read with a `tasks/get` after the result)
 # against the TypeScript SDK 1.32.2 task server (bench/ts-server), our server on the
 # default SQLite store and on PostgreSQL (one replica), and, with BIN_BEFORE, an earlier
 # build of ours on the same two stores. Every server is started fresh for each run, the
@@ -107,6 +109,12 @@ done
                     def med: sort | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end);
                     [.[] | .ops["result-lateness"]] as $o
                     | "result-wait \($w): lateness p50 \($o | map(.p50_ms) | med * 100 | round / 100) ms, p99 \($o | map(.p99_ms) | med * 100 | round / 100) ms (p99 of the runs: \($o | map(.p99_ms * 100 | round / 100 | tostring) | join(" · ")) ms)"
+                ' "$OUT"/r*-"$scen-$which".json
+                jq -s -r --arg w "$which" '
+                    def med: sort | (if length % 2 == 1 then .[length / 2 | floor] else (.[length / 2 - 1] + .[length / 2]) / 2 end);
+                    [.[] | .ops["result-overhead"] | select(. != null)] as $o
+                    | if ($o | length) == 0 then empty else
+                      "result-wait \($w): overhead (completion to arrival) p50 \($o | map(.p50_ms) | med * 100 | round / 100) ms, p99 \($o | map(.p99_ms) | med * 100 | round / 100) ms (p99 of the runs: \($o | map(.p99_ms * 100 | round / 100 | tostring) | join(" · ")) ms)" end
                 ' "$OUT"/r*-"$scen-$which".json
             done
             continue

@@ -93,6 +93,9 @@ pub mod op {
     pub const LIFECYCLE: &str = "lifecycle";
     /// How late a result arrives: arrival - (create sent + work).
     pub const LATENESS: &str = "result-lateness";
+    /// A result's wait beyond its task: arrival - the task's completion as its server
+    /// recorded it (`lastUpdatedAt`, whole milliseconds: up to 1 ms more than the wait).
+    pub const OVERHEAD: &str = "result-overhead";
 }
 
 /// A run's settings.

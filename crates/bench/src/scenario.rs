@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Value, json};
 
@@ -16,7 +16,8 @@ use crate::message::{CallError, Reply, header_safe};
 use crate::report::{Report, build_report};
 use crate::stats::{Setup, Stats};
 use crate::wire::{
-    create_params, created_task, inline_result_ok, poll_interval, task_status, tool_result_ok,
+    completed_at, create_params, created_task, inline_result_ok, poll_interval, task_status,
+    tool_result_ok,
 };
 
 /// Why a run could not be done at all.
@@ -150,6 +151,16 @@ impl Recorder<'_> {
 struct Ctx {
     cfg: Config,
     window: Window,
+    /// One instant and the wall-clock time at it, to put an arrival on the server's clock
+    /// (the same machine's) for [`op::OVERHEAD`].
+    clock: (Instant, SystemTime),
+}
+
+impl Ctx {
+    /// The wall-clock time of `at`.
+    fn wall(&self, at: Instant) -> SystemTime {
+        self.clock.1 + at.saturating_duration_since(self.clock.0)
+    }
 }
 
 /// One iteration of the scenario. Errors have been recorded when it returns.
@@ -262,6 +273,23 @@ async fn iteration(
                 t0,
                 reply.arrived.saturating_duration_since(t0),
             );
+            // The task's completion as its server recorded it (`lastUpdatedAt` of the
+            // terminal status, read after the result arrived), to the result's arrival.
+            let arrived = ctx.wall(reply.arrived);
+            let Ok((task, started)) = rec
+                .call(waiter, op::GET, "tasks/get", &json!({ "taskId": id }))
+                .await
+            else {
+                return;
+            };
+            match completed_at(&task.result) {
+                Ok(done) => rec.derived(
+                    op::OVERHEAD,
+                    t0,
+                    arrived.duration_since(done).unwrap_or_default(),
+                ),
+                Err(e) => rec.bad(op::GET, started, e),
+            }
         }
         Scenario::List => {
             let params = match cursor.take() {
@@ -518,6 +546,7 @@ pub async fn run(cfg: Config) -> Result<Report, BenchError> {
             budget: cfg.length.requests.map(AtomicU64::new),
         },
         cfg: cfg.clone(),
+        clock: (Instant::now(), SystemTime::now()),
     });
     let warm_until = start;
     let cpu_probe = tokio::spawn(async move {

@@ -116,6 +116,20 @@ pub(crate) fn poll_interval(revision: Revision, result: &Value) -> Option<u64> {
     result.get(key).and_then(Value::as_u64)
 }
 
+/// When a terminal task completed, by its server's clock: its `lastUpdatedAt`.
+pub(crate) fn completed_at(task: &Value) -> Result<std::time::SystemTime, String> {
+    if task.get("status").and_then(Value::as_str) != Some("completed") {
+        return Err(format!(
+            "the task is not completed after its result: {task}"
+        ));
+    }
+    let at = task
+        .get("lastUpdatedAt")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("a task without `lastUpdatedAt`: {task}"))?;
+    humantime::parse_rfc3339(at).map_err(|e| format!("`lastUpdatedAt` {at:?}: {e}"))
+}
+
 /// Check a `CallToolResult` (from `tasks/result`, or inline in a modern `tasks/get`).
 pub(crate) fn tool_result_ok(result: &Value) -> Result<(), String> {
     match CallToolResult::from_value(result) {
@@ -143,6 +157,24 @@ pub(crate) fn inline_result_ok(result: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A completed task's `lastUpdatedAt`, to the millisecond; no completion time from a
+    /// task that is not completed or has none.
+    #[test]
+    fn completed_at_reads_the_terminal_update() {
+        let t = json!({"taskId": "a", "status": "completed",
+                       "lastUpdatedAt": "2026-12-06T11:30:00.125Z"});
+        let at = completed_at(&t).unwrap();
+        let ms = at
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        assert_eq!(ms, 1_796_556_600_125);
+        let working = json!({"taskId": "a", "status": "working",
+                             "lastUpdatedAt": "2026-12-06T11:30:00Z"});
+        assert!(completed_at(&working).is_err());
+        assert!(completed_at(&json!({"taskId": "a", "status": "completed"})).is_err());
+    }
 
     #[test]
     fn legacy_shapes() {

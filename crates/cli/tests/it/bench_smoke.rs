@@ -169,7 +169,13 @@ fn bench_runs_against_our_server_without_errors() {
 
     let r = bench(&url, pid, &["--scenario", "result-wait", "--work-ms", "20"]);
     check_common(&r, "result-wait");
-    for op in ["tools/call", "tasks/result", "result-lateness", "lifecycle"] {
+    for op in [
+        "tools/call",
+        "tasks/result",
+        "result-lateness",
+        "result-overhead",
+        "lifecycle",
+    ] {
         check_op(&r, op);
     }
 

@@ -190,7 +190,7 @@ impl Receiving {
             .create(spec, runner)
             .await
             .map_err(|e| serve::create_error(&e))?;
-        tracing::debug!(task_id = %rec.task_id, method, "a request from the server runs as a task of the client");
+        tracing::debug!(task_id = %rec.task.task_id, method, "a request from the server runs as a task of the client");
         let result = serve::create_task_result(&rec);
         let _ = go.send(());
         result

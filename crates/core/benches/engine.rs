@@ -121,6 +121,7 @@ fn get(c: &mut Criterion, rt: &Runtime) {
                 e.create(spec(), done_at_once())
                     .await
                     .expect("created")
+                    .task
                     .task_id,
             );
         }
@@ -154,6 +155,7 @@ fn transition(c: &mut Criterion, rt: &Runtime) {
                 let id = rt
                     .block_on(e.create(spec(), done_when(rx)))
                     .expect("created")
+                    .task
                     .task_id;
                 let t0 = Instant::now();
                 rt.block_on(async {
@@ -184,6 +186,7 @@ fn result_wakeup(c: &mut Criterion, rt: &Runtime) {
                         .create(spec(), done_when(rx))
                         .await
                         .expect("created")
+                        .task
                         .task_id;
                     let waiter = {
                         let e = e.clone();

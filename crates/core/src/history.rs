@@ -24,7 +24,7 @@ impl HistoryEntry {
     pub fn of(rec: &crate::record::TaskRecord) -> Self {
         Self {
             status: rec.status,
-            status_message: rec.status_message.clone(),
+            status_message: rec.task.status_message.clone(),
             at_ms: rec.last_updated_at_ms,
         }
     }

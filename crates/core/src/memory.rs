@@ -42,23 +42,23 @@ impl Inner {
 
     /// Record `rec`'s current status in its history (created, or its status changed).
     fn record_history(&mut self, rec: &TaskRecord) {
-        let entries = self.history.entry(rec.task_id.clone()).or_default();
+        let entries = self.history.entry(rec.task.task_id.clone()).or_default();
         push_bounded(entries, HistoryEntry::of(rec));
     }
 
     /// Count `rec` out of its key's usage, and drop its history (deleted).
     fn forget(&mut self, rec: &TaskRecord) {
-        self.history.remove(&rec.task_id);
+        self.history.remove(&rec.task.task_id);
         let bytes = rec.stored_bytes();
         self.total_bytes = self.total_bytes.saturating_sub(bytes);
-        if let Some(u) = self.usage.get_mut(&rec.quota_key) {
+        if let Some(u) = self.usage.get_mut(&rec.task.quota_key) {
             u.tasks = u.tasks.saturating_sub(1);
             u.bytes = u.bytes.saturating_sub(bytes);
             if is_active(rec.status) {
                 u.active = u.active.saturating_sub(1);
             }
             if u.tasks == 0 {
-                self.usage.remove(&rec.quota_key);
+                self.usage.remove(&rec.task.quota_key);
             }
         }
     }
@@ -109,17 +109,17 @@ impl TaskStore for MemoryStore {
             limits.check_create(u.active, u.tasks, u.bytes, g.total_bytes, adding)?;
             g.next_seq += 1;
             let rec = t.into_record(g.next_seq);
-            let u = g.usage.entry(rec.quota_key.clone()).or_default();
+            let u = g.usage.entry(rec.task.quota_key.clone()).or_default();
             u.active += 1;
             u.tasks += 1;
             u.bytes = u.bytes.saturating_add(adding);
             g.total_bytes = g.total_bytes.saturating_add(adding);
-            g.by_seq.insert(rec.seq, rec.task_id.clone());
-            g.tasks.insert(rec.task_id.clone(), rec.clone());
+            g.by_seq.insert(rec.seq, rec.task.task_id.clone());
+            g.tasks.insert(rec.task.task_id.clone(), rec.clone());
             g.record_history(&rec);
             rec
         };
-        self.wake.notify(&rec.task_id);
+        self.wake.notify(&rec.task.task_id);
         Ok(rec)
     }
 
@@ -139,7 +139,6 @@ impl TaskStore for MemoryStore {
     async fn get_without_request(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
         let inner = self.inner.lock();
         Ok(inner.tasks.get(task_id).map(|r| TaskRecord {
-            request: String::new(),
             outcome: r.outcome.clone(),
             ..r.summary()
         }))
@@ -160,7 +159,7 @@ impl TaskStore for MemoryStore {
             if !allowed_predecessors(t.to).contains(&rec.status) {
                 return Ok(TransitionResult::Rejected(rec.clone()));
             }
-            let usage = g.usage.entry(rec.quota_key.clone()).or_default();
+            let usage = g.usage.entry(rec.task.quota_key.clone()).or_default();
             let t = if t.to.is_terminal() {
                 within_limits(t, |adding| {
                     limits.check_bytes(usage.bytes, g.total_bytes, adding)
@@ -169,14 +168,14 @@ impl TaskStore for MemoryStore {
                 t
             };
             let was_active = is_active(rec.status);
-            let changed = rec.status != t.to || rec.status_message != t.status_message;
+            let changed = rec.status != t.to || rec.task.status_message != t.status_message;
             rec.status = t.to;
-            rec.status_message = t.status_message;
+            rec.task.status_message = t.status_message;
             rec.last_updated_at_ms = t.at_ms.max(rec.last_updated_at_ms);
             if t.to.is_terminal() {
                 let before = rec.stored_bytes();
                 rec.outcome = t.outcome;
-                rec.executor = None;
+                rec.task.executor = None;
                 let added = rec.stored_bytes().saturating_sub(before);
                 usage.bytes = usage.bytes.saturating_add(added);
                 g.total_bytes = g.total_bytes.saturating_add(added);
@@ -236,7 +235,7 @@ impl TaskStore for MemoryStore {
             .filter_map(|(_, id)| g.tasks.get(id))
             .filter(|r| match &q.scope {
                 ListScope::All => true,
-                ListScope::Owner(o) => r.owner.as_deref() == Some(o.as_str()),
+                ListScope::Owner(o) => r.task.owner.as_deref() == Some(o.as_str()),
             })
             .take(q.limit)
             .cloned()
@@ -251,7 +250,7 @@ impl TaskStore for MemoryStore {
                 .values()
                 .filter(|r| r.is_expired(now_ms))
                 .take(limit)
-                .map(|r| r.task_id.clone())
+                .map(|r| r.task.task_id.clone())
                 .collect();
             for id in &ids {
                 if let Some(rec) = g.tasks.remove(id) {

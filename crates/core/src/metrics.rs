@@ -384,7 +384,7 @@ impl Metrics {
 
     /// A task was created (in `working`) for `tool` (the `name` of a `tools/call`).
     pub fn task_created(&self, rec: &TaskRecord, tool: Option<&str>) {
-        let tool = self.tool_label(&rec.method, tool);
+        let tool = self.tool_label(&rec.task.method, tool);
         self.inner
             .transitions
             .get_or_create(&StatusTool {
@@ -393,7 +393,7 @@ impl Metrics {
             })
             .inc();
         self.inner.live.lock().insert(
-            rec.task_id.clone(),
+            rec.task.task_id.clone(),
             Live {
                 tool,
                 input_since_ms: None,
@@ -406,7 +406,7 @@ impl Metrics {
         let now = rec.last_updated_at_ms;
         let tool = {
             let mut live = self.inner.live.lock();
-            let entry = live.get_mut(&rec.task_id);
+            let entry = live.get_mut(&rec.task.task_id);
             let tool = entry
                 .as_ref()
                 .map_or_else(|| "other".to_owned(), |l| l.tool.clone());
@@ -419,7 +419,7 @@ impl Metrics {
                 }
             }
             if rec.status.is_terminal() {
-                live.remove(&rec.task_id);
+                live.remove(&rec.task.task_id);
             }
             tool
         };
@@ -431,7 +431,7 @@ impl Metrics {
             self.inner
                 .task_duration
                 .get_or_create(&labels)
-                .observe(seconds(now - rec.created_at_ms));
+                .observe(seconds(now - rec.task.created_at_ms));
         }
         self.inner.transitions.get_or_create(&labels).inc();
     }

@@ -1,23 +1,26 @@
 use super::*;
 use crate::memory::MemoryStore;
+use crate::record::NewTask;
 use crate::store::TaskStore;
 
 fn rec(id: &str, status: TaskStatus, created: i64, updated: i64) -> TaskRecord {
     TaskRecord {
-        task_id: id.into(),
-        owner: None,
-        quota_key: "local".into(),
+        task: NewTask {
+            task_id: id.into(),
+            owner: None,
+            quota_key: "local".into(),
+            status_message: None,
+            created_at_ms: created,
+            ttl_ms: None,
+            poll_interval_ms: None,
+            method: methods::TOOLS_CALL.into(),
+            request: String::new(),
+            executor: None,
+        },
         seq: 0,
         status,
-        status_message: None,
-        created_at_ms: created,
         last_updated_at_ms: updated,
-        ttl_ms: None,
-        poll_interval_ms: None,
-        method: methods::TOOLS_CALL.into(),
-        request: String::new(),
         outcome: None,
-        executor: None,
     }
 }
 

@@ -77,79 +77,66 @@ impl Outcome {
     }
 }
 
-/// A task as stored.
+/// A task as stored: what it was created with, and where it stands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TaskRecord {
-    /// The task id (a UUID v4).
-    pub task_id: String,
-    /// The principal the task is bound to; `None` when bound to no one.
-    pub owner: Option<String>,
-    /// What the task counts against for the per-requester limits (see
-    /// [`crate::engine::Requester::quota_key`]): the principal, else the session.
-    pub quota_key: String,
+    /// Its id, owner, quota key, creation time, TTL, poll interval and wrapped request,
+    /// which never change (but the request of a summary is empty), and its current
+    /// status message and executor.
+    pub task: NewTask,
     /// Insertion order, used by `tasks/list` keyset pagination.
     pub seq: i64,
     /// Current status.
     pub status: TaskStatus,
-    /// Current status message.
-    pub status_message: Option<String>,
-    /// Creation time, ms since the epoch; never changes.
-    pub created_at_ms: i64,
     /// Time of the last transition, ms since the epoch.
     pub last_updated_at_ms: i64,
-    /// Retention from creation in ms; `None` is unlimited.
-    pub ttl_ms: Option<u64>,
-    /// Suggested poll interval in ms.
-    pub poll_interval_ms: Option<u64>,
-    /// The method of the wrapped request (`tools/call`, ...).
-    pub method: String,
-    /// The params of the wrapped request, as JSON text.
-    pub request: String,
     /// The outcome, once terminal.
     pub outcome: Option<Outcome>,
-    /// The process (executor instance) running the task, while it runs.
-    pub executor: Option<String>,
 }
 
 impl TaskRecord {
     /// When the task may be deleted, ms since the epoch; `None` never.
     pub fn expires_at_ms(&self) -> Option<i64> {
-        self.ttl_ms.map(|t| {
-            self.created_at_ms
+        self.task.ttl_ms.map(|t| {
+            self.task
+                .created_at_ms
                 .saturating_add(i64::try_from(t).unwrap_or(i64::MAX))
         })
     }
     /// The bytes this task keeps in its store: its request and its outcome (what the
     /// stored-bytes limits count).
     pub fn stored_bytes(&self) -> u64 {
-        len_u64(&self.request) + self.outcome.as_ref().map_or(0, |o| len_u64(&o.json))
+        self.task.stored_bytes() + self.outcome.as_ref().map_or(0, |o| len_u64(&o.json))
     }
 
     /// The record without its request (what [`crate::TaskStore::get_without_request`]
     /// returns): the request may be megabytes, and a `tasks/get` never needs it.
     pub fn without_request(mut self) -> TaskRecord {
-        self.request = String::new();
+        self.task.request = String::new();
         self
     }
 
     /// This task without its request and outcome (an empty `request`, no `outcome`): what
     /// `tasks/get` and `tasks/cancel` need, without copying what may be megabytes.
     pub fn summary(&self) -> TaskRecord {
+        let t = &self.task;
         TaskRecord {
-            task_id: self.task_id.clone(),
-            owner: self.owner.clone(),
-            quota_key: self.quota_key.clone(),
+            task: NewTask {
+                task_id: t.task_id.clone(),
+                owner: t.owner.clone(),
+                quota_key: t.quota_key.clone(),
+                created_at_ms: t.created_at_ms,
+                ttl_ms: t.ttl_ms,
+                poll_interval_ms: t.poll_interval_ms,
+                method: t.method.clone(),
+                request: String::new(),
+                executor: t.executor.clone(),
+                status_message: t.status_message.clone(),
+            },
             seq: self.seq,
             status: self.status,
-            status_message: self.status_message.clone(),
-            created_at_ms: self.created_at_ms,
             last_updated_at_ms: self.last_updated_at_ms,
-            ttl_ms: self.ttl_ms,
-            poll_interval_ms: self.poll_interval_ms,
-            method: self.method.clone(),
-            request: String::new(),
             outcome: None,
-            executor: self.executor.clone(),
         }
     }
     /// Whether the TTL has passed at `now_ms`.
@@ -159,40 +146,41 @@ impl TaskRecord {
     /// The wire `Task`.
     pub fn to_wire(&self) -> Task {
         Task {
-            task_id: self.task_id.clone(),
+            task_id: self.task.task_id.clone(),
             status: self.status,
-            status_message: self.status_message.clone(),
-            created_at: rfc3339(self.created_at_ms),
+            status_message: self.task.status_message.clone(),
+            created_at: rfc3339(self.task.created_at_ms),
             last_updated_at: rfc3339(self.last_updated_at_ms),
-            ttl: self.ttl_ms,
-            poll_interval: self.poll_interval_ms,
+            ttl: self.task.ttl_ms,
+            poll_interval: self.task.poll_interval_ms,
         }
     }
 }
 
-/// What a store needs to create a task.
-#[derive(Debug, Clone)]
+/// What a store needs to create a task; in a [`TaskRecord`], what it was created with.
+#[derive(Debug, Clone, PartialEq)]
 pub struct NewTask {
-    /// The task id.
+    /// The task id (a UUID v4).
     pub task_id: String,
-    /// Owner principal, if bound.
+    /// The principal the task is bound to; `None` when bound to no one.
     pub owner: Option<String>,
-    /// What the task counts against for the per-requester limits (never empty: the
-    /// empty key is reserved for a store's total).
+    /// What the task counts against for the per-requester limits (see
+    /// [`crate::engine::Requester::quota_key`]): the principal, else the session. Never
+    /// empty: the empty key is reserved for a store's total.
     pub quota_key: String,
-    /// Creation time.
+    /// Creation time, ms since the epoch; never changes.
     pub created_at_ms: i64,
-    /// Actual TTL.
+    /// Retention from creation in ms; `None` is unlimited.
     pub ttl_ms: Option<u64>,
-    /// Poll interval.
+    /// Suggested poll interval in ms.
     pub poll_interval_ms: Option<u64>,
-    /// Wrapped method.
+    /// The method of the wrapped request (`tools/call`, ...).
     pub method: String,
-    /// Wrapped params as JSON text.
+    /// The params of the wrapped request, as JSON text.
     pub request: String,
-    /// Executor instance id.
+    /// The process (executor instance) running the task, while it runs.
     pub executor: Option<String>,
-    /// Initial status message.
+    /// The status message: the initial one, and in a [`TaskRecord`] the current one.
     pub status_message: Option<String>,
 }
 
@@ -206,20 +194,11 @@ impl NewTask {
     /// `working`, last updated at creation, no outcome yet.
     pub fn into_record(self, seq: i64) -> TaskRecord {
         TaskRecord {
-            task_id: self.task_id,
-            owner: self.owner,
-            quota_key: self.quota_key,
+            last_updated_at_ms: self.created_at_ms,
+            task: self,
             seq,
             status: TaskStatus::Working,
-            status_message: self.status_message,
-            created_at_ms: self.created_at_ms,
-            last_updated_at_ms: self.created_at_ms,
-            ttl_ms: self.ttl_ms,
-            poll_interval_ms: self.poll_interval_ms,
-            method: self.method,
-            request: self.request,
             outcome: None,
-            executor: self.executor,
         }
     }
 }

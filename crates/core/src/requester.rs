@@ -36,7 +36,7 @@ impl Requester {
     /// `tasks/result`, and `tasks/cancel` requests for tasks that do not belong to the same
     /// authorization context as the requestor."
     pub fn can_see(&self, rec: &TaskRecord) -> bool {
-        self.sees_all || rec.owner == self.principal
+        self.sees_all || rec.task.owner == self.principal
     }
 
     /// What this requester's tasks count against for the per-requester limits (active

@@ -72,11 +72,11 @@ impl GatewayResumer {
 #[async_trait::async_trait]
 impl Resumer for GatewayResumer {
     async fn resume(&self, rec: &TaskRecord) -> Option<Resumed> {
-        let note = self.notes.get(&rec.task_id).await?;
+        let note = self.notes.get(&rec.task.task_id).await?;
         if !self.connector.is_identified_by(&note.upstream) {
             return None;
         }
-        let request: Value = serde_json::from_str(&rec.request).unwrap_or_else(|_| json!({}));
+        let request: Value = serde_json::from_str(&rec.task.request).unwrap_or_else(|_| json!({}));
         let notes = Arc::clone(&self.notes);
         let connector = Arc::clone(&self.connector);
         let overrides = Arc::clone(&self.overrides);

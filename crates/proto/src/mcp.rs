@@ -138,18 +138,17 @@ impl TaskSupport {
 }
 
 /// A tool as listed by `tools/list`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Tool {
     /// The tool name.
     pub name: String,
     /// A description for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON Schema of the arguments.
     pub input_schema: Value,
     /// `execution` (carries `taskSupport`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub execution: Option<Value>,
     /// Every other field, unchanged.
     #[serde(flatten)]
@@ -157,18 +156,17 @@ pub struct Tool {
 }
 
 /// Params of `tools/call`.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CallToolParams {
     /// The tool to call.
     pub name: String,
     /// Its arguments.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arguments: Option<Value>,
     /// Present when the call is task-augmented.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<Value>,
     /// `_meta` (may hold `progressToken`).
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
     /// Every other field, unchanged.
     #[serde(flatten)]

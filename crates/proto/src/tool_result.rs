@@ -15,17 +15,15 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Number, Value};
 
 /// Optional annotations of a content block (`Annotations`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
     /// Who the content is for (`"user"`, `"assistant"`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub audience: Option<Vec<String>>,
     /// Importance from 0 (least) to 1 (most); kept as written (`1` stays `1`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub priority: Option<Number>,
     /// ISO 8601 time of the last modification.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
     /// Every other field, unchanged.
     #[serde(flatten)]
@@ -33,13 +31,13 @@ pub struct Annotations {
 }
 
 /// What every content block may carry besides its own fields.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct BlockCommon {
     /// Optional annotations.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub annotations: Option<Annotations>,
     /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
     /// Every other field, unchanged.
     #[serde(flatten)]
@@ -81,6 +79,7 @@ impl MediaContent {
 }
 
 /// `ResourceLink`: a resource the server can read, by URI.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceLink {
@@ -89,16 +88,12 @@ pub struct ResourceLink {
     /// Its programmatic name.
     pub name: String,
     /// A display name.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// What the resource represents.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Its MIME type, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mime_type: Option<String>,
     /// Its size in bytes, if known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
     /// Annotations, `_meta` and every other field (`icons`, ...).
     #[serde(flatten)]
@@ -326,6 +321,7 @@ fn is_false(b: &bool) -> bool {
 /// assert!(bad.is_error);
 /// assert_eq!(bad.to_value()["isError"], json!(true));
 /// ```
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
@@ -333,13 +329,12 @@ pub struct CallToolResult {
     pub content: Vec<ContentBlock>,
     /// The structured result, an object (checked against the tool's `outputSchema`, if
     /// it has one, by the client).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Map<String, Value>>,
     /// Whether the call ended in an error; written only when true (absent means false).
     #[serde(default, skip_serializing_if = "is_false")]
     pub is_error: bool,
     /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
     /// Every other field, unchanged.
     #[serde(flatten)]

@@ -164,7 +164,7 @@ async fn create_batch(w: &Writer, jobs: Vec<CreateJob>, counts: &Counts) {
     for ((t, _, reply), answer) in jobs.into_iter().zip(answers) {
         let answer = answer.map(|seq| {
             let rec = t.into_record(seq);
-            w.woke([&rec.task_id]);
+            w.woke([&rec.task.task_id]);
             rec
         });
         let _ = reply.send(answer);
@@ -195,7 +195,7 @@ async fn finish_batch(w: &Writer, jobs: Vec<FinishJob>, counts: &Counts) {
     let answers = or_one_by_one(w, counts, "transitions", batch, &args, |f| w.finish_one(f)).await;
     for ((_, reply), answer) in jobs.into_iter().zip(answers) {
         if let Ok(Some(rec)) = &answer {
-            w.woke([&rec.task_id]);
+            w.woke([&rec.task.task_id]);
         }
         let _ = reply.send(answer);
     }

@@ -421,7 +421,7 @@ impl TaskStore for PgStore {
             let c = self.conn().await?;
             let rec = self.cas(&c, &c.statement_cache, &t).await?;
             if let Some(r) = &rec {
-                self.woke([&r.task_id]);
+                self.woke([&r.task.task_id]);
             }
             rec
         };
@@ -494,7 +494,7 @@ impl TaskStore for PgStore {
             recs.extend(ops::read_records(&rows)?);
         }
         self.query(ops::FORGET_LEASES, &[&now_ms]).await?;
-        self.woke(recs.iter().map(|r| &r.task_id));
+        self.woke(recs.iter().map(|r| &r.task.task_id));
         Ok(recs)
     }
 
@@ -516,7 +516,7 @@ impl TaskStore for PgStore {
             .record(&ops::adopt(), &[&q.now_ms, &q.executor, &q.task_id])
             .await?;
         if let Some(r) = &rec {
-            self.woke([&r.task_id]);
+            self.woke([&r.task.task_id]);
         }
         Ok(rec)
     }

@@ -4,7 +4,7 @@
 //! statements are prepared on the connection: the first use of a statement on a pooled
 //! connection costs one more).
 
-use mcp_tasks_core::{HistoryEntry, Outcome, OutcomeKind, StoreError, TaskRecord};
+use mcp_tasks_core::{HistoryEntry, NewTask, Outcome, OutcomeKind, StoreError, TaskRecord};
 use mcp_tasks_proto::mcp::TaskStatus;
 use tokio_postgres::Row;
 
@@ -199,26 +199,28 @@ pub(crate) fn read_record(row: &Row) -> Result<TaskRecord, StoreError> {
     let request: Vec<u8> = row.try_get(10).map_err(get)?;
     Ok(TaskRecord {
         seq: row.try_get(0).map_err(get)?,
-        task_id: row.try_get(1).map_err(get)?,
-        owner: row.try_get(2).map_err(get)?,
-        quota_key: row.try_get(14).map_err(get)?,
+        task: NewTask {
+            task_id: row.try_get(1).map_err(get)?,
+            owner: row.try_get(2).map_err(get)?,
+            quota_key: row.try_get(14).map_err(get)?,
+            status_message: row.try_get(4).map_err(get)?,
+            created_at_ms: row.try_get(5).map_err(get)?,
+            ttl_ms: row
+                .try_get::<_, Option<i64>>(7)
+                .map_err(get)?
+                .map(i64::cast_unsigned),
+            poll_interval_ms: row
+                .try_get::<_, Option<i64>>(8)
+                .map_err(get)?
+                .map(i64::cast_unsigned),
+            method: row.try_get(9).map_err(get)?,
+            request: String::from_utf8(request)
+                .map_err(|e| corrupt(format!("a stored request is not UTF-8: {e}")))?,
+            executor: row.try_get(13).map_err(get)?,
+        },
         status,
-        status_message: row.try_get(4).map_err(get)?,
-        created_at_ms: row.try_get(5).map_err(get)?,
         last_updated_at_ms: row.try_get(6).map_err(get)?,
-        ttl_ms: row
-            .try_get::<_, Option<i64>>(7)
-            .map_err(get)?
-            .map(i64::cast_unsigned),
-        poll_interval_ms: row
-            .try_get::<_, Option<i64>>(8)
-            .map_err(get)?
-            .map(i64::cast_unsigned),
-        method: row.try_get(9).map_err(get)?,
-        request: String::from_utf8(request)
-            .map_err(|e| corrupt(format!("a stored request is not UTF-8: {e}")))?,
         outcome,
-        executor: row.try_get(13).map_err(get)?,
     })
 }
 

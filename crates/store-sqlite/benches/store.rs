@@ -84,6 +84,7 @@ fn transitions(c: &mut Criterion, rt: &Runtime) {
                             .create(task(i), &Limits::NONE)
                             .await
                             .expect("create")
+                            .task
                             .task_id,
                     );
                 }

@@ -52,20 +52,22 @@ pub(crate) fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
         }
     };
     Ok(TaskRecord {
+        task: NewTask {
+            task_id: row.get(1)?,
+            owner: row.get(2)?,
+            quota_key: row.get(14)?,
+            status_message: row.get(4)?,
+            created_at_ms: row.get(5)?,
+            ttl_ms: row.get::<_, Option<i64>>(7)?.map(i64::cast_unsigned),
+            poll_interval_ms: row.get::<_, Option<i64>>(8)?.map(i64::cast_unsigned),
+            method: row.get(9)?,
+            request: row.get(10)?,
+            executor: row.get(13)?,
+        },
         seq: row.get(0)?,
-        task_id: row.get(1)?,
-        owner: row.get(2)?,
-        quota_key: row.get(14)?,
         status,
-        status_message: row.get(4)?,
-        created_at_ms: row.get(5)?,
         last_updated_at_ms: row.get(6)?,
-        ttl_ms: row.get::<_, Option<i64>>(7)?.map(i64::cast_unsigned),
-        poll_interval_ms: row.get::<_, Option<i64>>(8)?.map(i64::cast_unsigned),
-        method: row.get(9)?,
-        request: row.get(10)?,
         outcome,
-        executor: row.get(13)?,
     })
 }
 
@@ -316,9 +318,9 @@ pub(crate) fn transition(
     };
     if let Some(rec) = applied {
         if let Some(o) = t.outcome.as_ref().filter(|_| t.to.is_terminal()) {
-            usage.change(&rec.quota_key, 0, len_i64(o.json.len()));
+            usage.change(&rec.task.quota_key, 0, len_i64(o.json.len()));
         }
-        let id = rec.task_id.clone();
+        let id = rec.task.task_id.clone();
         return Ok((TransitionResult::Applied(rec), vec![id]));
     }
     Ok((
@@ -395,9 +397,9 @@ pub(crate) fn fail_orphans(
     conn.prepare_cached("DELETE FROM executors WHERE lease_until < ?1")?
         .execute([now_ms])?;
     for r in &recs {
-        usage.change(&r.quota_key, 0, len_i64(outcome.json.len()));
+        usage.change(&r.task.quota_key, 0, len_i64(outcome.json.len()));
     }
-    let ids = recs.iter().map(|r| r.task_id.clone()).collect();
+    let ids = recs.iter().map(|r| r.task.task_id.clone()).collect();
     Ok((recs, ids))
 }
 

@@ -71,10 +71,10 @@ pub fn tool_of(rec: &TaskRecord) -> Option<String> {
     struct Call {
         name: Option<String>,
     }
-    if rec.method != mcp_tasks_proto::methods::TOOLS_CALL {
+    if rec.task.method != mcp_tasks_proto::methods::TOOLS_CALL {
         return None;
     }
-    serde_json::from_str::<Call>(&rec.request).ok()?.name
+    serde_json::from_str::<Call>(&rec.task.request).ok()?.name
 }
 
 impl TaskEngine {

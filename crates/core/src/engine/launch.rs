@@ -147,7 +147,7 @@ impl TaskEngine {
             let event = Event::new(EventKind::Created)
                 .who(&requester)
                 .task(&task_id)
-                .method(&rec.method)
+                .method(&rec.task.method)
                 .with("ttlMs", ttl);
             match &tool {
                 Some(t) => event.with("tool", t.as_str()),

@@ -33,20 +33,20 @@ impl TaskEngine {
                 .inner
                 .store
                 .adopt(AdoptQuery {
-                    task_id: rec.task_id.clone(),
+                    task_id: rec.task.task_id.clone(),
                     executor: self.inner.instance.clone(),
                     now_ms: now,
                 })
                 .await
             {
                 Ok(Some(rec)) => {
-                    tracing::info!(task_id = %rec.task_id, "task resumed after its executor stopped");
+                    tracing::info!(task_id = %rec.task.task_id, "task resumed after its executor stopped");
                     let owner = Requester {
-                        principal: rec.owner.clone(),
+                        principal: rec.task.owner.clone(),
                         ..Requester::default()
                     };
                     self.launch(
-                        rec.task_id,
+                        rec.task.task_id,
                         owner,
                         resumed.origin,
                         resumed.classify,
@@ -55,7 +55,7 @@ impl TaskEngine {
                 }
                 Ok(None) => {}
                 Err(e) => {
-                    tracing::warn!(task_id = %rec.task_id, error = %e, "could not adopt a task")
+                    tracing::warn!(task_id = %rec.task.task_id, error = %e, "could not adopt a task")
                 }
             }
         }
@@ -85,7 +85,7 @@ impl TaskEngine {
         {
             self.metrics().task_changed(&r);
             self.audit_finished(&r, EndedBy::Orphan);
-            tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
+            tracing::warn!(task_id = %r.task.task_id, "task failed: its executor stopped before it finished");
         }
         Ok(())
     }
@@ -136,7 +136,7 @@ impl TaskEngine {
                             for r in recs {
                                 engine.metrics().task_changed(&r);
                                 engine.audit_finished(&r, EndedBy::Orphan);
-                                tracing::warn!(task_id = %r.task_id, "task failed: its executor stopped before it finished");
+                                tracing::warn!(task_id = %r.task.task_id, "task failed: its executor stopped before it finished");
                             }
                         }
                         Err(e) => tracing::warn!(error = %e, "orphan sweep failed"),

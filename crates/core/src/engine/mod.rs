@@ -247,9 +247,9 @@ impl TaskEngine {
         };
         self.guard().record_with(|| {
             Event::new(kind)
-                .principal(rec.owner.as_deref())
-                .task(&rec.task_id)
-                .method(&rec.method)
+                .principal(rec.task.owner.as_deref())
+                .task(&rec.task.task_id)
+                .method(&rec.task.method)
                 .outcome(rec.status.as_str())
                 .with("status", rec.status.as_str())
                 .with("by", by.name())
@@ -328,7 +328,7 @@ impl TaskEngine {
     /// A transition of `rec` was applied: count it and tell the requestor.
     async fn announce(&self, rec: &TaskRecord) {
         self.metrics().task_changed(rec);
-        let running = self.running(&rec.task_id);
+        let running = self.running(&rec.task.task_id);
         if let Some(task) = running {
             let params = serde_json::to_value(rec.to_wire()).unwrap_or(Value::Null);
             // Spec: "notifications/tasks/status notifications SHOULD NOT include related-task

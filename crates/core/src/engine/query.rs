@@ -158,9 +158,9 @@ impl TaskEngine {
     /// A `tasks/get` of `rec` by `who`: the polling-rate check, and the audit line of a
     /// terminal task's retrieval.
     fn polled(&self, rec: &TaskRecord, who: &Requester) -> Result<(), EngineError> {
-        let interval = std::time::Duration::from_millis(rec.poll_interval_ms.unwrap_or(0));
+        let interval = std::time::Duration::from_millis(rec.task.poll_interval_ms.unwrap_or(0));
         self.guard()
-            .poll(who, methods::TASKS_GET, &rec.task_id, interval)
+            .poll(who, methods::TASKS_GET, &rec.task.task_id, interval)
             .map_err(EngineError::RateLimited)?;
         if rec.status.is_terminal() {
             self.audit_retrieved(rec, who, methods::TASKS_GET);
@@ -222,7 +222,7 @@ impl TaskEngine {
         self.guard().record_with(|| {
             Event::new(EventKind::Retrieved)
                 .who(who)
-                .task(&rec.task_id)
+                .task(&rec.task.task_id)
                 .method(method)
                 .with("status", rec.status.as_str())
         });
@@ -282,7 +282,7 @@ impl TaskEngine {
                     Event::new(EventKind::Cancelled)
                         .who(who)
                         .task(task_id)
-                        .method(&rec.method)
+                        .method(&rec.task.method)
                         .outcome("cancelled")
                         .with("status", rec.status.as_str())
                         .with("by", EndedBy::Requester.name()),

@@ -83,6 +83,7 @@ async fn past_the_scan_bound_the_newest_tasks_are_shown_and_no_more_is_read() {
                 .create(t, &Limits::NONE)
                 .await
                 .expect("create")
+                .task
                 .task_id,
         );
     }
@@ -99,7 +100,11 @@ async fn past_the_scan_bound_the_newest_tasks_are_shown_and_no_more_is_read() {
         .await
         .expect("dashboard");
     let read = store.listed.load(Ordering::SeqCst) - before;
-    let shown: Vec<&str> = page.tasks.iter().map(|r| r.task.task_id.as_str()).collect();
+    let shown: Vec<&str> = page
+        .tasks
+        .iter()
+        .map(|r| r.task.task.task_id.as_str())
+        .collect();
     let newest: Vec<&str> = ids.iter().rev().take(5).map(String::as_str).collect();
     assert_eq!(
         shown, newest,
@@ -128,7 +133,11 @@ async fn past_the_scan_bound_the_newest_tasks_are_shown_and_no_more_is_read() {
         .dashboard(&Requester::local(), &q)
         .await
         .expect("dashboard");
-    let shown: Vec<&str> = page.tasks.iter().map(|r| r.task.task_id.as_str()).collect();
+    let shown: Vec<&str> = page
+        .tasks
+        .iter()
+        .map(|r| r.task.task.task_id.as_str())
+        .collect();
     let newest_odd: Vec<&str> = ids
         .iter()
         .enumerate()

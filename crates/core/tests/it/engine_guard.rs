@@ -121,8 +121,13 @@ async fn spent_lookup_failures_refuse_lookups_and_the_pattern_is_reported() {
             Audit::default(),
         )),
     );
-    let mine = e.create(spec(&alice()), quick()).await.unwrap().task_id;
-    let foreign = e.create(spec(&bob()), quick()).await.unwrap().task_id;
+    let mine = e
+        .create(spec(&alice()), quick())
+        .await
+        .unwrap()
+        .task
+        .task_id;
+    let foreign = e.create(spec(&bob()), quick()).await.unwrap().task.task_id;
     // Unknown and foreign ids alike: not found, until the allowance is spent...
     for id in ["nope-1", "nope-2", &foreign, "nope-3"] {
         assert!(matches!(
@@ -150,7 +155,12 @@ async fn over_fast_polls_are_refused_only_with_a_poll_limit() {
     let mut policy = Policy::default();
     policy.poll_interval_ms = 3_600_000;
     let free = engine(policy.clone(), None);
-    let id = free.create(spec(&alice()), quick()).await.unwrap().task_id;
+    let id = free
+        .create(spec(&alice()), quick())
+        .await
+        .unwrap()
+        .task
+        .task_id;
     for _ in 0..50 {
         free.poll(&id, &alice()).await.unwrap();
     }
@@ -163,6 +173,7 @@ async fn over_fast_polls_are_refused_only_with_a_poll_limit() {
         .create(spec(&alice()), quick())
         .await
         .unwrap()
+        .task
         .task_id;
     // The first poll is at the interval; two over-fast ones pass; the next is refused.
     for _ in 0..3 {
@@ -206,7 +217,7 @@ async fn a_task_may_wait_on_a_bounded_number_of_requests() {
             Ok(json!({"fifth": fifth.message, "waiting": waiting}))
         }) as futures::future::BoxFuture<'static, _>
     });
-    let id = e.create(spec(&alice()), runner).await.unwrap().task_id;
+    let id = e.create(spec(&alice()), runner).await.unwrap().task.task_id;
     let out = tokio::time::timeout(Duration::from_secs(20), e.result(&id, &alice(), None))
         .await
         .unwrap()

@@ -94,7 +94,12 @@ async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
         Box::pin(async { Ok(json!({"content": [{"type": "text", "text": "done"}]})) })
             as futures::future::BoxFuture<'static, _>
     });
-    let id = engine.create(spec, runner).await.expect("created").task_id;
+    let id = engine
+        .create(spec, runner)
+        .await
+        .expect("created")
+        .task
+        .task_id;
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
     while engine.get(&id, &who).await.unwrap().status != TaskStatus::Completed {
         assert!(
@@ -139,7 +144,12 @@ async fn runs_here_while_this_engine_executes_the_task() {
             Ok(json!({"content": []}))
         }) as futures::future::BoxFuture<'static, _>
     });
-    let id = engine.create(spec, runner).await.expect("created").task_id;
+    let id = engine
+        .create(spec, runner)
+        .await
+        .expect("created")
+        .task
+        .task_id;
     assert!(engine.runs_here(&id), "running");
     assert!(!engine.runs_here("no-such-task"));
     release.send(()).unwrap();

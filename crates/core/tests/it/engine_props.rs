@@ -106,7 +106,7 @@ impl Harness {
                 }) as futures::future::BoxFuture<'static, _>
             });
             let rec = engine.create(spec, runner).await.unwrap();
-            ids.push(rec.task_id);
+            ids.push(rec.task.task_id);
             triggers.push(Some(tx));
         }
         Self {

@@ -117,7 +117,7 @@ async fn start(failures: u32, retry_ms: u64) -> (TaskEngine, Arc<FullDisk>, Stri
         Box::pin(async { Ok(result()) }) as futures::future::BoxFuture<'static, _>
     });
     let rec = engine.create(spec, runner).await.expect("created");
-    (engine, store, rec.task_id)
+    (engine, store, rec.task.task_id)
 }
 
 /// Wait (bounded) until the store has seen `n` attempts to finish the task.

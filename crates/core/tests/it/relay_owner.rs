@@ -76,7 +76,7 @@ async fn asking_task(owner: &Requester) -> (TaskEngine, String) {
             as futures::future::BoxFuture<'static, _>
     });
     let rec = engine.create(spec, runner).await.unwrap();
-    (engine, rec.task_id)
+    (engine, rec.task.task_id)
 }
 
 type Waiting = tokio::task::JoinHandle<Value>;

@@ -348,13 +348,12 @@ pub enum CacheScope {
 }
 
 /// `ServerCapabilities` as `server/discover` reports them.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ServerCapabilities {
     /// `tools` (present when the server has tools).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Value>,
     /// `extensions`: identifier -> settings (`{}` for none).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<Map<String, Value>>,
     /// Every other capability, unchanged.
     #[serde(flatten)]
@@ -373,6 +372,7 @@ impl ServerCapabilities {
 /// Spec (server/discover): the server "replies with its supported protocol versions,
 /// capabilities, and identity"; `_meta['io.modelcontextprotocol/serverInfo']`: "Servers
 /// SHOULD include this field."
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DiscoverResult {
@@ -383,16 +383,13 @@ pub struct DiscoverResult {
     /// The server's capabilities.
     pub capabilities: ServerCapabilities,
     /// Guidance for the model.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// How long the result may be cached, in ms.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ttl_ms: Option<u64>,
     /// Who may share a cached copy.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_scope: Option<CacheScope>,
     /// `_meta` (carries `serverInfo`).
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
     /// Every other field, unchanged.
     #[serde(flatten)]
@@ -408,6 +405,7 @@ impl DiscoverResult {
 }
 
 /// The modern `tools/list` result: the tools plus the cacheable-result fields.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListToolsResult {
@@ -420,10 +418,9 @@ pub struct ListToolsResult {
     /// Who may share a cached copy.
     pub cache_scope: CacheScope,
     /// The next page, if any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
 }
 
@@ -450,19 +447,18 @@ pub const INPUT_REQUEST_METHODS: &[&str] =
     &["elicitation/create", "sampling/createMessage", "roots/list"];
 
 /// `InputRequiredResult`: more input is needed before the request can complete.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InputRequiredResult {
     /// Always `input_required`.
     pub result_type: ResultType,
     /// The requests the client must fulfil.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_requests: Option<InputRequests>,
     /// Opaque state the client echoes on its retry.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
     /// `_meta`.
-    #[serde(default, rename = "_meta", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "_meta")]
     pub meta: Option<Map<String, Value>>,
 }
 
@@ -510,14 +506,13 @@ impl InputRequiredResult {
 
 /// The MRTR fields of a retried request's params (`tools/call`, `prompts/get`,
 /// `resources/read`).
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RetryFields {
     /// The answers, by the keys of the previous `inputRequests`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_responses: Option<InputResponses>,
     /// The `requestState` echoed back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request_state: Option<String>,
 }
 

@@ -70,6 +70,7 @@ impl CreateTaskResult {
 ///
 /// One struct for the five variants of the union; [`DetailedTask::check`] enforces that
 /// the payload matches the status.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DetailedTask<T = Task> {
@@ -78,13 +79,10 @@ pub struct DetailedTask<T = Task> {
     pub task: T,
     /// `completed`: the final result of the request (a `CallToolResult` for `tools/call`,
     /// `isError: true` included).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<Value>,
     /// `failed`: the JSON-RPC error the request ended with.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorObject>,
     /// `input_required`: every outstanding request, by key.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_requests: Option<InputRequests>,
 }
 

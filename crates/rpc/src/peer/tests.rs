@@ -53,11 +53,7 @@ async fn idle_waits_until_every_request_is_answered_or_cancelled() {
     assert_eq!(out.message, Message::reply(2.into(), Ok(json!(2))));
     let waiting = tokio::time::timeout(std::time::Duration::from_millis(50), peer.idle());
     assert!(waiting.await.is_err(), "idle while request 1 hangs");
-    peer.receive(Message::notification(
-        methods::CANCELLED,
-        Some(json!({"requestId": 1})),
-    ))
-    .await;
+    receive_cancel(&peer, 1).await;
     tokio::time::timeout(std::time::Duration::from_secs(5), peer.idle())
         .await
         .expect("idle once request 1 is cancelled");
@@ -91,6 +87,20 @@ async fn next_notification(rx: &mut mpsc::Receiver<Outbound>, method: &str) -> O
         "expected {method}, got {out:?}"
     );
     out
+}
+
+/// `peer` receives `notifications/cancelled` for its request `id`.
+async fn receive_cancel(peer: &Peer, id: i64) {
+    let params = json!({"requestId": id});
+    peer.receive(Message::notification(methods::CANCELLED, Some(params)))
+        .await;
+}
+
+/// Nothing is queued to send: `why` says what should not have been.
+fn assert_nothing_sent(rx: &mut mpsc::Receiver<Outbound>, why: &str) {
+    if let Ok(out) = rx.try_recv() {
+        panic!("{why}, but it sent {out:?}");
+    }
 }
 
 fn params_of(out: &Outbound) -> Value {
@@ -151,10 +161,7 @@ async fn initialize_is_never_cancelled() {
         Err(PeerError::Timeout(Duration::from_millis(10)))
     );
     tokio::time::sleep(Duration::from_millis(20)).await;
-    assert!(
-        rx.try_recv().is_err(),
-        "no notifications/cancelled for initialize"
-    );
+    assert_nothing_sent(&mut rx, "no notifications/cancelled for initialize");
 }
 
 /// Records the answers no request of the peer waited for.
@@ -211,7 +218,10 @@ async fn a_transport_failure_fails_the_request_it_names() {
     assert_eq!((t.bytes, t.limit), (Some(70), Some(64)));
     // Not a cancellation: the transport failed it, nobody stopped waiting.
     tokio::task::yield_now().await;
-    assert!(rx.try_recv().is_err());
+    assert_nothing_sent(
+        &mut rx,
+        "no notifications/cancelled for a transport failure",
+    );
 }
 
 /// The server side: a handler waiting for the answer to its own request (say an
@@ -223,20 +233,13 @@ async fn a_cancelled_handler_cancels_the_request_it_was_waiting_for() {
     let asked = rx.recv().await.unwrap();
     assert_eq!(asked.route, Route::Request(5.into()));
     let q = request_of(asked);
-    peer.receive(Message::notification(
-        methods::CANCELLED,
-        Some(json!({"requestId": 5})),
-    ))
-    .await;
+    receive_cancel(&peer, 5).await;
     let cancel = next_notification(&mut rx, methods::CANCELLED).await;
     assert_eq!(cancel.route, Route::Request(5.into()));
     assert_eq!(params_of(&cancel)["requestId"], q.id.to_value());
     assert_eq!(peer.outstanding(), 0);
     tokio::task::yield_now().await;
-    assert!(
-        rx.try_recv().is_err(),
-        "no response to the cancelled request"
-    );
+    assert_nothing_sent(&mut rx, "no response to the cancelled request");
 }
 
 #[tokio::test]
@@ -245,11 +248,7 @@ async fn cancelled_requests_get_no_response() {
     peer.receive(Message::request(7.into(), "hang", None)).await;
     tokio::task::yield_now().await;
     assert_eq!(peer.inflight(), 1);
-    peer.receive(Message::notification(
-        methods::CANCELLED,
-        Some(json!({"requestId": 7})),
-    ))
-    .await;
+    receive_cancel(&peer, 7).await;
     for _ in 0..10 {
         tokio::task::yield_now().await;
     }
@@ -332,11 +331,7 @@ async fn a_read_served_in_place_can_be_cancelled_and_the_peer_becomes_idle() {
     tokio::task::yield_now().await; // the read starts and hangs
     let waiting = tokio::time::timeout(Duration::from_millis(50), peer.idle());
     assert!(waiting.await.is_err(), "not idle while the read hangs");
-    peer.receive(Message::notification(
-        methods::CANCELLED,
-        Some(json!({"requestId": 7})),
-    ))
-    .await;
+    receive_cancel(&peer, 7).await;
     tokio::time::timeout(Duration::from_secs(5), serving)
         .await
         .expect("the cancelled read returns")
@@ -344,10 +339,7 @@ async fn a_read_served_in_place_can_be_cancelled_and_the_peer_becomes_idle() {
     tokio::time::timeout(Duration::from_secs(5), peer.idle())
         .await
         .expect("idle once the read is cancelled");
-    assert!(
-        rx.try_recv().is_err(),
-        "a cancelled request gets no response"
-    );
+    assert_nothing_sent(&mut rx, "a cancelled request gets no response");
 }
 
 #[tokio::test]

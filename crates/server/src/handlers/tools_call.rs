@@ -120,7 +120,7 @@ pub(crate) async fn handle(
             let mut result = serve::create_task_result(&rec)?;
             let immediate = format!(
                 "Started `{}` as task {}; it runs in the background. Poll tasks/get or call tasks/result for its outcome.",
-                tool.name, rec.task_id
+                tool.name, rec.task.task_id
             );
             result["_meta"] = json!({ MODEL_IMMEDIATE_RESPONSE_META: immediate });
             Ok(result)

@@ -70,10 +70,10 @@ fn engine_error(e: &EngineError) -> UiResponse {
 fn task_json(rec: &TaskRecord, tool: Option<&str>, with_owner: bool) -> Value {
     let mut v = serde_json::to_value(rec.to_wire()).unwrap_or_else(|_| json!({}));
     if let Value::Object(m) = &mut v {
-        m.insert("method".into(), json!(rec.method));
+        m.insert("method".into(), json!(rec.task.method));
         m.insert("tool".into(), json!(tool));
         if with_owner {
-            m.insert("owner".into(), json!(rec.owner));
+            m.insert("owner".into(), json!(rec.task.owner));
         }
     }
     v
@@ -194,7 +194,7 @@ impl Api {
             Ok(r) => r,
             Err(e) => return engine_error(&e),
         };
-        let request: Value = serde_json::from_str(&rec.request).unwrap_or(Value::Null);
+        let request: Value = serde_json::from_str(&rec.task.request).unwrap_or(Value::Null);
         let (result, err) = match rec.outcome.as_ref().map(|o| o.decode()) {
             None => (Value::Null, Value::Null),
             Some(Ok(v)) => (v, Value::Null),

@@ -47,7 +47,7 @@ async fn batched_writes_answer_each_caller_exactly() {
     let mut joins = Vec::new();
     for i in 0..200u32 {
         let s = Arc::clone(&s);
-        let dup = dup.task_id.clone();
+        let dup = dup.task.task_id.clone();
         joins.push(tokio::spawn(async move {
             let r = match i % 4 {
                 0 => {
@@ -78,7 +78,7 @@ async fn batched_writes_answer_each_caller_exactly() {
     for j in joins {
         let (i, r) = j.await.expect("no panic");
         match (i % 4, r) {
-            (0, Err(StoreError::Duplicate(id))) => assert_eq!(id, dup.task_id),
+            (0, Err(StoreError::Duplicate(id))) => assert_eq!(id, dup.task.task_id),
             (
                 1,
                 Err(StoreError::LimitExceeded {
@@ -89,7 +89,7 @@ async fn batched_writes_answer_each_caller_exactly() {
             (2 | 3, Ok(rec)) => {
                 assert!(seqs.insert(rec.seq), "a seq given twice");
                 assert_eq!(rec.status, TaskStatus::Working);
-                ids.push(rec.task_id);
+                ids.push(rec.task.task_id);
             }
             (k, r) => panic!("creation {i} (kind {k}): {r:?}"),
         }
@@ -116,8 +116,11 @@ async fn batched_writes_answer_each_caller_exactly() {
         match j.await.expect("no panic") {
             (to, Ok(TransitionResult::Applied(rec))) => {
                 assert_eq!(rec.status, to);
-                assert_eq!(rec.status_message.as_deref(), Some(to.as_str()));
-                assert!(won.insert(rec.task_id.clone(), to).is_none(), "two winners");
+                assert_eq!(rec.task.status_message.as_deref(), Some(to.as_str()));
+                assert!(
+                    won.insert(rec.task.task_id.clone(), to).is_none(),
+                    "two winners"
+                );
             }
             (to, Ok(TransitionResult::Rejected(rec))) => lost.push((to, rec)),
             other => panic!("{other:?}"),
@@ -126,7 +129,7 @@ async fn batched_writes_answer_each_caller_exactly() {
     assert_eq!(won.len(), ids.len(), "one winner per task");
     assert_eq!(lost.len(), ids.len(), "one loser per task");
     for (to, rec) in lost {
-        let winner = won[&rec.task_id];
+        let winner = won[&rec.task.task_id];
         assert_ne!(to, winner);
         assert_eq!(rec.status, winner, "the loser sees the winner's record");
         let outcome = rec.outcome.expect("the winner's outcome");
@@ -174,7 +177,7 @@ async fn a_bad_row_fails_alone() {
         for j in joins {
             match j.await.expect("no panic") {
                 (31, r) => assert!(matches!(r, Err(StoreError::Corrupt(_))), "{r:?}"),
-                (_, r) => ids.push(r.expect("a good row is created").task_id),
+                (_, r) => ids.push(r.expect("a good row is created").task.task_id),
             }
         }
         let mut joins = Vec::new();
@@ -219,7 +222,7 @@ async fn past_the_write_queue_callers_wait_and_nothing_is_lost() {
                 .create(new_task(Some("o"), None), &Limits::NONE)
                 .await
                 .expect("created");
-            let t = finish(&rec.task_id, TaskStatus::Completed, "done");
+            let t = finish(&rec.task.task_id, TaskStatus::Completed, "done");
             match s.transition(t).await.expect("completed") {
                 TransitionResult::Applied(r) => r.seq,
                 other => panic!("{other:?}"),

@@ -59,6 +59,6 @@ async fn a_page_waits_for_an_insert_that_drew_a_smaller_seq() {
         .expect("the page comes once the insert committed")
         .expect("list task")
         .expect("list");
-    let ids: Vec<&str> = page.iter().map(|r| r.task_id.as_str()).collect();
-    assert_eq!(ids, ["early", late.task_id.as_str()]);
+    let ids: Vec<&str> = page.iter().map(|r| r.task.task_id.as_str()).collect();
+    assert_eq!(ids, ["early", late.task.task_id.as_str()]);
 }

@@ -48,7 +48,10 @@ async fn replicas_starting_at_once_migrate_once() {
         .create(new_task(Some("a"), None), &mcp_tasks_core::Limits::NONE)
         .await
         .expect("create");
-    assert_eq!(stores[3].get(&rec.task_id).await.expect("get"), Some(rec));
+    assert_eq!(
+        stores[3].get(&rec.task.task_id).await.expect("get"),
+        Some(rec)
+    );
 }
 
 /// A schema written by a newer version is refused with a message naming the database and
@@ -163,14 +166,14 @@ async fn a_statement_that_times_out_fails_its_call_alone() {
     let tx = other.transaction().await.expect("begin");
     tx.execute(
         "SELECT 1 FROM mcp_tasks.tasks WHERE task_id = $1 FOR UPDATE",
-        &[&t.task_id],
+        &[&t.task.task_id],
     )
     .await
     .expect("lock the row");
     let started = Instant::now();
     let e = store
         .transition(mcp_tasks_core::Transition {
-            task_id: t.task_id.clone(),
+            task_id: t.task.task_id.clone(),
             to: mcp_tasks_proto::mcp::TaskStatus::Cancelled,
             status_message: None,
             outcome: None,
@@ -184,7 +187,7 @@ async fn a_statement_that_times_out_fails_its_call_alone() {
     // Other calls go on meanwhile, and this one once the row is free.
     assert_eq!(
         store
-            .get(&t.task_id)
+            .get(&t.task.task_id)
             .await
             .expect("get")
             .expect("there")
@@ -194,7 +197,7 @@ async fn a_statement_that_times_out_fails_its_call_alone() {
     tx.rollback().await.expect("rollback");
     store
         .transition(mcp_tasks_core::Transition {
-            task_id: t.task_id.clone(),
+            task_id: t.task.task_id.clone(),
             to: mcp_tasks_proto::mcp::TaskStatus::Cancelled,
             status_message: None,
             outcome: Some(mcp_tasks_core::Outcome::result(&serde_json::json!({}))),

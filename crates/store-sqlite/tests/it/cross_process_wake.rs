@@ -47,14 +47,14 @@ async fn a_waiter_wakes_on_a_change_made_through_another_store_on_the_file() {
     let rec = a.create(common::task(None), &Limits::NONE).await.unwrap();
     let waiter = {
         let a = Arc::clone(&a);
-        let id = rec.task_id.clone();
+        let id = rec.task.task_id.clone();
         tokio::spawn(async move { wait_terminal(&a, &id, Duration::from_secs(5)).await })
     };
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert!(!waiter.is_finished(), "woke before anything happened");
     let changed = Instant::now();
     assert!(matches!(
-        b.transition(complete(&rec.task_id)).await.unwrap(),
+        b.transition(complete(&rec.task.task_id)).await.unwrap(),
         TransitionResult::Applied(_)
     ));
     waiter.await.unwrap();
@@ -87,11 +87,11 @@ async fn a_waiter_wakes_on_a_change_made_by_another_process() {
         .unwrap();
     let waiter = {
         let s = Arc::clone(&store);
-        let id = rec.task_id.clone();
+        let id = rec.task.task_id.clone();
         tokio::spawn(async move { wait_terminal(&s, &id, Duration::from_secs(20)).await })
     };
     let p = path.display().to_string();
-    let id = rec.task_id.clone();
+    let id = rec.task.task_id.clone();
     let ok = tokio::task::spawn_blocking(move || {
         common::run_child(
             "cross_process_wake::completer_child",
@@ -103,7 +103,7 @@ async fn a_waiter_wakes_on_a_change_made_by_another_process() {
     .unwrap();
     assert!(ok, "the child process failed");
     waiter.await.unwrap();
-    let rec = store.get(&rec.task_id).await.unwrap().unwrap();
+    let rec = store.get(&rec.task.task_id).await.unwrap().unwrap();
     assert_eq!(rec.status, TaskStatus::Completed);
-    assert_eq!(rec.status_message.as_deref(), Some("done elsewhere"));
+    assert_eq!(rec.task.status_message.as_deref(), Some("done elsewhere"));
 }

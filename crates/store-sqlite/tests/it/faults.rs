@@ -25,7 +25,7 @@ async fn seed(store: &SqliteStore) -> Vec<TaskRecord> {
             .unwrap();
         let rec = if i % 2 == 0 {
             let t = Transition {
-                task_id: rec.task_id.clone(),
+                task_id: rec.task.task_id.clone(),
                 to: TaskStatus::Completed,
                 status_message: Some(format!("done {i}")),
                 outcome: Some(Outcome::result(&serde_json::json!({"content": [], "n": i}))),
@@ -46,7 +46,7 @@ async fn seed(store: &SqliteStore) -> Vec<TaskRecord> {
 async fn all_there(store: &SqliteStore, seeded: &[TaskRecord]) {
     for r in seeded {
         assert_eq!(
-            store.get(&r.task_id).await.unwrap().as_ref(),
+            store.get(&r.task.task_id).await.unwrap().as_ref(),
             Some(r),
             "a stored task was lost or changed"
         );
@@ -125,7 +125,7 @@ async fn a_full_disk_fails_the_write_and_loses_nothing() {
     // Space again.
     store.set_max_pages(None).await.unwrap();
     let rec = store.create(big_task(64), &Limits::NONE).await.unwrap();
-    assert_eq!(store.get(&rec.task_id).await.unwrap(), Some(rec));
+    assert_eq!(store.get(&rec.task.task_id).await.unwrap(), Some(rec));
     all_there(&store, &seeded).await;
 }
 
@@ -157,7 +157,7 @@ async fn a_lock_held_elsewhere_fails_writes_after_busy_timeout_then_clears() {
         "hung beyond busy_timeout: {waited:?}"
     );
     let t = Transition {
-        task_id: seeded[1].task_id.clone(),
+        task_id: seeded[1].task.task_id.clone(),
         to: TaskStatus::Cancelled,
         status_message: None,
         outcome: None,
@@ -223,7 +223,7 @@ async fn read_only_scenario(dir: &Path) {
         .create(common::task(None), &Limits::NONE)
         .await
         .expect("writes work again once the file is writable");
-    assert_eq!(store.get(&rec.task_id).await.unwrap(), Some(rec));
+    assert_eq!(store.get(&rec.task.task_id).await.unwrap(), Some(rec));
     all_there(&store, &seeded).await;
 }
 
@@ -315,7 +315,7 @@ mod outcome_store_faults {
                 Ok(big_result())
             }) as Work
         });
-        let id = engine.create(spec, runner).await.unwrap().task_id;
+        let id = engine.create(spec, runner).await.unwrap().task.task_id;
         let waiter = {
             let (engine, id) = (engine.clone(), id.clone());
             tokio::spawn(async move { engine.result(&id, &Requester::local(), None).await })

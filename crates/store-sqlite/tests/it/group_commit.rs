@@ -26,7 +26,7 @@ async fn concurrent_writes_share_commits_and_are_committed_when_answered() {
                 .await
                 .unwrap();
             let t = Transition {
-                task_id: rec.task_id.clone(),
+                task_id: rec.task.task_id.clone(),
                 to: TaskStatus::Completed,
                 status_message: None,
                 outcome: Some(Outcome::result(&serde_json::json!({ "i": i }))),
@@ -40,7 +40,7 @@ async fn concurrent_writes_share_commits_and_are_committed_when_answered() {
             let (status, outcome): (String, Vec<u8>) = c
                 .query_row(
                     "SELECT status, outcome FROM tasks WHERE task_id = ?1",
-                    [&done.task_id],
+                    [&done.task.task_id],
                     |r| Ok((r.get(0)?, r.get(1)?)),
                 )
                 .unwrap();

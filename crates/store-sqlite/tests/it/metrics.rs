@@ -41,7 +41,7 @@ async fn counts_by_status_survive_a_reopen_and_commits_report_their_batch_size()
                         TaskStatus::Completed
                     };
                     let t = Transition {
-                        task_id: rec.task_id,
+                        task_id: rec.task.task_id,
                         to,
                         status_message: None,
                         outcome: Some(Outcome::result(&serde_json::json!({}))),

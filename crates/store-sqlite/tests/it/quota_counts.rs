@@ -20,7 +20,7 @@ async fn create(store: &SqliteStore, limits: &Limits) -> Result<String, StoreErr
     store
         .create(common::task(Some("q")), limits)
         .await
-        .map(|r| r.task_id)
+        .map(|r| r.task.task_id)
 }
 
 fn refused(r: Result<String, StoreError>) -> bool {

@@ -271,7 +271,7 @@ pub(super) async fn create_mixed_owners(store: &Store) -> Vec<TaskRecord> {
 }
 
 pub(super) fn ids(recs: &[TaskRecord]) -> Vec<String> {
-    recs.iter().map(|r| r.task_id.clone()).collect()
+    recs.iter().map(|r| r.task.task_id.clone()).collect()
 }
 
 pub(super) async fn woke(rx: &mut tokio::sync::watch::Receiver<u64>, what: &str) {

@@ -31,8 +31,11 @@ pub async fn status_history(store: Store) {
         status_message: Some("starting".into()),
         ..new_task(Some("alice"), None)
     };
-    let id = create(&store, t).await.task_id;
-    let other = create(&store, new_task(Some("bob"), None)).await.task_id;
+    let id = create(&store, t).await.task.task_id;
+    let other = create(&store, new_task(Some("bob"), None))
+        .await
+        .task
+        .task_id;
     assert_eq!(
         history(&store, &id).await,
         vec![entry(TaskStatus::Working, Some("starting"), T0)],
@@ -74,7 +77,10 @@ pub async fn status_history(store: Store) {
 
     // Bounded: a task toggling between working and input_required keeps its latest
     // changes.
-    let busy = create(&store, new_task(Some("alice"), None)).await.task_id;
+    let busy = create(&store, new_task(Some("alice"), None))
+        .await
+        .task
+        .task_id;
     let changes = HISTORY_MAX + 6;
     for i in 1..=changes {
         let at = T0 + i64::try_from(i).expect("small");
@@ -114,7 +120,7 @@ pub async fn status_history(store: Store) {
     );
 
     // Deleted with the task.
-    let doomed = create_expiring(&store).await.task_id;
+    let doomed = create_expiring(&store).await.task.task_id;
     ask_input(&store, &doomed, None, T0 + 1).await;
     assert_eq!(history(&store, &doomed).await.len(), 2);
     let deleted = store

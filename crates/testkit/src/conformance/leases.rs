@@ -91,17 +91,17 @@ pub async fn lease_orphans(store: Store) {
     store.heartbeat("dead", T0 + 500).await.expect("heartbeat");
     let live = create(&store, new_task(Some("o"), Some("live"))).await;
     let live_input = create(&store, new_task(Some("o"), Some("live"))).await;
-    let live_input = ask_input(&store, &live_input.task_id, Some("q"), T0 + 5).await;
+    let live_input = ask_input(&store, &live_input.task.task_id, Some("q"), T0 + 5).await;
     let dead = create(&store, new_task(Some("o"), Some("dead"))).await;
     let dead_input = create(&store, new_task(Some("o"), Some("dead"))).await;
-    ask_input(&store, &dead_input.task_id, Some("q"), T0 + 5).await;
+    ask_input(&store, &dead_input.task.task_id, Some("q"), T0 + 5).await;
     let unknown = create(&store, new_task(Some("o"), Some("never-heartbeated"))).await;
     let nobody = create(&store, new_task(Some("o"), None)).await;
     let dead_done = create(&store, new_task(Some("o"), Some("dead"))).await;
     let dead_done = apply_ok(
         &store,
         tr(
-            &dead_done.task_id,
+            &dead_done.task.task_id,
             TaskStatus::Completed,
             None,
             Some(result_outcome("ok")),
@@ -114,7 +114,7 @@ pub async fn lease_orphans(store: Store) {
     let set = |recs: &[TaskRecord]| ids(recs).into_iter().collect::<BTreeSet<String>>();
     let of = |recs: &[&TaskRecord]| {
         recs.iter()
-            .map(|r| r.task_id.clone())
+            .map(|r| r.task.task_id.clone())
             .collect::<BTreeSet<String>>()
     };
     // At the lease's last millisecond "dead" is still alive; the tasks of an executor that
@@ -137,8 +137,11 @@ pub async fn lease_orphans(store: Store) {
     for id in &expected {
         let rec = must_get(&store, id).await;
         assert_eq!(rec.status, TaskStatus::Failed, "{id}");
-        assert_eq!(rec.status_message.as_deref(), Some(msg), "{id}");
-        assert_eq!(rec.executor, None, "{id}: a terminal task has no executor");
+        assert_eq!(rec.task.status_message.as_deref(), Some(msg), "{id}");
+        assert_eq!(
+            rec.task.executor, None,
+            "{id}: a terminal task has no executor"
+        );
         let outcome = rec
             .outcome
             .as_ref()
@@ -146,18 +149,18 @@ pub async fn lease_orphans(store: Store) {
         assert_eq!(outcome.kind, OutcomeKind::Error);
         let v: Value = serde_json::from_str(&outcome.json).expect("the outcome is JSON");
         assert_eq!(v, serde_json::json!({"code": -32603, "message": msg}));
-        if let Some(r) = failed.iter().find(|r| &r.task_id == id) {
+        if let Some(r) = failed.iter().find(|r| &r.task.task_id == id) {
             assert_eq!(r, &rec, "fail_orphans returns the records as stored");
         }
     }
     assert_eq!(
-        must_get(&store, &live.task_id).await,
+        must_get(&store, &live.task.task_id).await,
         live,
         "a live executor's task is untouched"
     );
-    assert_eq!(must_get(&store, &live_input.task_id).await, live_input);
+    assert_eq!(must_get(&store, &live_input.task.task_id).await, live_input);
     assert_eq!(
-        must_get(&store, &dead_done.task_id).await,
+        must_get(&store, &dead_done.task.task_id).await,
         dead_done,
         "a terminal task is untouched"
     );
@@ -174,7 +177,8 @@ pub async fn lease_orphans(store: Store) {
     assert!(fail_orphans(&store, T0 + 15_000, msg).await.is_empty());
     let lapsed = fail_orphans(&store, T0 + 20_001, msg).await;
     let got: BTreeSet<String> = ids(&lapsed).into_iter().collect();
-    let expected: BTreeSet<String> = [live.task_id.clone(), live_input.task_id.clone()].into();
+    let expected: BTreeSet<String> =
+        [live.task.task_id.clone(), live_input.task.task_id.clone()].into();
     assert_eq!(got, expected, "tasks of a lapsed lease fail");
     // A new executor instance with a fresh lease is not affected by old sweeps.
     store
@@ -183,7 +187,7 @@ pub async fn lease_orphans(store: Store) {
         .expect("heartbeat");
     let fresh = create(&store, new_task(Some("o"), Some("fresh"))).await;
     assert!(fail_orphans(&store, T0 + 30_000, msg).await.is_empty());
-    assert_eq!(must_get(&store, &fresh.task_id).await, fresh);
+    assert_eq!(must_get(&store, &fresh.task.task_id).await, fresh);
 }
 
 /// In a process-local store every executor is alive while the store is: `heartbeat`
@@ -195,7 +199,7 @@ pub async fn process_local_leases(store: Store) {
     let c = create(&store, new_task(Some("o"), None)).await;
     assert!(fail_orphans(&store, i64::MAX, "x").await.is_empty());
     for r in [a, b, c] {
-        assert_eq!(must_get(&store, &r.task_id).await, r);
+        assert_eq!(must_get(&store, &r.task.task_id).await, r);
     }
 }
 
@@ -218,7 +222,7 @@ where
     let mut recs = Vec::new();
     recs.push(create(&store, new_task(Some("alice"), Some("exec"))).await);
     let t = create(&store, new_task(None, Some("exec"))).await;
-    recs.push(ask_input(&store, &t.task_id, Some("q?"), T0 + 7).await);
+    recs.push(ask_input(&store, &t.task.task_id, Some("q?"), T0 + 7).await);
     for (to, outcome) in [
         (TaskStatus::Completed, result_outcome("kept")),
         (TaskStatus::Failed, error_outcome(-32603, "kept")),
@@ -228,7 +232,7 @@ where
         recs.push(
             apply_ok(
                 &store,
-                tr(&t.task_id, to, Some("end"), Some(outcome), T0 + 9),
+                tr(&t.task.task_id, to, Some("end"), Some(outcome), T0 + 9),
                 "-> terminal",
             )
             .await,
@@ -240,7 +244,7 @@ where
             .delete_expired(T0 + 1, 10)
             .await
             .expect("delete_expired"),
-        vec![newest.task_id.clone()]
+        vec![newest.task.task_id.clone()]
     );
     drop(store);
 
@@ -252,7 +256,7 @@ where
     );
     for r in &recs {
         assert_eq!(
-            &must_get(&store, &r.task_id).await,
+            &must_get(&store, &r.task.task_id).await,
             r,
             "every field survives a reopen"
         );
@@ -262,7 +266,7 @@ where
         recs,
         "list order survives a reopen"
     );
-    assert_eq!(get(&store, &newest.task_id).await, None);
+    assert_eq!(get(&store, &newest.task.task_id).await, None);
     let next = create(&store, new_task(None, None)).await;
     assert!(
         next.seq > newest.seq,
@@ -275,7 +279,7 @@ where
         fail_orphans(&store, T0 + 50_000, "x")
             .await
             .iter()
-            .all(|r| r.task_id == next.task_id)
+            .all(|r| r.task.task_id == next.task.task_id)
     );
     drop(store);
 }

@@ -31,7 +31,7 @@ pub async fn max_active_per_owner(store: Store) {
             .create(new_task(owner, None), limit)
             .await
             .expect("second");
-        ask_input(&store, &b.task_id, None, T0 + 1).await;
+        ask_input(&store, &b.task.task_id, None, T0 + 1).await;
         let refused = new_task(owner, None);
         let refused_id = refused.task_id.clone();
         over(store.create(refused, limit).await, &who);
@@ -45,7 +45,7 @@ pub async fn max_active_per_owner(store: Store) {
             .create(new_task(Some(&format!("other-than-{who}")), None), limit)
             .await
             .expect("another owner has their own limit");
-        complete(&store, &a.task_id, T0 + 2).await;
+        complete(&store, &a.task.task_id, T0 + 2).await;
         let c = store
             .create(new_task(owner, None), limit)
             .await
@@ -80,7 +80,7 @@ pub async fn max_active_per_owner(store: Store) {
     ));
     assert_eq!(
         store.delete_expired(T0 + 5, 100).await.expect("delete"),
-        vec![e.task_id]
+        vec![e.task.task_id]
     );
     store
         .create(new_task(Some("exp"), None), &Limits::active(1))
@@ -143,7 +143,7 @@ pub async fn quota_keys_not_owners(store: Store) {
     );
     let rec = create(&store, anon("c")).await;
     assert_eq!(
-        must_get(&store, &rec.task_id).await.quota_key,
+        must_get(&store, &rec.task.task_id).await.task.quota_key,
         "session:c",
         "the quota key is stored"
     );
@@ -165,7 +165,7 @@ pub async fn stored_tasks_limit(store: Store) {
         ..new_task(Some("hoarder"), None)
     };
     let a = store.create(short, &limits).await.expect("first");
-    complete(&store, &a.task_id, T0 + 1).await;
+    complete(&store, &a.task.task_id, T0 + 1).await;
     store
         .create(new_task(Some("hoarder"), None), &limits)
         .await
@@ -189,7 +189,7 @@ pub async fn stored_tasks_limit(store: Store) {
         .expect("another key has its own limit");
     assert_eq!(
         store.delete_expired(T0 + 10, 100).await.expect("delete"),
-        vec![a.task_id],
+        vec![a.task.task_id],
     );
     store
         .create(new_task(Some("hoarder"), None), &limits)
@@ -248,7 +248,13 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
     let rec = applied(
         store
             .transition_within(
-                tr(&c.task_id, TaskStatus::Completed, None, Some(big), T0 + 1),
+                tr(
+                    &c.task.task_id,
+                    TaskStatus::Completed,
+                    None,
+                    Some(big),
+                    T0 + 1,
+                ),
                 &per_key,
             )
             .await
@@ -265,8 +271,11 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
         "the error names the limit: {}",
         err.message
     );
-    assert_eq!(rec.status_message.as_deref(), Some(err.message.as_str()));
-    assert_eq!(must_get(&store, &c.task_id).await, rec);
+    assert_eq!(
+        rec.task.status_message.as_deref(),
+        Some(err.message.as_str())
+    );
+    assert_eq!(must_get(&store, &c.task.task_id).await, rec);
     // The store is full for this key; another key is not affected.
     assert!(matches!(
         store.create(sized_task("bytes", 10), &per_key).await,
@@ -284,7 +293,7 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
         store
             .transition_within(
                 tr(
-                    &d.task_id,
+                    &d.task.task_id,
                     TaskStatus::Completed,
                     None,
                     Some(small.clone()),
@@ -341,7 +350,7 @@ pub async fn stored_bytes_limits(store: Store, leases: Leases) {
             .fail_orphans(OrphanSweep::new(T0 + 1, "gone"))
             .await
             .expect("fail_orphans");
-        assert!(must_get(&store, &e.task_id).await.status.is_terminal());
+        assert!(must_get(&store, &e.task.task_id).await.status.is_terminal());
         assert!(matches!(
             store.create(sized_task("t3", 10), &total).await,
             Err(StoreError::LimitExceeded {

@@ -28,7 +28,7 @@ pub async fn ttl_deletion(store: Store) {
     let forever = create(&store, mk(None)).await;
     let huge = create(&store, mk(Some(u64::MAX))).await;
     let done = create(&store, mk(Some(1000))).await;
-    complete(&store, &done.task_id, T0 + 1).await;
+    complete(&store, &done.task.task_id, T0 + 1).await;
     let gone = |v: Vec<String>| v.into_iter().collect::<BTreeSet<_>>();
     let del = |now: i64| {
         let store = Arc::clone(&store);
@@ -46,20 +46,23 @@ pub async fn ttl_deletion(store: Store) {
     );
     assert_eq!(
         gone(del(T0 + 1000).await),
-        gone(vec![a.task_id.clone(), done.task_id.clone()]),
+        gone(vec![a.task.task_id.clone(), done.task.task_id.clone()]),
         "tasks expire at createdAt + ttl, working or terminal"
     );
-    assert_eq!(get(&store, &a.task_id).await, None);
-    assert_eq!(get(&store, &done.task_id).await, None);
-    assert_eq!(must_get(&store, &b.task_id).await, b);
-    assert_eq!(gone(del(i64::MAX - 1).await), gone(vec![b.task_id.clone()]));
+    assert_eq!(get(&store, &a.task.task_id).await, None);
+    assert_eq!(get(&store, &done.task.task_id).await, None);
+    assert_eq!(must_get(&store, &b.task.task_id).await, b);
     assert_eq!(
-        must_get(&store, &forever.task_id).await,
+        gone(del(i64::MAX - 1).await),
+        gone(vec![b.task.task_id.clone()])
+    );
+    assert_eq!(
+        must_get(&store, &forever.task.task_id).await,
         forever,
         "an unlimited task never expires"
     );
     assert_eq!(
-        must_get(&store, &huge.task_id).await,
+        must_get(&store, &huge.task.task_id).await,
         huge,
         "a ttl beyond i64 saturates"
     );
@@ -88,7 +91,7 @@ pub async fn ttl_deletion(store: Store) {
 
     // Seqs are not reused: delete the newest task, create another.
     let newest = create(&store, mk(Some(1))).await;
-    assert_eq!(del(T0 + 1).await, vec![newest.task_id.clone()]);
+    assert_eq!(del(T0 + 1).await, vec![newest.task.task_id.clone()]);
     let next = create(&store, mk(None)).await;
     assert!(
         next.seq > newest.seq,
@@ -142,7 +145,7 @@ pub async fn keyset_pagination(store: Store) {
     let page = list(&store, ListQuery::new(ListScope::All, Some(t.seq), 10)).await;
     assert_eq!(
         ids(&page),
-        vec![after.task_id],
+        vec![after.task.task_id],
         "a cursor at a deleted task resumes after it"
     );
 }
@@ -153,7 +156,7 @@ pub async fn keyset_pagination(store: Store) {
 pub async fn pagination_under_concurrent_inserts(store: Store) {
     let mut before = Vec::new();
     for _ in 0..60 {
-        before.push(create(&store, new_task(Some("p"), None)).await.task_id);
+        before.push(create(&store, new_task(Some("p"), None)).await.task.task_id);
     }
     let inserter = {
         let store = Arc::clone(&store);
@@ -164,7 +167,7 @@ pub async fn pagination_under_concurrent_inserts(store: Store) {
                     .create(new_task(Some("p"), None), &Limits::NONE)
                     .await
                     .unwrap_or_else(|e| panic!("concurrent create failed: {e}"));
-                ids.push(rec.task_id);
+                ids.push(rec.task.task_id);
                 tokio::task::yield_now().await;
             }
             ids
@@ -232,8 +235,8 @@ pub async fn owner_isolation(store: Store) {
         let slot = i % by_owner.len();
         let owner = by_owner[slot].0;
         let rec = create(&store, new_task(owner, None)).await;
-        by_owner[slot].1.push(rec.task_id.clone());
-        everything.push(rec.task_id);
+        by_owner[slot].1.push(rec.task.task_id.clone());
+        everything.push(rec.task.task_id);
     }
     for (owner, expected) in &by_owner {
         let Some(owner) = owner else { continue };
@@ -279,7 +282,7 @@ pub async fn newest_first_pages(store: Store) {
         .expect("list");
     let want: Vec<TaskRecord> = newest
         .iter()
-        .filter(|r| r.owner.as_deref() == Some("a"))
+        .filter(|r| r.task.owner.as_deref() == Some("a"))
         .take(3)
         .cloned()
         .collect();

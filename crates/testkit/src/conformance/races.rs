@@ -165,13 +165,13 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
             RaceResult::Transition(TransitionResult::Missing) => {}
             RaceResult::Deleted(ids) => deleted |= ids.contains(&id),
             RaceResult::Orphaned(recs) => {
-                if recs.iter().any(|r| r.task_id == sibling.task_id) {
+                if recs.iter().any(|r| r.task.task_id == sibling.task.task_id) {
                     return Err("fail_orphans failed a task of a live executor".into());
                 }
                 if leases == Leases::ProcessLocal && !recs.is_empty() {
                     return Err("a process-local store failed orphans".into());
                 }
-                for rec in recs.iter().filter(|r| r.task_id == id) {
+                for rec in recs.iter().filter(|r| r.task.task_id == id) {
                     winners.push((*i, *op, rec.clone()));
                 }
             }
@@ -227,7 +227,7 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
                     ));
                 }
             } else if finals.status != TaskStatus::Failed
-                || finals.status_message.as_deref() != Some(orphaned_msg)
+                || finals.task.status_message.as_deref() != Some(orphaned_msg)
                 || finals.outcome.as_ref().map(|o| o.kind) != Some(OutcomeKind::Error)
             {
                 return Err(format!(
@@ -244,7 +244,7 @@ pub async fn race_case(store: Store, ops: &[(RaceOp, u8)], leases: Leases) -> Re
         }
     }
     let sib = store
-        .get(&sibling.task_id)
+        .get(&sibling.task.task_id)
         .await
         .map_err(|e| format!("get sibling: {e}"))?;
     if sib.as_ref() != Some(&sibling) {

@@ -57,20 +57,11 @@ pub async fn create_get_round_trip(store: Store) {
     for t in variants {
         let rec = create(&store, t.clone()).await;
         let expected = TaskRecord {
-            task_id: t.task_id.clone(),
-            owner: t.owner.clone(),
-            quota_key: t.quota_key.clone(),
+            task: t.clone(),
             seq: rec.seq,
             status: TaskStatus::Working,
-            status_message: t.status_message.clone(),
-            created_at_ms: t.created_at_ms,
             last_updated_at_ms: t.created_at_ms,
-            ttl_ms: t.ttl_ms,
-            poll_interval_ms: t.poll_interval_ms,
-            method: t.method.clone(),
-            request: t.request.clone(),
             outcome: None,
-            executor: t.executor.clone(),
         };
         assert_eq!(rec, expected, "create must return the task as stored");
         assert_eq!(
@@ -155,7 +146,10 @@ pub async fn legal_transitions(store: Store) {
                 let rec = ask_input(&store, &id, Some("need input"), T0 + 10).await;
                 let expected = TaskRecord {
                     status: TaskStatus::InputRequired,
-                    status_message: Some("need input".into()),
+                    task: NewTask {
+                        status_message: Some("need input".into()),
+                        ..prev.task.clone()
+                    },
                     last_updated_at_ms: T0 + 10,
                     ..prev.clone()
                 };
@@ -169,7 +163,10 @@ pub async fn legal_transitions(store: Store) {
                 .await;
                 let expected = TaskRecord {
                     status: TaskStatus::Working,
-                    status_message: None,
+                    task: NewTask {
+                        status_message: None,
+                        ..prev.task.clone()
+                    },
                     last_updated_at_ms: T0 + 10,
                     ..prev.clone()
                 };
@@ -190,10 +187,13 @@ pub async fn legal_transitions(store: Store) {
             .await;
             let expected = TaskRecord {
                 status: *to,
-                status_message: Some("finished".into()),
+                task: NewTask {
+                    status_message: Some("finished".into()),
+                    executor: None,
+                    ..prev.task.clone()
+                },
                 last_updated_at_ms: at,
                 outcome: Some(outcome.clone()),
-                executor: None,
                 ..prev.clone()
             };
             assert_eq!(rec, expected, "{} -> {to}", prev.status);
@@ -318,7 +318,7 @@ pub async fn failing_writes_fail_alone(store: Store) {
             match i % 3 {
                 0 => {
                     let t = NewTask {
-                        task_id: existing.task_id.clone(),
+                        task_id: existing.task.task_id.clone(),
                         ..new_task(Some("dup"), None)
                     };
                     (i, store.create(t, &Limits::NONE).await)
@@ -352,13 +352,13 @@ pub async fn failing_writes_fail_alone(store: Store) {
             ) => {}
             (2, Ok(rec)) => {
                 assert!(seqs.insert(rec.seq), "seq {} handed out twice", rec.seq);
-                assert_eq!(must_get(&store, &rec.task_id).await, rec);
+                assert_eq!(must_get(&store, &rec.task.task_id).await, rec);
             }
             (k, r) => panic!("concurrent create #{i} (kind {k}): unexpected {r:?}"),
         }
     }
     assert_eq!(seqs.len(), 40);
-    assert_eq!(must_get(&store, &existing.task_id).await, existing);
+    assert_eq!(must_get(&store, &existing.task.task_id).await, existing);
     assert_eq!(
         list_all(&store, &ListScope::Owner("full".into()), 10)
             .await

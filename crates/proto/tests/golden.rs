@@ -10,6 +10,9 @@
 //! * round-trip exactly through the typed `Task`, `Tool` and `CallToolParams` where the
 //!   golden holds one.
 
+// The optional fields' wire, a module of this binary (one test binary for the crate).
+mod optional_fields;
+
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

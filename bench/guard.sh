@@ -21,7 +21,8 @@
 # the seeded tasks and shutdown cancel out. The workloads (legacy era, default quotas):
 #   create  task-augmented tools/call of `sleep` {ms: 0}
 #   get     tasks/get of finished tasks, random ids among 50
-#   result  create + tasks/result of it (work 0 ms)
+#   result  create + tasks/result of it (work 0 ms), then tasks/get of it (its lastUpdatedAt:
+#           the result-wait overhead of `mcp-tasks bench`)
 #   list    tasks/list pages through 100 tasks
 # PostgreSQL: a fresh database per server run at $PG_ADMIN's server (skipped with a note
 # when it is not reachable, unless GUARD_REQUIRE_PG=1); the database's own work is not

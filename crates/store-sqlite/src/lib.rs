@@ -65,7 +65,7 @@ pub use schema::SCHEMA_VERSION;
 use ops::OpResult;
 use shared::Shared;
 use usage::Usage;
-use writer::{Msg, OpJob, Writer};
+use writer::{Msg, OpJob, Undo, Writer};
 
 /// Counters of the writer thread, for observability (and to see group commit at work).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -212,9 +212,28 @@ impl SqliteStore {
         T: Send + 'static,
         F: FnOnce(&Connection, &mut Usage) -> OpResult<T> + Send + 'static,
     {
+        self.queue(op, Undo::Savepoint).await
+    }
+
+    /// [`Self::write`] for an op that writes with one statement, as its last (see
+    /// [`Undo::OneStatement`]): run without a savepoint of its own.
+    async fn write_one<T, F>(&self, op: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Usage) -> OpResult<T> + Send + 'static,
+    {
+        self.queue(op, Undo::OneStatement).await
+    }
+
+    async fn queue<T, F>(&self, op: F, undo: Undo) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection, &mut Usage) -> OpResult<T> + Send + 'static,
+    {
         let (reply, rx) = oneshot::channel();
         self.send(Msg::Job(Box::new(OpJob {
             op: Some(op),
+            undo,
             out: None,
             reply,
         })))?;
@@ -248,7 +267,7 @@ impl Drop for SqliteStore {
 impl TaskStore for SqliteStore {
     async fn create(&self, task: NewTask, limits: &Limits) -> Result<TaskRecord, StoreError> {
         let limits = *limits;
-        self.write(move |c, u| ops::create(c, u, task, &limits))
+        self.write_one(move |c, u| ops::create(c, u, task, &limits))
             .await
     }
 
@@ -290,7 +309,7 @@ impl TaskStore for SqliteStore {
     }
 
     async fn transition(&self, t: Transition) -> Result<TransitionResult, StoreError> {
-        self.write(move |c, u| ops::transition(c, u, &t)).await
+        self.write_one(move |c, u| ops::transition(c, u, &t)).await
     }
 
     async fn transition_within(
@@ -299,7 +318,7 @@ impl TaskStore for SqliteStore {
         limits: &Limits,
     ) -> Result<TransitionResult, StoreError> {
         let limits = *limits;
-        self.write(move |c, u| ops::transition_within(c, u, t, &limits))
+        self.write_one(move |c, u| ops::transition_within(c, u, t, &limits))
             .await
     }
 
@@ -417,5 +436,118 @@ mod tests {
             matches!(other, Some(Err(StoreError::Unavailable(_)))),
             "{other:?}"
         );
+    }
+
+    /// A meta row written by an op, and whether it is there.
+    fn put(c: &Connection, key: &str) -> rusqlite::Result<usize> {
+        c.execute("INSERT INTO meta (key, value) VALUES (?1, x'00')", [key])
+    }
+
+    async fn stored(store: &SqliteStore, key: &'static str) -> bool {
+        store
+            .read(move |c| {
+                c.query_row("SELECT count(*) FROM meta WHERE key = ?1", [key], |r| {
+                    r.get::<_, i64>(0)
+                })
+            })
+            .await
+            .unwrap()
+            == 1
+    }
+
+    /// Ops queued behind one that holds the writer land in one batch: a one-statement op
+    /// that fails before writing fails alone (no savepoint needed: nothing of it is
+    /// there), the others of its batch commit; one that fails after its statement took
+    /// effect fails its whole batch, and nothing of that batch is committed.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_one_statement_op_fails_alone_unless_it_failed_after_writing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(
+            SqliteStore::open(&dir.path().join("t.db"), SqliteOptions::default()).unwrap(),
+        );
+        let batch = |ops: Vec<(&'static str, bool, bool)>| {
+            let store = Arc::clone(&store);
+            async move {
+                // Hold the writer so that what follows is queued, then taken as one batch.
+                let held = {
+                    let s = Arc::clone(&store);
+                    tokio::spawn(async move {
+                        s.write(|_, _| {
+                            std::thread::sleep(Duration::from_millis(200));
+                            Ok(((), Vec::new()))
+                        })
+                        .await
+                    })
+                };
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                let mut calls = Vec::new();
+                for (key, write_first, fail) in ops {
+                    let s = Arc::clone(&store);
+                    calls.push(tokio::spawn(async move {
+                        s.write_one(move |c, _| {
+                            if write_first {
+                                put(c, key)?;
+                            }
+                            if fail {
+                                return Err(ops::OpError::Domain(StoreError::Duplicate(format!(
+                                    "{key} refused"
+                                ))));
+                            }
+                            if !write_first {
+                                put(c, key)?;
+                            }
+                            Ok(((), Vec::new()))
+                        })
+                        .await
+                    }));
+                }
+                held.await.unwrap().unwrap();
+                let mut out = Vec::new();
+                for c in calls {
+                    out.push(c.await.unwrap());
+                }
+                out
+            }
+        };
+        // Fails before writing: alone.
+        let r = batch(vec![
+            ("a", false, false),
+            ("b", false, true),
+            ("c", false, false),
+        ])
+        .await;
+        assert!(r[0].is_ok() && r[2].is_ok(), "{r:?}");
+        assert!(
+            matches!(&r[1], Err(StoreError::Duplicate(m)) if m == "b refused"),
+            "{r:?}"
+        );
+        assert!(stored(&store, "a").await && stored(&store, "c").await);
+        assert!(!stored(&store, "b").await);
+        // Fails after its statement took effect: the whole batch, nothing committed.
+        let r = batch(vec![
+            ("d", false, false),
+            ("e", true, true),
+            ("f", false, false),
+        ])
+        .await;
+        assert!(
+            matches!(&r[1], Err(StoreError::Duplicate(m)) if m == "e refused"),
+            "{r:?}"
+        );
+        for other in [&r[0], &r[2]] {
+            assert!(
+                matches!(other, Err(StoreError::Unavailable(m)) if m.contains("whole batch")),
+                "{r:?}"
+            );
+        }
+        for key in ["d", "e", "f"] {
+            assert!(!stored(&store, key).await, "{key} was committed");
+        }
+        // The writer goes on.
+        store
+            .write_one(|c, _| Ok((put(c, "g")?, Vec::new())))
+            .await
+            .unwrap();
+        assert!(stored(&store, "g").await);
     }
 }

@@ -26,6 +26,7 @@ pub mod client;
 pub mod config;
 pub mod cpu;
 pub mod message;
+mod recorder;
 pub mod report;
 pub mod scenario;
 pub mod stats;

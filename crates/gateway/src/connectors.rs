@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_client::ClientError;
-use mcp_tasks_client::connect::{Connector, HttpConnector, HttpSpec, StdioConnector, StdioSpec};
+use mcp_tasks_client::connect::{Connector, HttpConnector, HttpSpec, StdioConnector};
 use mcp_tasks_proto::RevisionChoice;
 
 use crate::config::UpstreamSpec;
@@ -21,19 +21,7 @@ pub(crate) fn connector(
     protocol: RevisionChoice,
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
-        UpstreamSpec::Stdio {
-            program,
-            args,
-            env,
-            cwd,
-            inherit_env,
-        } => {
-            let mut stdio = StdioSpec::new(program.clone(), args.clone());
-            stdio.env.clone_from(env);
-            stdio.cwd.clone_from(cwd);
-            stdio.inherit_env = *inherit_env;
-            Ok(Arc::new(StdioConnector::new(stdio, max_line)))
-        }
+        UpstreamSpec::Stdio(stdio) => Ok(Arc::new(StdioConnector::new(stdio.clone(), max_line))),
         UpstreamSpec::Http { url, headers } => {
             let mut http = HttpSpec::new(url.clone());
             http.headers.clone_from(headers);

@@ -7,8 +7,9 @@
 //! capabilities and supervised: restarted with backoff when it dies.
 //!
 //! The public API is [`extension`] (the [`GatewayFactory`] a server builder takes, with a
-//! custom [`Connector`] if the upstream is reached some other way) and its configuration ([`GatewayConfig`], [`UpstreamSpec`],
-//! the TOML [`FileConfig`] and the flag parsers); everything else is private:
+//! custom [`Connector`] if the upstream is reached some other way) and its configuration ([`GatewayConfig`], [`UpstreamSpec`]
+//! (a stdio upstream is the client's [`StdioSpec`]), the TOML [`FileConfig`] and the flag
+//! parsers); everything else is private:
 //!
 //! * `config`: the upstream and the per-tool task support overrides (flags or TOML);
 //! * `tool_set`: the upstream's tools as listed, with the tool policy; `tools`: the bridge
@@ -53,7 +54,7 @@ pub use config::{
     parse_env_pair, parse_header_pair, parse_tool_task_support, parse_upstream_protocol,
 };
 pub use error::GatewayError;
-pub use mcp_tasks_client::connect::{Connected, Connector, SessionProbe};
+pub use mcp_tasks_client::connect::{Connected, Connector, SessionProbe, StdioSpec};
 pub use notes::UpstreamSession;
 pub use session::GatewayFactory;
 

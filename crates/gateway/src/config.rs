@@ -19,7 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use mcp_tasks_client::connect::StdioSpec;
+use mcp_tasks_client::connect::{HttpSpec, StdioSpec};
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{Revision, RevisionChoice};
 use serde::Deserialize;
@@ -35,13 +35,10 @@ pub enum UpstreamSpec {
     /// `inherit_env` the gateway's whole environment but `MCP_TASKS_*`). Its `Debug`
     /// shows the names of the `env`, not their values.
     Stdio(StdioSpec),
-    /// A Streamable HTTP endpoint.
-    Http {
-        /// The endpoint URL.
-        url: String,
-        /// Extra request headers (authorization, typically).
-        headers: Vec<(String, String)>,
-    },
+    /// A Streamable HTTP endpoint, with extra request headers (authorization, typically):
+    /// the client's [`HttpSpec`]. Its `Debug` shows the URL as logs do and the names of
+    /// the headers, not their values.
+    Http(HttpSpec),
 }
 
 impl UpstreamSpec {
@@ -93,10 +90,10 @@ impl UpstreamSpec {
     pub fn describe(&self) -> String {
         match self {
             Self::Stdio(spec) => spec.describe(),
-            Self::Http { url, .. } => {
+            Self::Http(spec) => {
                 format!(
                     "Streamable HTTP {}",
-                    mcp_tasks_proto::logged::redact_url(url)
+                    mcp_tasks_proto::logged::redact_url(&spec.url)
                 )
             }
         }
@@ -294,14 +291,15 @@ impl FileConfig {
                 spec.inherit_env = u.inherit_env;
                 Ok(Some(UpstreamSpec::Stdio(spec)))
             }
-            (None, Some(url)) => Ok(Some(UpstreamSpec::Http {
-                url: url.clone(),
-                headers: u
+            (None, Some(url)) => {
+                let mut spec = HttpSpec::new(url.clone());
+                spec.headers = u
                     .headers
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            })),
+                    .collect();
+                Ok(Some(UpstreamSpec::Http(spec)))
+            }
         }
     }
 
@@ -358,6 +356,26 @@ mod tests {
         for shown in [format!("{:?}", config.upstream), format!("{config:?}")] {
             assert!(
                 shown.contains("API_KEY") && shown.contains("MORE"),
+                "{shown}"
+            );
+            assert!(!shown.contains("s3cret"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn the_debug_of_an_http_upstream_shows_the_names_of_its_headers_not_their_values() {
+        let f = FileConfig::parse(
+            r#"
+            [upstream]
+            url = "https://u:s3cret-pw@example.com/mcp"
+            headers = { Authorization = "Bearer s3cret-token" }
+            "#,
+        )
+        .unwrap();
+        let config = GatewayConfig::new(f.upstream().unwrap().unwrap());
+        for shown in [format!("{:?}", config.upstream), format!("{config:?}")] {
+            assert!(
+                shown.contains("Authorization") && shown.contains("example.com"),
                 "{shown}"
             );
             assert!(!shown.contains("s3cret"), "{shown}");

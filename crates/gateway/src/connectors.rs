@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_client::ClientError;
-use mcp_tasks_client::connect::{Connector, HttpConnector, HttpSpec, StdioConnector};
+use mcp_tasks_client::connect::{Connector, HttpConnector, StdioConnector};
 use mcp_tasks_proto::RevisionChoice;
 
 use crate::config::UpstreamSpec;
@@ -22,10 +22,8 @@ pub(crate) fn connector(
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
         UpstreamSpec::Stdio(stdio) => Ok(Arc::new(StdioConnector::new(stdio.clone(), max_line))),
-        UpstreamSpec::Http { url, headers } => {
-            let mut http = HttpSpec::new(url.clone());
-            http.headers.clone_from(headers);
-            let connector = HttpConnector::new(http, max_line, protocol).map_err(|e| {
+        UpstreamSpec::Http(http) => {
+            let connector = HttpConnector::new(http.clone(), max_line, protocol).map_err(|e| {
                 GatewayError::Config(format!("--upstream-url/--upstream-header: {}", reason(e)))
             })?;
             Ok(Arc::new(connector))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use clap::Args;
 use mcp_tasks_gateway::{
-    FileConfig, GatewayConfig, UpstreamSpec, parse_env_pair, parse_header_pair,
+    FileConfig, GatewayConfig, HttpSpec, UpstreamSpec, parse_env_pair, parse_header_pair,
     parse_tool_task_support, parse_upstream_protocol,
 };
 use mcp_tasks_proto::{Revision, RevisionChoice};
@@ -130,14 +130,13 @@ impl GatewayArgs {
                 parse_header_pair,
                 "--upstream-header",
             )?;
-            UpstreamSpec::Http {
-                url: url.clone(),
-                headers,
-            }
+            let mut spec = HttpSpec::new(url.clone());
+            spec.headers = headers;
+            UpstreamSpec::Http(spec)
         } else {
             let env = parse_each(&self.upstream_env, parse_env_pair, "--upstream-env")?;
             match self.file.upstream().with_context(|| self.file_context())? {
-                Some(UpstreamSpec::Http { .. }) if !env.is_empty() => bail!(
+                Some(UpstreamSpec::Http(_)) if !env.is_empty() => bail!(
                     "--upstream-env: the upstream of {} is a URL, not a command",
                     self.file_context()
                 ),

@@ -129,7 +129,7 @@ impl Client {
     /// * `resultType: "input_required"` (multi round-trip): every `inputRequests` entry is
     ///   answered by the client's handlers and the call is sent again with
     ///   `inputResponses` and the `requestState` echoed, at most
-    ///   [`ClientConfig::max_input_rounds`] times.
+    ///   [`ClientConfig::max_input_rounds`](crate::ClientConfig::max_input_rounds) times.
     ///
     /// In 2025-11-25 it is [`Self::call_tool_with`] (a `required` tool as a task).
     ///

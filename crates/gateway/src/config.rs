@@ -19,6 +19,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use mcp_tasks_client::connect::{HttpSpec, StdioSpec};
 use mcp_tasks_proto::mcp::TaskSupport;
 use mcp_tasks_proto::{Revision, RevisionChoice};
 use serde::Deserialize;
@@ -28,29 +29,16 @@ use crate::error::GatewayError;
 /// Where the upstream server is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum UpstreamSpec {
-    /// A command started by the gateway, spoken to over its stdin/stdout.
-    Stdio {
-        /// The program.
-        program: String,
-        /// Its arguments.
-        args: Vec<String>,
-        /// Environment variables of the command, on top of the pass-through list
-        /// ([`mcp_tasks_client::connect::PASS_THROUGH`]) or, with `inherit_env`, of the gateway's own
-        /// environment.
-        env: Vec<(String, String)>,
-        /// Working directory.
-        cwd: Option<PathBuf>,
-        /// Inherit the gateway's whole environment (except its own `MCP_TASKS_*`
-        /// variables) instead of only the pass-through list.
-        inherit_env: bool,
-    },
-    /// A Streamable HTTP endpoint.
-    Http {
-        /// The endpoint URL.
-        url: String,
-        /// Extra request headers (authorization, typically).
-        headers: Vec<(String, String)>,
-    },
+    /// A command started by the gateway, spoken to over its stdin/stdout: the client's
+    /// [`StdioSpec`] (its environment is the pass-through list,
+    /// [`mcp_tasks_client::connect::PASS_THROUGH`], plus its own `env`, or with
+    /// `inherit_env` the gateway's whole environment but `MCP_TASKS_*`). Its `Debug`
+    /// shows the names of the `env`, not their values.
+    Stdio(StdioSpec),
+    /// A Streamable HTTP endpoint, with extra request headers (authorization, typically):
+    /// the client's [`HttpSpec`]. Its `Debug` shows the URL as logs do and the names of
+    /// the headers, not their values.
+    Http(HttpSpec),
 }
 
 impl UpstreamSpec {
@@ -71,21 +59,18 @@ impl UpstreamSpec {
         let program = words
             .next()
             .ok_or_else(|| GatewayError::Config("upstream command is empty".into()))?;
-        Ok(Self::Stdio {
-            program,
-            args: words.collect(),
-            env,
-            cwd,
-            inherit_env: false,
-        })
+        let mut spec = StdioSpec::new(program, words.collect());
+        spec.env = env;
+        spec.cwd = cwd;
+        Ok(Self::Stdio(spec))
     }
 
     /// The same upstream, inheriting the gateway's environment (a stdio upstream; other
     /// kinds are returned unchanged).
     #[must_use]
     pub fn with_inherit_env(mut self, yes: bool) -> Self {
-        if let Self::Stdio { inherit_env, .. } = &mut self {
-            *inherit_env = yes;
+        if let Self::Stdio(spec) = &mut self {
+            spec.inherit_env = yes;
         }
         self
     }
@@ -94,8 +79,8 @@ impl UpstreamSpec {
     /// winning over) those it has (a stdio upstream; other kinds are returned unchanged).
     #[must_use]
     pub fn with_env(mut self, more: Vec<(String, String)>) -> Self {
-        if let Self::Stdio { env, .. } = &mut self {
-            env.extend(more);
+        if let Self::Stdio(spec) = &mut self {
+            spec.env.extend(more);
         }
         self
     }
@@ -104,14 +89,11 @@ impl UpstreamSpec {
     /// no URL password, no value of a secret-like option of the command).
     pub fn describe(&self) -> String {
         match self {
-            Self::Stdio { program, args, .. } => format!(
-                "stdio `{}`",
-                mcp_tasks_proto::logged::redact_command(program, args)
-            ),
-            Self::Http { url, .. } => {
+            Self::Stdio(spec) => spec.describe(),
+            Self::Http(spec) => {
                 format!(
                     "Streamable HTTP {}",
-                    mcp_tasks_proto::logged::redact_url(url)
+                    mcp_tasks_proto::logged::redact_url(&spec.url)
                 )
             }
         }
@@ -303,22 +285,21 @@ impl FileConfig {
                 let program = words
                     .next()
                     .ok_or_else(|| GatewayError::Config("[upstream]: `command` is empty".into()))?;
-                Ok(Some(UpstreamSpec::Stdio {
-                    program,
-                    args: words.collect(),
-                    env,
-                    cwd: u.cwd.clone(),
-                    inherit_env: u.inherit_env,
-                }))
+                let mut spec = StdioSpec::new(program, words.collect());
+                spec.env = env;
+                spec.cwd.clone_from(&u.cwd);
+                spec.inherit_env = u.inherit_env;
+                Ok(Some(UpstreamSpec::Stdio(spec)))
             }
-            (None, Some(url)) => Ok(Some(UpstreamSpec::Http {
-                url: url.clone(),
-                headers: u
+            (None, Some(url)) => {
+                let mut spec = HttpSpec::new(url.clone());
+                spec.headers = u
                     .headers
                     .iter()
                     .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect(),
-            })),
+                    .collect();
+                Ok(Some(UpstreamSpec::Http(spec)))
+            }
         }
     }
 
@@ -363,6 +344,45 @@ mod tests {
     }
 
     #[test]
+    fn the_debug_of_a_stdio_upstream_shows_the_names_of_its_env_not_their_values() {
+        let u = UpstreamSpec::stdio_from_command_line(
+            "srv --api-token=s3cret-arg",
+            vec![("API_KEY".into(), "s3cret-env".into())],
+            None,
+        )
+        .unwrap()
+        .with_env(vec![("MORE".into(), "s3cret-more".into())]);
+        let config = GatewayConfig::new(u);
+        for shown in [format!("{:?}", config.upstream), format!("{config:?}")] {
+            assert!(
+                shown.contains("API_KEY") && shown.contains("MORE"),
+                "{shown}"
+            );
+            assert!(!shown.contains("s3cret"), "{shown}");
+        }
+    }
+
+    #[test]
+    fn the_debug_of_an_http_upstream_shows_the_names_of_its_headers_not_their_values() {
+        let f = FileConfig::parse(
+            r#"
+            [upstream]
+            url = "https://u:s3cret-pw@example.com/mcp"
+            headers = { Authorization = "Bearer s3cret-token" }
+            "#,
+        )
+        .unwrap();
+        let config = GatewayConfig::new(f.upstream().unwrap().unwrap());
+        for shown in [format!("{:?}", config.upstream), format!("{config:?}")] {
+            assert!(
+                shown.contains("Authorization") && shown.contains("example.com"),
+                "{shown}"
+            );
+            assert!(!shown.contains("s3cret"), "{shown}");
+        }
+    }
+
+    #[test]
     fn command_lines_split_like_a_shell() {
         let u = UpstreamSpec::stdio_from_command_line(
             r#"node "my server.js" --flag 'a b' c\ d"#,
@@ -370,11 +390,11 @@ mod tests {
             None,
         )
         .unwrap();
-        let UpstreamSpec::Stdio { program, args, .. } = u else {
+        let UpstreamSpec::Stdio(spec) = u else {
             panic!()
         };
-        assert_eq!(program, "node");
-        assert_eq!(args, ["my server.js", "--flag", "a b", "c d"]);
+        assert_eq!(spec.program, "node");
+        assert_eq!(spec.args, ["my server.js", "--flag", "a b", "c d"]);
         assert!(UpstreamSpec::stdio_from_command_line("", vec![], None).is_err());
         assert!(UpstreamSpec::stdio_from_command_line("a 'b", vec![], None).is_err());
     }
@@ -407,16 +427,9 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(
-            f.upstream().unwrap(),
-            Some(UpstreamSpec::Stdio {
-                program: "node".into(),
-                args: vec!["server.js".into()],
-                env: vec![("K".into(), "V".into())],
-                cwd: None,
-                inherit_env: false,
-            })
-        );
+        let mut spec = StdioSpec::new("node", vec!["server.js".into()]);
+        spec.env.push(("K".into(), "V".into()));
+        assert_eq!(f.upstream().unwrap(), Some(UpstreamSpec::Stdio(spec)));
         assert_eq!(
             f.tool_task_support().unwrap().get("echo"),
             Some(&TaskSupport::Optional)

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use mcp_tasks_client::ClientError;
-use mcp_tasks_client::connect::{Connector, HttpConnector, HttpSpec, StdioConnector, StdioSpec};
+use mcp_tasks_client::connect::{Connector, HttpConnector, StdioConnector};
 use mcp_tasks_proto::RevisionChoice;
 
 use crate::config::UpstreamSpec;
@@ -21,23 +21,9 @@ pub(crate) fn connector(
     protocol: RevisionChoice,
 ) -> Result<Arc<dyn Connector>, GatewayError> {
     match spec {
-        UpstreamSpec::Stdio {
-            program,
-            args,
-            env,
-            cwd,
-            inherit_env,
-        } => {
-            let mut stdio = StdioSpec::new(program.clone(), args.clone());
-            stdio.env.clone_from(env);
-            stdio.cwd.clone_from(cwd);
-            stdio.inherit_env = *inherit_env;
-            Ok(Arc::new(StdioConnector::new(stdio, max_line)))
-        }
-        UpstreamSpec::Http { url, headers } => {
-            let mut http = HttpSpec::new(url.clone());
-            http.headers.clone_from(headers);
-            let connector = HttpConnector::new(http, max_line, protocol).map_err(|e| {
+        UpstreamSpec::Stdio(stdio) => Ok(Arc::new(StdioConnector::new(stdio.clone(), max_line))),
+        UpstreamSpec::Http(http) => {
+            let connector = HttpConnector::new(http.clone(), max_line, protocol).map_err(|e| {
                 GatewayError::Config(format!("--upstream-url/--upstream-header: {}", reason(e)))
             })?;
             Ok(Arc::new(connector))

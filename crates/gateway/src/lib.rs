@@ -7,8 +7,9 @@
 //! capabilities and supervised: restarted with backoff when it dies.
 //!
 //! The public API is [`extension`] (the [`GatewayFactory`] a server builder takes, with a
-//! custom [`Connector`] if the upstream is reached some other way) and its configuration ([`GatewayConfig`], [`UpstreamSpec`],
-//! the TOML [`FileConfig`] and the flag parsers); everything else is private:
+//! custom [`Connector`] if the upstream is reached some other way) and its configuration ([`GatewayConfig`], [`UpstreamSpec`]
+//! (the client's [`StdioSpec`] or [`HttpSpec`]), the TOML [`FileConfig`] and the flag
+//! parsers); everything else is private:
 //!
 //! * `config`: the upstream and the per-tool task support overrides (flags or TOML);
 //! * `tool_set`: the upstream's tools as listed, with the tool policy; `tools`: the bridge
@@ -53,7 +54,7 @@ pub use config::{
     parse_env_pair, parse_header_pair, parse_tool_task_support, parse_upstream_protocol,
 };
 pub use error::GatewayError;
-pub use mcp_tasks_client::connect::{Connected, Connector, SessionProbe};
+pub use mcp_tasks_client::connect::{Connected, Connector, HttpSpec, SessionProbe, StdioSpec};
 pub use notes::UpstreamSession;
 pub use session::GatewayFactory;
 
@@ -95,10 +96,7 @@ mod tests {
 
     #[test]
     fn every_protocol_serves_an_http_upstream() {
-        let mut c = GatewayConfig::new(UpstreamSpec::Http {
-            url: "http://127.0.0.1:9/mcp".into(),
-            headers: Vec::new(),
-        });
+        let mut c = GatewayConfig::new(UpstreamSpec::Http(HttpSpec::new("http://127.0.0.1:9/mcp")));
         c.upstream_protocol = mcp_tasks_proto::RevisionChoice::Auto;
         assert!(extension(&c, 1024, false).is_ok());
         c.upstream_protocol = mcp_tasks_proto::Revision::V2026_07_28.into();

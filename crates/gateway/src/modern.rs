@@ -282,13 +282,7 @@ mod tests {
         let open = || {
             LaneInner::open_lane(
                 crate::connectors::connector(
-                    &crate::UpstreamSpec::Stdio {
-                        program: "true".into(),
-                        args: Vec::new(),
-                        env: Vec::new(),
-                        cwd: None,
-                        inherit_env: false,
-                    },
+                    &crate::UpstreamSpec::Stdio(crate::StdioSpec::new("true", Vec::new())),
                     1024,
                     mcp_tasks_proto::Revision::V2025_11_25.into(),
                 )

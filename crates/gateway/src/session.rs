@@ -22,7 +22,7 @@ use crate::resume::GatewayResumer;
 use futures::future::BoxFuture;
 use mcp_tasks_client::connect::Connector;
 
-/// Makes one [`GatewaySession`] per downstream session.
+/// Makes one gateway session (the private `GatewaySession`) per downstream session.
 pub struct GatewayFactory {
     connector: Arc<dyn Connector>,
     overrides: Arc<BTreeMap<String, TaskSupport>>,
@@ -117,7 +117,7 @@ impl ExtensionFactory for GatewayFactory {
     }
 
     /// The gateway bridges the eras: 2026-07-28 requests are served from the upstream
-    /// through a lane of their own ([`crate::modern`]).
+    /// through a lane of their own (the private module `modern`).
     fn revisions(&self) -> &'static [Revision] {
         &Revision::ALL
     }
@@ -130,7 +130,7 @@ impl ExtensionFactory for GatewayFactory {
     }
 
     /// Resources, prompts and completion pass through to the upstream in 2026-07-28 as
-    /// in 2025-11-25 ([`crate::modern::FORWARDED`]), on the requester's modern lane.
+    /// in 2025-11-25 (the list `modern::FORWARDED`), on the requester's modern lane.
     fn forwards_stateless(&self, method: &str) -> bool {
         crate::modern::FORWARDED.contains(&method)
     }

@@ -92,7 +92,7 @@ pub fn jwt_jwks(bytes: &[u8]) {
 }
 
 /// The HTTP request router: a request built from the input (method, path, headers, body;
-/// see [`crate::http::fuzz_request`]) served by the endpoint's router with a handler that
+/// see the private `http::fuzz::request`) served by the endpoint's router with a handler that
 /// answers every request. Nothing panics, and only a well-formed request is let through to
 /// the handler.
 #[cfg(feature = "http")]

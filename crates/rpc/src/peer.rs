@@ -350,8 +350,9 @@ impl Peer {
     /// HTTP POST does for the most frequent requests (`tasks/get` above all), saving a
     /// spawned task and a wake-up of the POST per request. It stays cancellable
     /// (`notifications/cancelled`); dropped half-way (its POST went away) it has nothing
-    /// to undo, which is why only reads come here ([`is_read`]): anything else is spawned
-    /// as [`Self::receive_with`] spawns it. A handler that panics is answered with -32603.
+    /// to undo, which is why only reads come here (the private `is_read`: `tasks/get`,
+    /// `tools/list`, `server/discover`, `ping`): anything else is spawned as
+    /// [`Self::receive_with`] spawns it. A handler that panics is answered with -32603.
     /// Spec (basic): "-32603 Internal error: Internal JSON-RPC error."
     pub async fn serve_read_here(&self, req: Request, delivery: RouteDelivery) {
         if !is_read(&req.method) || self.inner.handler.is_sequential(&req.method) {

@@ -280,8 +280,8 @@ fn the_gateway_tables_go_to_the_gateway_unchanged() {
     assert!(
         matches!(
             &upstream,
-            Some(mcp_tasks_gateway::UpstreamSpec::Stdio { program, env, inherit_env: true, .. })
-                if program == "node" && env.len() == 1
+            Some(mcp_tasks_gateway::UpstreamSpec::Stdio(spec))
+                if spec.program == "node" && spec.env.len() == 1 && spec.inherit_env
         ),
         "{upstream:?}"
     );
@@ -433,9 +433,10 @@ fn upstream_env_adds_to_the_command_of_the_files_upstream_table() {
         Some(file),
     );
     let config = serve_args(&cli).gateway.config().unwrap();
-    let mcp_tasks_gateway::UpstreamSpec::Stdio { env, .. } = &config.upstream else {
+    let mcp_tasks_gateway::UpstreamSpec::Stdio(spec) = &config.upstream else {
         panic!("{:?}", config.upstream)
     };
+    let env = &spec.env;
     // The flags' come after the file's, so the flag's K wins when the command starts.
     let pair = |k: &str, v: &str| (k.to_owned(), v.to_owned());
     assert_eq!(env.len(), 4, "{env:?}");

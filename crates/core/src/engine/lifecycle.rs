@@ -94,7 +94,7 @@ impl TaskEngine {
     /// failing of tasks whose executor died. Stops on [`Self::shutdown`].
     ///
     /// The lease is renewed every third of it, however long the expiry sweep's interval:
-    /// the loop wakes at the shorter of the two ([`wake_every`]), so that a lease shorter
+    /// the loop wakes at the shorter of the two (the private `wake_every`), so that a lease shorter
     /// than the sweep interval (`--executor-lease 1s` beside the 1 s sweep) never lapses
     /// between renewals, which would let another process fail this one's live tasks. Each
     /// renewal is followed by the orphan sweep: tasks of other processes (replicas on one

@@ -3,16 +3,16 @@
 //! One endpoint (default `/mcp`) takes:
 //!
 //! * **POST** one JSON-RPC message. A notification or response is delivered to the
-//!   session's [`Peer`] and answered `202 Accepted`. A request is answered by the
-//!   [`ReplyMode`] the configured policy picks for it: `application/json`, or an SSE
+//!   session's [`Peer`](crate::Peer) and answered `202 Accepted`. A request is answered by
+//!   the [`ReplyMode`] the configured policy picks for it: `application/json`, or an SSE
 //!   stream when messages may precede the response (decided by peeking: JSON if the
 //!   response is the first thing the handler emits, within a short window).
 //! * **GET** opens the standalone SSE stream (messages tied to no request), or, with
 //!   `Last-Event-ID`, resumes the stream that event belongs to, replaying what followed it.
 //! * **DELETE** ends the session.
 //!
-//! The transport knows nothing about tasks: a [`SessionFactory`] makes the [`Handler`] of
-//! each session, given the authenticated principal.
+//! The transport knows nothing about tasks: a [`SessionFactory`] makes the
+//! [`Handler`](crate::Handler) of each session, given the authenticated principal.
 //!
 //! Stream routing: every outgoing message carries a [`crate::Route`]. A message routed
 //! to an open request goes on that request's SSE stream; anything else goes on the

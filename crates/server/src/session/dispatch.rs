@@ -177,7 +177,10 @@ impl Session {
 
 #[async_trait]
 impl Handler for Session {
-    /// See [`Session::served`].
+    /// Serve one request: counted in `mcp_tasks_requests_total` and
+    /// `mcp_tasks_request_duration_seconds` by method and era, run in a `request` span,
+    /// refused with -32029 (and `data.retryAfterMs`) past the `requests` rate limit of the
+    /// requester before anything else (the private `Session::served`).
     async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
         self.served(cx, req, false).await?.into_value()
     }

@@ -397,7 +397,8 @@ impl HttpSession {
         );
     }
 
-    /// This replica just loaded a copy of the session: the replica holding its GET (if
+    /// This replica just loaded and registered a copy of the session (registered first:
+    /// the answer is applied to registered copies only): the replica holding its GET (if
     /// any) is asked to say so again, so that what this copy routes to the standalone
     /// stream goes there.
     pub(crate) fn ask_listener(&self) {

@@ -430,8 +430,10 @@ impl HttpSession {
             Note::Listener(l) if l == &*relay.me => {}
             Note::Listener(l) => {
                 let to: Arc<str> = Arc::from(l);
-                *self.listener.lock() = Some(Arc::clone(&to));
+                // Under the state lock (as routing reads it): a message routed meanwhile
+                // either is among the undelivered passed on below, or follows them.
                 let mut st = self.state.lock();
+                *self.listener.lock() = Some(Arc::clone(&to));
                 let Some(s) = st.streams.get_mut(&STANDALONE) else {
                     return;
                 };

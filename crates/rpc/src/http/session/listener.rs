@@ -397,7 +397,8 @@ impl HttpSession {
         );
     }
 
-    /// This replica just loaded a copy of the session: the replica holding its GET (if
+    /// This replica just loaded and registered a copy of the session (registered first:
+    /// the answer is applied to registered copies only): the replica holding its GET (if
     /// any) is asked to say so again, so that what this copy routes to the standalone
     /// stream goes there.
     pub(crate) fn ask_listener(&self) {
@@ -429,8 +430,10 @@ impl HttpSession {
             Note::Listener(l) if l == &*relay.me => {}
             Note::Listener(l) => {
                 let to: Arc<str> = Arc::from(l);
-                *self.listener.lock() = Some(Arc::clone(&to));
+                // Under the state lock (as routing reads it): a message routed meanwhile
+                // either is among the undelivered passed on below, or follows them.
                 let mut st = self.state.lock();
+                *self.listener.lock() = Some(Arc::clone(&to));
                 let Some(s) = st.streams.get_mut(&STANDALONE) else {
                     return;
                 };

@@ -515,4 +515,6 @@ fn push_standalone(streams: &mut HashMap<u64, StreamBuf>, message: &Message, lim
 }
 
 #[cfg(test)]
+mod load_tests;
+#[cfg(test)]
 mod tests;

@@ -113,12 +113,17 @@ impl Shared {
         s.number_streams_randomly();
         if let Some(relay) = self.relay() {
             s.set_relay(relay);
-            s.ask_listener();
         }
         tracing::debug!(session = %digest(&s.id), "session started on another replica served here");
-        self.admit_copy(s, &rec.owner)
-            .map(Some)
-            .map_err(LoadError::Refused)
+        let kept = self
+            .admit_copy(Arc::clone(&s), &rec.owner)
+            .map_err(LoadError::Refused)?;
+        // Asked only once the copy is registered: the answer (a note of the session) is
+        // applied to the registered copy only, and may come back before this returns.
+        if Arc::ptr_eq(&kept, &s) {
+            s.ask_listener();
+        }
+        Ok(Some(kept))
     }
 
     /// A request named session `s`: with a directory, push its expiry there when a quarter

@@ -392,3 +392,33 @@ async fn the_serving_replica_holds_the_response_for_the_relayed_terminal_status(
     assert!(status < response, "{t}");
     assert!(b.state.lock().streams[&streams[0]].is_finished());
 }
+
+/// Replica C learns that B holds the GET while it routes a standalone message: the
+/// messages kept before (passed on by the note) and the one routed meanwhile reach B in
+/// the order C routed them. The routing holds the session's state while the note comes.
+#[tokio::test]
+async fn a_listener_note_keeps_the_order_of_the_standalone_messages() {
+    let (c, mut notes) = shared_copy("C");
+    c.route(Outbound {
+        message: progress_of("t", 1),
+        route: Route::Standalone,
+    });
+    let st = c.state.lock();
+    let noting = {
+        let c = Arc::clone(&c);
+        std::thread::spawn(move || {
+            let note = json!({"mcp-tasks.listener": "B"});
+            c.noted(&listener::Note::parse(&note).unwrap());
+        })
+    };
+    std::thread::sleep(Duration::from_millis(100));
+    let mut st = st;
+    c.to_standalone(&mut st.streams, &progress_of("t", 2));
+    drop(st);
+    noting.join().unwrap();
+    for n in [1, 2] {
+        let (_, note) = notes.try_recv().expect("passed to B");
+        assert_eq!(note["mcp-tasks.to"], "B", "{note}");
+        assert_eq!(note["message"]["params"]["progress"], n, "{note}");
+    }
+}

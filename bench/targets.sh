@@ -15,6 +15,7 @@
 #
 #   bench/targets.sh
 #   BIN_BEFORE=../old/target/release/mcp-tasks ROUNDS=3 DURATION=10s bench/targets.sh
+#   BIN_BEFORE=/tmp/mt-5ecf819 BEFORE_STORES=sqlite bench/targets.sh   # a build without PostgreSQL
 #   SCENS="create get" bench/targets.sh      # without result-wait
 #   PG_QUERY='?writers=4' bench/targets.sh   # PostgreSQL store options (crates/store-postgres
 #                                            # options.rs), for both PostgreSQL servers
@@ -40,7 +41,11 @@ mkdir -p "$OUT"
 (cd bench/ts-server && [ -d node_modules ] || npm ci --no-audit --no-fund --loglevel=error)
 
 SERVERS="ts sqlite postgres"
-if [ -n "${BIN_BEFORE:-}" ]; then SERVERS="$SERVERS sqlite-before postgres-before"; fi
+# BEFORE_STORES: the stores of the earlier build (default both; a build from before the
+# PostgreSQL store, such as 5ecf819, takes BEFORE_STORES=sqlite).
+if [ -n "${BIN_BEFORE:-}" ]; then
+    for st in ${BEFORE_STORES:-sqlite postgres}; do SERVERS="$SERVERS $st-before"; done
+fi
 SPID="" DATA="" DB=""
 stop() {
     if [ -n "$SPID" ]; then kill "$SPID" 2>/dev/null || true; wait "$SPID" 2>/dev/null || true; fi

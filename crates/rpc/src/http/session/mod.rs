@@ -515,6 +515,8 @@ fn push_standalone(streams: &mut HashMap<u64, StreamBuf>, message: &Message, lim
 }
 
 #[cfg(test)]
+mod fake_directory;
+#[cfg(test)]
 mod load_tests;
 #[cfg(test)]
 mod tests;

@@ -246,40 +246,6 @@ async fn ending_a_session_drops_its_streams_and_waiters() {
     assert!(s.peer.is_closed());
 }
 
-/// A directory with nothing in it, for copies of shared sessions.
-struct NoDirectory;
-
-#[async_trait]
-impl super::directory::SessionDirectory for NoDirectory {
-    async fn insert(
-        &self,
-        _: &super::directory::SharedSession,
-        _: usize,
-    ) -> Result<Vec<String>, String> {
-        Ok(Vec::new())
-    }
-    async fn find(
-        &self,
-        _: &str,
-        _: i64,
-    ) -> Result<Option<super::directory::SharedSession>, String> {
-        Ok(None)
-    }
-    async fn touch(&self, _: &str, _: i64) -> Result<bool, String> {
-        Ok(true)
-    }
-    async fn remove(&self, _: &str) -> Result<(), String> {
-        Ok(())
-    }
-    async fn sweep(&self, _: i64) -> Result<Vec<String>, String> {
-        Ok(Vec::new())
-    }
-    async fn existing(&self, ids: &[String]) -> Result<Vec<String>, String> {
-        Ok(ids.to_vec())
-    }
-    fn on_ended(&self, _: super::directory::EndedCallback) {}
-}
-
 /// A copy of a shared session as replica `me`; the notes it relays.
 fn shared_copy(me: &str) -> (Arc<HttpSession>, mpsc::Receiver<(String, Value)>) {
     let s = session();
@@ -287,7 +253,7 @@ fn shared_copy(me: &str) -> (Arc<HttpSession>, mpsc::Receiver<(String, Value)>) 
     s.set_relay(listener::Relay {
         me: Arc::from(me),
         tx,
-        dir: Arc::new(NoDirectory),
+        dir: Arc::new(super::fake_directory::OneSession::default()),
     });
     (s, rx)
 }

@@ -12,6 +12,7 @@ use mcp_tasks_proto::mcp::TaskStatus;
 use mcp_tasks_proto::{ErrorObject, codes};
 use rusqlite::types::Type;
 use rusqlite::{Connection, OptionalExtension, Row, params};
+use std::sync::LazyLock;
 
 use crate::usage::{Counts, TOTAL, Usage};
 
@@ -261,12 +262,43 @@ pub(crate) fn import(conn: &Connection, usage: &mut Usage, tasks: &[NewTask]) ->
     Ok((tasks.len(), Vec::new()))
 }
 
-fn status_list(statuses: &[TaskStatus]) -> String {
-    let names: Vec<String> = statuses
+/// The compare-and-swap `UPDATE` of a transition to `to`, built once per status (the
+/// statement cache is looked up by its text; building it for every call cost two
+/// allocations and a `format!`).
+fn transition_sql(to: TaskStatus) -> &'static str {
+    static SQL: LazyLock<Vec<(TaskStatus, String)>> = LazyLock::new(|| {
+        TaskStatus::ALL
+            .iter()
+            .map(|&to| (to, build_transition_sql(to)))
+            .collect()
+    });
+    SQL.iter()
+        .find(|(s, _)| *s == to)
+        .map_or("", |(_, sql)| sql.as_str())
+}
+
+fn build_transition_sql(to: TaskStatus) -> String {
+    let names: Vec<String> = allowed_predecessors(to)
         .iter()
         .map(|s| format!("'{}'", s.as_str()))
         .collect();
-    format!("({})", names.join(", "))
+    let from = format!("({})", names.join(", "));
+    if to.is_terminal() {
+        format!(
+            "UPDATE tasks SET {}, status = ?2, status_message = ?3, \
+             last_updated_ms = max(?4, last_updated_ms), outcome_kind = ?5, outcome = ?6, \
+             bytes = bytes + ifnull(length(?6), 0), executor = NULL \
+             WHERE task_id = ?1 AND status IN {from}",
+            history_terms!("?2", "?3", "max(?4, last_updated_ms)")
+        )
+    } else {
+        format!(
+            "UPDATE tasks SET {}, status = ?2, status_message = ?3, \
+             last_updated_ms = max(?4, last_updated_ms) \
+             WHERE task_id = ?1 AND status IN {from}",
+            history_terms!("?2", "?3", "max(?4, last_updated_ms)")
+        )
+    }
 }
 
 /// One compare-and-swap: `UPDATE ... WHERE task_id = ? AND status IN (allowed
@@ -283,18 +315,11 @@ pub(crate) fn transition(
     usage: &mut Usage,
     t: &Transition,
 ) -> OpResult<TransitionResult> {
-    let from = status_list(allowed_predecessors(t.to));
     // Plain `UPDATE`s, then the row read back by its key in the same transaction: cheaper
     // than `UPDATE ... RETURNING` and its ephemeral table.
+    let mut stmt = conn.prepare_cached(transition_sql(t.to))?;
     let changed = if t.to.is_terminal() {
-        conn.prepare_cached(&format!(
-            "UPDATE tasks SET {}, status = ?2, status_message = ?3, \
-             last_updated_ms = max(?4, last_updated_ms), outcome_kind = ?5, outcome = ?6, \
-             bytes = bytes + ifnull(length(?6), 0), executor = NULL \
-             WHERE task_id = ?1 AND status IN {from}",
-            history_terms!("?2", "?3", "max(?4, last_updated_ms)")
-        ))?
-        .execute(params![
+        stmt.execute(params![
             t.task_id,
             t.to.as_str(),
             t.status_message,
@@ -303,14 +328,9 @@ pub(crate) fn transition(
             t.outcome.as_ref().map(|o| o.json.as_bytes()),
         ])?
     } else {
-        conn.prepare_cached(&format!(
-            "UPDATE tasks SET {}, status = ?2, status_message = ?3, \
-             last_updated_ms = max(?4, last_updated_ms) \
-             WHERE task_id = ?1 AND status IN {from}",
-            history_terms!("?2", "?3", "max(?4, last_updated_ms)")
-        ))?
-        .execute(params![t.task_id, t.to.as_str(), t.status_message, t.at_ms])?
+        stmt.execute(params![t.task_id, t.to.as_str(), t.status_message, t.at_ms])?
     };
+    drop(stmt);
     let applied = if changed == 1 {
         get(conn, &t.task_id)?
     } else {
@@ -320,6 +340,8 @@ pub(crate) fn transition(
         if let Some(o) = t.outcome.as_ref().filter(|_| t.to.is_terminal()) {
             usage.change(&rec.task.quota_key, 0, len_i64(o.json.len()));
         }
+        // The predecessors of a terminal status are non-terminal: one more terminal task.
+        usage.count_status(t.to, 1);
         let id = rec.task.task_id.clone();
         return Ok((TransitionResult::Applied(rec), vec![id]));
     }
@@ -344,18 +366,21 @@ pub(crate) fn delete_expired(
     limit: usize,
 ) -> OpResult<Vec<String>> {
     let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-    let rows: Vec<(String, String, i64)> = conn
+    let rows: Vec<(String, String, i64, String)> = conn
         .prepare_cached(
             "DELETE FROM tasks WHERE seq IN (SELECT seq FROM tasks WHERE expires_at <= ?1 \
-             ORDER BY expires_at LIMIT ?2) RETURNING task_id, quota_key, bytes",
+             ORDER BY expires_at LIMIT ?2) RETURNING task_id, quota_key, bytes, status",
         )?
         .query_map(params![now_ms, limit], |r| {
-            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
         })?
         .collect::<rusqlite::Result<_>>()?;
     let mut ids = Vec::with_capacity(rows.len());
-    for (id, key, bytes) in rows {
+    for (id, key, bytes, status) in rows {
         usage.change(&key, -1, -bytes);
+        if let Some(status) = TaskStatus::parse(&status) {
+            usage.count_status(status, -1);
+        }
         ids.push(id);
     }
     Ok((ids.clone(), ids))
@@ -382,7 +407,8 @@ pub(crate) fn fail_orphans(
     let outcome = Outcome::error(&ErrorObject::new(codes::INTERNAL_ERROR, message));
     let recs: Vec<TaskRecord> = conn
         .prepare_cached(&format!(
-            "UPDATE tasks SET {}, status = 'failed', status_message = ?2, \
+            "UPDATE tasks INDEXED BY tasks_active_quota SET {}, status = 'failed', \
+             status_message = ?2, \
              last_updated_ms = max(?1, last_updated_ms), outcome_kind = 'error', \
              outcome = ?3, bytes = bytes + length(?3), executor = NULL \
              WHERE status IN {ACTIVE} AND (executor IS NULL OR executor NOT IN \
@@ -399,6 +425,7 @@ pub(crate) fn fail_orphans(
     for r in &recs {
         usage.change(&r.task.quota_key, 0, len_i64(outcome.json.len()));
     }
+    usage.count_status(TaskStatus::Failed, len_i64(recs.len()));
     let ids = recs.iter().map(|r| r.task.task_id.clone()).collect();
     Ok((recs, ids))
 }
@@ -410,7 +437,8 @@ pub(crate) fn orphans(
     limit: usize,
 ) -> rusqlite::Result<Vec<TaskRecord>> {
     conn.prepare_cached(&format!(
-        "SELECT {COLS} FROM tasks WHERE status IN {ACTIVE} AND (executor IS NULL OR executor \
+        "SELECT {COLS} FROM tasks INDEXED BY tasks_active_quota WHERE status IN {ACTIVE} AND \
+         (executor IS NULL OR executor \
          NOT IN (SELECT instance FROM executors WHERE lease_until >= ?1)) ORDER BY seq LIMIT ?2"
     ))?
     .query_map(
@@ -540,9 +568,15 @@ fn history_entry(line: &str) -> rusqlite::Result<HistoryEntry> {
     })
 }
 
-/// How many tasks are stored in each status (one `GROUP BY` over the status index).
+/// How many tasks are stored in each status (those with none left out): the non-terminal
+/// ones counted through the partial index of active tasks, the terminal ones read from
+/// `status_counts`, in one statement (one snapshot).
 pub(crate) fn count_by_status(conn: &Connection) -> rusqlite::Result<Vec<(TaskStatus, u64)>> {
-    let mut stmt = conn.prepare_cached("SELECT status, count(*) FROM tasks GROUP BY status")?;
+    let mut stmt = conn.prepare_cached(&format!(
+        "SELECT status, count(*) FROM tasks INDEXED BY tasks_active_quota \
+         WHERE status IN {ACTIVE} GROUP BY status \
+         UNION ALL SELECT status, tasks FROM status_counts WHERE tasks > 0"
+    ))?;
     let rows = stmt.query_map([], |row| {
         let status: String = row.get(0)?;
         let n: i64 = row.get(1)?;

@@ -12,9 +12,17 @@
 //! the write lock, whether another connection committed since this one last looked; then
 //! the cache is dropped too, so a count is never stale while the lock is held. The key `''`
 //! is the whole store.
+//!
+//! The same discipline keeps `status_counts`, the number of stored tasks in each terminal
+//! status (the non-terminal ones are counted through the partial index of active tasks):
+//! an op counts its terminal transitions and the terminal tasks it deleted, the counts
+//! join the batch's once the op succeeded, and reach the table just before the `COMMIT`,
+//! one `UPDATE` per status the batch changed. No check depends on them, so there is no
+//! cache to keep.
 
 use std::collections::HashMap;
 
+use mcp_tasks_proto::mcp::TaskStatus;
 use rusqlite::{Connection, OptionalExtension};
 
 /// Tasks and bytes, or a change of them.
@@ -49,7 +57,19 @@ pub(crate) struct Usage {
     op: Vec<(String, Counts)>,
     /// `PRAGMA data_version` when the cache was last known to match the file.
     data_version: Option<i64>,
+    /// Changes of the terminal-status counts by the batch's ops that succeeded, in
+    /// [`TERMINAL`] order.
+    batch_terminal: [i64; 3],
+    /// Those of the op running.
+    op_terminal: [i64; 3],
 }
+
+/// The terminal statuses, in the order of the counts of [`Usage`].
+const TERMINAL: [TaskStatus; 3] = [
+    TaskStatus::Completed,
+    TaskStatus::Failed,
+    TaskStatus::Cancelled,
+];
 
 impl Usage {
     /// At the start of a batch, with the write lock held: forget the cache if another
@@ -64,6 +84,8 @@ impl Usage {
         }
         self.batch.clear();
         self.op.clear();
+        self.batch_terminal = [0; 3];
+        self.op_terminal = [0; 3];
         Ok(())
     }
 
@@ -98,16 +120,28 @@ impl Usage {
         self.op.push((TOTAL.to_owned(), d));
     }
 
+    /// Count `n` tasks more (or fewer, when negative) in `status` by the op running; a
+    /// non-terminal status is not counted here.
+    pub(crate) fn count_status(&mut self, status: TaskStatus, n: i64) {
+        if let Some(i) = TERMINAL.iter().position(|s| *s == status) {
+            self.op_terminal[i] += n;
+        }
+    }
+
     /// The op running succeeded: its changes join the batch's.
     pub(crate) fn keep_op(&mut self) {
         for (k, d) in self.op.drain(..) {
             self.batch.entry(k).or_default().add(d);
+        }
+        for (b, o) in self.batch_terminal.iter_mut().zip(&mut self.op_terminal) {
+            *b += std::mem::take(o);
         }
     }
 
     /// The op running failed (rolled back to its savepoint): its changes are dropped.
     pub(crate) fn drop_op(&mut self) {
         self.op.clear();
+        self.op_terminal = [0; 3];
     }
 
     /// Before the `COMMIT`: the batch's changes into `quota_usage`, one upsert per key (and
@@ -128,6 +162,14 @@ impl Usage {
                     .execute([k])?;
             }
         }
+        for (status, n) in TERMINAL.iter().zip(self.batch_terminal) {
+            if n != 0 {
+                conn.prepare_cached(
+                    "UPDATE status_counts SET tasks = tasks + ?2 WHERE status = ?1",
+                )?
+                .execute(rusqlite::params![status.as_str(), n])?;
+            }
+        }
         Ok(())
     }
 
@@ -138,6 +180,7 @@ impl Usage {
                 c.add(d);
             }
         }
+        self.batch_terminal = [0; 3];
     }
 
     /// The batch did not commit: nothing of it is in the file; read the counts again.
@@ -146,6 +189,8 @@ impl Usage {
         self.batch.clear();
         self.op.clear();
         self.data_version = None;
+        self.batch_terminal = [0; 3];
+        self.op_terminal = [0; 3];
     }
 }
 

@@ -44,11 +44,28 @@ fn statements_use_their_indexes() {
         ),
         (
             format!(
-                "UPDATE tasks SET status = 'failed' WHERE status IN {ACTIVE} AND (executor IS \
+                "UPDATE tasks INDEXED BY tasks_active_quota SET status = 'failed' WHERE status IN {ACTIVE} AND (executor IS \
                  NULL OR executor NOT IN (SELECT instance FROM executors WHERE lease_until >= ?1))"
             ),
-            // The status index (schema 4), searched for the active statuses only.
-            "USING INDEX tasks_status (status=?)",
+            // The partial index of active tasks (schema 7: no status index).
+            "tasks_active_quota",
+        ),
+        (
+            format!(
+                "SELECT {COLS} FROM tasks INDEXED BY tasks_active_quota WHERE status IN {ACTIVE} \
+                 AND (executor IS NULL OR \
+                 executor NOT IN (SELECT instance FROM executors WHERE lease_until >= ?1)) \
+                 ORDER BY seq LIMIT ?2"
+            ),
+            "tasks_active_quota",
+        ),
+        (
+            format!(
+                "SELECT status, count(*) FROM tasks INDEXED BY tasks_active_quota \
+                 WHERE status IN {ACTIVE} GROUP BY status \
+                 UNION ALL SELECT status, tasks FROM status_counts WHERE tasks > 0"
+            ),
+            "tasks_active_quota",
         ),
         (
             "UPDATE tasks SET status = 'failed' WHERE task_id = ?1 AND status IN ('working')"

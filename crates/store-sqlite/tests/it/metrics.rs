@@ -1,5 +1,5 @@
-//! Metrics of the SQLite store: tasks by status from one `GROUP BY` (correct after a
-//! reopen), commit batch sizes reported by the writer thread.
+//! Metrics of the SQLite store: tasks by status (correct after a reopen and after every
+//! kind of write), commit batch sizes reported by the writer thread.
 
 use crate::common;
 
@@ -95,4 +95,105 @@ async fn counts_by_status_survive_a_reopen_and_commits_report_their_batch_size()
         sample(&text, r#"mcp_tasks_tasks{status="input_required"}"#),
         Some(0.0)
     );
+}
+
+async fn counted(store: &SqliteStore) -> Vec<(TaskStatus, u64)> {
+    let mut c = store.count_by_status().await.unwrap();
+    c.sort_by_key(|(s, _)| s.as_str());
+    c
+}
+
+/// The count by status (terminal statuses from `status_counts`, active ones through the
+/// partial index) follows every kind of write: creations, terminal transitions (a second
+/// one, refused, counts nothing), the orphan sweep, the deletion of expired tasks of any
+/// status, and a reopen; after each it equals a count of the rows themselves.
+#[tokio::test]
+async fn the_count_by_status_follows_every_write_and_matches_the_rows() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("c.db");
+    let rows = || -> Vec<(TaskStatus, u64)> {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.prepare("SELECT status, count(*) FROM tasks GROUP BY status ORDER BY status")
+            .unwrap()
+            .query_map([], |r| {
+                let s: String = r.get(0)?;
+                let n: i64 = r.get(1)?;
+                Ok((TaskStatus::parse(&s).unwrap(), u64::try_from(n).unwrap()))
+            })
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    };
+    let end = |id: &str, to: TaskStatus| Transition {
+        task_id: id.to_owned(),
+        to,
+        status_message: None,
+        outcome: (to != TaskStatus::Cancelled).then(|| Outcome::result(&serde_json::json!({}))),
+        at_ms: T0 + 1,
+    };
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    let mut ids = Vec::new();
+    for _ in 0..8 {
+        let rec = store
+            .create(common::task(Some("m")), &Limits::NONE)
+            .await
+            .unwrap();
+        ids.push(rec.task.task_id);
+    }
+    assert_eq!(counted(&store).await, [(TaskStatus::Working, 8)]);
+    for (id, to) in [
+        (&ids[0], TaskStatus::Completed),
+        (&ids[1], TaskStatus::Completed),
+        (&ids[2], TaskStatus::Failed),
+        (&ids[3], TaskStatus::Cancelled),
+        // Refused: already terminal.
+        (&ids[0], TaskStatus::Failed),
+        (&ids[3], TaskStatus::Completed),
+    ] {
+        store.transition(end(id, to)).await.unwrap();
+    }
+    assert_eq!(counted(&store).await, rows());
+    assert_eq!(
+        counted(&store).await,
+        [
+            (TaskStatus::Cancelled, 1),
+            (TaskStatus::Completed, 2),
+            (TaskStatus::Failed, 1),
+            (TaskStatus::Working, 4)
+        ]
+    );
+    // The orphan sweep fails the four working tasks (their executor has no lease).
+    let failed = store
+        .fail_orphans(mcp_tasks_core::OrphanSweep {
+            now_ms: T0 + 2,
+            message: "lost".into(),
+        })
+        .await
+        .unwrap();
+    assert_eq!(failed.len(), 4);
+    assert_eq!(counted(&store).await, rows());
+    // Expired tasks of each status go, in two sweeps, and leave the counts.
+    assert_eq!(
+        store.delete_expired(T0 + 120_000, 3).await.unwrap().len(),
+        3
+    );
+    assert_eq!(counted(&store).await, rows());
+    let rec = store
+        .create(common::task(Some("m")), &Limits::NONE)
+        .await
+        .unwrap();
+    store
+        .transition(end(&rec.task.task_id, TaskStatus::Completed))
+        .await
+        .unwrap();
+    assert_eq!(counted(&store).await, rows());
+    drop(store);
+    let store = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
+    assert_eq!(counted(&store).await, rows());
+    assert_eq!(
+        store.delete_expired(T0 + 120_000, 100).await.unwrap().len(),
+        6
+    );
+    assert_eq!(counted(&store).await, []);
+    assert_eq!(rows(), []);
 }

@@ -179,15 +179,10 @@ pub(crate) fn create(
     limits: &Limits,
 ) -> OpResult<TaskRecord> {
     if *limits != Limits::NONE {
-        let active: i64 = if limits.max_active.is_some() {
-            conn.prepare_cached(&format!(
-                "SELECT count(*) FROM tasks WHERE quota_key = ?1 AND status IN {ACTIVE}"
-            ))?
-            .query_row([&t.quota_key], |r| r.get(0))?
-        } else {
-            0
-        };
-        let mine = if limits.max_tasks.is_some() || limits.max_bytes.is_some() {
+        let mine = if limits.max_active.is_some()
+            || limits.max_tasks.is_some()
+            || limits.max_bytes.is_some()
+        {
             usage.get(conn, &t.quota_key)?
         } else {
             Counts::default()
@@ -199,7 +194,7 @@ pub(crate) fn create(
         };
         limits
             .check_create(
-                to_u64(active),
+                to_u64(mine.active),
                 to_u64(mine.tasks),
                 to_u64(mine.bytes),
                 to_u64(total),
@@ -209,6 +204,7 @@ pub(crate) fn create(
     }
     let seq = insert(conn, &t).map_err(|e| duplicate_or(e, &t))?;
     usage.change(&t.quota_key, 1, stored_bytes(&t));
+    usage.change_active(&t.quota_key, 1);
     let id = t.task_id.clone();
     Ok((t.into_record(seq), vec![id]))
 }
@@ -258,6 +254,7 @@ pub(crate) fn import(conn: &Connection, usage: &mut Usage, tasks: &[NewTask]) ->
     for t in tasks {
         insert(conn, t).map_err(|e| duplicate_or(e, t))?;
         usage.change(&t.quota_key, 1, stored_bytes(t));
+        usage.change_active(&t.quota_key, 1);
     }
     Ok((tasks.len(), Vec::new()))
 }
@@ -340,8 +337,12 @@ pub(crate) fn transition(
         if let Some(o) = t.outcome.as_ref().filter(|_| t.to.is_terminal()) {
             usage.change(&rec.task.quota_key, 0, len_i64(o.json.len()));
         }
-        // The predecessors of a terminal status are non-terminal: one more terminal task.
-        usage.count_status(t.to, 1);
+        // The predecessors of a terminal status are non-terminal: one more terminal task,
+        // one active task fewer.
+        if t.to.is_terminal() {
+            usage.count_status(t.to, 1);
+            usage.change_active(&rec.task.quota_key, -1);
+        }
         let id = rec.task.task_id.clone();
         return Ok((TransitionResult::Applied(rec), vec![id]));
     }
@@ -378,8 +379,10 @@ pub(crate) fn delete_expired(
     let mut ids = Vec::with_capacity(rows.len());
     for (id, key, bytes, status) in rows {
         usage.change(&key, -1, -bytes);
-        if let Some(status) = TaskStatus::parse(&status) {
-            usage.count_status(status, -1);
+        match TaskStatus::parse(&status) {
+            Some(s) if s.is_terminal() => usage.count_status(s, -1),
+            Some(_) => usage.change_active(&key, -1),
+            None => {}
         }
         ids.push(id);
     }
@@ -424,6 +427,7 @@ pub(crate) fn fail_orphans(
         .execute([now_ms])?;
     for r in &recs {
         usage.change(&r.task.quota_key, 0, len_i64(outcome.json.len()));
+        usage.change_active(&r.task.quota_key, -1);
     }
     usage.count_status(TaskStatus::Failed, len_i64(recs.len()));
     let ids = recs.iter().map(|r| r.task.task_id.clone()).collect();

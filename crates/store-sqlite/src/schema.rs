@@ -505,8 +505,9 @@ mod tests {
     }
 
     /// A version-3 file (one with the status index) comes out with its terminal tasks
-    /// counted in `status_counts` and without the status index; the count by status reads
-    /// the partial index of active tasks and that table, never every row.
+    /// counted in `status_counts`, its active tasks per quota key in `quota_usage`, and
+    /// without the status index; the count by status reads the partial index of active
+    /// tasks and that table, never every row.
     #[test]
     fn version_3_comes_out_with_its_terminal_tasks_counted_and_no_status_index() {
         let dir = tempfile::tempdir().unwrap();
@@ -551,6 +552,17 @@ mod tests {
             )
             .unwrap();
         assert_eq!(status_index, 0);
+        let active: Vec<(String, i64)> = conn
+            .prepare("SELECT quota_key, active FROM quota_usage ORDER BY quota_key")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            active,
+            [(String::new(), 0), ("principal:alice".to_owned(), 1)]
+        );
         let mut counts = crate::ops::count_by_status(&conn).unwrap();
         counts.sort_by_key(|(s, _)| s.as_str());
         assert_eq!(

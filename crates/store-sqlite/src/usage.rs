@@ -1,5 +1,6 @@
-//! What each quota key stores (tasks and bytes), kept by the writer thread in memory and
-//! written to `quota_usage` once per batch, in the batch's transaction.
+//! What each quota key stores (tasks and bytes) and how many of its tasks are active
+//! (`working` or `input_required`), kept by the writer thread in memory and written to
+//! `quota_usage` once per batch, in the batch's transaction.
 //!
 //! The limits of a creation are checked against these counts, so they must be exact: the
 //! counts are what `quota_usage` holds (read on first use, per key) plus the changes of
@@ -25,17 +26,20 @@ use std::collections::HashMap;
 use mcp_tasks_proto::mcp::TaskStatus;
 use rusqlite::{Connection, OptionalExtension};
 
-/// Tasks and bytes, or a change of them.
+/// Tasks, bytes and active tasks, or a change of them.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Counts {
     pub(crate) tasks: i64,
     pub(crate) bytes: i64,
+    /// Of `tasks`, those not in a terminal status: what the active-task limit counts.
+    pub(crate) active: i64,
 }
 
 impl Counts {
     fn add(&mut self, d: Counts) {
         self.tasks += d.tasks;
         self.bytes += d.bytes;
+        self.active += d.active;
     }
 }
 
@@ -115,9 +119,24 @@ impl Usage {
 
     /// Count a change of the op running against `key` and the whole store.
     pub(crate) fn change(&mut self, key: &str, tasks: i64, bytes: i64) {
-        let d = Counts { tasks, bytes };
+        let d = Counts {
+            tasks,
+            bytes,
+            active: 0,
+        };
         self.op.push((key.to_owned(), d));
         self.op.push((TOTAL.to_owned(), d));
+    }
+
+    /// Count `n` more active tasks of `key` (fewer, when negative) by the op running: a
+    /// creation (`1`), a task that left the active statuses or an active task deleted
+    /// (`-1`).
+    pub(crate) fn change_active(&mut self, key: &str, n: i64) {
+        let d = Counts {
+            active: n,
+            ..Counts::default()
+        };
+        self.op.push((key.to_owned(), d));
     }
 
     /// Count `n` tasks more (or fewer, when negative) in `status` by the op running; a
@@ -152,11 +171,12 @@ impl Usage {
                 continue;
             }
             conn.prepare_cached(
-                "INSERT INTO quota_usage (quota_key, tasks, bytes) VALUES (?1, ?2, ?3) \
+                "INSERT INTO quota_usage (quota_key, tasks, bytes, active) \
+                 VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT (quota_key) DO UPDATE SET tasks = tasks + excluded.tasks, \
-                 bytes = bytes + excluded.bytes",
+                 bytes = bytes + excluded.bytes, active = active + excluded.active",
             )?
-            .execute(rusqlite::params![k, d.tasks, d.bytes])?;
+            .execute(rusqlite::params![k, d.tasks, d.bytes, d.active])?;
             if !k.is_empty() && d.tasks < 0 {
                 conn.prepare_cached("DELETE FROM quota_usage WHERE quota_key = ?1 AND tasks <= 0")?
                     .execute([k])?;
@@ -196,11 +216,12 @@ impl Usage {
 
 fn read(conn: &Connection, key: &str) -> rusqlite::Result<Counts> {
     Ok(conn
-        .prepare_cached("SELECT tasks, bytes FROM quota_usage WHERE quota_key = ?1")?
+        .prepare_cached("SELECT tasks, bytes, active FROM quota_usage WHERE quota_key = ?1")?
         .query_row([key], |r| {
             Ok(Counts {
                 tasks: r.get(0)?,
                 bytes: r.get(1)?,
+                active: r.get(2)?,
             })
         })
         .optional()?

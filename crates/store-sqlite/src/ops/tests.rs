@@ -25,10 +25,6 @@ fn statements_use_their_indexes() {
     crate::schema::prepare(&conn, &path).unwrap();
     let cases = [
         (
-            format!("SELECT count(*) FROM tasks WHERE quota_key = ?1 AND status IN {ACTIVE}"),
-            "tasks_active_quota",
-        ),
-        (
             format!("SELECT {COLS} FROM tasks WHERE owner = ?1 AND seq > ?2 ORDER BY seq LIMIT ?3"),
             "tasks_owner_seq",
         ),

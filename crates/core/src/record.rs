@@ -52,7 +52,9 @@ impl Outcome {
     pub fn result(v: &Value) -> Self {
         Self {
             kind: OutcomeKind::Result,
-            json: v.to_string(),
+            // The same text as `v.to_string()`, written without `Display`'s formatter
+            // (a `Value` always serializes).
+            json: serde_json::to_string(v).unwrap_or_default(),
         }
     }
     /// An error outcome.

@@ -113,7 +113,9 @@ impl TaskEngine {
             .map(str::to_owned);
         // The stored text is the only copy of the params the engine keeps: the value goes
         // now (the runner has what it needs).
-        let request = params.to_string();
+        // `serde_json::to_string` writes what `to_string` (`Display`) would, without its
+        // formatter; a `Value` always serializes.
+        let request = serde_json::to_string(&params).unwrap_or_default();
         drop(params);
         let new = NewTask {
             task_id: task_id.clone(),

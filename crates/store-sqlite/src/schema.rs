@@ -529,15 +529,17 @@ mod tests {
         .unwrap();
         prepare(&conn, &path).unwrap();
         assert_eq!(pragma_i64(&conn, "user_version").unwrap(), SCHEMA_VERSION);
-        let counted: Vec<(String, i64)> = conn
-            .prepare("SELECT status, tasks FROM status_counts ORDER BY status")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
+        // Two columns of every row of a query, as text and number.
+        let pairs = |sql: &str| -> Vec<(String, i64)> {
+            conn.prepare(sql)
+                .unwrap()
+                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap()
+        };
         assert_eq!(
-            counted,
+            pairs("SELECT status, tasks FROM status_counts ORDER BY status"),
             [
                 ("cancelled".to_owned(), 1),
                 ("completed".to_owned(), 2),
@@ -552,15 +554,8 @@ mod tests {
             )
             .unwrap();
         assert_eq!(status_index, 0);
-        let active: Vec<(String, i64)> = conn
-            .prepare("SELECT quota_key, active FROM quota_usage ORDER BY quota_key")
-            .unwrap()
-            .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-            .unwrap()
-            .collect::<Result<_, _>>()
-            .unwrap();
         assert_eq!(
-            active,
+            pairs("SELECT quota_key, active FROM quota_usage ORDER BY quota_key"),
             [(String::new(), 0), ("principal:alice".to_owned(), 1)]
         );
         let mut counts = crate::ops::count_by_status(&conn).unwrap();

@@ -46,6 +46,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 12 -> 13: `finish_tasks` set-based: one update per batch, same signature and answers as
     // version 7's (`finish`).
     include_str!("../migrations/0013_finish_tasks_set_based.sql"),
+    // 13 -> 14: the usage counters as a base plus insert-only deltas, and the writes of
+    // one quota key without its lock when no limit applies to them (`usage`).
+    include_str!("../migrations/0014_usage_deltas.sql"),
 ];
 
 #[cfg(test)]
@@ -71,6 +74,7 @@ mod tests {
         "8e5d5c8cdc2ae43b6e23dc8c854c043b8645225e61f5ad6e558859df795f5037",
         "f26b27d635b56562203922c35f09d8e88a8743192f1017a2c42a3c53e0fd9a98",
         "d9fdf9797317ada886890c93772fef44205d2da90110b7e78d7f4c0c72fdffde",
+        "f4e35b09f2a863965f2ae2d00ffaf84343c4704d2e4b79fd32a23ec40a520736",
     ];
 
     #[test]

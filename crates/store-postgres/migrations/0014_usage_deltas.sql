@@ -150,8 +150,9 @@
         PERFORM pg_advisory_xact_lock(CASE s WHEN 0 THEN 1296257108 ELSE 1296257109 + s END, h);
     END $$;
     -- The counts of a batch of creations: its keys (each once, in key order), the stored
-    -- tasks and bytes of the limited ones among them (`l_keys`; 0 for the others), and,
-    -- with `p_active`, every key's active tasks.
+    -- tasks and bytes of those among them under a limit on them (`l_keys`; 0 for the
+    -- others: a refused row's counts only name the limit it passed), and, with
+    -- `p_active`, every key's active tasks.
     CREATE FUNCTION batch_counts(p_keys text[], l_keys text[], p_active boolean,
         p_fold boolean, OUT k_keys text[], OUT k_tasks bigint[], OUT k_bytes bigint[],
         OUT k_active bigint[])
@@ -261,6 +262,7 @@
         any_active boolean;
         fast boolean;
         l_keys text[];
+        c_keys text[];
         k_keys text[];
         k_active bigint[];
         k_tasks bigint[];
@@ -284,6 +286,10 @@
             FROM unnest(p_keys, p_max_active, p_max_tasks, p_max_bytes, p_max_total)
                 AS x(k, a, t, b, s)
             WHERE x.a IS NOT NULL OR x.t IS NOT NULL OR x.b IS NOT NULL OR x.s IS NOT NULL;
+        -- The keys whose stored tasks or bytes are limited: their counters are read.
+        SELECT coalesce(array_agg(DISTINCT x.k), '{}') INTO c_keys
+            FROM unnest(p_keys, p_max_tasks, p_max_bytes) AS x(k, t, b)
+            WHERE x.t IS NOT NULL OR x.b IS NOT NULL;
         any_total := EXISTS (SELECT 1 FROM unnest(p_max_total) AS m WHERE m IS NOT NULL);
         any_active := EXISTS (SELECT 1 FROM unnest(p_max_active) AS m WHERE m IS NOT NULL);
         -- One lane per limited key when only counts of tasks are limited (no byte limit),
@@ -302,7 +308,7 @@
                     PERFORM key_lock_lane(h);
                 END LOOP;
                 SELECT * INTO k_keys, k_tasks, k_bytes, k_active
-                    FROM batch_counts(p_keys, l_keys, any_active, true);
+                    FROM batch_counts(p_keys, c_keys, any_active, true);
                 IF EXISTS (
                     SELECT 1
                     FROM (SELECT x.k, count(*) AS n, min(x.a) AS ma, min(x.t) AS mt
@@ -326,7 +332,7 @@
                 v_total := store_usage();
             END IF;
             SELECT * INTO k_keys, k_tasks, k_bytes, k_active
-                FROM batch_counts(p_keys, l_keys, any_active, NOT any_total);
+                FROM batch_counts(p_keys, c_keys, any_active, NOT any_total);
         END IF;
         SELECT coalesce(array_agg(t.task_id), '{}') INTO v_taken FROM tasks t
             WHERE t.task_id = ANY(p_ids);

@@ -42,9 +42,11 @@
 //!   without the lock, so a limited replica's check could race with it; replicas that
 //!   each have some limit of the same kind exclude each other through the lanes).
 //! * **Folding.** The expiry sweep folds up to [`FOLD_MAX`] deltas of every key
-//!   ([`FOLD`], after its delete, about once a second); a limited writer folds its keys'
-//!   deltas when they are more than 64 (and every delta, under a store-wide limit, when
-//!   there are more than 256), so that its reads stay short.
+//!   ([`FOLD`], after its delete, about once a second); a writer under a limit on stored
+//!   tasks or bytes folds its keys' deltas when they are more than 64 (and every delta,
+//!   under a store-wide limit, when there are more than 256), so that its reads stay
+//!   short. A creation under a limit on active tasks alone reads no counter (the active
+//!   tasks are counted on the partial index).
 
 /// Fold up to [`FOLD_MAX`] committed deltas of every key into the base counters (one
 /// statement, one transaction); the number folded.

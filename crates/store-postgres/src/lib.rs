@@ -9,7 +9,8 @@
 //! * **Limits** (active, stored tasks and bytes per requester, bytes of the store) are
 //!   checked in the transaction of the insert, under an advisory lock of the requester's
 //!   quota key, so concurrent creations on any replicas never go over them; stored tasks
-//!   and bytes are counters that triggers keep in the transaction of every change.
+//!   and bytes are counters that triggers keep in the transaction of every change, as
+//!   insert-only deltas (the `usage` module): a write no limit applies to takes no lock.
 //! * **Sweeps** (TTL deletion, failing the tasks of dead executors) select their rows
 //!   `FOR UPDATE SKIP LOCKED`: replicas sweeping at once share the work and never wait for
 //!   each other.
@@ -90,6 +91,7 @@ mod relay;
 mod schema;
 mod sessions;
 mod setbased;
+mod usage;
 mod write;
 
 pub use answers::{MAX_PENDING_REQUESTS_PER_SESSION, PENDING_REQUEST_TTL};
@@ -466,6 +468,11 @@ impl TaskStore for PgStore {
             .collect();
         self.woke(&ids);
         self.listener.wake.prune();
+        // The deletions committed: a fold that fails leaves its deltas for the next sweep
+        // (the counts stay exact either way).
+        if let Err(e) = self.query_retrying(usage::FOLD, &[&usage::FOLD_MAX]).await {
+            tracing::warn!(store = %self.target, error = %e, "usage fold failed");
+        }
         Ok(ids)
     }
 

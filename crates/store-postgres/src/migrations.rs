@@ -46,6 +46,9 @@ pub(crate) const MIGRATIONS: &[&str] = &[
     // 12 -> 13: `finish_tasks` set-based: one update per batch, same signature and answers as
     // version 7's (`finish`).
     include_str!("../migrations/0013_finish_tasks_set_based.sql"),
+    // 13 -> 14: the usage counters as a base plus insert-only deltas, and the writes of
+    // one quota key without its lock when no limit applies to them (`usage`).
+    include_str!("../migrations/0014_usage_deltas.sql"),
 ];
 
 #[cfg(test)]
@@ -71,6 +74,7 @@ mod tests {
         "8e5d5c8cdc2ae43b6e23dc8c854c043b8645225e61f5ad6e558859df795f5037",
         "f26b27d635b56562203922c35f09d8e88a8743192f1017a2c42a3c53e0fd9a98",
         "d9fdf9797317ada886890c93772fef44205d2da90110b7e78d7f4c0c72fdffde",
+        "cff0e01e744e5ac046c71e3f1593b39d58e0f106847c426e9add5dee9ea53fa4",
     ];
 
     #[test]

@@ -14,7 +14,7 @@ use crate::migrations::MIGRATIONS;
 use crate::options::PgConfig;
 
 /// The schema version this build writes; a schema with a higher one is refused.
-pub const SCHEMA_VERSION: i32 = 13;
+pub const SCHEMA_VERSION: i32 = 14;
 
 /// The advisory lock (one `bigint` key) held while a schema is checked and migrated.
 const MIGRATION_LOCK: &str =

@@ -56,8 +56,8 @@ async fn create_tasks(
     .collect()
 }
 
-/// The usage counters (per key: tasks and bytes; the store's bytes) equal what the rows
-/// hold.
+/// The usage counters (per key: tasks and bytes; the store's bytes), base rows plus
+/// deltas, equal what the rows hold.
 pub(crate) async fn assert_counters_match(c: &tokio_postgres::Client) {
     let per_key = |sql: &'static str| async move {
         c.query(sql, &[])
@@ -75,12 +75,19 @@ pub(crate) async fn assert_counters_match(c: &tokio_postgres::Client) {
     let actual =
         per_key("SELECT quota_key, count(*), sum(bytes)::bigint FROM mcp_tasks.tasks GROUP BY 1")
             .await;
-    let counted = per_key("SELECT quota_key, tasks, bytes FROM mcp_tasks.quota_usage").await;
-    assert_eq!(counted, actual, "per-key counters");
+    let counted = per_key(
+        "SELECT quota_key, sum(tasks)::bigint, sum(bytes)::bigint FROM \
+         (SELECT quota_key, tasks, bytes FROM mcp_tasks.quota_usage \
+          UNION ALL SELECT quota_key, tasks, bytes FROM mcp_tasks.usage_deltas) u \
+         GROUP BY 1 HAVING sum(tasks) <> 0 OR sum(bytes) <> 0",
+    )
+    .await;
+    assert_eq!(counted, actual, "per-key counters (base + deltas)");
     let totals: (i64, i64) = c
         .query_one(
             "SELECT (SELECT coalesce(sum(bytes), 0)::bigint FROM mcp_tasks.tasks), \
-             (SELECT sum(bytes)::bigint FROM mcp_tasks.store_bytes)",
+             (SELECT sum(bytes)::bigint FROM mcp_tasks.store_bytes) \
+             + (SELECT coalesce(sum(bytes), 0)::bigint FROM mcp_tasks.usage_deltas)",
             &[],
         )
         .await

@@ -5,6 +5,7 @@
 mod batch;
 mod common;
 mod conformance;
+mod deltas;
 mod group;
 mod inputs;
 mod listing;

@@ -73,6 +73,11 @@ async fn usage_counters_match_the_tasks_under_concurrency() {
         j.await.expect("worker");
     }
     let c = db.client().await;
+    crate::batch::assert_counters_match(&c).await;
+    // Every delta folded into the base rows: they alone equal the rows.
+    c.batch_execute("SELECT mcp_tasks.fold_usage(NULL, NULL)")
+        .await
+        .expect("fold");
     let keys: i64 = c
         .query_one("SELECT count(*) FROM mcp_tasks.quota_usage", &[])
         .await
@@ -80,11 +85,12 @@ async fn usage_counters_match_the_tasks_under_concurrency() {
         .get(0);
     assert!(keys > 0);
     crate::batch::assert_counters_match(&c).await;
-    // Deleting everything brings every counter back to zero (and drops the key rows).
+    // Deleting everything (and folding) brings every counter back to zero (and drops the
+    // key rows).
     a.delete_expired(i64::MAX, 100_000).await.expect("sweep");
-    c.batch_execute("DELETE FROM mcp_tasks.tasks")
+    c.batch_execute("DELETE FROM mcp_tasks.tasks; SELECT mcp_tasks.fold_usage(NULL, NULL)")
         .await
-        .expect("delete the rest");
+        .expect("delete the rest, fold");
     let left: i64 = c
         .query_one(
             "SELECT (SELECT count(*) FROM mcp_tasks.quota_usage) \

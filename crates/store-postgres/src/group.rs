@@ -164,7 +164,7 @@ async fn create_batch(w: &Writer, jobs: Vec<CreateJob>, counts: &Counts) {
     for ((t, _, reply), answer) in jobs.into_iter().zip(answers) {
         let answer = answer.map(|seq| {
             let rec = t.into_record(seq);
-            w.woke([&rec.task.task_id]);
+            w.created(&rec.task.task_id);
             rec
         });
         let _ = reply.send(answer);

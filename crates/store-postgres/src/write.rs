@@ -163,6 +163,17 @@ impl Writer {
         }
     }
 
+    /// After task `id` was created: wake its waiters here only. Nobody elsewhere waits on
+    /// a task before it exists (every waiter, `tasks/result`, a modern subscription, the
+    /// runner's watch for an end elsewhere, reads the task after subscribing and gives up
+    /// on one it cannot see), and its id is known only once its creation is answered; an
+    /// announcement would cost a `NOTIFY`, its delivery to every replica, and the runner's
+    /// read of its own task when its own announcement comes back (0.46 one-row reads per
+    /// creation under load, `docs/performance.md`).
+    pub(crate) fn created(&self, id: &str) {
+        self.listener.wake.notify(id);
+    }
+
     /// One creation, alone: the insert (no limits: `INSERT ... ON CONFLICT DO NOTHING`) or
     /// one call of `create_task`. One round trip.
     pub(crate) async fn create_one(&self, t: &NewTask, limits: &Limits) -> Result<i64, StoreError> {

@@ -30,10 +30,11 @@ async fn a_waiter_wakes_on_a_change_made_through_another_store() {
     assert!(a.wait_listening(Duration::from_secs(5)).await, "a listens");
     let t = new_task(Some("w"), Some("exec-b"));
     let id = t.task_id.clone();
+    // A creation is not announced (nobody elsewhere waits on a task before it exists):
+    // the waiter subscribes to the task once it exists, as every waiter does.
+    b.create(t, &Limits::NONE).await.expect("create on b");
     let mut rx = a.subscribe(&id);
     rx.borrow_and_update();
-    b.create(t, &Limits::NONE).await.expect("create on b");
-    changed(&mut rx, "create on b").await;
     let mut worst = Duration::ZERO;
     for (to, outcome) in [
         (TaskStatus::InputRequired, None),
@@ -99,8 +100,17 @@ async fn the_listener_reconnects_by_itself() {
     );
     let t = new_task(None, None);
     let id = t.task_id.clone();
+    b.create(t, &Limits::NONE).await.expect("create on b");
     let mut rx = a.subscribe(&id);
     rx.borrow_and_update();
-    b.create(t, &Limits::NONE).await.expect("create on b");
-    changed(&mut rx, "create on b after the listener reconnected").await;
+    b.transition(Transition {
+        task_id: id,
+        to: TaskStatus::Cancelled,
+        status_message: None,
+        outcome: None,
+        at_ms: 1,
+    })
+    .await
+    .expect("cancel on b");
+    changed(&mut rx, "a change on b after the listener reconnected").await;
 }

@@ -63,6 +63,15 @@ impl TestDb {
     }
 
     /// The store URL of this database, with `params` (`a=b&c=d`) appended.
+    /// Two stores (as two processes would be) on this database, connected with the URL
+    /// options `params`.
+    pub(crate) async fn two_stores(&self, params: &str) -> (Arc<PgStore>, Arc<PgStore>) {
+        let url = self.url(params);
+        let a = Arc::new(PgStore::connect(&url).await.expect("a"));
+        let b = Arc::new(PgStore::connect(&url).await.expect("b"));
+        (a, b)
+    }
+
     pub(crate) fn url(&self, params: &str) -> String {
         let base = with_db(&admin_url(), &self.name);
         if params.is_empty() {

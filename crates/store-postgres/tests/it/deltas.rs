@@ -190,9 +190,7 @@ async fn unlimited_writers_of_one_key_do_not_wait_for_each_other() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn counts_stay_exact_under_unlimited_and_limited_writers_and_folds() {
     let db = TestDb::new().await;
-    let url = db.url("pool=4");
-    let a = Arc::new(PgStore::connect(&url).await.expect("a"));
-    let b = Arc::new(PgStore::connect(&url).await.expect("b"));
+    let (a, b) = db.two_stores("pool=4").await;
     let far = Limits {
         max_active: Some(100_000),
         max_tasks: Some(100_000),
@@ -247,9 +245,7 @@ async fn counts_stay_exact_under_unlimited_and_limited_writers_and_folds() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn limits_on_counts_hold_when_writers_share_a_key_in_lanes() {
     let db = TestDb::new().await;
-    let url = db.url("pool=8&writers=4");
-    let a = Arc::new(PgStore::connect(&url).await.expect("a"));
-    let b = Arc::new(PgStore::connect(&url).await.expect("b"));
+    let (a, b) = db.two_stores("pool=8&writers=4").await;
     for (owner, limits) in [
         ("act", Limits::active(250)),
         (

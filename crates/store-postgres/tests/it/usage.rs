@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use mcp_tasks_core::{Limits, NewTask, OrphanSweep, Outcome, TaskStore, Transition};
 use mcp_tasks_proto::mcp::TaskStatus;
-use mcp_tasks_store_postgres::PgStore;
 use mcp_tasks_testkit::conformance::{T0, new_task};
 
 use crate::common::TestDb;
@@ -14,9 +13,7 @@ use crate::common::TestDb;
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn usage_counters_match_the_tasks_under_concurrency() {
     let db = TestDb::new().await;
-    let url = db.url("pool=4");
-    let a = Arc::new(PgStore::connect(&url).await.expect("a"));
-    let b = Arc::new(PgStore::connect(&url).await.expect("b"));
+    let (a, b) = db.two_stores("pool=4").await;
     let limits = Limits {
         max_active: Some(10_000),
         max_tasks: Some(100_000),

@@ -203,8 +203,7 @@ pub(crate) fn create(
             .map_err(domain)?;
     }
     let seq = insert(conn, &t).map_err(|e| duplicate_or(e, &t))?;
-    usage.change(&t.quota_key, 1, stored_bytes(&t));
-    usage.change_active(&t.quota_key, 1);
+    usage.change(&t.quota_key, 1, stored_bytes(&t), 1);
     let id = t.task_id.clone();
     Ok((t.into_record(seq), vec![id]))
 }
@@ -253,8 +252,7 @@ pub(crate) fn transition_within(
 pub(crate) fn import(conn: &Connection, usage: &mut Usage, tasks: &[NewTask]) -> OpResult<usize> {
     for t in tasks {
         insert(conn, t).map_err(|e| duplicate_or(e, t))?;
-        usage.change(&t.quota_key, 1, stored_bytes(t));
-        usage.change_active(&t.quota_key, 1);
+        usage.change(&t.quota_key, 1, stored_bytes(t), 1);
     }
     Ok((tasks.len(), Vec::new()))
 }
@@ -334,14 +332,12 @@ pub(crate) fn transition(
         None
     };
     if let Some(rec) = applied {
-        if let Some(o) = t.outcome.as_ref().filter(|_| t.to.is_terminal()) {
-            usage.change(&rec.task.quota_key, 0, len_i64(o.json.len()));
-        }
         // The predecessors of a terminal status are non-terminal: one more terminal task,
-        // one active task fewer.
+        // one active task fewer, and its outcome's bytes stored.
         if t.to.is_terminal() {
+            let bytes = t.outcome.as_ref().map_or(0, |o| len_i64(o.json.len()));
+            usage.change(&rec.task.quota_key, 0, bytes, -1);
             usage.count_status(t.to, 1);
-            usage.change_active(&rec.task.quota_key, -1);
         }
         let id = rec.task.task_id.clone();
         return Ok((TransitionResult::Applied(rec), vec![id]));
@@ -378,11 +374,11 @@ pub(crate) fn delete_expired(
         .collect::<rusqlite::Result<_>>()?;
     let mut ids = Vec::with_capacity(rows.len());
     for (id, key, bytes, status) in rows {
-        usage.change(&key, -1, -bytes);
-        match TaskStatus::parse(&status) {
-            Some(s) if s.is_terminal() => usage.count_status(s, -1),
-            Some(_) => usage.change_active(&key, -1),
-            None => {}
+        let status = TaskStatus::parse(&status);
+        let active = status.is_some_and(|s| !s.is_terminal());
+        usage.change(&key, -1, -bytes, -i64::from(active));
+        if let Some(s) = status {
+            usage.count_status(s, -1);
         }
         ids.push(id);
     }
@@ -426,8 +422,7 @@ pub(crate) fn fail_orphans(
     conn.prepare_cached("DELETE FROM executors WHERE lease_until < ?1")?
         .execute([now_ms])?;
     for r in &recs {
-        usage.change(&r.task.quota_key, 0, len_i64(outcome.json.len()));
-        usage.change_active(&r.task.quota_key, -1);
+        usage.change(&r.task.quota_key, 0, len_i64(outcome.json.len()), -1);
     }
     usage.count_status(TaskStatus::Failed, len_i64(recs.len()));
     let ids = recs.iter().map(|r| r.task.task_id.clone()).collect();

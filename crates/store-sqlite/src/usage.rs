@@ -117,26 +117,28 @@ impl Usage {
         Ok(c)
     }
 
-    /// Count a change of the op running against `key` and the whole store.
-    pub(crate) fn change(&mut self, key: &str, tasks: i64, bytes: i64) {
-        let d = Counts {
-            tasks,
-            bytes,
-            active: 0,
-        };
-        self.op.push((key.to_owned(), d));
-        self.op.push((TOTAL.to_owned(), d));
-    }
-
-    /// Count `n` more active tasks of `key` (fewer, when negative) by the op running: a
-    /// creation (`1`), a task that left the active statuses or an active task deleted
-    /// (`-1`).
-    pub(crate) fn change_active(&mut self, key: &str, n: i64) {
-        let d = Counts {
-            active: n,
-            ..Counts::default()
-        };
-        self.op.push((key.to_owned(), d));
+    /// Count a change of the op running: `tasks` and `bytes` against `key` and the whole
+    /// store, `active` (tasks that entered or left the active statuses) against `key` only
+    /// (no limit counts the store's active tasks).
+    pub(crate) fn change(&mut self, key: &str, tasks: i64, bytes: i64, active: i64) {
+        self.op.push((
+            key.to_owned(),
+            Counts {
+                tasks,
+                bytes,
+                active,
+            },
+        ));
+        if tasks != 0 || bytes != 0 {
+            self.op.push((
+                TOTAL.to_owned(),
+                Counts {
+                    tasks,
+                    bytes,
+                    active: 0,
+                },
+            ));
+        }
     }
 
     /// Count `n` tasks more (or fewer, when negative) in `status` by the op running; a

@@ -13,6 +13,8 @@
 #   RESULTS=file bench/guard.sh      # no measurement: compare the figures in that file
 #                                    # (the format of the baseline) with the baseline
 #   BIN=old LOADGEN=new bench/guard.sh  # an older server, today's load generator
+#   KEEP=1 bench/guard.sh            # keep the callgrind files (<store>-<op>-<N>.out) in
+#                                    # $OUT, for callgrind_annotate
 #
 # How one figure is measured: the server runs under callgrind twice, serving N1 and then
 # N2 operations of the workload from `mcp-tasks bench` (one client, so that group commits
@@ -138,7 +140,7 @@ total() {
         PG_DB=""
     fi
     t=$(grep -E '^(summary|totals):' "$OUT/$tag.out" | head -1 | awk '{print $2}')
-    rm -f "$OUT/$tag.out"
+    if [ "${KEEP:-0}" != 1 ]; then rm -f "$OUT/$tag.out"; fi
     echo "$t"
 }
 

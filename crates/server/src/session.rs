@@ -9,7 +9,6 @@ use mcp_tasks_core::{Requester, RequestorChannel, TaskEngine};
 use mcp_tasks_proto::ErrorObject;
 use mcp_tasks_proto::mcp::LATEST_PROTOCOL_VERSION;
 use mcp_tasks_rpc::{Peer, PeerError, RequestContext, Route};
-use parking_lot::Mutex;
 use serde_json::Value;
 
 use crate::ServerState;
@@ -39,7 +38,9 @@ pub struct Session {
     pub requester: Requester,
     /// Whether `tasks.list` is declared (the receiver can identify the requester).
     pub can_list: bool,
-    negotiated: Mutex<Option<Negotiated>>,
+    /// Set once, by `initialize` (or from the store, for a session another replica
+    /// opened); read by every request, without a lock or a copy.
+    negotiated: std::sync::OnceLock<Arc<Negotiated>>,
     /// The level `logging/setLevel` set, shared with the calls the session runs.
     pub(crate) log_threshold: LogThreshold,
     /// The resources it watches (`resources/subscribe`).
@@ -62,7 +63,7 @@ impl Session {
             state,
             requester,
             can_list,
-            negotiated: Mutex::new(None),
+            negotiated: std::sync::OnceLock::new(),
             // With `logging` declared, every message is sent until `logging/setLevel`
             // chooses; without it, none.
             log_threshold: LogThreshold::at(logging.then_some(LogLevel::Debug)),
@@ -89,25 +90,21 @@ impl Session {
     }
 
     /// What `initialize` settled, once it has run.
-    pub fn negotiated(&self) -> Option<Negotiated> {
-        self.negotiated.lock().clone()
+    pub fn negotiated(&self) -> Option<Arc<Negotiated>> {
+        self.negotiated.get().cloned()
     }
 
     /// Record the outcome of `initialize`. Returns `false` if it had run already.
     pub(crate) fn set_negotiated(&self, n: Negotiated) -> bool {
-        let mut g = self.negotiated.lock();
-        if g.is_some() {
-            return false;
-        }
-        *g = Some(n);
-        true
+        self.negotiated.set(Arc::new(n)).is_ok()
     }
 
     /// The task engine, when tasks are on for this session: the server has them and the
     /// session negotiated 2025-11-25 (tasks are advertised only there).
     pub fn tasks(&self) -> Option<&TaskEngine> {
         let on = self
-            .negotiated()
+            .negotiated
+            .get()
             .is_some_and(|n| n.protocol_version == LATEST_PROTOCOL_VERSION);
         if on { self.state.engine.as_ref() } else { None }
     }

@@ -139,27 +139,39 @@ pub(super) fn accept(headers: &HeaderMap) -> Accept {
         json: false,
         sse: false,
     };
+    // Compared in place, without a lowered copy of each item: every POST reads this.
     for item in v.split(',') {
         let mut fields = item.split(';');
-        let mt = fields.next().unwrap_or("").trim().to_ascii_lowercase();
-        let refused = fields.any(|p| {
-            let p = p.trim().replace(' ', "");
-            p == "q=0" || p == "q=0.0" || p == "q=0.00" || p == "q=0.000"
-        });
-        if refused {
+        let mt = fields.next().unwrap_or("").trim();
+        if fields.any(refuses) {
             continue;
         }
-        match mt.as_str() {
-            "*/*" => {
-                a.json = true;
-                a.sse = true;
-            }
-            "application/*" | JSON => a.json = true,
-            "text/*" | EVENT_STREAM => a.sse = true,
-            _ => {}
+        let is = |name: &str| mt.eq_ignore_ascii_case(name);
+        if is("*/*") {
+            a.json = true;
+            a.sse = true;
+        } else if is("application/*") || is(JSON) {
+            a.json = true;
+        } else if is("text/*") || is(EVENT_STREAM) {
+            a.sse = true;
         }
     }
     a
+}
+
+/// Whether the media-range parameter `p` is a quality of zero (`q=0`, `q=0.0`, `q=0.00`
+/// or `q=0.000`, spaces ignored): "not acceptable" (RFC 9110, 12.4.2).
+fn refuses(p: &str) -> bool {
+    let mut buf = [0_u8; 7];
+    let mut n = 0;
+    for b in p.trim().bytes().filter(|b| *b != b' ') {
+        if n == buf.len() {
+            return false;
+        }
+        buf[n] = b;
+        n += 1;
+    }
+    matches!(&buf[..n], b"q=0" | b"q=0.0" | b"q=0.00" | b"q=0.000")
 }
 
 pub(super) fn not_acceptable(what: &str) -> Response {
@@ -207,4 +219,43 @@ pub(super) fn session_refused(id: Option<&RequestId>, why: &Refused) -> Response
         ),
     };
     unavailable(id, message, "5")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(v: &str) -> (bool, bool) {
+        let mut h = HeaderMap::new();
+        h.insert(header::ACCEPT, v.parse().unwrap());
+        let a = accept(&h);
+        (a.json, a.sse)
+    }
+
+    /// Media ranges in any case, wildcards, and a quality of zero (in its four spellings,
+    /// spaces ignored) refusing its range; no header accepts both.
+    #[test]
+    fn accept_reads_ranges_and_zero_qualities() {
+        assert!(accept(&HeaderMap::new()).json && accept(&HeaderMap::new()).sse);
+        assert_eq!(of("application/json, text/event-stream"), (true, true));
+        assert_eq!(of("Application/JSON"), (true, false));
+        assert_eq!(of("TEXT/EVENT-STREAM;charset=utf-8"), (false, true));
+        assert_eq!(of("*/*"), (true, true));
+        assert_eq!(of("application/*, text/*"), (true, true));
+        assert_eq!(of("text/html"), (false, false));
+        for zero in ["q=0", "q=0.0", " q = 0.00 ", "q=0.000"] {
+            assert_eq!(
+                of(&format!("application/json;{zero}, text/event-stream")),
+                (false, true),
+                "{zero}"
+            );
+        }
+        for not_zero in ["q=0.5", "q=0.0001", "q=1", "Q=0", "q=0."] {
+            assert_eq!(
+                of(&format!("application/json;{not_zero}")),
+                (true, false),
+                "{not_zero}"
+            );
+        }
+    }
 }

@@ -366,27 +366,82 @@ impl Peer {
             .await;
     }
 
+    /// Whether [`Self::serve_read_text`] serves a request of `method`: one that only reads
+    /// and need not be served before the next message is read.
+    pub fn reads_in_place(&self, method: &str) -> bool {
+        is_read(method) && !self.inner.handler.is_sequential(method)
+    }
+
+    /// [`Self::serve_read_here`] for a request whose answer goes back as one JSON object
+    /// and nothing else (a Streamable HTTP POST answered as `application/json`; what the
+    /// handler sends on the request's route is diverted to the standalone stream): the
+    /// answer is returned, as JSON text ([`Handler::handle_request_text`]), instead of
+    /// being queued for the transport to route back to the POST. A `tasks/get` is answered
+    /// without a `Value` tree, a queue, a routing task's wake-up or a channel
+    /// (docs/performance.md, "The get, trimmed"). `None` when it was cancelled
+    /// (`notifications/cancelled`): no answer. Only for [`Self::reads_in_place`] methods:
+    /// dropped half-way (its POST went away), such a request has nothing to undo. An id
+    /// already in flight is answered -32600, a handler that panics -32603.
+    pub async fn serve_read_text(
+        &self,
+        req: Request,
+        delivery: RouteDelivery,
+    ) -> Option<Result<String, ErrorObject>> {
+        debug_assert!(self.reads_in_place(&req.method));
+        let token = match self.try_admit(&req.id) {
+            Ok(token) => token,
+            Err(e) => return Some(Err(e)),
+        };
+        let _unanswered = Unanswered::count(self);
+        let id = req.id.clone();
+        let _inflight = Inflight(self, &id);
+        let cx = RequestContext {
+            peer: self.clone(),
+            id: req.id.clone(),
+            cancel: token.clone(),
+            delivery,
+            request_meta: None,
+            stream_of: None,
+        };
+        let handler = Arc::clone(&self.inner.handler);
+        let fut = std::panic::AssertUnwindSafe(handler.handle_request_text(cx, req)).catch_unwind();
+        tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            r = fut => Some(r.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))),
+        }
+    }
+
     /// Register `id` as in flight (its cancellation token), or answer -32600 when a request
     /// in flight already has it.
     fn admit_request(&self, id: &RequestId) -> Option<CancellationToken> {
-        let token = CancellationToken::new();
+        match self.try_admit(id) {
+            Ok(token) => Some(token),
+            Err(err) => {
+                let peer = self.clone();
+                let id = id.clone();
+                tokio::spawn(async move {
+                    let _ = peer
+                        .send(Message::reply(id.clone(), Err(err)), Route::Request(id))
+                        .await;
+                });
+                None
+            }
+        }
+    }
+
+    /// Register `id` as in flight (its cancellation token), or the -32600 error when a
+    /// request in flight already has it.
+    fn try_admit(&self, id: &RequestId) -> Result<CancellationToken, ErrorObject> {
         let mut inflight = self.inner.inflight.lock();
         if inflight.contains_key(id) {
-            drop(inflight);
-            let peer = self.clone();
-            let id = id.clone();
-            tokio::spawn(async move {
-                let err = ErrorObject::invalid_request(format!(
-                    "request id {id} is already in use by a request in flight"
-                ));
-                let _ = peer
-                    .send(Message::reply(id.clone(), Err(err)), Route::Request(id))
-                    .await;
-            });
-            return None;
+            return Err(ErrorObject::invalid_request(format!(
+                "request id {id} is already in use by a request in flight"
+            )));
         }
+        let token = CancellationToken::new();
         inflight.insert(id.clone(), token.clone());
-        Some(token)
+        Ok(token)
     }
 
     /// Run the handler of an admitted request until it answers or is cancelled, and queue
@@ -445,6 +500,16 @@ pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
         .unwrap_or_else(|| "a panic".to_owned());
     tracing::error!(panic = %what, "a request's handler panicked");
     ErrorObject::internal("Internal error: the request's handler failed")
+}
+
+/// Takes a request served in place ([`Peer::serve_read_text`]) off the in-flight map when
+/// it ends, answered, cancelled or dropped with its POST (its id is free again).
+struct Inflight<'a>(&'a Peer, &'a RequestId);
+
+impl Drop for Inflight<'_> {
+    fn drop(&mut self) {
+        self.0.inner.inflight.lock().remove(self.1);
+    }
 }
 
 /// Counts one incoming request in `unanswered` until its response is queued (or it is

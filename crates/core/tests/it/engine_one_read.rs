@@ -163,3 +163,65 @@ async fn runs_here_while_this_engine_executes_the_task() {
         TaskStatus::Completed
     );
 }
+
+/// The `tasks/get` answer written as text (`serve::get_text`) is the value `serve::dispatch`
+/// answers, for a working task (with a TTL and a poll interval) and a completed one; its
+/// errors are the same: an unknown task, a malformed `taskId`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_text_of_a_get_is_its_value() {
+    use mcp_tasks_core::serve;
+    let engine = TaskEngine::new(
+        Arc::new(MemoryStore::default()),
+        Policy::default(),
+        Arc::new(SystemClock),
+    );
+    let who = Requester::local();
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let runner = Box::new(move |_run: TaskRun| {
+        Box::pin(async move {
+            let _ = released.await;
+            Ok(json!({"content": []}))
+        }) as futures::future::BoxFuture<'static, _>
+    });
+    let mut spec = spec(&who);
+    spec.task_field = json!({"ttl": 60_000});
+    let id = engine
+        .create(spec, runner)
+        .await
+        .expect("created")
+        .task
+        .task_id;
+    let params = json!({"taskId": id});
+    let both = || async {
+        let value = serve::dispatch(&engine, &who, "tasks/get", Some(&params), || None).await;
+        let text = serve::get_text(&engine, &who, Some(&params)).await;
+        (value, text)
+    };
+    let (value, text) = both().await;
+    let parsed: Value = serde_json::from_str(&text.unwrap()).unwrap();
+    assert_eq!(parsed, value.unwrap());
+    assert_eq!(parsed["status"], "working");
+    assert_eq!(parsed["ttl"], 60_000);
+    release.send(()).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while engine.get(&id, &who).await.unwrap().status != TaskStatus::Completed {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let (value, text) = both().await;
+    let parsed: Value = serde_json::from_str(&text.unwrap()).unwrap();
+    assert_eq!(parsed, value.unwrap());
+    assert_eq!(parsed["status"], "completed");
+    for bad in [
+        json!({"taskId": "no-such-task"}),
+        json!({"taskId": 7}),
+        json!({}),
+    ] {
+        let value = serve::dispatch(&engine, &who, "tasks/get", Some(&bad), || None).await;
+        let text = serve::get_text(&engine, &who, Some(&bad)).await;
+        assert_eq!(text.unwrap_err(), value.unwrap_err(), "{bad}");
+    }
+}

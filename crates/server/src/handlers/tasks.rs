@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use mcp_tasks_core::{RequestSender, SendFn, serve};
+use mcp_tasks_core::{RequestSender, SendFn, TaskEngine, serve};
 use mcp_tasks_proto::{ErrorObject, methods};
 use mcp_tasks_rpc::{RequestContext, RouteDelivery};
 use serde_json::Value;
@@ -33,6 +33,25 @@ pub(crate) async fn handle(
     method: &str,
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
+    let engine = engine_for(session, method)?;
+    serve::dispatch(engine, &session.requester, method, params, || {
+        (cx.delivery != RouteDelivery::Diverted).then(|| result_stream(cx))
+    })
+    .await
+}
+
+/// [`handle`] of a `tasks/get` with the answer as JSON text ([`serve::get_text`]).
+pub(crate) async fn get_text(
+    session: &Session,
+    params: Option<&Value>,
+) -> Result<String, ErrorObject> {
+    let engine = engine_for(session, methods::TASKS_GET)?;
+    serve::get_text(engine, &session.requester, params).await
+}
+
+/// The session's engine for `method`: -32601 when tasks are off for it, and for
+/// `tasks/list` when the server cannot identify requesters.
+fn engine_for<'a>(session: &'a Session, method: &str) -> Result<&'a TaskEngine, ErrorObject> {
     let engine = session.tasks().ok_or_else(|| {
         ErrorObject::method_not_found(format!("`{method}`: tasks are not enabled on this session"))
     })?;
@@ -41,10 +60,7 @@ pub(crate) async fn handle(
             "`tasks/list`: this server cannot identify requesters, so it does not list tasks",
         ));
     }
-    serve::dispatch(engine, &session.requester, method, params, || {
-        (cx.delivery != RouteDelivery::Diverted).then(|| result_stream(cx))
-    })
-    .await
+    Ok(engine)
 }
 
 /// Carries a task's queued requests on the stream of this `tasks/result`.

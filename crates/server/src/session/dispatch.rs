@@ -85,6 +85,12 @@ impl Session {
             };
             return crate::modern::handle(req, params).await;
         }
+        // A `tasks/get` wanted as text is written from the task's fields, no `Value` tree.
+        if text && method == methods::TASKS_GET && self.negotiated().is_some() {
+            return handlers::tasks::get_text(self, params.as_ref())
+                .await
+                .map(Reply::Text);
+        }
         self.dispatch_legacy(cx, method, params)
             .await
             .map(Reply::Value)

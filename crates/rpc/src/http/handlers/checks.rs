@@ -233,7 +233,9 @@ pub(super) async fn find_session(
     let id = id.trim();
     let found = match shared.session(id) {
         Some(s) => Some(s),
-        None => match shared.load_shared(id, principal).await {
+        // Boxed: a session of another replica is rare, and the future of its load is large
+        // (every POST's future would keep room for it, see `post::post`).
+        None => match Box::pin(shared.load_shared(id, principal)).await {
             Ok(s) => s,
             Err(LoadError::Directory(e)) => {
                 tracing::warn!(error = %e, "the shared sessions could not be read");

@@ -68,7 +68,11 @@ pub(super) async fn post(
         && let Some((mut req, meta)) = mcp_tasks_proto::modern::parse_request(&bytes)
     {
         adopt_trace_headers(&parts.headers, &mut req);
-        return super::modern::post(
+        // The branches a session's request does not take are boxed (here, below, and
+        // `initialize`): a future keeps room for its largest branch inline, and that room
+        // was copied each time the future moved, on every request (docs/performance.md,
+        // "The get, trimmed").
+        return Box::pin(super::modern::post(
             shared,
             &parts.headers,
             req,
@@ -76,7 +80,7 @@ pub(super) async fn post(
             principal,
             client,
             acc,
-        )
+        ))
         .await;
     }
     let message = match Message::parse(&bytes) {
@@ -97,8 +101,16 @@ pub(super) async fn post(
             if named.is_some()
                 || mcp_tasks_proto::modern::names_revision_in_meta(req.params.as_ref()) =>
         {
-            return super::modern::post(shared, &parts.headers, req, None, principal, client, acc)
-                .await;
+            return Box::pin(super::modern::post(
+                shared,
+                &parts.headers,
+                req,
+                None,
+                principal,
+                client,
+                acc,
+            ))
+            .await;
         }
         other => other,
     };
@@ -112,11 +124,11 @@ pub(super) async fn post(
     match message {
         Message::Request(req) if !has_session => {
             if req.method == methods::INITIALIZE {
-                initialize(shared, req, principal, client, acc, true).await
+                Box::pin(initialize(shared, req, principal, client, acc, true)).await
             } else if req.method == methods::SERVER_DISCOVER {
                 // Answered by a throwaway session's handler (-32601), so that a newer
                 // client falls back to initialize.
-                initialize(shared, req, principal, client, acc, false).await
+                Box::pin(initialize(shared, req, principal, client, acc, false)).await
             } else {
                 bad_request(format!(
                     "Bad Request: the Mcp-Session-Id header is required for `{}` (send initialize first)",
@@ -144,7 +156,7 @@ pub(super) async fn post(
                         .flatten()
                         .and_then(request_id_of);
                     let n = Message::Notification(n);
-                    if let Err(why) = shared.relay_if_foreign(&session, &n).await {
+                    if let Err(why) = Box::pin(shared.relay_if_foreign(&session, &n)).await {
                         return relay_refused(&why);
                     }
                     session.peer.receive(n).await;
@@ -161,7 +173,7 @@ pub(super) async fn post(
                     // Answers to what the server asked, possibly on another stream or
                     // session: the peer (and behind it the handler) routes them by id;
                     // one answering a request of another replica's goes there too.
-                    if let Err(why) = shared.relay_if_foreign(&session, &response).await {
+                    if let Err(why) = Box::pin(shared.relay_if_foreign(&session, &response)).await {
                         return relay_refused(&why);
                     }
                     session.peer.receive(response).await;
@@ -260,6 +272,7 @@ async fn initialize(
     let answer = answer(shared, &session, req, mode).await;
     let ok = match &answer {
         Answer::Json(m) => matches!(m, Message::Response(_)),
+        Answer::Text(_, out) => out.is_ok(),
         Answer::Stream(_) => true,
         Answer::Gone | Answer::Busy(_) => false,
     };
@@ -354,6 +367,8 @@ async fn share(
 pub(super) enum Answer {
     /// One JSON response.
     Json(Message),
+    /// One JSON response to request `.0`: its result as JSON text, or its error.
+    Text(RequestId, Result<String, ErrorObject>),
     /// An SSE stream.
     Stream(Reader),
     /// The request id is already in flight on this session.
@@ -369,6 +384,11 @@ impl Answer {
     pub(super) fn into_response(self, session: &HttpSession) -> Response {
         match self {
             Self::Json(m) => json_message_response(m),
+            Self::Text(id, Ok(result)) => json_response(
+                StatusCode::OK,
+                mcp_tasks_proto::jsonrpc::response_json(&id, &result),
+            ),
+            Self::Text(id, Err(e)) => json_message_response(Message::reply(id, Err(e))),
             Self::Busy(m) => json_response(StatusCode::OK, m.to_json()),
             Self::Stream(reader) => sse_response(reader),
             Self::Gone if session.ended.is_cancelled() => http_error(
@@ -435,8 +455,23 @@ pub(super) async fn answer(
     mode: ReplyMode,
 ) -> Answer {
     let id = req.id.clone();
-    let (tx, mut rx) = oneshot::channel();
     session.ack_completed();
+    // A read answered as JSON (`tasks/get` above all) is served here and its answer
+    // written as text, without a trip through the peer's queue and the session's routing.
+    if mode == ReplyMode::Json && session.peer.reads_in_place(&req.method) {
+        if session.state.lock().pending.contains_key(&id) {
+            return Answer::Busy(Message::reply(id.clone(), Err(id_in_use(&id))));
+        }
+        return match session
+            .peer
+            .serve_read_text(req, RouteDelivery::Diverted)
+            .await
+        {
+            Some(out) => Answer::Text(id, out),
+            None => Answer::Gone,
+        };
+    }
+    let (tx, mut rx) = oneshot::channel();
     // With shared sessions, a tasks/result stream another replica can answer again.
     let tag = shared
         .config
@@ -446,10 +481,7 @@ pub(super) async fn answer(
     let stream = {
         let mut st = session.state.lock();
         if st.pending.contains_key(&id) {
-            let err = ErrorObject::invalid_request(format!(
-                "request id {id} is already in use by a request in flight"
-            ));
-            return Answer::Busy(Message::reply(id, Err(err)));
+            return Answer::Busy(Message::reply(id.clone(), Err(id_in_use(&id))));
         }
         if mode == ReplyMode::Stream {
             Some(HttpSession::new_request_stream(
@@ -525,6 +557,13 @@ pub(super) async fn answer(
         Some(First::Upgraded(n)) => connect(shared, session, n),
         None => Answer::Gone,
     }
+}
+
+/// -32600 for a request whose id a request in flight on the session has.
+fn id_in_use(id: &RequestId) -> ErrorObject {
+    ErrorObject::invalid_request(format!(
+        "request id {id} is already in use by a request in flight"
+    ))
 }
 
 fn connect(shared: &Shared, session: &Arc<HttpSession>, stream: u64) -> Answer {

@@ -137,10 +137,15 @@ pub(super) async fn authenticate_on(
                 }
                 return Ok(Some(p.to_owned()));
             }
-            (None, Some(o)) => match o.authenticate(t).await {
-                Ok(p) => return Ok(Some(p)),
-                Err(f) => f,
-            },
+            // Boxed: the OAuth check (a key fetch) is a large future, and every POST's
+            // future kept room for it (see `post::post`).
+            (None, Some(o)) => {
+                let check = Box::pin(o.authenticate(t));
+                match check.await {
+                    Ok(p) => return Ok(Some(p)),
+                    Err(f) => f,
+                }
+            }
             (None, None) => AuthFailure::Invalid("the bearer token is not valid".into()),
         },
     };
@@ -233,19 +238,22 @@ pub(super) async fn find_session(
     let id = id.trim();
     let found = match shared.session(id) {
         Some(s) => Some(s),
-        // Boxed: a session of another replica is rare, and the future of its load is large
-        // (every POST's future would keep room for it, see `post::post`).
-        None => match Box::pin(shared.load_shared(id, principal)).await {
-            Ok(s) => s,
-            Err(LoadError::Directory(e)) => {
-                tracing::warn!(error = %e, "the shared sessions could not be read");
-                return Err(Box::new(store_unavailable()));
+        None => {
+            // Boxed: a session of another replica is rare, and its load is a large future
+            // (see `post::post`).
+            let load = Box::pin(shared.load_shared(id, principal));
+            match load.await {
+                Ok(s) => s,
+                Err(LoadError::Directory(e)) => {
+                    tracing::warn!(error = %e, "the shared sessions could not be read");
+                    return Err(Box::new(store_unavailable()));
+                }
+                Err(LoadError::Refused(why)) => {
+                    shared.refused(Refusal::Limit);
+                    return Err(Box::new(session_refused(None, &why)));
+                }
             }
-            Err(LoadError::Refused(why)) => {
-                shared.refused(Refusal::Limit);
-                return Err(Box::new(session_refused(None, &why)));
-            }
-        },
+        }
     };
     match found {
         Some(s) if s.principal.as_ref() == principal => {

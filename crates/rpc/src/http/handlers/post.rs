@@ -68,11 +68,13 @@ pub(super) async fn post(
         && let Some((mut req, meta)) = mcp_tasks_proto::modern::parse_request(&bytes)
     {
         adopt_trace_headers(&parts.headers, &mut req);
-        // The branches a session's request does not take are boxed (here, below, and
-        // `initialize`): a future keeps room for its largest branch inline, and that room
-        // was copied each time the future moved, on every request (docs/performance.md,
-        // "The get, trimmed").
-        return Box::pin(super::modern::post(
+        // The branches a session's request does not take are boxed (here, below,
+        // `initialize`, `receive`, the relays, a request's queued answer): a future keeps
+        // room for each future it awaits (rustc lays them out side by side more than it
+        // overlaps them), and that room was copied each time the future moved, on every
+        // request (docs/performance.md, "The get, trimmed"). Each is boxed in a statement
+        // of its own: a future built in the statement that awaits it keeps its room.
+        let modern = Box::pin(super::modern::post(
             shared,
             &parts.headers,
             req,
@@ -80,8 +82,8 @@ pub(super) async fn post(
             principal,
             client,
             acc,
-        ))
-        .await;
+        ));
+        return modern.await;
     }
     let message = match Message::parse(&bytes) {
         Ok(m) => m,
@@ -101,7 +103,7 @@ pub(super) async fn post(
             if named.is_some()
                 || mcp_tasks_proto::modern::names_revision_in_meta(req.params.as_ref()) =>
         {
-            return Box::pin(super::modern::post(
+            let modern = Box::pin(super::modern::post(
                 shared,
                 &parts.headers,
                 req,
@@ -109,8 +111,8 @@ pub(super) async fn post(
                 principal,
                 client,
                 acc,
-            ))
-            .await;
+            ));
+            return modern.await;
         }
         other => other,
     };
@@ -123,12 +125,12 @@ pub(super) async fn post(
     let has_session = parts.headers.contains_key(MCP_SESSION_ID);
     match message {
         Message::Request(req) if !has_session => {
-            if req.method == methods::INITIALIZE {
-                Box::pin(initialize(shared, req, principal, client, acc, true)).await
-            } else if req.method == methods::SERVER_DISCOVER {
-                // Answered by a throwaway session's handler (-32601), so that a newer
-                // client falls back to initialize.
-                Box::pin(initialize(shared, req, principal, client, acc, false)).await
+            if req.method == methods::INITIALIZE || req.method == methods::SERVER_DISCOVER {
+                // `server/discover` is answered by a throwaway session's handler (-32601),
+                // so that a newer client falls back to initialize.
+                let keep = req.method == methods::INITIALIZE;
+                let init = Box::pin(initialize(shared, req, principal, client, acc, keep));
+                init.await
             } else {
                 bad_request(format!(
                     "Bad Request: the Mcp-Session-Id header is required for `{}` (send initialize first)",
@@ -156,10 +158,12 @@ pub(super) async fn post(
                         .flatten()
                         .and_then(request_id_of);
                     let n = Message::Notification(n);
-                    if let Err(why) = Box::pin(shared.relay_if_foreign(&session, &n)).await {
+                    let relay = Box::pin(shared.relay_if_foreign(&session, &n));
+                    if let Err(why) = relay.await {
                         return relay_refused(&why);
                     }
-                    session.peer.receive(n).await;
+                    let receive = Box::pin(session.peer.receive(n));
+                    receive.await;
                     if let Some(id) = cancelled {
                         session.request_cancelled(&id);
                     }
@@ -173,10 +177,12 @@ pub(super) async fn post(
                     // Answers to what the server asked, possibly on another stream or
                     // session: the peer (and behind it the handler) routes them by id;
                     // one answering a request of another replica's goes there too.
-                    if let Err(why) = Box::pin(shared.relay_if_foreign(&session, &response)).await {
+                    let relay = Box::pin(shared.relay_if_foreign(&session, &response));
+                    if let Err(why) = relay.await {
                         return relay_refused(&why);
                     }
-                    session.peer.receive(response).await;
+                    let receive = Box::pin(session.peer.receive(response));
+                    receive.await;
                     empty(StatusCode::ACCEPTED)
                 }
             }
@@ -471,6 +477,20 @@ pub(super) async fn answer(
             None => Answer::Gone,
         };
     }
+    // Boxed: see `post`.
+    let queued = Box::pin(answer_queued(shared, session, req, mode));
+    queued.await
+}
+
+/// [`answer`] through the peer's queue: the request is served (spawned, or here for a
+/// read) and its answer routed back by the session, as JSON or on a stream.
+async fn answer_queued(
+    shared: &Shared,
+    session: &Arc<HttpSession>,
+    req: mcp_tasks_proto::Request,
+    mode: ReplyMode,
+) -> Answer {
+    let id = req.id.clone();
     let (tx, mut rx) = oneshot::channel();
     // With shared sessions, a tasks/result stream another replica can answer again.
     let tag = shared

@@ -54,10 +54,11 @@ impl Requester {
             self.client_address,
             &self.session,
         ) {
-            (Some(p), ..) => format!("principal:{p}"),
+            // Joined, not `format!`ted: this runs on every `tasks/get` (its poll-rate check).
+            (Some(p), ..) => ["principal:", p].concat(),
             (None, true, ..) => LOCAL_QUOTA_KEY.to_owned(),
             (None, false, Some(a), _) => format!("address:{a}"),
-            (None, false, None, Some(s)) => format!("session:{s}"),
+            (None, false, None, Some(s)) => ["session:", s].concat(),
             (None, false, None, None) => "anonymous".to_owned(),
         }
     }

@@ -30,8 +30,9 @@ fn conversion(idx: usize, ty: Type, msg: String) -> rusqlite::Error {
 
 /// A row as a [`TaskRecord`].
 pub(crate) fn read_record(row: &Row<'_>) -> rusqlite::Result<TaskRecord> {
-    let status: String = row.get(3)?;
-    let status = TaskStatus::parse(&status)
+    // Read in place: the status text is not kept.
+    let status = row.get_ref(3)?.as_str()?;
+    let status = TaskStatus::parse(status)
         .ok_or_else(|| conversion(3, Type::Text, format!("unknown status {status:?}")))?;
     let kind: Option<String> = row.get(11)?;
     let bytes: Option<Vec<u8>> = row.get(12)?;

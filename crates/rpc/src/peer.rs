@@ -393,8 +393,7 @@ impl Peer {
             Err(e) => return Some(Err(e)),
         };
         let _unanswered = Unanswered::count(self);
-        let id = req.id.clone();
-        let _inflight = Inflight(self, &id);
+        let _inflight = Inflight(self, req.id.clone());
         let cx = RequestContext {
             peer: self.clone(),
             id: req.id.clone(),
@@ -455,6 +454,9 @@ impl Peer {
         stream_of: Option<RequestId>,
     ) {
         let id = req.id.clone();
+        // Off the in-flight map however it ends: dropped half-way too (a read served in
+        // place whose POST went away), else its id would stay taken for good.
+        let inflight = Inflight(self, id.clone());
         let cx = RequestContext {
             peer: self.clone(),
             id: id.clone(),
@@ -472,7 +474,8 @@ impl Peer {
             () = token.cancelled() => None,
             r = fut => Some(r.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))),
         };
-        self.inner.inflight.lock().remove(&id);
+        // The id is free before the response goes: a client may reuse it at once.
+        drop(inflight);
         if let Some(out) = out {
             let _ = self
                 .send(Message::reply(id.clone(), out), Route::Request(id))
@@ -502,13 +505,13 @@ pub(crate) fn panicked(panic: &(dyn std::any::Any + Send)) -> ErrorObject {
     ErrorObject::internal("Internal error: the request's handler failed")
 }
 
-/// Takes a request served in place ([`Peer::serve_read_text`]) off the in-flight map when
-/// it ends, answered, cancelled or dropped with its POST (its id is free again).
-struct Inflight<'a>(&'a Peer, &'a RequestId);
+/// Takes an admitted request off the in-flight map when it ends: answered, cancelled, or
+/// dropped half-way with its POST (a read served in place); its id is free again.
+struct Inflight<'a>(&'a Peer, RequestId);
 
 impl Drop for Inflight<'_> {
     fn drop(&mut self) {
-        self.0.inner.inflight.lock().remove(self.1);
+        self.0.inner.inflight.lock().remove(&self.1);
     }
 }
 

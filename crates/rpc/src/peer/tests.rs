@@ -375,6 +375,67 @@ async fn a_read_whose_id_is_in_flight_is_refused() {
     assert_eq!(code_of(out), mcp_tasks_proto::codes::INVALID_REQUEST);
 }
 
+/// A read served in place and dropped half-way (its POST went away) leaves its id free
+/// and the peer idle, by either way of serving it in place.
+#[tokio::test]
+async fn a_read_dropped_half_way_frees_its_id() {
+    let (peer, _rx) = Peer::new(Arc::new(WhereServed));
+    let hang = || req(9.into(), methods::TASKS_GET, Some(json!({"hang": true})));
+    let queued = peer.serve_read_here(hang(), RouteDelivery::Diverted);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(20), queued)
+            .await
+            .is_err()
+    );
+    assert_eq!(peer.inflight(), 0, "serve_read_here dropped");
+    let text = peer.serve_read_text(hang(), RouteDelivery::Diverted);
+    assert!(
+        tokio::time::timeout(Duration::from_millis(20), text)
+            .await
+            .is_err()
+    );
+    assert_eq!(peer.inflight(), 0, "serve_read_text dropped");
+    tokio::time::timeout(Duration::from_secs(5), peer.idle())
+        .await
+        .expect("idle");
+}
+
+/// `serve_read_text` answers with the handler's text and queues nothing; an id in flight
+/// is refused with -32600, a cancelled read gets no answer.
+#[tokio::test]
+async fn a_read_served_as_text_is_answered_not_queued() {
+    let (peer, mut rx) = Peer::new(Arc::new(WhereServed));
+    assert!(peer.reads_in_place(methods::TASKS_GET));
+    assert!(!peer.reads_in_place(methods::TOOLS_CALL));
+    let get = req(1.into(), methods::TASKS_GET, Some(json!({"taskId": "t"})));
+    let p = peer.clone();
+    // In a task: the handler answers with its task's id.
+    let text = tokio::spawn(async move { p.serve_read_text(get, RouteDelivery::Diverted).await })
+        .await
+        .unwrap();
+    let v: Value = serde_json::from_str(&text.expect("answered").expect("a result")).unwrap();
+    assert!(v.is_string(), "the handler's result: {v}");
+    assert_nothing_sent(&mut rx, "answered as text, not queued");
+    let p = peer.clone();
+    let hang = req(2.into(), methods::TASKS_GET, Some(json!({"hang": true})));
+    let hanging =
+        tokio::spawn(async move { p.serve_read_text(hang, RouteDelivery::Diverted).await });
+    tokio::task::yield_now().await;
+    let again = req(2.into(), methods::TASKS_GET, Some(json!({"taskId": "t"})));
+    let busy = peer.serve_read_text(again, RouteDelivery::Diverted).await;
+    assert_eq!(
+        busy.expect("answered").unwrap_err().code,
+        mcp_tasks_proto::codes::INVALID_REQUEST
+    );
+    receive_cancel(&peer, 2).await;
+    let cancelled = tokio::time::timeout(Duration::from_secs(5), hanging)
+        .await
+        .expect("the cancelled read returns")
+        .unwrap();
+    assert!(cancelled.is_none(), "a cancelled read has no answer");
+    assert_eq!(peer.inflight(), 0);
+}
+
 fn req(id: RequestId, method: &str, params: Option<Value>) -> Request {
     Request {
         id,

@@ -19,6 +19,7 @@ use super::state::Shared;
 use super::stream::{EventId, STANDALONE};
 use super::ui::UI_PATH;
 
+mod answer;
 mod checks;
 mod metrics;
 mod modern;
@@ -27,12 +28,13 @@ mod probes;
 mod response;
 mod ui;
 
+use answer::sse_response;
 use checks::{
     authenticate, authenticate_on, cors, find_session, foreign_host, legacy_version_check,
     origin_guard,
 };
 pub(crate) use post::ClientAddr;
-use post::{post, sse_response};
+use post::post;
 use probes::{HEALTHZ, READYZ, healthz, readyz, resource_metadata};
 use response::{
     EVENT_STREAM, LAST_EVENT_ID, accept, bad_request, empty, header_str, http_error,

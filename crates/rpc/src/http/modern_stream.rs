@@ -37,7 +37,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::peer::{Handler, Outbound, Peer, RequestContext, RouteDelivery};
+use crate::peer::{CancelOnDrop, Handler, Outbound, Peer, RequestContext, RouteDelivery};
 
 /// How often a quiet `subscriptions/listen` stream gets an SSE comment (`:`).
 pub(crate) const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -243,24 +243,6 @@ fn answer(id: &RequestId, out: Result<String, ErrorObject>) -> Result<String, Me
     match out {
         Ok(result) => Ok(response_json(id, &result)),
         Err(e) => Err(Message::reply(id.clone(), Err(e))),
-    }
-}
-
-/// Cancels the request when dropped armed.
-struct CancelOnDrop(Option<CancellationToken>);
-
-impl CancelOnDrop {
-    /// Answered: dropping no longer cancels.
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(t) = self.0.take() {
-            t.cancel();
-        }
     }
 }
 

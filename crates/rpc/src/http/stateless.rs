@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 use crate::peer::{is_read, panicked};
 
 use super::config::SessionFactory;
-use crate::peer::{Peer, RequestContext, RouteDelivery};
+use crate::peer::{CancelOnDrop, Peer, RequestContext, RouteDelivery};
 
 /// How many authenticated principals keep a modern handler between requests. Past it,
 /// a principal's modern requests each get a handler of their own (slower, never wrong).
@@ -92,17 +92,6 @@ fn fresh(factory: &dyn SessionFactory, principal: Option<&str>, client: Option<I
     let (peer, outbound) = Peer::new(factory.create_stateless(principal, client));
     drop(outbound);
     peer
-}
-
-/// Cancels the request when dropped before it was answered (its POST went away).
-struct CancelOnDrop(Option<CancellationToken>);
-
-impl Drop for CancelOnDrop {
-    fn drop(&mut self) {
-        if let Some(t) = self.0.take() {
-            t.cancel();
-        }
-    }
 }
 
 /// Serve `req` with `peer`'s handler and answer it: `Ok` the response as JSON text (the

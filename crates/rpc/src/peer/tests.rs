@@ -451,3 +451,80 @@ fn code_of(out: Outbound) -> i64 {
         other => panic!("expected an error response, got {other:?}"),
     }
 }
+
+/// Records the ids of its `hang` requests whose handler was stopped (its future dropped,
+/// as a cancelled request's is) after it saw the request cancelled.
+#[derive(Default)]
+struct SeesCancel(Arc<Mutex<Vec<RequestId>>>);
+
+/// Pushes its id into the list when dropped, if its token was cancelled by then.
+struct OnDrop(Arc<Mutex<Vec<RequestId>>>, RequestId, CancellationToken);
+
+impl Drop for OnDrop {
+    fn drop(&mut self) {
+        if self.2.is_cancelled() {
+            self.0.lock().push(self.1.clone());
+        }
+    }
+}
+
+#[async_trait]
+impl Handler for SeesCancel {
+    async fn handle_request(&self, cx: RequestContext, req: Request) -> Result<Value, ErrorObject> {
+        match req.method.as_str() {
+            "hang" => {
+                let _seen = OnDrop(Arc::clone(&self.0), cx.id.clone(), cx.cancel.clone());
+                std::future::pending().await
+            }
+            "boom" => panic!("a bug in the handler"),
+            _ => Ok(json!({"served": req.method})),
+        }
+    }
+}
+
+/// `serve_text` runs any request in a task of its own and returns its answer as text,
+/// queueing nothing; the caller going away cancels it (its handler stopped as a cancelled
+/// request's is, and the id free again); a panic is -32603, an id in flight -32600.
+#[tokio::test]
+async fn a_request_served_as_text_runs_apart_and_is_cancelled_with_its_caller() {
+    let handler = Arc::new(SeesCancel::default());
+    let (peer, mut rx) = Peer::new(handler.clone());
+    let call = req(1.into(), methods::TOOLS_CALL, None);
+    let text = peer.serve_text(call, RouteDelivery::Diverted).await;
+    assert_eq!(text.unwrap().unwrap(), r#"{"served":"tools/call"}"#);
+    assert_nothing_sent(&mut rx, "answered as text, not queued");
+    let boom = peer
+        .serve_text(req(2.into(), "boom", None), RouteDelivery::Diverted)
+        .await;
+    assert_eq!(
+        boom.unwrap().unwrap_err().code,
+        mcp_tasks_proto::codes::INTERNAL_ERROR
+    );
+    let p = peer.clone();
+    let hanging = tokio::spawn(async move {
+        p.serve_text(req(3.into(), "hang", None), RouteDelivery::Diverted)
+            .await
+    });
+    tokio::task::yield_now().await;
+    let busy = peer
+        .serve_text(req(3.into(), "again", None), RouteDelivery::Diverted)
+        .await;
+    assert_eq!(
+        busy.unwrap().unwrap_err().code,
+        mcp_tasks_proto::codes::INVALID_REQUEST
+    );
+    hanging.abort(); // the POST goes away
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while handler.0.lock().is_empty() || peer.inflight() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the request was not cancelled"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(*handler.0.lock(), vec![RequestId::Number(3)]);
+    tokio::time::timeout(Duration::from_secs(5), peer.idle())
+        .await
+        .expect("idle");
+    assert_nothing_sent(&mut rx, "a cancelled request gets no response");
+}

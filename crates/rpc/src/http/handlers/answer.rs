@@ -111,17 +111,24 @@ pub(super) async fn answer(
 ) -> Answer {
     let id = req.id.clone();
     session.ack_completed();
-    // A read answered as JSON (`tasks/get` above all) is served here and its answer
-    // written as text, without a trip through the peer's queue and the session's routing.
-    if mode == ReplyMode::Json && session.peer.reads_in_place(&req.method) {
+    // A request answered as JSON is served and its answer written as text, without a trip
+    // through the peer's queue and the session's routing: a read (`tasks/get` above all)
+    // here, in the POST's task; anything else (a task-augmented `tools/call` above all) in
+    // a task of its own, cancelled if the POST goes away (as `WaitGuard` cancels a queued
+    // one).
+    if mode == ReplyMode::Json && !session.peer.handler().is_sequential(&req.method) {
         if session.state.lock().pending.contains_key(&id) {
             return Answer::Busy(Message::reply(id.clone(), Err(id_in_use(&id))));
         }
-        return match session
-            .peer
-            .serve_read_text(req, RouteDelivery::Diverted)
-            .await
-        {
+        let out = if session.peer.reads_in_place(&req.method) {
+            session
+                .peer
+                .serve_read_text(req, RouteDelivery::Diverted)
+                .await
+        } else {
+            session.peer.serve_text(req, RouteDelivery::Diverted).await
+        };
+        return match out {
             Some(out) => Answer::Text(id, out),
             None => Answer::Gone,
         };

@@ -21,15 +21,13 @@ use crate::tool::{Tool, ToolContext};
 /// `isError` set to `true`." and "The `tasks/get` response SHOULD include a
 /// `statusMessage` field with diagnostic information about the failure."
 pub fn classify(result: &Value) -> (TaskStatus, Option<String>) {
-    // A result that does not parse as a `CallToolResult` still fails on a true `isError`.
-    let parsed = CallToolResult::from_value(result);
-    let is_error = match &parsed {
-        Ok(r) => r.is_error,
-        Err(_) => result.get("isError") == Some(&Value::Bool(true)),
-    };
-    if !is_error {
+    // Only a true `isError` fails the task, whether or not the rest parses as a
+    // `CallToolResult` (parsed, its `isError` is that same value): the result is parsed
+    // (a copy of all its content) only then, for the message.
+    if result.get("isError") != Some(&Value::Bool(true)) {
         return (TaskStatus::Completed, None);
     }
+    let parsed = CallToolResult::from_value(result);
     let text = parsed
         .as_ref()
         .ok()
@@ -174,4 +172,40 @@ pub(crate) fn parse(
         )));
     };
     Ok((params_value, call, args, tool))
+}
+
+#[cfg(test)]
+mod classify_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Only a true `isError` fails a task, parsed or not; its first text is the message.
+    #[test]
+    fn only_a_true_is_error_fails_the_task() {
+        let failed = |why: &str| {
+            (
+                TaskStatus::Failed,
+                Some(format!("Tool execution failed: {why}")),
+            )
+        };
+        for (result, expected) in [
+            (json!({"content": []}), (TaskStatus::Completed, None)),
+            (
+                json!({"content": [], "isError": false}),
+                (TaskStatus::Completed, None),
+            ),
+            (json!({"isError": "true"}), (TaskStatus::Completed, None)),
+            (json!("not an object"), (TaskStatus::Completed, None)),
+            (
+                json!({"content": [{"type": "text", "text": "bad input"}], "isError": true}),
+                failed("bad input"),
+            ),
+            (
+                json!({"content": "not a list", "isError": true}),
+                failed("the tool reported an error"),
+            ),
+        ] {
+            assert_eq!(classify(&result), expected, "{result}");
+        }
+    }
 }

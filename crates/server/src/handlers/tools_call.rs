@@ -5,13 +5,15 @@ use std::sync::Arc;
 use mcp_tasks_core::engine::{TaskRun, TaskSpec};
 use mcp_tasks_core::{RequestorChannel, serve};
 use mcp_tasks_proto::mcp::{
-    CallToolParams, MODEL_IMMEDIATE_RESPONSE_META, TaskStatus, TaskSupport, progress_token,
+    CallToolParams, MODEL_IMMEDIATE_RESPONSE_META, Task, TaskStatus, TaskSupport, progress_token,
 };
 use mcp_tasks_proto::{CallToolResult, ErrorObject, methods};
 use mcp_tasks_rpc::RequestContext;
-use serde::Deserialize;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::modern::Reply;
 use crate::session::{Negotiated, PeerChannel, RequestChannel, Session};
 use crate::tool::{Tool, ToolContext};
 
@@ -61,12 +63,15 @@ pub fn classify(result: &Value) -> (TaskStatus, Option<String>) {
 /// started (a requestor would have to poll it, then fetch `tasks/result`, to learn that
 /// a field was out of range); a `CallToolResult` is a valid answer to a task-augmented
 /// `tools/call`, the one a receiver gives when it does not run the call as a task.
+/// `text`: the answer is wanted as JSON text (then a created task's is written without a
+/// `Value` tree).
 pub(crate) async fn handle(
     session: &Session,
     cx: &RequestContext,
     negotiated: &Negotiated,
     params: Option<Value>,
-) -> Result<Value, ErrorObject> {
+    text: bool,
+) -> Result<Reply, ErrorObject> {
     let (params_value, call, args, tool) = parse(session.tool_source(), params)?;
     let engine = session.tasks();
     let support = tool.effective_task_support();
@@ -86,7 +91,7 @@ pub(crate) async fn handle(
     }
     // Bad arguments: the isError result at once, no task (see the doc comment).
     if let Err(rejected) = tool.check_arguments(&args) {
-        return Ok(rejected.to_value());
+        return Ok(Reply::Value(rejected.to_value()));
     }
 
     match (engine, &call.task) {
@@ -115,13 +120,15 @@ pub(crate) async fn handle(
                 .create(spec, runner)
                 .await
                 .map_err(|e| serve::create_error(&e))?;
-            let mut result = serve::create_task_result(&rec)?;
             let immediate = format!(
                 "Started `{}` as task {}; it runs in the background. Poll tasks/get or call tasks/result for its outcome.",
                 tool.name, rec.task.task_id
             );
-            result["_meta"] = json!({ MODEL_IMMEDIATE_RESPONSE_META: immediate });
-            Ok(result)
+            Created {
+                task: rec.to_wire(),
+                immediate: &immediate,
+            }
+            .reply(text)
         }
         _ => {
             let channel: Arc<dyn RequestorChannel> = Arc::new(RequestChannel(cx.clone()));
@@ -135,8 +142,51 @@ pub(crate) async fn handle(
             .with_request_params(params_value)
             .with_log_threshold(session.log_threshold.clone());
             tool.check_result(tool.handler.call(args, tcx).await)
-                .map(Value::from)
+                .map(|r| Reply::Value(Value::from(r)))
         }
+    }
+}
+
+/// The `CreateTaskResult` of a task-augmented `tools/call`: the task and, in `_meta`, the
+/// immediate response for the model.
+///
+/// Spec: "Receivers that accept a task-augmented request MUST return a `CreateTaskResult`
+/// as the response."
+struct Created<'a> {
+    task: Task,
+    immediate: &'a str,
+}
+
+impl Created<'_> {
+    /// As text (written from the fields) or as a value.
+    ///
+    /// # Errors
+    /// -32603 when it cannot be serialized (it always can).
+    fn reply(&self, text: bool) -> Result<Reply, ErrorObject> {
+        if text {
+            serde_json::to_string(self).map(Reply::Text)
+        } else {
+            serde_json::to_value(self).map(Reply::Value)
+        }
+        .map_err(ErrorObject::internal)
+    }
+}
+
+impl Serialize for Created<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        /// `_meta`: the immediate response.
+        struct Meta<'a>(&'a str);
+        impl Serialize for Meta<'_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut m = s.serialize_map(Some(1))?;
+                m.serialize_entry(MODEL_IMMEDIATE_RESPONSE_META, self.0)?;
+                m.end()
+            }
+        }
+        let mut m = s.serialize_map(Some(2))?;
+        m.serialize_entry("task", &self.task)?;
+        m.serialize_entry("_meta", &Meta(self.immediate))?;
+        m.end()
     }
 }
 
@@ -175,7 +225,7 @@ pub(crate) fn parse(
 }
 
 #[cfg(test)]
-mod classify_tests {
+mod tests {
     use super::*;
     use serde_json::json;
 
@@ -207,5 +257,28 @@ mod classify_tests {
         ] {
             assert_eq!(classify(&result), expected, "{result}");
         }
+    }
+
+    /// A created task's answer, as text and as a value: the task and the immediate
+    /// response in `_meta`, the same both ways.
+    #[test]
+    fn a_created_task_is_answered_the_same_as_text_and_as_a_value() {
+        let task = json!({"taskId": "t-1", "status": "working", "statusMessage": "a \"q\"",
+            "createdAt": "2026-12-06T17:00:00.000Z", "lastUpdatedAt": "2026-12-06T17:00:00.000Z",
+            "ttl": 60000, "pollInterval": 1000});
+        let created = Created {
+            task: serde_json::from_value(task.clone()).unwrap(),
+            immediate: "Started `sleep` as task t-1",
+        };
+        let expected = json!({"task": task,
+            "_meta": {MODEL_IMMEDIATE_RESPONSE_META: "Started `sleep` as task t-1"}});
+        let Ok(Reply::Text(text)) = created.reply(true) else {
+            panic!("text wanted")
+        };
+        assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), expected);
+        let Ok(Reply::Value(value)) = created.reply(false) else {
+            panic!("a value wanted")
+        };
+        assert_eq!(value, expected);
     }
 }

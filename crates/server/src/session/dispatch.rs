@@ -91,29 +91,29 @@ impl Session {
                 .await
                 .map(Reply::Text);
         }
-        self.dispatch_legacy(cx, method, params)
-            .await
-            .map(Reply::Value)
+        self.dispatch_legacy(cx, method, params, text).await
     }
 
-    /// A 2025-11-25 request (or one before `initialize`), to the handler of its method.
+    /// A 2025-11-25 request (or one before `initialize`), to the handler of its method;
+    /// `text` as for [`Self::dispatch`].
     async fn dispatch_legacy(
         &self,
         cx: RequestContext,
         method: String,
         params: Option<Value>,
-    ) -> Result<Value, ErrorObject> {
+        text: bool,
+    ) -> Result<Reply, ErrorObject> {
         match method.as_str() {
             methods::INITIALIZE => {
                 let mut result = handlers::initialize::handle(self, params.clone())?;
                 self.fallback
                     .initialize(&cx, params.as_ref().unwrap_or(&Value::Null), &mut result)
                     .await?;
-                return Ok(result);
+                return Ok(Reply::Value(result));
             }
             // A fallback may take an initialized session's ping (a gateway, to its upstream).
             methods::PING if !self.fallback.forwards_ping() || self.negotiated().is_none() => {
-                return Ok(serde_json::json!({}));
+                return Ok(Reply::Value(serde_json::json!({})));
             }
             methods::SERVER_DISCOVER => {
                 return Err(ErrorObject::method_not_found(
@@ -125,10 +125,10 @@ impl Session {
         let Some(negotiated) = self.negotiated() else {
             return Err(not_initialized(&method));
         };
-        match method.as_str() {
+        let value = match method.as_str() {
             methods::TOOLS_LIST => handlers::tools_list::handle(self, params.as_ref()),
             methods::TOOLS_CALL => {
-                handlers::tools_call::handle(self, &cx, &negotiated, params).await
+                return handlers::tools_call::handle(self, &cx, &negotiated, params, text).await;
             }
             m if serve::is_tasks_method(m) => {
                 handlers::tasks::handle(self, &cx, m, params.as_ref()).await
@@ -143,7 +143,8 @@ impl Session {
                 self.state.catalog.handle(m, params.as_ref(), side).await
             }
             _ => self.fallback.request(cx, method, params).await,
-        }
+        };
+        value.map(Reply::Value)
     }
 }
 

@@ -84,6 +84,18 @@ fn spec(who: &Requester) -> TaskSpec {
     }
 }
 
+/// Wait (at most 10 s) until task `id` is `completed`.
+async fn until_completed(engine: &TaskEngine, id: &str, who: &Requester) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while engine.get(id, who).await.unwrap().status != TaskStatus::Completed {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the task never ended"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
     let store = Arc::new(Counting::default());
@@ -100,14 +112,7 @@ async fn a_terminal_task_and_its_outcome_come_from_one_store_read() {
         .expect("created")
         .task
         .task_id;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while engine.get(&id, &who).await.unwrap().status != TaskStatus::Completed {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the task never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until_completed(&engine, &id, &who).await;
     for poll in [false, true] {
         let before = store.reads.load(Ordering::SeqCst);
         let (task, outcome) = engine.get_with_outcome(&id, &who, poll).await.unwrap();
@@ -203,14 +208,7 @@ async fn the_text_of_a_get_is_its_value() {
     assert_eq!(parsed["status"], "working");
     assert_eq!(parsed["ttl"], 60_000);
     release.send(()).unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    while engine.get(&id, &who).await.unwrap().status != TaskStatus::Completed {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the task never ended"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    until_completed(&engine, &id, &who).await;
     let (value, text) = both().await;
     let parsed: Value = serde_json::from_str(&text.unwrap()).unwrap();
     assert_eq!(parsed, value.unwrap());

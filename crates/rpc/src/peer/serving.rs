@@ -60,7 +60,8 @@ impl Peer {
     /// [`Self::serve_read_here`] for a request whose answer goes back as one JSON object
     /// and nothing else (a Streamable HTTP POST answered as `application/json`; what the
     /// handler sends on the request's route is diverted to the standalone stream): the
-    /// answer is returned, as JSON text ([`Handler::handle_request_text`]), instead of
+    /// answer is returned as JSON text
+    /// ([`Handler::handle_request_text`](super::Handler::handle_request_text)) instead of
     /// being queued for the transport to route back to the POST. A `tasks/get` is answered
     /// without a `Value` tree, a queue, a routing task's wake-up or a channel
     /// (docs/performance.md, "The get, trimmed"). `None` when it was cancelled
@@ -97,7 +98,8 @@ impl Peer {
     }
 
     /// Serve `req`, any request but a sequential one, in a task of its own and return its
-    /// answer as JSON text ([`Handler::handle_request_text`]) to the caller, instead of
+    /// answer to the caller as JSON text
+    /// ([`Handler::handle_request_text`](super::Handler::handle_request_text)) instead of
     /// queueing it for the transport to route back: what a Streamable HTTP POST answered as
     /// `application/json` does for a request that may change something (a task-augmented
     /// `tools/call` above all), saving the outbound queue, a wake-up of the session's

@@ -73,20 +73,51 @@ async fn list(
     who: &Requester,
     params: Option<&Value>,
 ) -> Result<Value, ErrorObject> {
+    let page = list_page(engine, who, params).await?;
+    serde_json::to_value(page).map_err(ErrorObject::internal)
+}
+
+/// [`dispatch`] of `tasks/list` with the page written as JSON text: what a transport that
+/// sends the answer at once asks for. A page of tasks built as a `Value` tree only to be
+/// serialized again cost more than writing it (docs/performance.md, "The creation's answer,
+/// trimmed"). The same value as [`dispatch`]'s (test `the_text_of_a_list_is_its_value`).
+///
+/// # Errors
+/// As [`dispatch`] for `tasks/list`.
+pub async fn list_text(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+) -> Result<String, ErrorObject> {
+    let page = list_page(engine, who, params).await?;
+    serde_json::to_string(&page).map_err(ErrorObject::internal)
+}
+
+/// One `tasks/list` page: `{"tasks": [...], "nextCursor": ...}`, the cursor only when
+/// more remain.
+#[derive(serde::Serialize)]
+struct ListPage {
+    tasks: Vec<mcp_tasks_proto::mcp::Task>,
+    #[serde(rename = "nextCursor", skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
+}
+
+/// The page `tasks/list` with `params` answers `who`.
+async fn list_page(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+) -> Result<ListPage, ErrorObject> {
     let cursor = match params.and_then(|p| p.get("cursor")) {
         None | Some(Value::Null) => None,
         Some(Value::String(c)) => Some(c.as_str()),
         Some(_) => return Err(ErrorObject::invalid_params("`cursor` must be a string")),
     };
-    let (tasks, next) = engine
+    let (tasks, next_cursor) = engine
         .list(cursor, who)
         .await
         .map_err(|e| e.to_rpc("Failed to list tasks"))?;
-    let mut result = json!({ "tasks": tasks });
-    if let Some(n) = next {
-        result["nextCursor"] = json!(n);
-    }
-    Ok(result)
+    Ok(ListPage { tasks, next_cursor })
 }
 
 /// Serve `tasks/result`: block until the task is terminal, then return exactly what the

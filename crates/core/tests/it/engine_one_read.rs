@@ -223,3 +223,50 @@ async fn the_text_of_a_get_is_its_value() {
         assert_eq!(text.unwrap_err(), value.unwrap_err(), "{bad}");
     }
 }
+
+/// The `tasks/list` page written as text (`serve::list_text`) is the value `serve::dispatch`
+/// answers: a first page with its `nextCursor`, the last page without one, and the same
+/// error for a malformed cursor.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_text_of_a_list_is_its_value() {
+    use mcp_tasks_core::serve;
+    let mut policy = Policy::default();
+    policy.page_size = 2;
+    let engine = TaskEngine::new(
+        Arc::new(MemoryStore::default()),
+        policy,
+        Arc::new(SystemClock),
+    );
+    let who = Requester::local();
+    for _ in 0..3 {
+        let runner = Box::new(|_run: TaskRun| {
+            Box::pin(async { Ok(json!({"content": []})) }) as futures::future::BoxFuture<'static, _>
+        });
+        engine.create(spec(&who), runner).await.expect("created");
+    }
+    let both = |params: Value| {
+        let (engine, who) = (&engine, &who);
+        async move {
+            let value = serve::dispatch(engine, who, "tasks/list", Some(&params), || None).await;
+            let text = serve::list_text(engine, who, Some(&params)).await;
+            (value, text)
+        }
+    };
+    let (value, text) = both(json!({})).await;
+    let first: Value = serde_json::from_str(&text.unwrap()).unwrap();
+    assert_eq!(first, value.unwrap());
+    assert_eq!(first["tasks"].as_array().map(Vec::len), Some(2));
+    let cursor = first["nextCursor"]
+        .as_str()
+        .expect("more remain")
+        .to_owned();
+    let (value, text) = both(json!({"cursor": cursor})).await;
+    let last: Value = serde_json::from_str(&text.unwrap()).unwrap();
+    assert_eq!(last, value.unwrap());
+    assert_eq!(last["tasks"].as_array().map(Vec::len), Some(1));
+    assert!(last.get("nextCursor").is_none(), "{last}");
+    for bad in [json!({"cursor": 7}), json!({"cursor": "not-a-cursor"})] {
+        let (value, text) = both(bad.clone()).await;
+        assert_eq!(text.unwrap_err(), value.unwrap_err(), "{bad}");
+    }
+}

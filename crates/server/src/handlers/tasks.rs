@@ -49,6 +49,15 @@ pub(crate) async fn get_text(
     serve::get_text(engine, &session.requester, params).await
 }
 
+/// [`handle`] of a `tasks/list` with the answer as JSON text ([`serve::list_text`]).
+pub(crate) async fn list_text(
+    session: &Session,
+    params: Option<&Value>,
+) -> Result<String, ErrorObject> {
+    let engine = engine_for(session, methods::TASKS_LIST)?;
+    serve::list_text(engine, &session.requester, params).await
+}
+
 /// The session's engine for `method`: -32601 when tasks are off for it, and for
 /// `tasks/list` when the server cannot identify requesters.
 fn engine_for<'a>(session: &'a Session, method: &str) -> Result<&'a TaskEngine, ErrorObject> {

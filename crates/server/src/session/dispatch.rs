@@ -85,11 +85,19 @@ impl Session {
             };
             return crate::modern::handle(req, params).await;
         }
-        // A `tasks/get` wanted as text is written from the task's fields, no `Value` tree.
-        if text && method == methods::TASKS_GET && self.negotiated().is_some() {
-            return handlers::tasks::get_text(self, params.as_ref())
-                .await
-                .map(Reply::Text);
+        // A `tasks/get` or `tasks/list` wanted as text is written from the tasks' fields,
+        // no `Value` tree.
+        if text && self.negotiated().is_some() {
+            let written = match method.as_str() {
+                methods::TASKS_GET => Some(handlers::tasks::get_text(self, params.as_ref()).await),
+                methods::TASKS_LIST => {
+                    Some(handlers::tasks::list_text(self, params.as_ref()).await)
+                }
+                _ => None,
+            };
+            if let Some(written) = written {
+                return written.map(Reply::Text);
+            }
         }
         self.dispatch_legacy(cx, method, params, text).await
     }

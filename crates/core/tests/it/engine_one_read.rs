@@ -238,11 +238,23 @@ async fn the_text_of_a_list_is_its_value() {
         Arc::new(SystemClock),
     );
     let who = Requester::local();
+    let mut ids = Vec::new();
     for _ in 0..3 {
         let runner = Box::new(|_run: TaskRun| {
             Box::pin(async { Ok(json!({"content": []})) }) as futures::future::BoxFuture<'static, _>
         });
-        engine.create(spec(&who), runner).await.expect("created");
+        ids.push(
+            engine
+                .create(spec(&who), runner)
+                .await
+                .expect("created")
+                .task
+                .task_id,
+        );
+    }
+    // Ended, so that both reads of a page see the same statuses.
+    for id in &ids {
+        until_completed(&engine, id, &who).await;
     }
     let both = |params: Value| {
         let (engine, who) = (&engine, &who);

@@ -94,6 +94,11 @@ impl Session {
         self.negotiated.get().cloned()
     }
 
+    /// Whether `initialize` has run (no copy of what it settled).
+    pub(crate) fn is_initialized(&self) -> bool {
+        self.negotiated.get().is_some()
+    }
+
     /// Record the outcome of `initialize`. Returns `false` if it had run already.
     pub(crate) fn set_negotiated(&self, n: Negotiated) -> bool {
         self.negotiated.set(Arc::new(n)).is_ok()

@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use mcp_tasks_core::engine::{Classifier, TaskRun, TaskSpec};
+use mcp_tasks_core::engine::{Classifier, Runner, TaskRun, TaskSpec};
 use mcp_tasks_core::{
     Limits, ListQuery, MemoryStore, NewTask, OrphanSweep, Policy, Requester, StoreError,
     SystemClock, TaskEngine, TaskRecord, TaskStore, Transition, TransitionResult,
@@ -84,6 +84,19 @@ fn spec(who: &Requester) -> TaskSpec {
     }
 }
 
+/// A runner whose task completes (with an empty result) once the sender is sent on or
+/// dropped.
+fn held_runner() -> (tokio::sync::oneshot::Sender<()>, Runner) {
+    let (release, released) = tokio::sync::oneshot::channel::<()>();
+    let runner: Runner = Box::new(move |_run: TaskRun| {
+        Box::pin(async move {
+            let _ = released.await;
+            Ok(json!({"content": []}))
+        })
+    });
+    (release, runner)
+}
+
 /// Wait (at most 10 s) until task `id` is `completed`.
 async fn until_completed(engine: &TaskEngine, id: &str, who: &Requester) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -142,13 +155,7 @@ async fn runs_here_while_this_engine_executes_the_task() {
     let engine = TaskEngine::new(store.clone(), Policy::default(), Arc::new(SystemClock));
     let who = Requester::local();
     let spec = spec(&who);
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let runner = Box::new(move |_run: TaskRun| {
-        Box::pin(async move {
-            let _ = released.await;
-            Ok(json!({"content": []}))
-        }) as futures::future::BoxFuture<'static, _>
-    });
+    let (release, runner) = held_runner();
     let id = engine
         .create(spec, runner)
         .await
@@ -181,13 +188,7 @@ async fn the_text_of_a_get_is_its_value() {
         Arc::new(SystemClock),
     );
     let who = Requester::local();
-    let (release, released) = tokio::sync::oneshot::channel::<()>();
-    let runner = Box::new(move |_run: TaskRun| {
-        Box::pin(async move {
-            let _ = released.await;
-            Ok(json!({"content": []}))
-        }) as futures::future::BoxFuture<'static, _>
-    });
+    let (release, runner) = held_runner();
     let mut spec = spec(&who);
     spec.task_field = json!({"ttl": 60_000});
     let id = engine
@@ -240,9 +241,7 @@ async fn the_text_of_a_list_is_its_value() {
     let who = Requester::local();
     let mut ids = Vec::new();
     for _ in 0..3 {
-        let runner = Box::new(|_run: TaskRun| {
-            Box::pin(async { Ok(json!({"content": []})) }) as futures::future::BoxFuture<'static, _>
-        });
+        let runner = held_runner().1; // its sender dropped: it ends at once
         ids.push(
             engine
                 .create(spec(&who), runner)

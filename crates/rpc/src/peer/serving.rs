@@ -79,22 +79,7 @@ impl Peer {
             Err(e) => return Some(Err(e)),
         };
         let _unanswered = Unanswered::count(self);
-        let _inflight = Inflight(self, req.id.clone());
-        let cx = RequestContext {
-            peer: self.clone(),
-            id: req.id.clone(),
-            cancel: token.clone(),
-            delivery,
-            request_meta: None,
-            stream_of: None,
-        };
-        let handler = Arc::clone(&self.inner.handler);
-        let fut = std::panic::AssertUnwindSafe(handler.handle_request_text(cx, req)).catch_unwind();
-        tokio::select! {
-            biased;
-            () = token.cancelled() => None,
-            r = fut => Some(r.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))),
-        }
+        self.answer_text(req, token, delivery).await
     }
 
     /// Serve `req`, any request but a sequential one, in a task of its own and return its
@@ -121,24 +106,7 @@ impl Peer {
         let mut cancel = CancelOnDrop(Some(token.clone()));
         let peer = self.clone();
         let work = tokio::spawn(async move {
-            let inflight = Inflight(&peer, req.id.clone());
-            let cx = RequestContext {
-                peer: peer.clone(),
-                id: req.id.clone(),
-                cancel: token.clone(),
-                delivery,
-                request_meta: None,
-                stream_of: None,
-            };
-            let handler = Arc::clone(&peer.inner.handler);
-            let fut =
-                std::panic::AssertUnwindSafe(handler.handle_request_text(cx, req)).catch_unwind();
-            let out = tokio::select! {
-                biased;
-                () = token.cancelled() => None,
-                r = fut => Some(r.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))),
-            };
-            drop(inflight);
+            let out = peer.answer_text(req, token, delivery).await;
             drop(unanswered);
             out
         });
@@ -149,6 +117,33 @@ impl Peer {
         };
         cancel.disarm();
         out
+    }
+
+    /// Run the handler of admitted request `req` for its answer as JSON text, until it
+    /// answers or is cancelled (`None`: cancellation first, as in [`Self::serve_admitted`]);
+    /// its id leaves the in-flight map however this ends, dropped half-way included.
+    async fn answer_text(
+        &self,
+        req: Request,
+        token: CancellationToken,
+        delivery: RouteDelivery,
+    ) -> Option<Result<String, ErrorObject>> {
+        let _inflight = Inflight(self, req.id.clone());
+        let cx = RequestContext {
+            peer: self.clone(),
+            id: req.id.clone(),
+            cancel: token.clone(),
+            delivery,
+            request_meta: None,
+            stream_of: None,
+        };
+        let handler = Arc::clone(&self.inner.handler);
+        let fut = std::panic::AssertUnwindSafe(handler.handle_request_text(cx, req)).catch_unwind();
+        tokio::select! {
+            biased;
+            () = token.cancelled() => None,
+            r = fut => Some(r.unwrap_or_else(|panic| Err(panicked(panic.as_ref())))),
+        }
     }
 
     /// Register `id` as in flight (its cancellation token), or answer -32600 when a request

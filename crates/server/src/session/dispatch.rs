@@ -87,7 +87,7 @@ impl Session {
         }
         // A `tasks/get` or `tasks/list` wanted as text is written from the tasks' fields,
         // no `Value` tree.
-        if text && self.negotiated().is_some() {
+        if text && self.is_initialized() {
             let written = match method.as_str() {
                 methods::TASKS_GET => Some(handlers::tasks::get_text(self, params.as_ref()).await),
                 methods::TASKS_LIST => {
@@ -120,7 +120,7 @@ impl Session {
                 return Ok(Reply::Value(result));
             }
             // A fallback may take an initialized session's ping (a gateway, to its upstream).
-            methods::PING if !self.fallback.forwards_ping() || self.negotiated().is_none() => {
+            methods::PING if !self.fallback.forwards_ping() || !self.is_initialized() => {
                 return Ok(Reply::Value(serde_json::json!({})));
             }
             methods::SERVER_DISCOVER => {
@@ -220,7 +220,7 @@ impl Handler for Session {
         match method.as_str() {
             // The peer already stopped the cancelled request; the cancellation is per hop.
             methods::CANCELLED => {}
-            _ if self.negotiated().is_some() => {
+            _ if self.is_initialized() => {
                 self.fallback.notification(peer, method, params).await;
             }
             methods::INITIALIZED => {}

@@ -173,8 +173,12 @@ async fn large_requests_leave_bounded_memory() {
     let (grown, kept, _) = ten_large_tasks(&sqlite).await;
     drop(sqlite);
     assert_eq!(kept, 10);
+    // Below the memory store, which holds the 80 MiB in memory; no longer with a margin of
+    // 24 MiB: since the memory store stopped copying each result to classify it
+    // (`classify`, 2026-12-06) its growth fell to 95-101 MiB, and SQLite's transient copies
+    // reached 78 MiB under CI's load.
     assert!(
-        grown < 120 && grown + 24 < unlimited,
+        grown < 120 && grown < unlimited,
         "sqlite store: {grown} MiB resident after 10 tasks of 4+4 MiB, memory store \
          {unlimited} MiB"
     );

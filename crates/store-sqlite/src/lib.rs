@@ -12,7 +12,10 @@
 //!   (allowed predecessors)`, so "cancel wins and a late completion is dropped" holds under
 //!   any race, between threads and between processes.
 //! * **Reads** run on a small pool of read-only connections on tokio's blocking threads, in
-//!   parallel with the writer (WAL readers never wait for it).
+//!   parallel with the writer (WAL readers never wait for it). A task's summary (what
+//!   `tasks/get` reads) read once is answered from memory while no connection of any
+//!   process has committed since, which the WAL-index header tells without a
+//!   transaction (at most 4,096 summaries and 4 MiB of their text; see `summaries.rs`).
 //! * **Wake-ups.** Waiters of a task wake after every committed change made through this
 //!   store. Several processes may share one file: while anyone waits, the writer thread
 //!   looks at `PRAGMA data_version` every [`SqliteOptions::remote_poll`] and wakes every
@@ -56,7 +59,9 @@ mod ops;
 mod options;
 mod schema;
 mod shared;
+mod summaries;
 mod usage;
+mod wal_header;
 mod writer;
 
 pub use options::{SqliteOptions, Synchronous, default_path, parse_spec};
@@ -64,6 +69,7 @@ pub use schema::SCHEMA_VERSION;
 
 use ops::OpResult;
 use shared::Shared;
+use summaries::{Lookup, Summaries};
 use usage::Usage;
 use writer::{Msg, OpJob, Undo, Writer};
 
@@ -120,6 +126,7 @@ impl SqliteStore {
             ops: AtomicU64::new(0),
             readers: Mutex::new(Vec::new()),
             metrics: std::sync::OnceLock::new(),
+            summaries: Summaries::default(),
         });
         let (tx, rx) = mpsc::channel();
         let w = Writer::new(conn, Arc::clone(&shared), rx);
@@ -151,6 +158,12 @@ impl SqliteStore {
     /// The database file.
     pub fn path(&self) -> &Path {
         &self.shared.path
+    }
+
+    /// How many task summaries (`tasks/get`) were answered from memory, the file unchanged
+    /// since they were read (see the crate documentation, *Reads*).
+    pub fn kept_reads(&self) -> u64 {
+        self.shared.summaries.hits.load(Ordering::Relaxed)
     }
 
     /// How many transactions the writer committed, carrying how many write ops.
@@ -293,11 +306,22 @@ impl TaskStore for SqliteStore {
     }
 
     async fn get_summary(&self, task_id: &str) -> Result<Option<TaskRecord>, StoreError> {
-        if let Some(r) = self.shared.try_read_now(&|c| ops::get_summary(c, task_id)) {
-            return r;
+        let sh = &self.shared;
+        let read_at = match sh.summaries.lookup(&sh.path, &sh.opts, task_id) {
+            Lookup::Kept(r) => return Ok(Some(r)),
+            Lookup::Read(v) => v,
+        };
+        let r = match sh.try_read_now(&|c| ops::get_summary(c, task_id)) {
+            Some(r) => r,
+            None => {
+                let id = task_id.to_owned();
+                self.read(move |c| ops::get_summary(c, &id)).await
+            }
+        };
+        if let (Some(v), Ok(Some(rec))) = (read_at, &r) {
+            sh.summaries.keep(&sh.path, &sh.opts, v, rec);
         }
-        let id = task_id.to_owned();
-        self.read(move |c| ops::get_summary(c, &id)).await
+        r
     }
 
     /// An empty write through the writer thread: it proves the thread is alive and that

@@ -12,6 +12,7 @@ use rusqlite::Connection;
 
 use crate::options::SqliteOptions;
 use crate::schema;
+use crate::summaries::Summaries;
 
 /// What the store, its writer thread and its read jobs share.
 pub(crate) struct Shared {
@@ -26,12 +27,15 @@ pub(crate) struct Shared {
     pub(crate) readers: Mutex<Vec<Connection>>,
     /// Where the writer reports batch sizes and failed batches, once attached.
     pub(crate) metrics: std::sync::OnceLock<Metrics>,
+    /// Task summaries kept while the file does not change (`tasks/get`).
+    pub(crate) summaries: Summaries,
 }
 
 impl Shared {
     /// Close the idle read connections.
     pub(crate) fn drop_idle_readers(&self) {
         self.readers.lock().clear();
+        self.summaries.reset();
     }
 
     /// Run `f` at once on the calling thread if an idle read connection is at hand and

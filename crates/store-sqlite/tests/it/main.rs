@@ -8,6 +8,7 @@ mod conformance;
 mod cross_process_wake;
 mod faults;
 mod group_commit;
+mod kept_summaries;
 mod metrics;
 mod open_refusals;
 mod quota_counts;

@@ -256,7 +256,7 @@ impl ToolSource for ModernTools {
         self.0.tools().tools_list(with_execution)
     }
 
-    fn tool(&self, name: &str) -> Option<Tool> {
+    fn tool(&self, name: &str) -> Option<Arc<Tool>> {
         self.0.tools().get(name)
     }
 }

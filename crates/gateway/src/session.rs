@@ -192,7 +192,7 @@ impl ToolSource for GatewaySession {
         self.lane.tools().tools_list(with_execution)
     }
 
-    fn tool(&self, name: &str) -> Option<Tool> {
+    fn tool(&self, name: &str) -> Option<Arc<Tool>> {
         self.lane.tools().get(name)
     }
 }

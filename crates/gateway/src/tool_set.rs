@@ -19,7 +19,7 @@ pub(crate) struct ToolSet {
     raw: Vec<Value>,
     /// The effective task support of each, in listing order.
     support: Vec<TaskSupport>,
-    by_name: HashMap<String, Tool>,
+    by_name: HashMap<String, Arc<Tool>>,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(ToolSet, |s| { tools: s.raw.len() });
@@ -80,7 +80,7 @@ impl ToolSet {
             .task_support(eff)
             // The upstream checks its own arguments (and answers bad ones its own way).
             .validate_arguments(false);
-            by_name.insert(name.to_owned(), tool);
+            by_name.insert(name.to_owned(), Arc::new(tool));
         }
         Self {
             raw,
@@ -95,7 +95,7 @@ impl ToolSet {
     }
 
     /// The tool `name`.
-    pub(crate) fn get(&self, name: &str) -> Option<Tool> {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<Tool>> {
         self.by_name.get(name).cloned()
     }
 

@@ -32,7 +32,7 @@ pub trait ToolSource: Send + Sync + 'static {
     fn listing(&self, with_execution: bool) -> Vec<Value>;
 
     /// The tool `name`, for `tools/call`.
-    fn tool(&self, name: &str) -> Option<Tool>;
+    fn tool(&self, name: &str) -> Option<Arc<Tool>>;
 }
 
 /// The server's own tools (the fixed list it was built with).
@@ -56,7 +56,7 @@ impl ToolSource for ServerTools {
             .collect()
     }
 
-    fn tool(&self, name: &str) -> Option<Tool> {
+    fn tool(&self, name: &str) -> Option<Arc<Tool>> {
         self.0.tool(name).cloned()
     }
 }

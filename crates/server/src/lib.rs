@@ -173,8 +173,9 @@ impl Background {
 pub struct ServerState {
     /// Configuration.
     pub config: ServerConfig,
-    /// Tools by name, in listing order.
-    pub tools: Vec<Tool>,
+    /// Tools by name, in listing order (shared: a call takes its tool without copying its
+    /// schema).
+    pub tools: Vec<Arc<Tool>>,
     /// Resources, prompts, completions and logging.
     pub catalog: Catalog,
     /// The task engine; `None` when tasks are turned off (`--no-tasks`).
@@ -214,7 +215,7 @@ impl Drop for ServerState {
 
 impl ServerState {
     /// The tool called `name`.
-    pub fn tool(&self, name: &str) -> Option<&Tool> {
+    pub fn tool(&self, name: &str) -> Option<&Arc<Tool>> {
         self.tools.iter().find(|t| t.name == name)
     }
 }
@@ -247,6 +248,7 @@ impl Server {
             .as_ref()
             .map_or_else(Metrics::new, |e| e.metrics().clone());
         metrics.set_tools(tools.iter().map(|t| t.name.clone()));
+        let tools: Vec<Arc<Tool>> = tools.into_iter().map(Arc::new).collect();
         // The engine's guard when there is an engine (it was given its guard already).
         let guard = match (&engine, guard) {
             (Some(e), _) => e.guard().clone(),

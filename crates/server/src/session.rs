@@ -74,7 +74,7 @@ impl Session {
     }
 
     /// The tool `name` of this session, from its [`ToolSource`].
-    pub fn tool(&self, name: &str) -> Option<Tool> {
+    pub fn tool(&self, name: &str) -> Option<Arc<Tool>> {
         self.tools.tool(name)
     }
 

@@ -201,7 +201,9 @@ impl TaskEngine {
         let fut = runner(run);
         let engine = self.clone();
         let ended_elsewhere = self.ended_elsewhere(&task_id);
-        tokio::spawn(async move {
+        // Boxed in a statement of its own: spawning a future copies it (into the task's
+        // cell, and on the way there), and this one holds the tool's future.
+        let task_future = Box::pin(async move {
             let outcome = tokio::select! {
                 biased;
                 () = task.cancel.cancelled() => None,
@@ -221,6 +223,7 @@ impl TaskEngine {
             }
             engine.stop_local(&task.task_id);
         });
+        tokio::spawn(task_future);
     }
 
     /// Resolves when task `task_id`, running here, ends through another process sharing

@@ -105,11 +105,14 @@ impl Peer {
         let unanswered = Unanswered::count(self);
         let mut cancel = CancelOnDrop(Some(token.clone()));
         let peer = self.clone();
-        let work = tokio::spawn(async move {
+        // Boxed in a statement of its own: spawning a future copies it, and this one holds
+        // the handler's.
+        let request = Box::pin(async move {
             let out = peer.answer_text(req, token, delivery).await;
             drop(unanswered);
             out
         });
+        let work = tokio::spawn(request);
         let out = match work.await {
             Ok(out) => out,
             Err(e) if e.is_panic() => Some(Err(panicked(e.into_panic().as_ref()))),

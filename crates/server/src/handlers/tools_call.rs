@@ -199,7 +199,7 @@ impl Serialize for Created<'_> {
 pub(crate) fn parse(
     tools: &dyn crate::extension::ToolSource,
     params: Option<Value>,
-) -> Result<(Value, CallToolParams, Value, Tool), ErrorObject> {
+) -> Result<(Value, CallToolParams, Value, Arc<Tool>), ErrorObject> {
     let params_value = params.unwrap_or(Value::Null);
     if !params_value.is_object() {
         return Err(ErrorObject::invalid_params(

@@ -434,7 +434,7 @@ impl mcp_tasks_server::ToolSource for Plain {
     fn listing(&self, _with_execution: bool) -> Vec<Value> {
         Vec::new()
     }
-    fn tool(&self, _name: &str) -> Option<Tool> {
+    fn tool(&self, _name: &str) -> Option<Arc<Tool>> {
         None
     }
 }

@@ -21,6 +21,12 @@ fn to(id: &str, status: TaskStatus, message: &str) -> Transition {
     }
 }
 
+/// A new task of `s`: its id.
+async fn created(s: &SqliteStore) -> String {
+    let rec = s.create(common::task(None), &Limits::NONE).await.unwrap();
+    rec.task.task_id
+}
+
 /// The summary twice: the second answer comes from memory (the kept-read count rises by
 /// one) and equals the first.
 async fn read_twice(s: &SqliteStore, id: &str) -> mcp_tasks_core::TaskRecord {
@@ -38,39 +44,24 @@ async fn a_kept_summary_is_never_answered_after_a_commit_anywhere() {
     let path = dir.path().join("kept.db");
     let a = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
     let b = SqliteStore::open(&path, SqliteOptions::default()).unwrap();
-    let id = a
-        .create(common::task(None), &Limits::NONE)
-        .await
-        .unwrap()
-        .task
-        .task_id;
+    let id = created(&a).await;
     assert_eq!(read_twice(&a, &id).await.status, TaskStatus::Working);
 
-    // A change through the same store.
-    assert!(matches!(
-        a.transition(to(&id, TaskStatus::InputRequired, "asked"))
-            .await
-            .unwrap(),
-        TransitionResult::Applied(_)
-    ));
-    let r = read_twice(&a, &id).await;
-    assert_eq!(
-        (r.status, r.task.status_message.as_deref()),
-        (TaskStatus::InputRequired, Some("asked"))
-    );
-
-    // A change through another store on the file.
-    assert!(matches!(
-        b.transition(to(&id, TaskStatus::Working, "answered"))
-            .await
-            .unwrap(),
-        TransitionResult::Applied(_)
-    ));
-    let r = read_twice(&a, &id).await;
-    assert_eq!(
-        (r.status, r.task.status_message.as_deref()),
-        (TaskStatus::Working, Some("answered"))
-    );
+    // A change through the same store, then one through another store on the file.
+    for (by, status, message) in [
+        (&a, TaskStatus::InputRequired, "asked"),
+        (&b, TaskStatus::Working, "answered"),
+    ] {
+        assert!(matches!(
+            by.transition(to(&id, status, message)).await.unwrap(),
+            TransitionResult::Applied(_)
+        ));
+        let r = read_twice(&a, &id).await;
+        assert_eq!(
+            (r.status, r.task.status_message.as_deref()),
+            (status, Some(message))
+        );
+    }
 
     // A change by another process (the child completes the task through its own store).
     let p = path.to_str().unwrap();
@@ -93,12 +84,7 @@ async fn a_kept_summary_is_never_answered_after_a_commit_anywhere() {
         a.get_summary(&id).await.unwrap().is_none(),
         "a deleted task was answered"
     );
-    let other = a
-        .create(common::task(None), &Limits::NONE)
-        .await
-        .unwrap()
-        .task
-        .task_id;
+    let other = created(&a).await;
     read_twice(&a, &other).await;
     raw.execute_batch("BEGIN IMMEDIATE; CREATE TABLE scratch (x); COMMIT")
         .unwrap();

@@ -11,8 +11,10 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::client::conn::http1;
-use hyper::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST};
-use hyper::{Request, Response, StatusCode};
+use hyper::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue,
+};
+use hyper::{Method, Request, Response, StatusCode, Uri};
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
@@ -25,6 +27,11 @@ pub use crate::message::{
     response_of,
 };
 use crate::message::{excerpt, header_safe, http_error, modern_meta, with_meta};
+
+const MCP_SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const MCP_PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const MCP_METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const MCP_NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// The standard headers of one modern request.
 struct ModernHeaders<'a> {
@@ -42,8 +49,18 @@ pub struct McpClient {
     session_id: Option<String>,
     next_id: u64,
     timeout: Duration,
+    /// The headers every request carries and the path, built once for the session id they
+    /// name rather than parsed per request (see [`McpClient::base`]).
+    base: Option<Base>,
     /// Times a connection had to be opened again.
     pub reconnects: u64,
+}
+
+/// What every request of a client carries, for one session id.
+struct Base {
+    session_id: Option<String>,
+    uri: Uri,
+    headers: HeaderMap,
 }
 
 mcp_tasks_proto::debug_non_exhaustive!(McpClient, |s| {
@@ -80,6 +97,7 @@ impl McpClient {
             session_id: None,
             next_id: 0,
             timeout,
+            base: None,
             reconnects: 0,
         }
     }
@@ -95,6 +113,7 @@ impl McpClient {
             session_id: self.session_id.clone(),
             next_id: k.saturating_mul(1_000_000_000_000),
             timeout: self.timeout,
+            base: None,
             reconnects: 0,
         }
     }
@@ -132,31 +151,72 @@ impl McpClient {
         self.revision
     }
 
-    fn request(&self, body: Vec<u8>, modern: Option<&ModernHeaders<'_>>) -> Request<Full<Bytes>> {
-        let mut b = Request::post(self.endpoint.path.as_str())
-            .header(HOST, self.endpoint.authority.as_str())
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream");
+    /// The path and the headers of every request of this session, built again when the
+    /// session id changed.
+    fn base(&mut self) -> &Base {
+        let stale = self
+            .base
+            .as_ref()
+            .is_none_or(|b| b.session_id != self.session_id);
+        if stale {
+            let value = |v: &str| HeaderValue::from_str(v).expect("a valid header value");
+            let mut headers = HeaderMap::new();
+            headers.insert(HOST, value(&self.endpoint.authority));
+            headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+            headers.insert(
+                ACCEPT,
+                HeaderValue::from_static("application/json, text/event-stream"),
+            );
+            if let (false, Some(sid)) = (self.revision.is_stateless(), &self.session_id) {
+                headers.insert(MCP_SESSION_ID, value(sid));
+                headers.insert(
+                    MCP_PROTOCOL_VERSION,
+                    HeaderValue::from_static(PROTOCOL_VERSION),
+                );
+            }
+            if let Some(t) = &self.endpoint.token {
+                headers.insert(AUTHORIZATION, value(&format!("Bearer {t}")));
+            }
+            self.base = Some(Base {
+                session_id: self.session_id.clone(),
+                uri: self.endpoint.path.parse().expect("a valid path"),
+                headers,
+            });
+        }
+        self.base.as_ref().expect("built above")
+    }
+
+    fn request(
+        &mut self,
+        body: Vec<u8>,
+        modern: Option<&ModernHeaders<'_>>,
+    ) -> Request<Full<Bytes>> {
+        let base = self.base();
+        let mut req = Request::new(Full::new(Bytes::from(body)));
+        *req.method_mut() = Method::POST;
+        *req.uri_mut() = base.uri.clone();
+        *req.headers_mut() = base.headers.clone();
         if let Some(m) = modern {
             // Spec (streamable HTTP): "The client MUST include the `MCP-Protocol-Version`
             // header on all requests"; `Mcp-Method` on all requests, `Mcp-Name` where the
             // method has a name.
-            b = b
-                .header("mcp-protocol-version", MODERN_PROTOCOL_VERSION)
-                .header("mcp-method", m.method);
+            let h = req.headers_mut();
+            h.insert(
+                MCP_PROTOCOL_VERSION,
+                HeaderValue::from_static(MODERN_PROTOCOL_VERSION),
+            );
+            h.insert(
+                MCP_METHOD,
+                HeaderValue::from_str(m.method).expect("a valid method name"),
+            );
             if let Some(name) = m.name {
-                b = b.header("mcp-name", name);
+                h.insert(
+                    MCP_NAME,
+                    HeaderValue::from_str(name).expect("a header-safe name"),
+                );
             }
-        } else if let Some(sid) = &self.session_id {
-            b = b
-                .header("mcp-session-id", sid.as_str())
-                .header("mcp-protocol-version", PROTOCOL_VERSION);
         }
-        if let Some(t) = &self.endpoint.token {
-            b = b.header(AUTHORIZATION, format!("Bearer {t}"));
-        }
-        b.body(Full::new(Bytes::from(body)))
-            .expect("a valid request")
+        req
     }
 
     async fn send(

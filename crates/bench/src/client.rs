@@ -175,7 +175,9 @@ impl McpClient {
                 );
             }
             if let Some(t) = &self.endpoint.token {
-                headers.insert(AUTHORIZATION, value(&format!("Bearer {t}")));
+                let mut auth = value(&format!("Bearer {t}"));
+                auth.set_sensitive(true);
+                headers.insert(AUTHORIZATION, auth);
             }
             self.base = Some(Base {
                 session_id: self.session_id.clone(),

@@ -180,10 +180,7 @@ pub async fn dispatch(
     let task = match method {
         methods::TASKS_LIST => return list(engine, who, params).await,
         methods::TASKS_RESULT => return result(engine, who, params, sender()).await,
-        methods::TASKS_GET => engine
-            .poll(task_id_param(params)?, who)
-            .await
-            .map_err(|e| e.to_rpc("Failed to retrieve task"))?,
+        methods::TASKS_GET => poll(engine, who, params).await?,
         methods::TASKS_CANCEL => engine
             .cancel(task_id_param(params)?, who)
             .await
@@ -207,11 +204,20 @@ pub async fn get_text(
     who: &Requester,
     params: Option<&Value>,
 ) -> Result<String, ErrorObject> {
-    let task = engine
+    let task = poll(engine, who, params).await?;
+    serde_json::to_string(&task).map_err(ErrorObject::internal)
+}
+
+/// The task a `tasks/get` names, as [`dispatch`] and [`get_text`] answer it.
+async fn poll(
+    engine: &TaskEngine,
+    who: &Requester,
+    params: Option<&Value>,
+) -> Result<mcp_tasks_proto::mcp::Task, ErrorObject> {
+    engine
         .poll(task_id_param(params)?, who)
         .await
-        .map_err(|e| e.to_rpc("Failed to retrieve task"))?;
-    serde_json::to_string(&task).map_err(ErrorObject::internal)
+        .map_err(|e| e.to_rpc("Failed to retrieve task"))
 }
 
 #[cfg(test)]

@@ -41,12 +41,10 @@ pub(crate) struct WalHeader {
 }
 
 // SAFETY: `hdr` points into SQLite's shared mapping of the WAL index, which stays mapped
-// while `_conn` is open; it is only read, with atomic loads, from any thread.
+// while `_conn` is open (they move together); it is only read, with atomic loads. Not
+// `Sync`: the header is kept under the summaries' mutex.
 #[allow(unsafe_code)]
 unsafe impl Send for WalHeader {}
-// SAFETY: as above; `_conn` is never used through a shared reference.
-#[allow(unsafe_code)]
-unsafe impl Sync for WalHeader {}
 
 impl WalHeader {
     /// Map the header through `conn` (a connection to the file in WAL mode); `None` when
